@@ -1,0 +1,60 @@
+"""The command line: ``python -m engine COMMAND …``.
+
+Each command lives in its own module under engine/commands with two functions,
+``add_arguments(parser)`` and ``run(args) -> int``. Command modules keep heavy imports (torch,
+matplotlib) inside ``run`` so that ``--help`` and the other commands stay fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from engine.errors import EXIT_USER_ERROR, UserError
+
+# name → (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "build": ("engine.commands.build", "render one or more days: results, drafts, charts"),
+    "kv": ("engine.commands.kv", "KV-cache calculator: how many requests fit"),
+    "simulate": ("engine.commands.simulate", "batching simulator: static, continuous, paged"),
+    "bench": ("engine.commands.bench", "measure on a real device with torch"),
+    "check": ("engine.commands.check", "check drafts against X and LinkedIn rules"),
+    "review": ("engine.commands.review", "build the review pages for every day in out/"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line and exit status 2 like every user error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UserError(message, file=self.prog)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m engine", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module_name, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        if only in (None, name):
+            try:
+                importlib.import_module(module_name).add_arguments(cmd)
+            except ModuleNotFoundError as exc:
+                if exc.name != module_name:
+                    raise
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((a for a in argv if a in COMMANDS), None)
+    try:
+        parser = build_parser(only=chosen)
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USER_ERROR
+        module = importlib.import_module(COMMANDS[args.command][0])
+        return int(module.run(args) or 0)
+    except UserError as err:
+        print(err.line(), file=sys.stderr)
+        return EXIT_USER_ERROR

@@ -1,0 +1,27 @@
+"""The one error type for user mistakes.
+
+A UserError carries where the mistake is (a file, and a field or row inside it) and what is
+wrong. The CLI prints it as one line, ``file: field: message``, and exits with status 2.
+Anything else that escapes is a bug and keeps its traceback.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+EXIT_USER_ERROR = 2
+
+
+class UserError(Exception):
+    """A mistake in the user's input: a spec, a workload file, a flag, a measurement file."""
+
+    def __init__(self, message: str, *, file: str | Path | None = None, field: str | None = None):
+        self.file = str(file) if file is not None else None
+        self.field = field
+        self.message = message
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        """The single line the user sees."""
+        parts = [p for p in (self.file, self.field) if p]
+        parts.append(self.message)
+        return ": ".join(parts)
