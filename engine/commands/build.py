@@ -1,0 +1,35 @@
+"""``python -m engine build days/dayNN.yaml …``: render days into out/."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("specs", nargs="+", type=Path, help="days/dayNN.yaml files")
+    parser.add_argument("--out", type=Path, default=Path("out"), help="output root (out/)")
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite drafts edited by hand in out/"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.pipeline import ChecksFailed, build
+
+    for spec in args.specs:
+        try:
+            report = build(spec, args.out, force=args.force)
+        except ChecksFailed as failed:
+            for line in failed.violations:
+                print(f"{spec}: {line}", file=sys.stderr)
+            print(f"{spec}: build stopped; out/ left as it was", file=sys.stderr)
+            return 1
+        print(f"Day {report.day} → {report.folder}/")
+        for line in report.summary:
+            print(f"  {line}")
+        for kept, new in report.kept_edits:
+            print(f"  kept your edit of {kept.name}; the new render is {new.name} (--force overwrites)")
+        print(f"  drafts: {', '.join(p.name for p in report.written if p.suffix == '.md')}")
+        print(f"  review: {report.folder / 'index.html'}")
+    return 0

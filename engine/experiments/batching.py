@@ -1,0 +1,98 @@
+"""Batching decides throughput: the spec's batching section through the simulator."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from engine import batching, workload
+from engine.experiments import Context, blame
+from engine.spec import BatchingSection, RooflineStepTimeSpec, UnitStepTimeSpec
+
+# Per-request timelines feed the slot-timeline chart; past this many requests the chart would be
+# unreadable and results.json large, so they are left out.
+TIMELINE_LIMIT = 5000
+
+
+def policy_of(name: str, section: BatchingSection) -> Any:
+    if name == "static":
+        return batching.StaticPolicy(max_wait=section.static_max_wait)
+    if name == "continuous":
+        return batching.ContinuousPolicy()
+    paged = section.paged
+    assert paged is not None  # the spec refuses 'paged' without its section
+    return batching.PagedPolicy(
+        num_blocks=paged.num_blocks,
+        block_size=paged.block_size,
+        max_num_seqs=paged.max_num_seqs,
+        max_num_batched_tokens=paged.max_num_batched_tokens,
+        chunked_prefill=paged.chunked_prefill,
+    )
+
+
+def step_time_of(section: BatchingSection, ctx: Context) -> Any:
+    spec = section.step_time
+    if spec is None:
+        return None
+    if isinstance(spec, UnitStepTimeSpec):
+        return batching.UnitStepTime(seconds_per_step=spec.seconds_per_step)
+    assert isinstance(spec, RooflineStepTimeSpec)
+    with blame(ctx, "batching.step_time"):
+        return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype)
+
+
+def head_of_line_example(output_tokens: np.ndarray, slots: int) -> dict[str, int]:
+    """The static group that wastes the most slot-steps, described for the post.
+
+    Static batching launches consecutive groups of `slots` requests in arrival order; a group
+    lasts as long as its longest member, so everything shorter idles behind it.
+    """
+    best: dict[str, int] = {}
+    best_idle = -1
+    for start in range(0, len(output_tokens), slots):
+        group = np.sort(output_tokens[start : start + slots])
+        longest = int(group[-1])
+        idle = slots * longest - int(group.sum())
+        if idle > best_idle:
+            median = int(group[(len(group) - 1) // 2])
+            best_idle = idle
+            best = {
+                "group": start // slots + 1,
+                "members": int(len(group)),
+                "longest": longest,
+                "median": median,
+                "median_waits": longest - median,
+                "idle_slot_steps": idle,
+            }
+    return best
+
+
+def run(section: BatchingSection, ctx: Context) -> dict[str, Any]:
+    with blame(ctx, "batching.workload"):
+        load = workload.build_workload(section.workload, ctx.spec_dir)
+    step_time = step_time_of(section, ctx)
+    policies: dict[str, Any] = {}
+    for name in section.policies:
+        with blame(ctx, f"batching.policies.{name}"):
+            result = batching.simulate(
+                load, policy_of(name, section), slots=section.slots, step_time=step_time
+            ).to_dict()
+        if load.n > TIMELINE_LIMIT:
+            result.pop("timeline", None)
+        policies[name] = result
+    summary = load.summary()
+    tokens = int(load.output_tokens.sum())
+    out: dict[str, Any] = {
+        "source": "simulated",
+        "slots": section.slots,
+        "workload": summary,
+        "step_time": section.step_time.model_dump() if section.step_time else None,
+        "policies": policies,
+        "ideal_steps": max(math.ceil(tokens / section.slots), int(load.output_tokens.max())),
+        "head_of_line": head_of_line_example(load.output_tokens, section.slots),
+    }
+    if "static" in policies and "continuous" in policies:
+        # Same tokens and slots both ways, so the ratio of steps is the throughput multiple.
+        out["multiple"] = policies["static"]["steps"] / policies["continuous"]["steps"]
+    return out

@@ -1,0 +1,111 @@
+"""Memory caps the batch: the spec's kv_cache section through the KV-cache calculator."""
+from __future__ import annotations
+
+from typing import Any
+
+from engine import catalog, kvcache
+from engine.experiments import Context, blame
+from engine.spec import (
+    GivenBudgetSpec,
+    GpuRef,
+    KvCacheSection,
+    KvView,
+    ModelRef,
+    ReserveBudgetSpec,
+    VllmBudgetSpec,
+)
+
+GIB = 2**30
+
+
+def resolve_model(ref: ModelRef, ctx: Context, field: str) -> catalog.ModelArch:
+    with blame(ctx, field):
+        if ref.catalog is not None:
+            return catalog.load_model(ref.catalog)
+        if ref.config is not None:
+            return catalog.load_model(str(ctx.resolve(ref.config)))
+        assert ref.inline is not None
+        inline = ref.inline.model_dump(exclude_none=True)
+        return catalog.model_from_fields(**inline)
+
+
+def resolve_gpu(ref: GpuRef, ctx: Context, field: str) -> tuple[str, int, catalog.GpuSpec | None]:
+    """(display name, memory in bytes, catalog entry when there is one)."""
+    with blame(ctx, field):
+        if ref.catalog is not None:
+            gpu = catalog.load_gpu(ref.catalog)
+            return gpu.display_name, gpu.memory_bytes, gpu
+        assert ref.inline is not None
+        return ref.inline.name, int(ref.inline.memory_gib * GIB), None
+
+
+def budget_of(spec: ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec) -> Any:
+    if isinstance(spec, ReserveBudgetSpec):
+        return kvcache.ReserveBudget(reserve_bytes=int(spec.reserve_gib * GIB))
+    if isinstance(spec, VllmBudgetSpec):
+        return kvcache.VllmBudget(
+            gpu_memory_utilization=spec.gpu_memory_utilization,
+            max_num_batched_tokens=spec.max_num_batched_tokens,
+            max_num_seqs=spec.max_num_seqs,
+        )
+    return kvcache.GivenBudget(kv_memory_bytes=int(spec.kv_memory_gib * GIB))
+
+
+def run_view(view: KvView, contexts: list[int], ctx: Context, field: str) -> dict[str, Any]:
+    model = resolve_model(view.model, ctx, f"{field}.model")
+    gpu_name, gpu_bytes, _ = resolve_gpu(view.gpu, ctx, f"{field}.gpu")
+    with blame(ctx, field):
+        plan = kvcache.plan_kv_cache(
+            model,
+            gpu_bytes,
+            budget_of(view.budget),
+            kv_dtype=view.kv_dtype,
+            tp=view.tp,
+            block_size=view.block_size,
+            contexts=tuple(contexts),
+        )
+    return {
+        "label": view.label or f"{model.name} on {gpu_name}",
+        "model": {
+            "name": model.name,
+            "num_layers": model.num_layers,
+            "num_kv_heads": model.num_kv_heads,
+            "head_dim": model.head_dim,
+            "dtype": model.dtype,
+        },
+        "gpu": {"name": gpu_name, "memory_bytes": gpu_bytes},
+        "budget": view.budget.model_dump(),
+        "kv_dtype": view.kv_dtype,
+        "tp": view.tp,
+        "plan": plan.to_dict(),
+    }
+
+
+def run(section: KvCacheSection, ctx: Context) -> dict[str, Any]:
+    main = run_view(section, section.contexts, ctx, "kv_cache")
+    compare = [
+        run_view(view, section.contexts, ctx, f"kv_cache.compare.{i}")
+        for i, view in enumerate(section.compare)
+    ]
+    rows = {row["context"]: row for row in main["plan"]["contexts"]}
+    return {
+        "source": "calculated",
+        "main": main,
+        "compare": compare,
+        "highlight": list(section.highlight),
+        "highlight_rows": [rows[c] for c in section.highlight],
+        "halves_when_context_doubles": halves_when_context_doubles(main["plan"]["contexts"]),
+    }
+
+
+def halves_when_context_doubles(rows: list[dict[str, Any]]) -> bool:
+    """True when every doubling of the context in the table halves the requests that fit.
+
+    The post states this; it is checked on the numbers, not assumed.
+    """
+    by_context = {r["context"]: r["max_requests"] for r in rows}
+    pairs = [(c, 2 * c) for c in by_context if 2 * c in by_context]
+    return bool(pairs) and all(
+        by_context[big] in (by_context[small] // 2, (by_context[small] + 1) // 2)
+        for small, big in pairs
+    )

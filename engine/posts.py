@@ -1,0 +1,117 @@
+"""Rendering drafts: the Jinja environment and the filters that format numbers.
+
+Templates see results and spec metadata only; every number on a post reaches it through a
+filter here, so formatting (thousands separators, percentages, multiples) is decided once.
+StrictUndefined turns a misspelt variable into an error instead of an empty gap in a post.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+GIB = 2**30
+
+
+def thousands(value: int | float) -> str:
+    """2048 → '2,048'; non-integers keep one decimal."""
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"
+
+
+def pct(fraction: float, digits: int = 1) -> str:
+    """0.1432 → '14.3%'."""
+    return f"{fraction * 100:.{digits}f}%"
+
+
+def multiple(ratio: float, digits: int = 1) -> str:
+    """5.05 → '5.0x': the throughput multiple as people write it."""
+    return f"{ratio:.{digits}f}x"
+
+
+def gib(num_bytes: int | float, digits: int = 2) -> str:
+    """1073741824 → '1.00 GiB' (GiB = 2**30 bytes, as the lab)."""
+    return f"{num_bytes / GIB:.{digits}f} GiB"
+
+
+def fixed(value: float, digits: int = 1) -> str:
+    """115.93 → '115.9'."""
+    return f"{value:.{digits}f}"
+
+
+def ms(seconds: float, digits: int = 0) -> str:
+    """0.02 → '20 ms'."""
+    return f"{seconds * 1000:.{digits}f} ms"
+
+
+def hashtag(word: str) -> str:
+    """'SystemDesign' → '#SystemDesign' (CamelCase reads better with screen readers)."""
+    return "#" + word.lstrip("#")
+
+
+FILTERS = {
+    "thousands": thousands,
+    "pct": pct,
+    "multiple": multiple,
+    "gib": gib,
+    "fixed": fixed,
+    "ms": ms,
+    "hashtag": hashtag,
+}
+
+
+def environment(templates_root: Path) -> jinja2.Environment:
+    """One environment for every day: day folders plus shared macros at the root."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_root)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+THREAD_SEPARATOR = "---"
+
+
+def number_thread(text: str) -> str:
+    """Prefix each post of a thread with 'k/n'; posts are separated by a line '---'.
+
+    Numbering is done here, after rendering, so that adding or removing a post in a template
+    can never leave a thread numbered wrongly.
+    """
+    posts = [p.strip("\n") for p in _split(text) if p.strip()]
+    total = len(posts)
+    numbered = [f"{k}/{total} {post}" for k, post in enumerate(posts, start=1)]
+    return f"\n{THREAD_SEPARATOR}\n".join(numbered) + "\n"
+
+
+def _split(text: str) -> list[str]:
+    posts, current = [], []
+    for line in text.splitlines():
+        if line.strip() == THREAD_SEPARATOR:
+            posts.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    posts.append("\n".join(current))
+    return posts
+
+
+def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> str:
+    """Render one draft; trailing spaces and runs of blank lines are tidied away."""
+    text = env.get_template(template).render(**context)
+    lines = [line.rstrip() for line in text.splitlines()]
+    tidy: list[str] = []
+    for line in lines:
+        if line == "" and (not tidy or tidy[-1] == ""):
+            continue
+        tidy.append(line)
+    while tidy and tidy[-1] == "":
+        tidy.pop()
+    return "\n".join(tidy) + "\n"

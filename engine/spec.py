@@ -1,0 +1,363 @@
+"""A day's spec: the YAML file a person writes, validated into typed models.
+
+Why pydantic: every mistake must come back as one line naming the file and the field
+(``days/day37.yaml: batching.slots: must be at least 1, got 0``), unknown keys must fail
+(a typo silently ignored is a wrong post), and the models double as documentation of what a
+day can ask for. Sections are optional: a day runs the experiments whose sections it has.
+"""
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from engine.errors import UserError
+from engine.workload import WorkloadSpec
+
+PositiveInt = Annotated[int, Field(ge=1)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors, and models are immutable once loaded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---- metadata -------------------------------------------------------------------------------
+
+
+class Series(_Strict):
+    name: str
+    length: PositiveInt
+
+
+class LinkBack(_Strict):
+    """An earlier day this post refers to; its spec, when given, supplies a figure to cite."""
+
+    day: PositiveInt
+    claim: str
+    spec: str | None = None  # path relative to this spec's folder, e.g. day04.yaml
+
+
+# ---- kv_cache -------------------------------------------------------------------------------
+
+
+class InlineModel(_Strict):
+    """A model described by its shape alone, as the lab's '7B-class' model is."""
+
+    name: str
+    num_layers: PositiveInt
+    num_kv_heads: PositiveInt
+    head_dim: PositiveInt
+    dtype: Literal["float16", "bfloat16", "float32"] = "float16"
+    num_attention_heads: PositiveInt | None = None
+    hidden_size: PositiveInt | None = None
+    num_params: PositiveInt | None = None
+
+
+class ModelRef(_Strict):
+    """Exactly one of: a catalog name, a Hugging Face config.json path, or an inline shape.
+
+    A bare string in YAML is a catalog name, or a config path when it ends in ``.json``.
+    """
+
+    catalog: str | None = None
+    config: str | None = None
+    inline: InlineModel | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"config": value} if value.endswith(".json") else {"catalog": value}
+        if isinstance(value, dict) and "name" in value and "num_layers" in value:
+            return {"inline": value}
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "ModelRef":
+        given = [k for k in ("catalog", "config", "inline") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give a catalog name, a config.json path, or an inline shape")
+        return self
+
+
+class InlineGpu(_Strict):
+    name: str
+    memory_gib: PositiveFloat
+
+
+class GpuRef(_Strict):
+    """A catalog GPU by name, or an inline one: a name and the memory it offers."""
+
+    catalog: str | None = None
+    inline: InlineGpu | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"catalog": value}
+        if isinstance(value, dict) and "memory_gib" in value:
+            return {"inline": value}
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "GpuRef":
+        if (self.catalog is None) == (self.inline is None):
+            raise ValueError("give a catalog GPU name or an inline {name, memory_gib}")
+        return self
+
+
+class ReserveBudgetSpec(_Strict):
+    """The lab's budget: the card's memory minus a fixed reserve for weights and overhead."""
+
+    kind: Literal["reserve"]
+    reserve_gib: Annotated[float, Field(ge=0)]
+
+
+class VllmBudgetSpec(_Strict):
+    """vLLM's own accounting: utilisation × memory − weights − activations − non-torch."""
+
+    kind: Literal["vllm"]
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
+    max_num_batched_tokens: PositiveInt | None = None
+    max_num_seqs: PositiveInt = 256
+
+
+class GivenBudgetSpec(_Strict):
+    """A KV budget taken as given, as vLLM's 'Available KV cache memory' log line reports it."""
+
+    kind: Literal["given"]
+    kv_memory_gib: PositiveFloat
+
+
+BudgetSpec = Annotated[
+    ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec, Field(discriminator="kind")
+]
+KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8", "int4"]
+
+
+class KvView(_Strict):
+    """One way of sizing the cache: a model on a GPU under a budget."""
+
+    label: str | None = None
+    model: ModelRef
+    gpu: GpuRef
+    budget: BudgetSpec
+    kv_dtype: KvDtype = "auto"
+    tp: PositiveInt = 1
+    block_size: PositiveInt = 16
+
+
+class KvCacheSection(KvView):
+    """The post's memory table, plus optional second views (real accounting, GQA, …)."""
+
+    contexts: Annotated[list[PositiveInt], Field(min_length=1)]
+    highlight: list[PositiveInt] = []
+    compare: list[KvView] = []
+
+    @model_validator(mode="after")
+    def _highlight_in_contexts(self) -> "KvCacheSection":
+        missing = [c for c in self.highlight if c not in self.contexts]
+        if missing:
+            raise ValueError(f"highlight {missing} must be among contexts {self.contexts}")
+        if self.contexts != sorted(set(self.contexts)):
+            raise ValueError("contexts must be increasing and distinct")
+        return self
+
+
+# ---- batching -------------------------------------------------------------------------------
+
+
+class UnitStepTimeSpec(_Strict):
+    kind: Literal["unit"]
+    seconds_per_step: PositiveFloat
+
+
+class RooflineStepTimeSpec(_Strict):
+    kind: Literal["roofline"]
+    model: str
+    gpu: str
+    kv_dtype: KvDtype = "auto"
+
+
+StepTimeSpec = Annotated[UnitStepTimeSpec | RooflineStepTimeSpec, Field(discriminator="kind")]
+PolicyName = Literal["static", "continuous", "paged"]
+
+
+class PagedSpec(_Strict):
+    num_blocks: PositiveInt
+    block_size: PositiveInt = 16
+    max_num_seqs: PositiveInt | None = None
+    max_num_batched_tokens: PositiveInt | None = None
+    chunked_prefill: bool = False
+
+
+class BatchingSection(_Strict):
+    slots: PositiveInt
+    workload: WorkloadSpec
+    policies: Annotated[list[PolicyName], Field(min_length=1)] = ["static", "continuous"]
+    step_time: StepTimeSpec | None = None
+    paged: PagedSpec | None = None
+    static_max_wait: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _paged_needs_blocks(self) -> "BatchingSection":
+        if "paged" in self.policies and self.paged is None:
+            raise ValueError("policy 'paged' needs a 'paged' section with num_blocks")
+        return self
+
+
+# ---- queueing (Day 4) -----------------------------------------------------------------------
+
+
+class QueueingSection(_Strict):
+    service_ms: PositiveFloat
+    requests: PositiveInt
+    seed: int = 0
+    utilisations: Annotated[list[Annotated[float, Field(gt=0, lt=1)]], Field(min_length=1)]
+    servers: PositiveInt = 2
+    shared_load: Annotated[float, Field(gt=0, lt=1)] = 0.9
+    service: Literal["exponential", "deterministic", "lognormal"] = "exponential"
+
+
+# ---- the day --------------------------------------------------------------------------------
+
+ChartName = Literal[
+    "scoreboard",
+    "kv_fit",
+    "memory_breakdown",
+    "slot_timeline",
+    "utilisation",
+    "latency_cdf",
+    "kv_blocks",
+    "queue_hockey_stick",
+    "shared_vs_separate",
+]
+
+
+class DaySpec(_Strict):
+    day: PositiveInt
+    series: Series
+    title: str
+    repository: str
+    hashtags: Annotated[list[str], Field(min_length=1, max_length=5)]
+    links_back: list[LinkBack] = []
+    charts: list[ChartName] = []
+    measured: str | None = None
+    kv_cache: KvCacheSection | None = None
+    batching: BatchingSection | None = None
+    queueing: QueueingSection | None = None
+
+
+# ---- loading --------------------------------------------------------------------------------
+
+
+def load_spec(path: str | Path) -> DaySpec:
+    """Read and validate a day's YAML; every failure is a UserError naming file and field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError("no such spec file", file=path) from None
+    except OSError as exc:
+        raise UserError(f"cannot read: {exc.strerror}", file=path) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"malformed YAML: {problem}", file=path, field=where) from None
+    if not isinstance(data, dict):
+        raise UserError("the spec must be a mapping of fields", file=path)
+    try:
+        return DaySpec.model_validate(data)
+    except ValidationError as exc:
+        raise _first_error(exc, path) from None
+
+
+def _first_error(exc: ValidationError, path: Path) -> UserError:
+    """Turn pydantic's report into one line: the first error, in the spec's own words."""
+    err = exc.errors()[0]
+    loc = [str(p) for p in err["loc"] if not _is_union_tag(p)]
+    shown = [p for p in loc if p not in {"inline", "catalog"}]  # keys the user did not write
+    return UserError(_message(err, loc), file=path, field=".".join(shown) or None)
+
+
+def _is_union_tag(part: Any) -> bool:
+    """pydantic puts a union member's tag in the location (e.g. 'reserve', 'function-after')."""
+    return isinstance(part, str) and (
+        part in {"reserve", "vllm", "given", "unit", "roofline"} or "[" in part or "-" in part
+    )
+
+
+def _message(err: dict[str, Any], loc: list[str]) -> str:
+    kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return _unknown_field(loc)
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx['ge']}, got {got!r}"
+    if kind == "greater_than":
+        return f"must be greater than {ctx['gt']}, got {got!r}"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx['le']}, got {got!r}"
+    if kind == "less_than":
+        return f"must be less than {ctx['lt']}, got {got!r}"
+    if kind in {"int_type", "int_parsing", "int_from_float"}:
+        return f"must be a whole number, got {got!r}"
+    if kind in {"float_type", "float_parsing"}:
+        return f"must be a number, got {got!r}"
+    if kind in {"string_type"}:
+        return f"must be text, got {got!r}"
+    if kind in {"list_type"}:
+        return f"must be a list, got {got!r}"
+    if kind in {"too_short"}:
+        return f"must have at least {ctx.get('min_length')} item(s)"
+    if kind in {"too_long"}:
+        return f"must have at most {ctx.get('max_length')} item(s)"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}, got {got!r}"
+    if kind == "union_tag_invalid":
+        return f"kind must be one of {ctx.get('expected_tags')}, got {ctx.get('tag')!r}"
+    if kind == "union_tag_not_found":
+        return "needs a 'kind'"
+    msg = err["msg"]
+    return msg.removeprefix("Value error, ")
+
+
+def _unknown_field(loc: list[str]) -> str:
+    name = loc[-1] if loc else "?"
+    known = _fields_at(loc[:-1])
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else f"; known fields: {', '.join(known)}"
+    return f"unknown field '{name}'{hint}"
+
+
+def _fields_at(loc: list[str]) -> list[str]:
+    """The field names valid at a location, for the 'did you mean' hint."""
+    model: Any = DaySpec
+    for part in loc:
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            return sorted(getattr(model, "model_fields", {}))
+        model = _model_of(fields[part].annotation)
+    return sorted(getattr(model, "model_fields", {}))
+
+
+def _model_of(annotation: Any) -> Any:
+    """The BaseModel inside Optional[...] / list[...] annotations, if there is one."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None

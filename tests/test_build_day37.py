@@ -1,0 +1,105 @@
+"""The whole Day 37 build: the lab's numbers come out of the engine and onto the drafts."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import platforms
+from engine.cli import main
+from engine.pipeline import build
+
+from conftest import DAYS
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("out")
+    build(DAYS / "day37.yaml", out)
+    return out / "day37"
+
+
+@pytest.fixture(scope="module")
+def results(built: Path) -> dict:
+    return json.loads((built / "results.json").read_text())
+
+
+def test_memory_table_is_the_labs(results):
+    rows = {r["context"]: r["max_requests"] for r in results["kv_cache"]["main"]["plan"]["contexts"]}
+    # Hand-worked: 2 × 32 layers × 32 heads × 128 × 2 B = 512 KiB per token; 64 GiB of budget.
+    assert rows == {512: 256, 1024: 128, 2048: 64, 4096: 32, 8192: 16, 16384: 8, 32768: 4}
+    assert results["kv_cache"]["main"]["plan"]["bytes_per_token"] == 524_288
+    assert results["kv_cache"]["halves_when_context_doubles"] is True
+
+
+def test_batching_is_the_labs(results):
+    bt = results["batching"]
+    static, cont = bt["policies"]["static"], bt["policies"]["continuous"]
+    assert (static["steps"], cont["steps"]) == (5797, 1148)
+    assert round(static["utilisation"] * 100, 1) == 14.3
+    assert round(cont["utilisation"] * 100, 1) == 72.3
+    assert round(bt["multiple"], 1) == 5.0
+    assert bt["ideal_steps"] == 830  # max(ceil(13,280 / 16), 661)
+    assert static["group_maxima"] == [661, 580, 480, 39, 473, 471, 527, 557, 472, 486, 546, 40, 465]
+
+
+def test_drafts_say_the_labs_numbers(built):
+    linkedin = (built / "linkedin.md").read_text()
+    thread = (built / "x-thread.md").read_text()
+    for text in (linkedin, thread):
+        for figure in ("2,048", "8,192", "64", "16", "14.3%", "72.3%", "5.0x"):
+            assert figure in text, figure
+    assert "5,797 steps" in linkedin and "1,148 steps" in linkedin
+    assert "simulated" in linkedin and "calculated" in linkedin
+
+
+def test_thread_is_numbered_and_within_x_limits(built):
+    posts = platforms.split_thread((built / "x-thread.md").read_text())
+    assert len(posts) >= 5
+    for k, post in enumerate(posts, start=1):
+        assert post.startswith(f"{k}/{len(posts)} ")
+        assert 0 < platforms.x_weighted_length(post) <= 280
+
+
+def test_linkedin_fits_and_hook_lands_before_the_fold(built):
+    text = (built / "linkedin.md").read_text()
+    assert platforms.utf16_length(text) <= 3000
+    hook = text.split("\n\n", 1)[0]
+    assert len(hook) <= 210
+    assert text.rstrip().splitlines()[-1].startswith("#")
+
+
+def test_scoreboard_and_alt_text(built):
+    assert (built / "scoreboard.png").stat().st_size > 10_000
+    alt = (built / "scoreboard.alt.txt").read_text()
+    assert "72.3%" in alt or "72%" in alt
+
+
+def test_same_spec_same_bytes(built, tmp_path):
+    build(DAYS / "day37.yaml", tmp_path)
+    again = tmp_path / "day37"
+    names = sorted(p.name for p in built.iterdir())
+    assert names == sorted(p.name for p in again.iterdir())
+    for name in names:
+        assert (built / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_build_does_not_import_torch(tmp_path):
+    import subprocess
+
+    code = (
+        "import sys; from engine.cli import main; "
+        f"rc = main(['build', 'days/day37.yaml', '--out', {str(tmp_path)!r}]); "
+        "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=DAYS.parent, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_cli_prints_a_summary_with_paths(tmp_path, capsys):
+    assert main(["build", str(DAYS / "day37.yaml"), "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "5,797 steps" in printed and "1,148 steps" in printed
+    assert str(tmp_path / "day37") in printed

@@ -1,0 +1,125 @@
+"""Bad input: one line naming the file and the field, exit status 2, out/ untouched."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engine.cli import main
+from engine.errors import UserError
+from engine.spec import load_spec
+
+from conftest import DAYS
+
+
+def edit(days: Path, change) -> Path:
+    """Apply `change` to a copy of day37.yaml and return the edited file's path."""
+    path = days / "day37.yaml"
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def error_line(path: Path) -> str:
+    with pytest.raises(UserError) as err:
+        load_spec(path)
+    return err.value.line()
+
+
+def test_the_real_spec_loads():
+    spec = load_spec(DAYS / "day37.yaml")
+    assert spec.day == 37 and spec.batching.slots == 16
+    assert spec.kv_cache.contexts[0] == 512 and spec.kv_cache.contexts[-1] == 32768
+
+
+def test_zero_slots(days_copy):
+    path = edit(days_copy, lambda d: d["batching"].update(slots=0))
+    assert error_line(path) == f"{path}: batching.slots: must be at least 1, got 0"
+
+
+def test_negative_reserve(days_copy):
+    path = edit(days_copy, lambda d: d["kv_cache"]["budget"].update(reserve_gib=-1))
+    assert error_line(path) == f"{path}: kv_cache.budget.reserve_gib: must be at least 0, got -1"
+
+
+def test_missing_field(days_copy):
+    path = edit(days_copy, lambda d: d.pop("title"))
+    assert error_line(path) == f"{path}: title: required field is missing"
+
+
+def test_wrong_type(days_copy):
+    path = edit(days_copy, lambda d: d["batching"].update(slots="sixteen"))
+    assert error_line(path) == f"{path}: batching.slots: must be a whole number, got 'sixteen'"
+
+
+def test_unknown_key_is_a_typo_not_ignored(days_copy):
+    def typo(d):
+        d["batching"]["slotz"] = d["batching"].pop("slots")
+
+    line = error_line(edit(days_copy, typo))
+    assert "batching" in line and "slot" in line
+    path = edit(days_copy, lambda d: d["batching"].update(polices=["static"]))
+    assert error_line(path) == (
+        f"{path}: batching.polices: unknown field 'polices'; did you mean 'policies'?"
+    )
+
+
+def test_unknown_policy(days_copy):
+    path = edit(days_copy, lambda d: d["batching"].update(policies=["static", "greedy"]))
+    line = error_line(path)
+    assert line.startswith(f"{path}: batching.policies.1: must be one of")
+    assert "'greedy'" in line
+
+
+def test_zero_context(days_copy):
+    path = edit(days_copy, lambda d: d["kv_cache"].update(contexts=[0, 512]))
+    assert error_line(path) == f"{path}: kv_cache.contexts.0: must be at least 1, got 0"
+
+
+def test_malformed_yaml(days_copy):
+    path = days_copy / "day37.yaml"
+    path.write_text("day: 37\nbatching: [slots: 16\n")
+    line = error_line(path)
+    assert line.startswith(f"{path}: line ") and "malformed YAML" in line
+
+
+def test_not_a_mapping(days_copy):
+    path = days_copy / "day37.yaml"
+    path.write_text("- just\n- a list\n")
+    assert error_line(path) == f"{path}: the spec must be a mapping of fields"
+
+
+def test_missing_spec_file(tmp_path):
+    assert error_line(tmp_path / "day99.yaml") == f"{tmp_path / 'day99.yaml'}: no such spec file"
+
+
+def out_snapshot(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda d: d["batching"].update(slots=0), "batching.slots"),
+        (lambda d: d["batching"]["workload"].update(trace="missing.csv"), None),
+        (lambda d: d.update(hashtag=["x"]), "hashtag"),
+    ],
+    ids=["zero-slots", "missing-workload", "unknown-key"],
+)
+def test_cli_bad_input_exits_2_and_leaves_out_alone(days_copy, tmp_path, capsys, change, field):
+    out = tmp_path / "out"
+    assert main(["build", str(days_copy / "day37.yaml"), "--out", str(out)]) == 0
+    before = out_snapshot(out)
+    capsys.readouterr()
+    path = edit(days_copy, change)
+    assert main(["build", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    if field:
+        assert err[0].startswith(f"{path}: {field}: ")
+    else:
+        assert "missing.csv" in err[0]
+    assert "Traceback" not in err[0]
+    assert out_snapshot(out) == before

@@ -1,0 +1,61 @@
+"""Templates hold words, never numbers: every figure must come from the engine."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from engine import posts
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
+
+
+def digits_outside_jinja(text: str) -> list[str]:
+    """The lines of a template that still hold a digit once Jinja constructs are removed."""
+    bare = JINJA.sub("", text)
+    return [line for line in bare.splitlines() if re.search(r"\d", line)]
+
+
+def all_templates() -> list[Path]:
+    return sorted(p for p in TEMPLATES.rglob("*.j2") if p.parent.name != "review")
+
+
+def test_there_are_templates_to_check():
+    assert any(p.parent.name == "day37" for p in all_templates())
+
+
+@pytest.mark.parametrize("template", all_templates(), ids=lambda p: str(p.relative_to(TEMPLATES)))
+def test_no_digit_outside_a_jinja_expression(template: Path):
+    assert digits_outside_jinja(template.read_text(encoding="utf-8")) == []
+
+
+def test_the_digit_rule_catches_a_typed_number():
+    assert digits_outside_jinja("static: {{ st.utilisation | pct }} busy, 5x faster") == [
+        "static:  busy, 5x faster"
+    ]
+    assert digits_outside_jinja("{% if a > 2 %}ok{% endif %} {{ n | gib(2) }}") == []
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [(2048, "2,048"), (32768, "32,768"), (64, "64"), (1148.0, "1,148"), (115.94, "115.9")],
+)
+def test_thousands(value, expected):
+    assert posts.thousands(value) == expected
+
+
+def test_percent_multiple_and_sizes():
+    assert posts.pct(13280 / (16 * 5797)) == "14.3%"
+    assert posts.pct(13280 / (16 * 1148)) == "72.3%"
+    assert posts.multiple(5797 / 1148) == "5.0x"
+    assert posts.gib(2**30) == "1.00 GiB"
+    assert posts.gib(16 * 2**30, 0) == "16 GiB"
+    assert posts.ms(0.02) == "20 ms"
+    assert posts.hashtag("#LLM") == "#LLM"
+
+
+def test_thread_numbering_follows_the_posts():
+    text = "hook\n---\nsecond\n\n---\n\nthird\n"
+    assert posts.number_thread(text) == "1/3 hook\n---\n2/3 second\n---\n3/3 third\n"
