@@ -131,12 +131,14 @@ def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def build(spec_path: Path, out_root: Path, *, force: bool = False) -> BuildReport:
+def build(
+    spec_path: Path, out_root: Path, *, force: bool = False, templates_root: Path = TEMPLATES
+) -> BuildReport:
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
     ctx = Context(spec_path=spec_path)
     results = compute(spec, ctx)
-    drafts = render_drafts(results)
+    drafts = render_drafts(results, templates_root)
 
     target = out_root / day_folder_name(spec.day)
     staging = outdir.Staging.create(target)

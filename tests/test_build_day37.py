@@ -103,3 +103,37 @@ def test_cli_prints_a_summary_with_paths(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "5,797 steps" in printed and "1,148 steps" in printed
     assert str(tmp_path / "day37") in printed
+
+
+def test_hand_edit_survives_a_rebuild(tmp_path, capsys):
+    spec = str(DAYS / "day37.yaml")
+    assert main(["build", spec, "--out", str(tmp_path)]) == 0
+    draft = tmp_path / "day37" / "linkedin.md"
+    rendered = draft.read_text()
+    draft.write_text(rendered.replace("I finally read", "This week I read"))
+    capsys.readouterr()
+    assert main(["build", spec, "--out", str(tmp_path)]) == 0
+    assert "This week I read" in draft.read_text()
+    assert (tmp_path / "day37" / "linkedin.new.md").read_text() == rendered
+    assert "kept your edit of linkedin.md" in capsys.readouterr().out
+    assert main(["build", spec, "--out", str(tmp_path), "--force"]) == 0
+    assert draft.read_text() == rendered
+
+
+def test_a_post_over_the_limit_fails_the_build_and_leaves_out_alone(tmp_path, capsys):
+    import shutil
+
+    templates = tmp_path / "templates"
+    shutil.copytree(DAYS.parent / "templates", templates)
+    thread = templates / "day37" / "x-thread.md.j2"
+    thread.write_text(thread.read_text() + "---\n" + "This post rambles on. " * 20 + "\n")
+    out = tmp_path / "out"
+    build(DAYS / "day37.yaml", out)
+    before = {p.name: p.read_bytes() for p in (out / "day37").iterdir()}
+    from engine.pipeline import ChecksFailed
+
+    with pytest.raises(ChecksFailed) as failed:
+        build(DAYS / "day37.yaml", out, templates_root=templates)
+    assert any("x-thread.md" in v and "8/8" in v for v in failed.value.violations), failed.value
+    assert {p.name: p.read_bytes() for p in (out / "day37").iterdir()} == before
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
