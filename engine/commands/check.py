@@ -1,0 +1,43 @@
+"""``python -m engine check out/day37``: every draft's counts against its limits, then what fails.
+
+Exit status: 0 when every rule passes, 1 when any fails (each failure named with its draft and
+post), 2 for a user error such as a missing folder.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+EXIT_RULES_FAILED = 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("folders", nargs="+", type=Path, metavar="FOLDER",
+                        help="a built day's output folder, e.g. out/day37")
+
+
+def format_counts(draft: str, counts: list) -> str:
+    """One line per draft: ``x-thread.md post 3/7: 241/280 ok``; other counts follow by name."""
+    parts = [
+        f"{c.value}/{c.limit} {'ok' if c.ok else 'FAIL'}" if c.name == "length" else str(c)
+        for c in counts
+    ]
+    return f"{draft}: {' · '.join(parts) if parts else 'nothing to count'}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.platforms import check_day_dir
+
+    failed = 0
+    for folder in args.folders:
+        report = check_day_dir(folder)
+        print(f"{folder}")
+        for draft, counts in report.counts.items():
+            print(f"  {format_counts(draft, counts)}")
+        for violation in report.violations:
+            print(f"  FAIL {violation}")
+        failed += len(report.violations)
+    if failed:
+        print(f"{failed} rule{'s' if failed != 1 else ''} broken")
+        return EXIT_RULES_FAILED
+    return 0

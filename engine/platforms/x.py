@@ -1,0 +1,165 @@
+"""X (Twitter) rules: weighted length per twitter-text v3, and what makes a thread postable.
+
+The count is twitter-text v3's: NFC first; each URL costs 23 whatever its length; each emoji
+costs 2; every other code point costs 1 inside the configured ranges (Latin, Cyrillic, Hebrew,
+Arabic, Devanagari …, U+2000–200D, U+2010–201F, U+2032–2037) and 2 outside them (CJK, `→`, `−`,
+U+202F …). U+FFFE, U+FEFF and U+FFFF make a post invalid.
+
+URLs, the ranges and the invalid characters come from twitter-text-parser, which runs the
+official conformance suite. Emoji are the one place we do not take its answer as is: its 2019
+table splits newer sequences into pieces, so a sequence of several code points is recognised by
+its shape first (engine.platforms.emoji) and the library's table is the fallback for the rest.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from engine.platforms._twitter_text import V3, extract_urls_with_indices, invalid_chars, library_emoji
+from engine.platforms.emoji import EMOJI_SEQUENCE
+from engine.platforms.rules import Count, Violation
+
+MAX_WEIGHTED_LENGTH: int = V3["max_weighted_tweet_length"]  # 280
+MAX_IMAGES_PER_POST = 4
+
+_SCALE: int = V3["scale"]
+_URL_WEIGHT: int = V3["transformed_url_length"] * _SCALE
+_EMOJI_WEIGHT: int = V3["default_weight"]
+_DEFAULT_WEIGHT: int = V3["default_weight"]
+_RANGES: tuple[tuple[int, int, int], ...] = tuple((r["start"], r["end"], r["weight"]) for r in V3["ranges"])
+
+# A post separator in x-thread.md, and a Markdown image (an attachment, not text).
+_SEPARATOR = "---"
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)\s]*\)")
+# "k/n" as the first or the last thing in a post: "1/7 …", "(1/7) …", "1/7: …", "… 7/7."
+_MARKER_AT_START = re.compile(r"^\s*\(?(\d{1,3})/(\d{1,3})\)?[.:]?(?=\s|$)")
+_MARKER_AT_END = re.compile(r"(?:^|\s)\(?(\d{1,3})/(\d{1,3})\)?[.:]?\s*$")
+
+
+def _normalise(text: str) -> str:
+    """What X counts: NFC, with CRLF and CR as a single line break."""
+    return re.sub(r"\r\n|\r", "\n", unicodedata.normalize("NFC", text))
+
+
+def _char_weight(char: str) -> int:
+    code = ord(char)
+    for start, end, weight in _RANGES:
+        if start <= code <= end:
+            return weight
+    return _DEFAULT_WEIGHT
+
+
+def x_weighted_length(text: str) -> int:
+    """X's count of a post, the number compared with 280."""
+    text = _normalise(text)
+    url_end = {u["indices"][0]: u["indices"][1] for u in extract_urls_with_indices(text)}
+    total, i = 0, 0
+    while i < len(text):
+        if i in url_end:
+            total, i = total + _URL_WEIGHT, url_end[i]
+        elif match := EMOJI_SEQUENCE.match(text, i) or library_emoji.match(text, i):
+            total, i = total + _EMOJI_WEIGHT, match.end()
+        else:
+            total, i = total + _char_weight(text[i]), i + 1
+    return total // _SCALE
+
+
+def invalid_characters(text: str) -> list[str]:
+    """The characters X refuses (U+FFFE, U+FEFF, U+FFFF), as 'U+FEFF', in order of appearance."""
+    return [f"U+{ord(m.group()):04X}" for m in invalid_chars.finditer(_normalise(text))]
+
+
+def x_post_valid(text: str) -> bool:
+    """Whether X accepts the text as one post: 1..280 weighted and no invalid character."""
+    return 0 < x_weighted_length(text) <= MAX_WEIGHTED_LENGTH and not invalid_characters(text)
+
+
+def split_thread(markdown: str) -> list[str]:
+    """The posts of an x-thread.md: separated by lines that are exactly '---'.
+
+    Blank lines around each post are dropped; a document with no text at all has no posts. An
+    empty post between two separators is kept, so that the check can name it.
+    """
+    lines = markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    posts: list[list[str]] = [[]]
+    for line in lines:
+        if line == _SEPARATOR:
+            posts.append([])
+        else:
+            posts[-1].append(line)
+    stripped = ["\n".join(_strip_blank_lines(p)) for p in posts]
+    return [] if not any(stripped) else stripped
+
+
+def _strip_blank_lines(lines: list[str]) -> list[str]:
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return lines[start:end]
+
+
+def post_text(post: str) -> str:
+    """The text X counts: the post without its Markdown image references (they are attachments)."""
+    return "\n".join(_strip_blank_lines([_IMAGE.sub("", line).rstrip() for line in post.split("\n")]))
+
+
+def images_in(post: str) -> int:
+    """How many images a post attaches, written as Markdown images in x-thread.md."""
+    return len(_IMAGE.findall(post))
+
+
+def numbering(post: str) -> tuple[int, int] | None:
+    """The post's 'k/n' marker, looked for at its start, then at its end; None if it has none."""
+    match = _MARKER_AT_START.search(post) or _MARKER_AT_END.search(post)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def check_x_thread(
+    posts: list[str],
+    *,
+    draft: str = "x-thread.md",
+    images_per_post: dict[int, int] | None = None,
+) -> tuple[list[list[Count]], list[Violation]]:
+    """Each post's counts, and every broken rule, for a thread given as its posts.
+
+    Rules: each post weighs 1..280 as X counts it (Markdown image references are attachments and
+    not counted), holds no invalid character, carries its 'k/n' marker (k its position, n the
+    number of posts; not needed for a single post), and attaches at most 4 images. Images are
+    counted from the Markdown unless ``images_per_post`` (1-based post → images) says otherwise.
+    """
+    if not posts:
+        return [], [Violation(draft, None, "posts", "the thread has no posts")]
+    total = len(posts)
+    counts: list[list[Count]] = []
+    violations: list[Violation] = []
+    for k, post in enumerate(posts, start=1):
+        text = post_text(post)
+        length = x_weighted_length(text)
+        bad_chars = invalid_characters(text)
+        images = (images_per_post or {}).get(k, images_in(post))
+        post_counts = [Count("length", length, MAX_WEIGHTED_LENGTH,
+                             0 < length <= MAX_WEIGHTED_LENGTH and not bad_chars)]
+        if images or images_per_post is not None:
+            post_counts.append(Count("images", images, MAX_IMAGES_PER_POST, images <= MAX_IMAGES_PER_POST))
+        counts.append(post_counts)
+
+        def fail(rule: str, detail: str) -> None:
+            violations.append(Violation(draft, k, rule, detail))
+
+        if length == 0:
+            fail("length", "the post is empty")
+        elif length > MAX_WEIGHTED_LENGTH:
+            fail("length", f"{length}/{MAX_WEIGHTED_LENGTH} as X counts it, {length - MAX_WEIGHTED_LENGTH} over")
+        if bad_chars:
+            fail("characters", f"X rejects {', '.join(dict.fromkeys(bad_chars))} in a post")
+        if images > MAX_IMAGES_PER_POST:
+            fail("images", f"{images} images, X allows {MAX_IMAGES_PER_POST} per post")
+        if total > 1:
+            marker = numbering(text)
+            if marker is None:
+                fail("numbering", f"no '{k}/{total}' marker at the start or end of the post")
+            elif marker != (k, total):
+                fail("numbering", f"numbered {marker[0]}/{marker[1]}, expected {k}/{total}")
+    return counts, violations
