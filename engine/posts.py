@@ -37,8 +37,8 @@ def gib(num_bytes: int | float, digits: int = 2) -> str:
 
 
 def fixed(value: float, digits: int = 1) -> str:
-    """115.93 → '115.9'."""
-    return f"{value:.{digits}f}"
+    """1124.23 → '1,124.2'."""
+    return f"{value:,.{digits}f}"
 
 
 def ms(seconds: float, digits: int = 0) -> str:

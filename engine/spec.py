@@ -216,14 +216,29 @@ class BatchingSection(_Strict):
 # ---- queueing (Day 4) -----------------------------------------------------------------------
 
 
+class SharedLineSpec(_Strict):
+    """One shared line feeding c servers, at a fixed arrival rate (the lab's M/M/c table)."""
+
+    arrival_rate: PositiveFloat
+    servers: Annotated[list[PositiveInt], Field(min_length=1)]
+
+
+class LinesSpec(_Strict):
+    """One shared line against c separate lines, at the same load per server."""
+
+    servers: Annotated[int, Field(ge=2)]
+    load: Annotated[float, Field(gt=0, lt=1)]
+
+
 class QueueingSection(_Strict):
     service_ms: PositiveFloat
-    requests: PositiveInt
+    requests: Annotated[int, Field(ge=1000)]
     seed: int = 0
-    utilisations: Annotated[list[Annotated[float, Field(gt=0, lt=1)]], Field(min_length=1)]
-    servers: PositiveInt = 2
-    shared_load: Annotated[float, Field(gt=0, lt=1)] = 0.9
     service: Literal["exponential", "deterministic", "lognormal"] = "exponential"
+    service_cv: PositiveFloat | None = None
+    utilisations: Annotated[list[Annotated[float, Field(gt=0, lt=1)]], Field(min_length=1)]
+    shared: SharedLineSpec | None = None
+    lines: LinesSpec
 
 
 # ---- the day --------------------------------------------------------------------------------

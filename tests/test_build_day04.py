@@ -1,0 +1,74 @@
+"""Day 4 through the same pipeline: numbers agree with the closed forms, and Day 37 cites them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.pipeline import build
+from engine.queueing import erlang_c, mmc_mean_wait
+
+from conftest import DAYS
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("out")
+    build(DAYS / "day04.yaml", out)
+    return json.loads((out / "day04" / "results.json").read_text())
+
+
+def test_shared_line_agrees_with_erlang_c(results):
+    lines = results["queueing"]["lines"]
+    shared = lines["shared"]
+    # Erlang C, independently: c = 2 servers at 90 % each → offered load 1.8 erlangs.
+    assert erlang_c(2, 1.8) == pytest.approx(0.852631578947, rel=1e-9)
+    exact_ms = mmc_mean_wait(2, arrival_rate=180.0, service_mean=0.010) * 1000
+    assert exact_ms == pytest.approx(0.852631578947 * 10 / (2 - 1.8), rel=1e-9)  # = 42.63 ms
+    # Within 4 batch-means standard errors (about ±7 ms at 300,000 requests).
+    assert abs(shared["mean_wait_ms"] - exact_ms) <= 4 * shared["mean_wait_se_ms"]
+    assert shared["prob_wait"] == pytest.approx(0.8526, abs=0.01)
+    assert lines["shared_matches_theory"] is True
+
+
+def test_separate_lines_wait_longer_by_the_mm1_gap(results):
+    lines = results["queueing"]["lines"]
+    # Random split: each line is an M/M/1 at ρ = 0.9 → mean wait ρS/(1−ρ) = 90 ms; shared 42.6 ms.
+    assert lines["separate_random"]["mean_wait_ms"] == pytest.approx(90.0, rel=0.1)
+    assert lines["wait_ratio"] == pytest.approx(90.0 / 42.63, rel=0.12)
+    assert 1.0 < lines["round_robin_wait_ratio"] < lines["wait_ratio"]
+
+
+def test_hockey_stick_follows_service_over_one_minus_rho(results):
+    for row in results["queueing"]["mm1"]:
+        if row["utilisation"] <= 0.9:  # at 0.95+ a 300k run is too short for a tight check
+            assert row["mean_time_in_system_ms"] == pytest.approx(
+                10.0 / (1 - row["utilisation"]), rel=0.05
+            )
+
+
+def test_posts_cite_the_computed_gap(tmp_path):
+    build(DAYS / "day04.yaml", tmp_path)
+    results = json.loads((tmp_path / "day04" / "results.json").read_text())
+    ratio = f"{results['queueing']['lines']['wait_ratio']:.1f}x"
+    assert ratio in (tmp_path / "day04" / "linkedin.md").read_text()
+    assert ratio in (tmp_path / "day04" / "x-thread.md").read_text()
+
+
+def test_day37_cites_day4_from_day4s_spec(tmp_path):
+    build(DAYS / "day37.yaml", tmp_path)
+    day37 = json.loads((tmp_path / "day37" / "results.json").read_text())
+    (link,) = day37["links_back"]
+    assert link["day"] == 4 and link["figure"]["source"] == "simulated"
+    build(DAYS / "day04.yaml", tmp_path)
+    day4 = json.loads((tmp_path / "day04" / "results.json").read_text())
+    assert link["figure"]["wait_ratio"] == day4["queueing"]["lines"]["wait_ratio"]
+    assert f"{link['figure']['wait_ratio']:.1f}x as long" in (tmp_path / "day37" / "linkedin.md").read_text()
+
+
+def test_index_lists_both_days(tmp_path):
+    build(DAYS / "day04.yaml", tmp_path)
+    build(DAYS / "day37.yaml", tmp_path)
+    index = (tmp_path / "index.html").read_text()
+    assert "day04/index.html" in index and "day37/index.html" in index
