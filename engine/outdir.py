@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MANIFEST = ".manifest.json"
+# Views rebuilt from the other files (``make review`` rewrites them in place): never a person's
+# edit to protect, so they are always replaced and left out of the manifest.
+DERIVED = frozenset({"index.html"})
 
 
 def sha256(path: Path) -> str:
@@ -72,12 +75,16 @@ def commit(staging: Staging, *, force: bool = False) -> CommitReport:
     """Move a finished staging folder into place, keeping hand edits (see module docstring)."""
     target, stage = staging.target, staging.path
     report = CommitReport()
-    rendered = {p.name: sha256(p) for p in sorted(stage.iterdir()) if p.is_file()}
+    rendered = {
+        p.name: sha256(p) for p in sorted(stage.iterdir()) if p.is_file() and p.name not in DERIVED
+    }
     previous = _read_manifest(target) if target.is_dir() else {}
 
     if target.is_dir():
         for old in sorted(target.iterdir()):
-            if not old.is_file() or old.name == MANIFEST or _is_new_render(old.name):
+            if not old.is_file() or old.name in DERIVED or old.name == MANIFEST:
+                continue
+            if _is_new_render(old.name):
                 continue  # a '.new' render is stale once a fresh build exists: made again below
             current = sha256(old)
             ours = previous.get(old.name) == current  # still exactly what the engine wrote

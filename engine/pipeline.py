@@ -157,6 +157,8 @@ def build(
     except BaseException:
         staging.discard()
         raise
+    # Re-render the page from disk: where a hand edit was kept, it shows the edited draft.
+    review.write_day_page(target)
     review.write_index(out_root)
     return BuildReport(
         day=spec.day,

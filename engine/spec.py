@@ -118,6 +118,13 @@ class ReserveBudgetSpec(_Strict):
 
     kind: Literal["reserve"]
     reserve_gib: Annotated[float, Field(ge=0)]
+    weights_gib: Annotated[float, Field(ge=0)] | None = None  # the reserve's share for weights
+
+    @model_validator(mode="after")
+    def _weights_within_reserve(self) -> "ReserveBudgetSpec":
+        if self.weights_gib is not None and self.weights_gib > self.reserve_gib:
+            raise ValueError(f"weights_gib {self.weights_gib} exceeds reserve_gib {self.reserve_gib}")
+        return self
 
 
 class VllmBudgetSpec(_Strict):
@@ -299,7 +306,9 @@ def load_spec(path: str | Path) -> DaySpec:
 
 def _first_error(exc: ValidationError, path: Path) -> UserError:
     """Turn pydantic's report into one line: the first error, in the spec's own words."""
-    err = exc.errors()[0]
+    errors = exc.errors()
+    # A typo shows up twice (the unknown key, and the real key missing): name the typo.
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = [str(p) for p in err["loc"] if not _is_union_tag(p)]
     shown = [p for p in loc if p not in {"inline", "catalog"}]  # keys the user did not write
     return UserError(_message(err, loc), file=path, field=".".join(shown) or None)
@@ -319,13 +328,13 @@ def _message(err: dict[str, Any], loc: list[str]) -> str:
     if kind == "extra_forbidden":
         return _unknown_field(loc)
     if kind == "greater_than_equal":
-        return f"must be at least {ctx['ge']}, got {got!r}"
+        return f"must be at least {_num(ctx['ge'])}, got {got!r}"
     if kind == "greater_than":
-        return f"must be greater than {ctx['gt']}, got {got!r}"
+        return f"must be greater than {_num(ctx['gt'])}, got {got!r}"
     if kind == "less_than_equal":
-        return f"must be at most {ctx['le']}, got {got!r}"
+        return f"must be at most {_num(ctx['le'])}, got {got!r}"
     if kind == "less_than":
-        return f"must be less than {ctx['lt']}, got {got!r}"
+        return f"must be less than {_num(ctx['lt'])}, got {got!r}"
     if kind in {"int_type", "int_parsing", "int_from_float"}:
         return f"must be a whole number, got {got!r}"
     if kind in {"float_type", "float_parsing"}:
@@ -346,6 +355,11 @@ def _message(err: dict[str, Any], loc: list[str]) -> str:
         return "needs a 'kind'"
     msg = err["msg"]
     return msg.removeprefix("Value error, ")
+
+
+def _num(value: Any) -> Any:
+    """0.0 → 0 in messages: bounds are written as the user would write them."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _unknown_field(loc: list[str]) -> str:

@@ -89,3 +89,12 @@ def test_discarded_staging_leaves_target_as_it_was(tmp_path):
 )
 def test_new_name(name, expected):
     assert outdir.new_name(name) == expected
+
+
+def test_the_review_page_is_derived_and_always_replaced(tmp_path):
+    target = tmp_path / "day37"
+    outdir.commit(stage(target, {"linkedin.md": "v1\n", "index.html": "<p>v1</p>"}))
+    (target / "index.html").write_text("<p>rewritten by make review</p>")
+    report = outdir.commit(stage(target, {"linkedin.md": "v2\n", "index.html": "<p>v2</p>"}))
+    assert (target / "index.html").read_text() == "<p>v2</p>"
+    assert not (target / "index.new.html").exists() and report.kept_edits == []

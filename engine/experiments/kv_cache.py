@@ -41,7 +41,8 @@ def resolve_gpu(ref: GpuRef, ctx: Context, field: str) -> tuple[str, int, catalo
 
 def budget_of(spec: ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec) -> Any:
     if isinstance(spec, ReserveBudgetSpec):
-        return kvcache.ReserveBudget(reserve_bytes=int(spec.reserve_gib * GIB))
+        weights = None if spec.weights_gib is None else int(spec.weights_gib * GIB)
+        return kvcache.ReserveBudget(reserve_bytes=int(spec.reserve_gib * GIB), weights_bytes=weights)
     if isinstance(spec, VllmBudgetSpec):
         return kvcache.VllmBudget(
             gpu_memory_utilization=spec.gpu_memory_utilization,

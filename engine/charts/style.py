@@ -1,0 +1,208 @@
+"""How every chart looks: platform sizes, a colour-blind-safe palette, phone-sized fonts, and a
+save that gives the same bytes for the same numbers.
+
+Why one width in inches: every figure is 8 inches wide and its dpi is ``width_px / 8``. Font
+sizes in points then scale with the image, so a 14 pt label is the same share of the picture on
+a 1600 px X image as on a 1080 px LinkedIn one, and both survive being shrunk to a phone's
+~375 px column. The pixel size is exact because figsize × dpi is computed from the pixels and
+the PNG is saved with that same dpi and no ``bbox_inches='tight'``.
+
+Why Okabe–Ito: the eight colours stay distinct for the common colour-vision deficiencies, and
+greys carry "nothing here" (idle slots, unused memory) without competing with them.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402  (after choosing the backend)
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+WIDTH_IN = 8.0
+
+
+@dataclass(frozen=True)
+class Size:
+    """A platform image size in pixels."""
+
+    key: str
+    width: int
+    height: int
+    platform: str  # 'x' or 'linkedin'
+
+    @property
+    def dpi(self) -> float:
+        return self.width / WIDTH_IN
+
+    @property
+    def portrait(self) -> bool:
+        return self.height > self.width
+
+
+SIZES: dict[str, Size] = {
+    "x": Size("x", 1600, 900, "x"),  # 16:9, X's in-stream size
+    "linkedin": Size("linkedin", 1200, 627, "linkedin"),  # 1.91:1 landscape
+    "linkedin_portrait": Size("linkedin_portrait", 1080, 1350, "linkedin"),  # 4:5
+}
+
+# Okabe & Ito (2008), "Color Universal Design".
+OKABE_ITO: dict[str, str] = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+}
+GREY = "#BBBBBB"  # "nothing here": unused memory, idle slot-steps
+LIGHT_GREY = "#E8E8E8"
+INK = "#222222"  # text
+MUTED = "#555555"  # secondary text (source line, axis labels)
+
+# One colour per meaning, shared by every chart so a policy looks the same everywhere.
+POLICY_COLOURS: dict[str, str] = {
+    "static": OKABE_ITO["vermillion"],
+    "continuous": OKABE_ITO["blue"],
+    "paged": OKABE_ITO["green"],
+}
+POLICY_ORDER = ("static", "continuous", "paged")
+VIEW_COLOURS = [OKABE_ITO[k] for k in ("blue", "vermillion", "green", "purple", "orange", "sky_blue")]
+VIEW_MARKERS = ["o", "s", "^", "D", "v", "P"]
+
+# Font sizes in points on an 8-inch-wide figure: 14 pt ≈ 39 px on a 1600 px image.
+FONT = {"base": 14, "small": 12, "title": 19, "callout": 22, "source": 11.5}
+MIN_FONT_PT = 11  # nothing smaller: it would not be legible on a phone
+
+THEME = {
+    "font.family": "DejaVu Sans",  # ships with matplotlib: same glyphs on every machine
+    "font.size": FONT["base"],
+    "axes.titlesize": FONT["title"],
+    "axes.titleweight": "bold",
+    "axes.titlelocation": "left",
+    "axes.labelsize": FONT["base"],
+    "axes.labelcolor": MUTED,
+    "axes.edgecolor": MUTED,
+    "axes.linewidth": 1.0,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.prop_cycle": matplotlib.cycler(color=VIEW_COLOURS),
+    "xtick.labelsize": FONT["small"],
+    "ytick.labelsize": FONT["small"],
+    "xtick.color": MUTED,
+    "ytick.color": MUTED,
+    "legend.fontsize": FONT["small"],
+    "legend.frameon": False,
+    "text.color": INK,
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+    "lines.linewidth": 3.0,
+    "lines.markersize": 9,
+    "svg.hashsalt": "sixty-days",  # irrelevant for PNG, but keeps any SVG export stable too
+}
+
+
+@contextlib.contextmanager
+def theme() -> Iterator[None]:
+    """The chart theme, for building a figure *and* saving it.
+
+    Ticks are created lazily at draw time from rcParams, so the save must happen inside the
+    same context as the build or tick labels come out in the default size.
+    """
+    with matplotlib.rc_context(THEME):
+        yield
+
+
+def new_figure(size: Size | str = "x") -> Figure:
+    """A figure at exactly size.width × size.height pixels, on its own Agg canvas (no pyplot:
+    no global state, and text can be measured before saving)."""
+    size = SIZES[size] if isinstance(size, str) else size
+    fig = Figure(figsize=(WIDTH_IN, size.height / size.dpi), dpi=size.dpi)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def size_of(fig: Figure) -> Size:
+    """The platform size a figure was made at; a figure at any other size is a bug."""
+    width, height = (round(v) for v in fig.get_size_inches() * fig.dpi)
+    for size in SIZES.values():
+        if (size.width, size.height) == (width, height):
+            return size
+    raise ValueError(f"figure is {width}x{height} px, not a platform size {list(SIZES)}")
+
+
+def save_png(fig: Figure, path: Path) -> None:
+    """Write the PNG with no Software tag and no timestamp: same numbers, same bytes."""
+    size = size_of(fig)
+    fig.savefig(path, format="png", dpi=size.dpi, metadata={"Software": None})
+
+
+def fit_width(fig: Figure, text: Text, left: float = 0.012, right: float = 0.988) -> Text:
+    """Shrink `text` (down to MIN_FONT_PT), then shorten it with '…', until it fits between
+    left and right: titles and sources come from results and can be any length."""
+    renderer = fig.canvas.get_renderer()
+    room = (right - left) * fig.bbox.width
+    while text.get_window_extent(renderer).width > room and text.get_fontsize() > MIN_FONT_PT:
+        text.set_fontsize(max(MIN_FONT_PT, text.get_fontsize() - 0.5))
+    while text.get_window_extent(renderer).width > room and len(text.get_text()) > 2:
+        text.set_text(text.get_text()[:-2].rstrip() + "…")
+    return text
+
+
+def heading(fig: Figure, text: str) -> Text:
+    """The chart's title, top-left, bold, fitted to the width."""
+    return fit_width(fig, fig.text(0.012, 0.975, text, fontsize=FONT["title"], fontweight="bold", va="top"))
+
+
+def source_note(fig: Figure, text: str, y: float = 0.015) -> Text:
+    """Where the numbers came from, bottom-left of every chart, fitted to the width."""
+    return fit_width(fig, fig.text(0.012, y, text, fontsize=FONT["source"], color=MUTED, ha="left", va="bottom"))
+
+
+def thousands_ticks(axis: Any) -> None:
+    """Tick labels with thousands separators (5,000 not 5000), like every number in the posts."""
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
+
+
+def fit_alt(sentences: list[str], limit: int = 250) -> str:
+    """Join sentences while they fit: the first one always, then as many as stay under limit.
+
+    250 is LinkedIn's default alt-text budget (X allows 1,000), so one text serves both.
+    """
+    text = sentences[0][:limit]
+    for sentence in sentences[1:]:
+        candidate = f"{text} {sentence}"
+        if len(candidate) > limit:
+            break
+        text = candidate
+    return text
+
+
+def pct(fraction: float) -> str:
+    """0.1432 → '14.3%'."""
+    return f"{fraction * 100:.1f}%"
+
+
+def thousands(value: float) -> str:
+    """2048 → '2,048'."""
+    return f"{value:,.0f}"
+
+
+def gib(num_bytes: float) -> str:
+    """85899345920 → '80 GiB'; one decimal below 10 GiB."""
+    value = num_bytes / 2**30
+    return f"{value:.1f} GiB" if value < 9.95 and not float(value).is_integer() else f"{value:.0f} GiB"
+
+
+def context_label(tokens: int) -> str:
+    """2048 → '2k', 32768 → '32k', 512 → '512': the way people say context lengths."""
+    return f"{tokens // 1024}k" if tokens >= 1024 and tokens % 1024 == 0 else f"{tokens:,}"

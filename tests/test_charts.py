@@ -1,0 +1,430 @@
+"""Charts: exact platform pixels, same bytes twice, alt text from the numbers, source labels,
+phone-sized fonts, colour-blind-safe colours, and pictures that show what they claim.
+
+The fixture is a Day 37 results dict of the shape the pipeline writes, with the lab's numbers.
+The batching timelines come from a deliberately naive replay of the lab's workload written here
+(a few lines, independent of engine.batching), so the slot picture is checked against ground
+truth: 5,797 static steps, 1,148 continuous steps, 13,280 busy slot-steps.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+from engine import charts
+from engine.charts import style
+
+ROOT = Path(__file__).resolve().parents[1]
+GIB = 2**30
+SLOTS = 16
+CONTEXTS = [512, 1024, 2048, 4096, 8192, 16384, 32768]
+BYTES_PER_TOKEN = 2 * 32 * 32 * 128 * 2  # K and V × layers × KV heads × head dim × fp16
+
+
+def lab_lengths() -> list[int]:
+    """The lab's 200 output lengths; a seeded stand-in if the workload file is not there."""
+    path = ROOT / "days" / "day37.workload.csv"
+    if path.exists():
+        return [int(v) for v in path.read_text().split()[1:]]
+    import random
+
+    rng = random.Random(37)
+    return [rng.randint(400, 700) if rng.random() < 0.1 else rng.randint(8, 40) for _ in range(200)]
+
+
+def naive_static(lengths: list[int], slots: int) -> dict:
+    """Groups of `slots` in arrival order; a group lasts as long as its longest request."""
+    slot, start, end, maxima, t = [], [], [], [], 0
+    for g in range(0, len(lengths), slots):
+        group = lengths[g : g + slots]
+        for i, n in enumerate(group):
+            slot.append(i), start.append(t), end.append(t + n)
+        maxima.append(max(group))
+        t += max(group)
+    return {"steps": t, "group_maxima": maxima, "timeline": {"slot": slot, "start_step": start, "end_step": end}}
+
+
+def naive_continuous(lengths: list[int], slots: int) -> dict:
+    """Each step: fill free slots FIFO, every running request emits a token, finished leave."""
+    free_at = [0] * slots
+    slot, start, end = [], [], []
+    for n in lengths:
+        s = min(range(slots), key=lambda i: (free_at[i], i))
+        slot.append(s), start.append(free_at[s]), end.append(free_at[s] + n)
+        free_at[s] += n
+    return {"steps": max(end), "timeline": {"slot": slot, "start_step": start, "end_step": end}}
+
+
+def _policy(sim: dict, tokens: int, slots: int) -> dict:
+    steps = sim["steps"]
+    latencies = sorted(sim["timeline"]["end_step"])  # everyone arrives at step 0
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
+    return {
+        **sim,
+        "utilisation": tokens / (steps * slots),
+        "throughput_tokens_per_step": tokens / steps,
+        "makespan_seconds": steps * 0.02,
+        "requests_per_second": len(latencies) / (steps * 0.02),
+        "e2e": {"p50": pick(0.5), "p90": pick(0.9), "p99": pick(0.99)},
+    }
+
+
+def _view(label: str, gpu_gib: int, kv_gib: float, weights_gib: float, act_gib: float) -> dict:
+    kv_bytes = int(kv_gib * GIB)
+    num_blocks = kv_bytes // (16 * BYTES_PER_TOKEN)
+    rows = []
+    for c in CONTEXTS:
+        blocks = -(-c // 16)
+        rows.append({"context": c, "blocks_per_request": blocks, "bytes_per_request": c * BYTES_PER_TOKEN,
+                     "max_requests": num_blocks // blocks})
+    total = gpu_gib * GIB
+    used = int((weights_gib + act_gib) * GIB) + kv_bytes
+    return {
+        "label": label,
+        "model": {"name": "7B-class", "num_layers": 32},
+        "gpu": {"name": "H100", "memory_bytes": total},
+        "plan": {
+            "bytes_per_token": BYTES_PER_TOKEN, "kv_memory_bytes": kv_bytes, "block_size": 16,
+            "num_blocks": num_blocks, "kv_tokens": num_blocks * 16, "contexts": rows,
+            "breakdown": {"total_bytes": total, "weights_bytes": int(weights_gib * GIB),
+                          "activation_and_overhead_bytes": int(act_gib * GIB),
+                          "kv_cache_bytes": kv_bytes, "unused_bytes": total - used},
+        },
+    }
+
+
+def _mm1_row(rho: float, mean: float) -> dict:
+    closed = 10 / (1 - rho)
+    return {"utilisation": rho, "mean_time_in_system_ms": mean, "p99_time_in_system_ms": 4.6 * mean,
+            "closed_form_mean_ms": closed}
+
+
+def _wait_row(mean: float, p99: float) -> dict:
+    return {"mean_wait_ms": mean, "p99_wait_ms": p99, "mean_sojourn_ms": mean + 10}
+
+
+def day37_results() -> dict:
+    """Results of the shape the pipeline writes, with the lab's numbers."""
+    lengths = lab_lengths()
+    tokens = sum(lengths)
+    static = _policy(naive_static(lengths, SLOTS), tokens, SLOTS)
+    continuous = _policy(naive_continuous(lengths, SLOTS), tokens, SLOTS)
+    paged = copy.deepcopy(continuous)
+    tl = paged["timeline"]
+    steps = list(range(paged["steps"]))
+    blocks = [sum(-(-(t - s + 1) // 16) for s, e in zip(tl["start_step"], tl["end_step"]) if s <= t < e)
+              for t in steps]
+    paged["kv_blocks_used"] = {"step": steps, "blocks": blocks, "num_blocks": 1024}
+    return {
+        "day": 37,
+        "title": "LLM serving is a queueing problem with a GPU in the middle",
+        "series": {"name": "60 days of system design", "length": 60},
+        "repository": "github.com/anurag629/system-design-60-days",
+        "hashtags": ["SystemDesign", "LLM"],
+        "kv_cache": {
+            "source": "calculated",
+            "main": _view("7B-class on an 80 GiB GPU, 16 GiB reserved", 80, 64, 14, 2),
+            "compare": [_view("vLLM accounting, 90% of the card", 80, 58, 12.55, 1.45)],
+            "highlight": [2048, 8192],
+        },
+        "batching": {
+            "source": "simulated",
+            "slots": SLOTS,
+            "workload": {"requests": len(lengths), "total_output_tokens": tokens, "longest": max(lengths)},
+            "policies": {"static": static, "continuous": continuous, "paged": paged},
+            "multiple": static["steps"] / continuous["steps"],
+            "ideal_steps": max(-(-tokens // SLOTS), max(lengths)),
+        },
+        "queueing": {
+            "source": "simulated",
+            "mm1": [_mm1_row(r, m) for r, m in
+                    [(0.5, 19.9), (0.7, 33.5), (0.8, 50.2), (0.9, 98.1), (0.95, 221.4), (0.99, 1223.7)]],
+            "lines": {"servers": 2, "load": 0.9, "shared": _wait_row(42.6, 222.3),
+                      "separate_random": _wait_row(90.1, 450.2),
+                      "separate_round_robin": _wait_row(61.0, 318.0), "wait_ratio": 2.1},
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    return day37_results()
+
+
+@pytest.fixture(scope="module")
+def drawn(results: dict, tmp_path_factory: pytest.TempPathFactory) -> dict[str, charts.ChartFile]:
+    out = tmp_path_factory.mktemp("charts")
+    return {name: charts.draw(name, results, out) for name in charts.CHARTS}
+
+
+def png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
+    """(type, payload) of every chunk, checking each CRC: a minimal PNG reader."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, pos = [], 8
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
+        assert crc == zlib.crc32(kind + body)
+        chunks.append((kind, body))
+        pos += 12 + length
+    return chunks
+
+
+# ---- the fixture is the lab's run ------------------------------------------------------------
+
+
+def test_fixture_reproduces_the_lab_run(results: dict) -> None:
+    if not (ROOT / "days" / "day37.workload.csv").exists():
+        pytest.skip("days/day37.workload.csv not in this checkout")
+    b = results["batching"]
+    assert b["policies"]["static"]["steps"] == 5797
+    assert b["policies"]["continuous"]["steps"] == 1148
+    assert round(b["policies"]["static"]["utilisation"] * 100, 1) == 14.3
+    assert round(b["policies"]["continuous"]["utilisation"] * 100, 1) == 72.3
+    assert [r["max_requests"] for r in results["kv_cache"]["main"]["plan"]["contexts"]] == [
+        256, 128, 64, 32, 16, 8, 4]
+
+
+# ---- files: sizes, bytes, alt text -----------------------------------------------------------
+
+
+def test_every_chart_is_at_its_platform_size(drawn: dict[str, charts.ChartFile]) -> None:
+    allowed = {(1600, 900, "x"), (1200, 627, "linkedin"), (1080, 1350, "linkedin")}
+    for name, chart in drawn.items():
+        data = chart.path.read_bytes()
+        width, height = struct.unpack(">II", png_chunks(data)[0][1][:8])
+        assert (width, height) == (chart.width, chart.height), name
+        assert (width, height, chart.platform) in allowed, name
+        assert chart.path.name == f"{name}.png"
+
+
+def test_same_results_give_the_same_bytes(results: dict, tmp_path: Path) -> None:
+    for name in ("scoreboard", "slot_timeline", "kv_fit"):
+        a = charts.draw(name, results, tmp_path / "a").path.read_bytes()
+        b = charts.draw(name, results, tmp_path / "b").path.read_bytes()
+        assert a == b, name
+
+
+def test_another_process_draws_the_same_bytes(results: dict, tmp_path: Path) -> None:
+    """A rebuild is a new process with a new hash seed: its PNG must still match byte for byte."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    here = charts.draw("scoreboard", results, tmp_path / "here").path.read_bytes()
+    code = ("import json, sys; from pathlib import Path; from engine import charts; "
+            "charts.draw('scoreboard', json.load(open(sys.argv[1])), Path(sys.argv[2]))")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "results.json"), str(tmp_path / "there")],
+                   check=True, cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert (tmp_path / "there" / "scoreboard.png").read_bytes() == here
+
+
+def test_pngs_carry_no_timestamp_or_software_tag(drawn: dict[str, charts.ChartFile]) -> None:
+    for name, chart in drawn.items():
+        kinds = {kind for kind, _ in png_chunks(chart.path.read_bytes())}
+        assert b"tIME" not in kinds, name
+        text = b"".join(body for kind, body in png_chunks(chart.path.read_bytes())
+                        if kind in (b"tEXt", b"iTXt", b"zTXt"))
+        assert b"Software" not in text and b"matplotlib" not in text.lower(), name
+
+
+def test_alt_text_is_saved_beside_and_fits_both_platforms(drawn: dict[str, charts.ChartFile]) -> None:
+    for name, chart in drawn.items():
+        saved = chart.path.with_name(f"{name}.alt.txt").read_text(encoding="utf-8")
+        assert saved.strip() == chart.alt_text
+        assert 20 < len(chart.alt_text) <= 250, (name, len(chart.alt_text))
+
+
+def test_alt_text_is_made_from_the_numbers(results: dict, drawn: dict[str, charts.ChartFile]) -> None:
+    alt = {name: chart.alt_text for name, chart in drawn.items()}
+    for needle in ("14.3%", "72.3%", "5.05x", "2,048 tokens: 64", "8,192 tokens: 16"):
+        assert needle in alt["scoreboard"], needle
+    assert "2,048-token context: 64 fit" in alt["kv_fit"] and "halves" in alt["kv_fit"]
+    assert "5,797 steps" in alt["slot_timeline"] and "1,148 steps" in alt["slot_timeline"]
+    assert "64 GiB KV cache" in alt["memory_breakdown"] and "14 GiB weights" in alt["memory_breakdown"]
+    assert "98.1 ms" in alt["queue_hockey_stick"]
+    assert "42.6 ms" in alt["shared_vs_separate"] and "2.1x longer" in alt["shared_vs_separate"]
+    # a different number gives a different alt text: nothing is typed in
+    changed = copy.deepcopy(results)
+    changed["batching"]["policies"]["static"]["utilisation"] = 0.2
+    fig, text = charts.CHARTS["scoreboard"](changed)
+    assert "20.0%" in text and "14.3%" not in text
+
+
+def test_without_the_data_a_chart_says_what_is_missing(results: dict, tmp_path: Path) -> None:
+    no_paged = copy.deepcopy(results)
+    del no_paged["batching"]["policies"]["paged"]
+    with pytest.raises(ValueError, match="kv_blocks_used"):
+        charts.draw("kv_blocks", no_paged, tmp_path)
+    with pytest.raises(ValueError, match="'queueing'"):
+        charts.draw("queue_hockey_stick", {"day": 37}, tmp_path)
+    with pytest.raises(ValueError, match="unknown chart"):
+        charts.draw("pie", results, tmp_path)
+    assert not list(tmp_path.glob("*.png"))
+
+
+def test_size_override_writes_a_second_file(results: dict, tmp_path: Path) -> None:
+    chart = charts.draw("scoreboard", results, tmp_path, size="linkedin_portrait")
+    assert chart.path.name == "scoreboard-linkedin_portrait.png"
+    assert (chart.width, chart.height, chart.platform) == (1080, 1350, "linkedin")
+
+
+# ---- what is on the picture -------------------------------------------------------------------
+
+
+def _texts(fig) -> list[str]:
+    return [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize"))]
+
+
+def _built(name: str, results: dict):
+    with style.theme():
+        fig, _ = charts.CHARTS[name](results)
+        fig.canvas.draw()  # creates the tick labels, so they are checked too
+    return fig
+
+
+def test_each_chart_names_where_its_numbers_came_from(results: dict) -> None:
+    expected = {
+        "scoreboard": ["simulated, 200 requests, 16 slots", "calculated"],
+        "kv_fit": ["calculated"], "memory_breakdown": ["calculated"],
+        "slot_timeline": ["simulated, 200 requests, 16 slots"], "utilisation": ["simulated"],
+        "latency_cdf": ["simulated"], "kv_blocks": ["simulated"],
+        "queue_hockey_stick": ["simulated, M/M/1"], "shared_vs_separate": ["simulated, 2 servers at 90% load"],
+    }
+    assert set(expected) == set(charts.CHARTS)
+    for name, needles in expected.items():
+        text = " | ".join(_texts(_built(name, results)))
+        for needle in needles:
+            assert needle in text, (name, needle)
+    measured = copy.deepcopy(results)
+    measured["batching"]["source"] = "measured on NVIDIA H100 80GB HBM3"
+    assert any("measured on NVIDIA H100 80GB HBM3" in t for t in _texts(_built("utilisation", measured)))
+
+
+def test_text_is_big_enough_for_a_phone_and_has_no_emoji(results: dict) -> None:
+    for name in charts.CHARTS:
+        fig = _built(name, results)
+        for artist in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize")):
+            text = artist.get_text()
+            if not text.strip() or not artist.get_visible():
+                continue
+            assert artist.get_fontsize() >= style.MIN_FONT_PT, (name, text, artist.get_fontsize())
+            assert all(ord(ch) < 0x2190 or 0x2190 <= ord(ch) <= 0x22FF for ch in text), (name, text)
+
+
+def test_colours_are_okabe_ito_or_grey(results: dict) -> None:
+    from matplotlib.colors import to_hex
+
+    allowed = {c.lower() for c in style.OKABE_ITO.values()}
+    for name in charts.CHARTS:
+        fig = _built(name, results)
+        colours: set[str] = set()
+        for ax in fig.axes:
+            colours |= {to_hex(p.get_facecolor()) for p in ax.patches if p.get_visible()}
+            colours |= {to_hex(c) for coll in ax.collections for c in coll.get_facecolors()}
+            colours |= {to_hex(line.get_color()) for line in ax.lines}
+        for colour in colours:
+            r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+            assert colour in allowed or r == g == b or colour == "#ffffff", (name, colour)
+
+
+def test_slot_timeline_shows_every_request_and_every_idle_slot_step(results: dict) -> None:
+    """The coloured bars add up to the tokens; the rest of each panel is idle, in grey; and the
+    bars are a few collections, not one patch per token."""
+    fig = _built("slot_timeline", results)
+    tokens = results["batching"]["workload"]["total_output_tokens"]
+    grey = style.LIGHT_GREY.lower()
+    from matplotlib.colors import to_hex
+
+    panels = [ax for ax in fig.axes if ax.collections]
+    assert len(panels) == 2
+    for ax, name in zip(panels, ("static", "continuous")):
+        busy = idle_area = 0.0
+        for coll in ax.collections:  # each path is one bar; its width in steps from its vertices
+            spans = sum(path.vertices[:, 0].max() - path.vertices[:, 0].min() for path in coll.get_paths())
+            if to_hex(coll.get_facecolors()[0]) == grey:
+                idle_area += spans
+            else:
+                busy += spans
+        steps = results["batching"]["policies"][name]["steps"]
+        assert busy == pytest.approx(tokens)
+        assert idle_area == pytest.approx(steps * SLOTS)  # the grey track under every slot
+        assert len(ax.collections) <= 3 * SLOTS
+    assert len(fig.findobj(lambda a: a.__class__.__name__ == "Rectangle")) < 100
+
+
+def test_kv_fit_is_log_log_with_one_line_per_view(results: dict) -> None:
+    fig = _built("kv_fit", results)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    views = 1 + len(results["kv_cache"]["compare"])
+    lines = [line for line in ax.lines if len(line.get_xdata()) == len(CONTEXTS)]
+    assert len(lines) == views
+    ys = list(lines[0].get_ydata())
+    assert ys == [256, 128, 64, 32, 16, 8, 4]
+
+
+def test_hockey_stick_curve_is_the_closed_form(results: dict) -> None:
+    fig = _built("queue_hockey_stick", results)
+    curve = max(fig.axes[0].lines, key=lambda line: len(line.get_xdata()))
+    for x, y in zip(curve.get_xdata()[::50], curve.get_ydata()[::50]):
+        assert y == pytest.approx(10 / (1 - x))
+
+
+def test_portrait_scoreboard_stacks_the_halves(results: dict) -> None:
+    with style.theme():
+        fig, _ = charts.CHARTS["scoreboard"](results, size=style.SIZES["linkedin_portrait"])
+    bars, table = fig.axes[:2]
+    assert bars.get_position().y0 > table.get_position().y1
+
+
+def test_latency_cdf_draws_the_full_curve_when_the_results_have_one(results: dict) -> None:
+    with_curve = copy.deepcopy(results)
+    pol = with_curve["batching"]["policies"]["continuous"]
+    ends = sorted(pol["timeline"]["end_step"])
+    pol["latency_cdf"] = {"quantiles": [0.0, 0.5, 1.0], "e2e_steps": [ends[0], ends[len(ends) // 2], ends[-1]]}
+    fig = _built("latency_cdf", with_curve)
+    xs = [list(line.get_xdata()) for line in fig.axes[0].lines]
+    assert [ends[0], ends[len(ends) // 2], ends[-1]] in xs
+    text = " | ".join(_texts(fig))
+    assert "curve through p50, p90, p99" in text  # static still has percentiles only: said so
+    del with_curve["batching"]["policies"]["static"], with_curve["batching"]["policies"]["paged"]
+    assert "curve through" not in " | ".join(_texts(_built("latency_cdf", with_curve)))
+
+
+def test_kv_blocks_reads_the_simulators_binned_series(results: dict) -> None:
+    binned = copy.deepcopy(results)
+    paged = binned["batching"]["policies"]["paged"]
+    used = paged.pop("kv_blocks_used")
+    paged["series"] = {"step": used["step"][::10], "kv_blocks_used": used["blocks"][::10]}
+    paged["kv_blocks"] = {"num_blocks": 2048, "block_size": 16}
+    fig, alt = charts.CHARTS["kv_blocks"](binned)
+    assert f"Peak {max(used['blocks'][::10]):,} of 2,048 blocks" in alt
+
+
+def test_no_text_spills_off_the_image_or_onto_the_title(results: dict) -> None:
+    """Titles and sources come from results and can be long: they are fitted, never cut off,
+    and no plot runs into the title, the section headings or the source lines."""
+    long_title = copy.deepcopy(results)
+    long_title["title"] = "LLM serving is a queueing problem with a GPU in the middle, and more words"
+    for name in charts.CHARTS:
+        fig = _built(name, long_title)
+        renderer = fig.canvas.get_renderer()
+        drawn = fig.get_tightbbox(renderer)  # inches, only what is actually drawn
+        width, height = fig.get_size_inches()
+        assert drawn.x0 >= -0.01 and drawn.y0 >= -0.01, (name, drawn)
+        assert drawn.x1 <= width + 0.01 and drawn.y1 <= height + 0.01, (name, drawn)
+        frames = [t for t in fig.texts if t.get_text().strip()]  # heading, section titles, sources
+        for i, frame in enumerate(frames):
+            box = frame.get_window_extent(renderer)
+            for ax in fig.axes:
+                assert not box.overlaps(ax.get_tightbbox(renderer)), (name, frame.get_text())
+            for other in frames[i + 1 :]:
+                assert not box.overlaps(other.get_window_extent(renderer)), (name, frame.get_text(), other.get_text())
