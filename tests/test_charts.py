@@ -244,7 +244,7 @@ def test_alt_text_is_saved_beside_and_fits_both_platforms(drawn: dict[str, chart
 
 def test_alt_text_is_made_from_the_numbers(results: dict, drawn: dict[str, charts.ChartFile]) -> None:
     alt = {name: chart.alt_text for name, chart in drawn.items()}
-    for needle in ("14.3%", "72.3%", "5.05x", "2,048 tokens: 64", "8,192 tokens: 16"):
+    for needle in ("14.3%", "72.3%", "5.0x", "2,048 tokens: 64", "8,192 tokens: 16"):
         assert needle in alt["scoreboard"], needle
     assert "2,048-token context: 64 fit" in alt["kv_fit"] and "halves" in alt["kv_fit"]
     assert "5,797 steps" in alt["slot_timeline"] and "1,148 steps" in alt["slot_timeline"]

@@ -6,6 +6,8 @@ and one colour each, so the same policy looks the same on every chart.
 """
 from __future__ import annotations
 
+from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
+
 from statistics import median
 from typing import Any
 
@@ -144,7 +146,7 @@ def utilisation(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
         ax.spines["left"].set_visible(False)
         ax.set_title(title, fontsize=FONT["base"] + 2)
     multiple = batching.get("multiple")
-    headline = f"Continuous batching: {multiple:.2f}× the throughput" if multiple else "Same requests, same slots"
+    headline = f"Continuous batching: {fmt_multiple(multiple)} the throughput" if multiple else "Same requests, same slots"
     style.heading(fig, headline)
     style.source_note(fig, labels.batching_source(batching))
     parts = "; ".join(
@@ -153,7 +155,7 @@ def utilisation(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
     )
     sentences = [f"Bar charts, {labels.batching_source(batching)}: {parts}."]
     if multiple:
-        sentences.append(f"Continuous batching gives {multiple:.2f}x the throughput of static.")
+        sentences.append(f"Continuous batching gives {fmt_multiple(multiple)} the throughput of static.")
     return fig, style.fit_alt(sentences)
 
 

@@ -6,6 +6,8 @@ post's highlighted rows emphasised). Portrait sizes stack the two halves instead
 """
 from __future__ import annotations
 
+from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
+
 from typing import Any
 
 from matplotlib.figure import Figure
@@ -95,7 +97,7 @@ def _bars(fig: Figure, box: Box, batching: dict[str, Any]) -> None:
     ax.set_ylim(-0.4, len(pols) - 0.1)
     ax.set_axis_off()
     if multiple:
-        big = fig.text(left, bottom, f"{multiple:.2f}×", fontsize=32, fontweight="bold",
+        big = fig.text(left, bottom, fmt_multiple(multiple), fontsize=32, fontweight="bold",
                        color=policy_colour("continuous"), va="bottom")
         fig.add_artist(Annotation(
             "the throughput\nof static batching", xy=(1, 0), xycoords=big,
@@ -138,7 +140,7 @@ def _alt(batching: dict[str, Any] | None, kv: dict[str, Any] | None) -> str:
         pols = ordered_policies(batching)
         busy = ", ".join(f"{n} {style.pct(p['utilisation'])}" for n, p in pols)
         multiple = batching.get("multiple")
-        tail = f"; continuous gives {multiple:.2f}x the throughput" if multiple else ""
+        tail = f"; continuous gives {fmt_multiple(multiple)} the throughput" if multiple else ""
         sentences.append(f"GPU busy, {labels.batching_source(batching)}: {busy}{tail}.")
     if kv:
         fit = {r["context"]: r["max_requests"] for r in kv["main"]["plan"]["contexts"]}

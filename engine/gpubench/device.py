@@ -1,0 +1,150 @@
+"""The device under test: which one, what it is called, how much memory it has, its HBM peak.
+
+Everything that differs between CUDA and CPU is here, so the other modules stay device-agnostic.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from engine.errors import UserError
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    kind: str  # "cuda" or "cpu"
+    name: str  # "NVIDIA H100 80GB HBM3", "AMD EPYC 7B13"
+    slug: str  # the measurement file's stem: "nvidia-h100-80gb-hbm3", "cpu-amd-epyc-7b13"
+    memory_bytes: int  # the card's memory, or the machine's RAM
+
+
+def resolve_device(choice: str | None, *, spec_file: str | Path | None = None) -> torch.device:
+    """``cuda`` or ``cpu``; None means CUDA when torch can see a GPU, else the CPU."""
+    if choice is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if choice == "cuda" and not torch.cuda.is_available():
+        build = f"torch {torch.__version__}" + ("" if torch.version.cuda else ", a CPU-only build")
+        raise UserError(f"CUDA is not available on this machine ({build}); use --device cpu",
+                        file=spec_file, field="--device")
+    if choice not in ("cuda", "cpu"):
+        raise UserError(f"unknown device {choice!r}: cuda or cpu", file=spec_file, field="--device")
+    return torch.device(choice)
+
+
+def slugify(text: str) -> str:
+    """Lower case, runs of anything but letters and digits → one '-': a stable file name."""
+    text = re.sub(r"\((r|tm|c)\)", "", text, flags=re.IGNORECASE)
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _cpu_name() -> str:
+    """The processor's marketing name where Linux tells it, else what platform knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _ram_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def describe(device: torch.device) -> DeviceInfo:
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return DeviceInfo("cuda", props.name, slugify(props.name), int(props.total_memory))
+    name = _cpu_name()
+    slug = slugify(name)
+    return DeviceInfo("cpu", name, slug if slug.startswith("cpu-") else f"cpu-{slug}", _ram_bytes())
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device to finish its queued work: timing without this times the launches."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def release(device: torch.device) -> None:
+    """Give freed tensors back, so the next phase starts from the memory the weights leave."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def cuda_graph(step: Callable[[], object], *, warmup: int = 0,
+               pool: object | None = None) -> Callable[[], object]:
+    """Capture ``step`` in a CUDA graph and return its replay.
+
+    ``step`` must read only tensors whose addresses stay fixed and never read a value back to the
+    host. ``warmup`` runs it first on a side stream (lazy initialisation such as cuBLAS
+    workspaces); leave it at 0 where running the step changes state that matters. Graphs that
+    never run at the same time and keep nothing alive between replays can share ``pool``.
+    """
+    if warmup:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(warmup):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, pool=pool):
+        step()
+    return graph.replay
+
+
+def free_bytes(device: torch.device) -> int | None:
+    """What the driver says is free on the card now; None on the CPU (the runner uses a budget)."""
+    if device.type != "cuda":
+        return None
+    release(device)
+    return int(torch.cuda.mem_get_info(device)[0])
+
+
+# Words in a CUDA device name that say nothing about which catalog GPU it is.
+_NOISE = re.compile(r"^(nvidia|geforce|tesla|amd|instinct|hbm\w*|sxm\d*|gpu)$")
+
+
+def catalog_candidates(device_name: str) -> list[str]:
+    """Catalog names to try for a CUDA device name, most specific first.
+
+    'NVIDIA H100 80GB HBM3' → ['h100-80gb', 'h100'];  'NVIDIA A100-SXM4-80GB' → ['a100-80gb', 'a100'];
+    'NVIDIA H200' → ['h200']. A variant word (pcie, nvl) is kept: an H100 PCIe is not an SXM H100.
+    """
+    words = [w for w in slugify(device_name).split("-") if w and not _NOISE.match(w)]
+    out: list[str] = []
+    for candidate in ("-".join(words), "-".join(w for w in words if not re.fullmatch(r"\d+gb", w))):
+        if candidate and candidate not in out:
+            out.append(candidate)
+    return out
+
+
+def catalog_peak(device_name: str) -> tuple[float | None, str | None]:
+    """The catalog's HBM bandwidth for this device (bytes/s), or None and a note saying why not."""
+    try:
+        from engine import catalog  # written beside this package; absent in early checkouts
+    except ImportError:
+        return None, "no catalog in this checkout: share of HBM peak not computed"
+    # The catalog matches aliases too, so the CUDA name itself is tried first.
+    for name in [device_name, *catalog_candidates(device_name)]:
+        try:
+            gpu = catalog.load_gpu(name)
+        except (UserError, LookupError, FileNotFoundError, ValueError):
+            continue
+        return float(gpu.hbm_bandwidth_bytes_per_s), None
+    return None, (f"no catalog GPU matches {device_name!r} (tried "
+                  f"{', '.join(catalog_candidates(device_name)) or 'nothing'}): "
+                  "share of HBM peak not computed")

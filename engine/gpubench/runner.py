@@ -1,0 +1,162 @@
+"""The benchmark end to end: load the weights, then memory, step time and batching, in that order,
+each freeing what it allocated, under one progress bar; the result is one measurement document
+(the schema is in engine.measured, which validates it before it is written)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+import torch
+from tqdm import tqdm
+
+from engine.errors import UserError
+from engine.gpubench import batching, device as dev, memory, steptime
+from engine.gpubench.model import Decoder
+from engine.gpubench.shapes import ModelShape
+
+RANDOM_WEIGHTS_NOTE = "random weights: step time and memory do not depend on the weights' values"
+
+# Step-time and batching caches must leave room for activations (and CUDA graph pools): they may
+# use this share of the memory left after the weights.
+KV_SHARE = 0.9
+
+DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
+
+
+@dataclass
+class BenchConfig:
+    device: str  # "cuda" or "cpu"
+    shape: ModelShape
+    dtype: str  # a key of DTYPES
+    slots: int
+    contexts: list[int]
+    output_tokens: list[int]  # the day's workload, unscaled
+    day: int
+    quick: bool = False
+    workload_scale: float = 1.0
+    warmup: int = 3
+    repeats: int = 10
+    prompt_tokens: int = 1  # 1: no separate prefill, as the lab (see engine.gpubench.batching)
+    cuda_graphs: bool = True
+    # The "device memory" on a CPU: the memory probe and the cache sizes use it instead of RAM.
+    memory_budget_bytes: int | None = None
+    cpu_threads: int | None = 1
+    seed: int = 0
+    extra_notes: list[str] = field(default_factory=list)
+
+    def settings(self) -> dict:
+        return {
+            "model": self.shape.as_dict(), "dtype": self.dtype, "slots": self.slots,
+            "contexts": list(self.contexts), "quick": self.quick,
+            "workload_scale": self.workload_scale, "repeats": self.repeats, "warmup": self.warmup,
+            "prompt_tokens": self.prompt_tokens, "cuda_graphs": self.cuda_graphs,
+            "memory_budget_bytes": self.memory_budget_bytes, "cpu_threads": self.cpu_threads,
+            "seed": self.seed,
+        }
+
+
+def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
+    """Run the three measurements and return the measurement document (not yet written)."""
+    device = torch.device(config.device)
+    if device.type == "cpu" and config.memory_budget_bytes is None:
+        raise ValueError("a CPU run needs memory_budget_bytes")
+    if device.type == "cpu" and config.cpu_threads:
+        torch.set_num_threads(config.cpu_threads)
+    info = dev.describe(device)
+    dtype = DTYPES[config.dtype]
+    lengths = batching.scale_lengths(config.output_tokens, config.workload_scale)
+    points_total = len(config.contexts) * len(steptime.batch_sizes(config.slots))
+    weights = config.shape.param_count() * dtype.itemsize
+    capacity = info.memory_bytes if device.type == "cuda" else config.memory_budget_bytes
+    if weights >= capacity:
+        raise UserError(f"{config.shape.name} needs {weights / 2**30:.1f} GiB of {config.dtype} "
+                        f"weights; {info.name} has {capacity / 2**30:.1f} GiB"
+                        + (" (the CPU run's memory budget)" if device.type == "cpu" else ""),
+                        field="--model")
+    passes = 2 if config.cuda_graphs and device.type == "cuda" else 1  # graphs: a warm pass first
+    bar = tqdm(total=len(config.contexts) + points_total + 2 * passes * len(lengths),
+               disable=not progress, desc="bench", unit="item")
+    notes = list(config.extra_notes)
+
+    bar.set_postfix_str("loading weights")
+    model = Decoder(config.shape, device=device, dtype=dtype, seed=config.seed)
+    dev.synchronize(device)
+    free = dev.free_bytes(device)
+    if free is None:  # CPU: the budget plays the device's memory
+        free = config.memory_budget_bytes - model.weight_bytes
+    kv_per_token = config.shape.kv_bytes_per_token(dtype.itemsize)
+    context = batching.cache_context(lengths, config.prompt_tokens)
+    if config.slots * context * kv_per_token > KV_SHARE * free:
+        bar.close()
+        raise UserError(f"the batching cache ({config.slots} slots × {context} positions) does not "
+                        f"fit beside the weights on {info.name}; use --quick or a smaller model",
+                        field="batching")
+
+    bar.set_postfix_str("memory")
+    fits = memory.measure_fits(
+        config.contexts, kv_per_token, free, device,
+        budget_bytes=free if device.type == "cpu" else None,
+        on_context=lambda _c: bar.update(1))
+
+    bar.set_postfix_str("step time")
+    points, step_notes = steptime.measure_step_times(
+        model, config.contexts, config.slots, int(KV_SHARE * free), warmup=config.warmup,
+        repeats=config.repeats, use_cuda_graphs=config.cuda_graphs,
+        on_point=lambda: bar.update(1))
+    bar.update(points_total - len(points))  # the points that did not fit
+    if not points:
+        bar.close()
+        raise UserError(f"no batch fits at any context beside the weights on {info.name}",
+                        field="kv_cache.contexts")
+    notes += step_notes
+    if device.type == "cuda":
+        peak, peak_note = dev.catalog_peak(info.name)
+    else:
+        peak, peak_note = None, "CPU run: no HBM peak to compare with"
+    if peak_note:
+        notes.append(peak_note)
+
+    bar.set_postfix_str("batching")
+    runs = {}
+    for name, run in (("static", batching.run_static), ("continuous", batching.run_continuous)):
+        bar.set_postfix_str(f"batching: {name}")
+        cache = model.new_cache(config.slots, context)
+        runs[name] = run(model, cache, lengths, prompt_tokens=config.prompt_tokens,
+                         seed=config.seed, on_done=bar.update, cuda_graphs=config.cuda_graphs)
+        if runs[name].note:
+            notes.append(runs[name].note)
+        del cache
+        dev.release(device)
+    bar.close()
+
+    return {
+        "schema": 1,
+        "day": config.day,
+        "device": {"kind": info.kind, "name": info.name, "slug": info.slug,
+                   "memory_bytes": info.memory_bytes},
+        "torch": torch.__version__.split("+")[0],
+        "cuda": torch.version.cuda,
+        "date": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "settings": config.settings(),
+        "random_weights": True,
+        "note": RANDOM_WEIGHTS_NOTE,
+        "notes": notes,
+        "memory": {
+            "weights_bytes": model.weight_bytes,
+            "free_after_weights_bytes": free,
+            "kv_bytes_per_token": kv_per_token,
+            "contexts": [asdict(f) for f in fits],
+        },
+        "step_time": {
+            "points": [asdict(p) for p in points],
+            "hbm_peak_bytes_per_s": peak,
+            "share_of_peak_at_slots": steptime.share_of_peak_at_slots(points, config.slots, peak),
+        },
+        "batching": {
+            "requests": len(lengths),
+            "scale": config.workload_scale,
+            "policies": {name: {k: v for k, v in asdict(r).items() if k != "note"}
+                         for name, r in runs.items()},
+            "multiple": runs["static"].wall_seconds / runs["continuous"].wall_seconds,
+        },
+    }

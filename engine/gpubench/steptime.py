@@ -1,0 +1,129 @@
+"""Decode step time against batch size and context, and the HBM bandwidth it achieves.
+
+A decode step reads every weight once and, for each request, its whole K and V cache; it does
+little arithmetic per byte, so it is memory-bound and its time barely grows with the batch until
+the cache reads rival the weights. The honest figure is therefore bandwidth:
+
+    bytes moved   = weights read by a step + batch × context × KV bytes per token
+    achieved B/s  = bytes moved / step time,   share of peak = achieved / the catalog's HBM peak
+
+Bytes moved counts what a step must read, not what the kernels happen to touch (a lower bound),
+as gpt-fast's "memory bandwidth utilisation" does. Timing is synchronised, the warm-up steps are
+excluded, and the figure is the median of the repeats. On CUDA each (batch, context) step is
+captured once in a CUDA graph and replayed, so the figure is the GPU's time rather than Python's
+kernel launches (gpt-fast gets the same from torch.compile); if capture fails, the step runs
+eagerly and a note says so.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from engine.gpubench.device import cuda_graph, release, synchronize
+from engine.gpubench.model import Decoder
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    batch: int
+    context: int
+    seconds: float
+    bytes_moved: int
+    achieved_bytes_per_s: float
+
+
+def batch_sizes(slots: int) -> list[int]:
+    """1, 2, 4, … below ``slots``, then ``slots`` itself: the shape of the curve at a few points."""
+    sizes, b = [], 1
+    while b < slots:
+        sizes.append(b)
+        b *= 2
+    return sizes + [slots]
+
+
+def median_seconds(step: Callable[[], object], device: torch.device, *, warmup: int,
+                   repeats: int) -> float:
+    """Median wall time of one step, each timed between two synchronisations, warm-up excluded."""
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(repeats):
+        synchronize(device)
+        start = time.perf_counter()
+        step()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _time_context(model: Decoder, context: int, batches: list[int], *, graphs: bool,
+                  warmup: int, repeats: int, notes: list[str],
+                  on_point: Callable[[], None] | None) -> tuple[list[float], bool]:
+    """Seconds per step for each batch at one context; whether graphs still work afterwards.
+
+    One cache for the largest batch, the smaller ones decode a prefix of its slots. Everything
+    allocated here (cache, graphs and their pools) is freed when this returns."""
+    device = model.device
+    generator = torch.Generator(device="cpu").manual_seed(context)
+    cache = model.new_cache(max(batches), context)
+    tokens = torch.randint(0, model.shape.vocab_size, (max(batches),),
+                           generator=generator).to(device)
+    positions = torch.full((max(batches),), context - 1, device=device, dtype=torch.long)
+    seconds = []
+    for batch in batches:
+        def step(b: int = batch) -> torch.Tensor:
+            return model.decode(cache, tokens[:b], positions[:b], attn_len=context)
+        run = step
+        if graphs:
+            try:
+                run = cuda_graph(step, warmup=2)
+            except RuntimeError as err:  # capture is an optimisation; eager is still correct
+                graphs = False
+                notes.append(f"step time: CUDA graph capture failed "
+                             f"({str(err).splitlines()[0]}); eager steps from context {context}")
+                synchronize(device)
+        seconds.append(median_seconds(run, device, warmup=warmup, repeats=repeats))
+        if on_point:
+            on_point()
+    return seconds, graphs
+
+
+def measure_step_times(model: Decoder, contexts: list[int], slots: int, kv_budget_bytes: int, *,
+                       warmup: int, repeats: int, use_cuda_graphs: bool = True,
+                       on_point: Callable[[], None] | None = None,
+                       ) -> tuple[list[StepPoint], list[str]]:
+    """Step time for every batch in ``batch_sizes(slots)`` and every context whose cache for that
+    batch fits in ``kv_budget_bytes``. Returns the points and any notes (skips, eager fallback)."""
+    device = model.device
+    kv_per_token = model.shape.kv_bytes_per_token(model.dtype.itemsize)
+    graphs = use_cuda_graphs and device.type == "cuda"
+    points: list[StepPoint] = []
+    notes: list[str] = []
+    for context in contexts:
+        fitting = [b for b in batch_sizes(slots) if b * context * kv_per_token <= kv_budget_bytes]
+        skipped = [b for b in batch_sizes(slots) if b not in fitting]
+        if skipped:
+            notes.append(f"context {context}: batch {', '.join(map(str, skipped))} does not fit "
+                         "in memory, not timed")
+        if not fitting:
+            continue
+        seconds, graphs = _time_context(model, context, fitting, graphs=graphs, warmup=warmup,
+                                        repeats=repeats, notes=notes, on_point=on_point)
+        release(device)
+        for batch, secs in zip(fitting, seconds):
+            moved = model.decode_weight_bytes + batch * context * kv_per_token
+            points.append(StepPoint(batch, context, secs, moved, moved / secs))
+    return points, notes
+
+
+def share_of_peak_at_slots(points: list[StepPoint], slots: int,
+                           peak_bytes_per_s: float | None) -> float | None:
+    """Median over contexts of achieved / peak at batch = slots (None without a peak or points)."""
+    at_slots = [p.achieved_bytes_per_s for p in points if p.batch == slots]
+    if peak_bytes_per_s is None or not at_slots:
+        return None
+    return statistics.median(at_slots) / peak_bytes_per_s

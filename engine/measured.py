@@ -1,0 +1,255 @@
+"""Measurement files: what ``python -m engine bench`` writes and a build reads back (no torch).
+
+A GPU is rented once; its numbers are committed as ``days/dayNN.measured/<device-slug>.json`` and
+read by every later build, like the spec. Schema 1 (every size in bytes, every time in seconds):
+
+    {
+      "schema": 1, "day": 37,
+      "device": {"kind": "cuda" | "cpu", "name": "NVIDIA H100 80GB HBM3",
+                 "slug": "nvidia-h100-80gb-hbm3", "memory_bytes": int},
+      "torch": "2.13.0", "cuda": "12.8" | null, "date": "2026-01-31T12:00:00Z"  (ISO-8601, UTC),
+      "settings": {"model": {name, num_layers, hidden_size, num_heads, num_kv_heads, head_dim,
+                             intermediate_size, vocab_size},
+                   "dtype": "bfloat16" | "float32", "slots": int, "contexts": [int],
+                   "quick": bool, "workload_scale": float, "repeats": int, … (more allowed)},
+      "random_weights": true,
+      "note": "random weights: step time and memory do not depend on the weights' values",
+      "notes": [str]  (optional: skipped points, eager fallback, no catalog peak, …),
+      "memory": {"weights_bytes": int, "free_after_weights_bytes": int,
+                 "kv_bytes_per_token": int (optional),
+                 "contexts": [{"context": int, "max_requests_measured": int,
+                               "max_requests_calculated": int}]},
+      "step_time": {"points": [{"batch": int, "context": int, "seconds": float,
+                                "bytes_moved": int, "achieved_bytes_per_s": float}],
+                    "hbm_peak_bytes_per_s": float | null,
+                    "share_of_peak_at_slots": float | null},
+      "batching": {"requests": int, "scale": float,
+                   "policies": {"static" | "continuous": {"wall_seconds": float, "steps": int,
+                                "tokens": int, "tokens_per_second": float,
+                                "utilisation": float}},
+                   "multiple": float  (static wall seconds / continuous wall seconds)}
+    }
+
+On a CPU the memory figures are against a fixed budget (settings.memory_budget_bytes) standing in
+for the device's free memory, and the peak is null. ``share_of_peak_at_slots`` is the median over
+contexts of achieved / peak bandwidth at batch = slots.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from engine.errors import UserError
+
+SCHEMA = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Device(_Strict):
+    kind: Literal["cuda", "cpu"]
+    name: str = Field(min_length=1)
+    slug: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
+    memory_bytes: int = Field(ge=0)
+
+
+class ModelShapeSettings(_Strict):
+    name: str
+    num_layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    num_heads: int = Field(gt=0)
+    num_kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="allow")  # a newer bench may record more settings
+    model: ModelShapeSettings
+    dtype: str
+    slots: int = Field(gt=0)
+    contexts: list[int] = Field(min_length=1)
+    quick: bool
+    workload_scale: float = Field(gt=0)
+    repeats: int = Field(gt=0)
+
+
+class ContextFit(_Strict):
+    context: int = Field(gt=0)
+    max_requests_measured: int = Field(ge=0)
+    max_requests_calculated: int = Field(ge=0)
+
+
+class Memory(_Strict):
+    weights_bytes: int = Field(gt=0)
+    free_after_weights_bytes: int
+    kv_bytes_per_token: int | None = Field(default=None, gt=0)
+    contexts: list[ContextFit]
+
+
+class StepPoint(_Strict):
+    batch: int = Field(gt=0)
+    context: int = Field(gt=0)
+    seconds: float = Field(gt=0)
+    bytes_moved: int = Field(gt=0)
+    achieved_bytes_per_s: float = Field(gt=0)
+
+
+class StepTime(_Strict):
+    points: list[StepPoint] = Field(min_length=1)
+    hbm_peak_bytes_per_s: float | None = Field(gt=0)
+    share_of_peak_at_slots: float | None = Field(ge=0)
+
+
+class PolicyResult(_Strict):
+    wall_seconds: float = Field(gt=0)
+    steps: int = Field(gt=0)
+    tokens: int = Field(gt=0)
+    tokens_per_second: float = Field(gt=0)
+    utilisation: float = Field(gt=0, le=1)
+
+
+class Policies(_Strict):
+    static: PolicyResult
+    continuous: PolicyResult
+
+
+class Batching(_Strict):
+    requests: int = Field(gt=0)
+    scale: float = Field(gt=0)
+    policies: Policies
+    multiple: float = Field(gt=0)
+
+
+class Measurement(_Strict):
+    schema_: Literal[1] = Field(alias="schema")
+    day: int = Field(ge=1)
+    device: Device
+    torch: str
+    cuda: str | None
+    date: str
+    settings: Settings
+    random_weights: bool
+    note: str
+    notes: list[str] = Field(default_factory=list)
+    memory: Memory
+    step_time: StepTime
+    batching: Batching
+
+    @field_validator("date")
+    @classmethod
+    def _utc_iso(cls, value: str) -> str:
+        when = datetime.fromisoformat(value)  # ValueError → a validation error
+        if when.utcoffset() is None or when.utcoffset().total_seconds() != 0:
+            raise ValueError("must be ISO-8601 in UTC, e.g. 2026-01-31T12:00:00Z")
+        return value
+
+
+def _where(error: dict) -> str:
+    return ".".join("schema" if part == "schema_" else str(part) for part in error["loc"]) or "-"
+
+
+def validate_measurement(doc: object, *, file: str | Path) -> dict:
+    """The document as a plain dict if it is a valid schema-1 measurement, else a UserError
+    naming the first offending field."""
+    if isinstance(doc, dict) and doc.get("schema") != SCHEMA:
+        raise UserError(f"schema {doc.get('schema')!r} is not {SCHEMA}; re-run the bench with this "
+                        "version of the engine", file=file, field="schema")
+    try:
+        model = Measurement.model_validate(doc)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise UserError(first["msg"], file=file, field=_where(first)) from None
+    return model.model_dump(by_alias=True)
+
+
+def load_measurement(path: Path | str, *, day: int) -> dict:
+    """Read and validate a measurement file for ``day``. A missing, corrupt or invalid file, or
+    one measured for another day, is a UserError naming the file."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError("no such measurement file", file=path) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"cannot read the measurement file: {err}", file=path) from None
+    except json.JSONDecodeError as err:
+        raise UserError(f"not valid JSON (line {err.lineno}, column {err.colno}): "
+                        "a corrupt measurement file; re-run the bench", file=path) from None
+    if not isinstance(doc, dict):
+        raise UserError("a measurement file holds one JSON object", file=path)
+    result = validate_measurement(doc, file=path)
+    if result["day"] != day:
+        raise UserError(f"measured for day {result['day']}, not day {day}", file=path, field="day")
+    return result
+
+
+def measured_dir(spec_path: Path | str, day: int) -> Path:
+    """Where a day's measurements live: beside its spec, ``days/dayNN.measured/``."""
+    return Path(spec_path).parent / f"day{day:02d}.measured"
+
+
+def _recorded_date(path: Path) -> datetime:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        when = datetime.fromisoformat(doc["date"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise UserError(f"cannot read its date ({err.__class__.__name__}): a corrupt measurement "
+                        "file", file=path, field="date") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def resolve_measurement(day_dir: Path | str, choice: str) -> Path | None:
+    """Which measurement file a spec's ``measured:`` key means.
+
+    ``day_dir`` is the day's measurement folder (``measured_dir(spec, day)``). ``choice``:
+    ``none`` → None (simulated only); ``latest`` → the file with the newest recorded date, ties
+    broken by name, or None when the folder holds none yet; anything else → that file name in the
+    folder (``.json`` may be left off), which must exist.
+    """
+    day_dir = Path(day_dir)
+    if choice == "none":
+        return None
+    if choice == "latest":
+        files = sorted(day_dir.glob("*.json")) if day_dir.is_dir() else []
+        if not files:
+            return None
+        return max(files, key=lambda p: (_recorded_date(p), p.name))
+    if not choice or Path(choice).name != choice or choice in (".", ".."):
+        raise UserError(f"{choice!r} is not a file name: use latest, none, or a file in {day_dir}",
+                        field="measured")
+    path = day_dir / (choice if choice.endswith(".json") else f"{choice}.json")
+    if not path.is_file():
+        have = ", ".join(p.name for p in sorted(day_dir.glob("*.json"))) or "none"
+        raise UserError(f"no measurement file {path.name} in {day_dir} (have: {have})",
+                        field="measured")
+    return path
+
+
+def write_measurement(doc: dict, path: Path | str) -> Path:
+    """Validate ``doc``, then write it atomically: a temporary file in the same folder, renamed
+    over the target, so a reader sees the old file or the new one, never half of one."""
+    path = Path(path)
+    validate_measurement(doc, file=path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(doc, out, indent=2, sort_keys=True)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,189 @@
+"""Measurement files (engine.measured): the schema both ways, atomic writes, and which file a
+spec's ``measured:`` key picks. No torch here: a build reads these files without it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import engine.measured as measured
+from engine.errors import UserError
+from engine.measured import load_measurement, measured_dir, resolve_measurement, write_measurement
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def valid_doc(*, day: int = 37, date: str = "2026-01-31T12:00:00Z") -> dict:
+    policy = {"wall_seconds": 2.0, "steps": 100, "tokens": 800, "tokens_per_second": 400.0,
+              "utilisation": 0.5}
+    return {
+        "schema": 1, "day": day,
+        "device": {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3",
+                   "slug": "nvidia-h100-80gb-hbm3", "memory_bytes": 85_045_346_304},
+        "torch": "2.13.0", "cuda": "12.8", "date": date,
+        "settings": {"model": {"name": "7b-class", "num_layers": 32, "hidden_size": 4096,
+                               "num_heads": 32, "num_kv_heads": 32, "head_dim": 128,
+                               "intermediate_size": 11008, "vocab_size": 32000},
+                     "dtype": "bfloat16", "slots": 16, "contexts": [512, 8192], "quick": False,
+                     "workload_scale": 1.0, "repeats": 10, "prompt_tokens": 8},
+        "random_weights": True,
+        "note": "random weights: step time and memory do not depend on the weights' values",
+        "notes": [],
+        "memory": {"weights_bytes": 13_476_839_424, "free_after_weights_bytes": 70_000_000_000,
+                   "kv_bytes_per_token": 524_288,
+                   "contexts": [{"context": 512, "max_requests_measured": 260,
+                                 "max_requests_calculated": 260}]},
+        "step_time": {"points": [{"batch": 16, "context": 512, "seconds": 0.006,
+                                  "bytes_moved": 17_000_000_000,
+                                  "achieved_bytes_per_s": 17e9 / 0.006}],
+                      "hbm_peak_bytes_per_s": 3.35e12, "share_of_peak_at_slots": 0.85},
+        "batching": {"requests": 200, "scale": 1.0,
+                     "policies": {"static": dict(policy, wall_seconds=10.0, steps=500,
+                                                 tokens_per_second=80.0, utilisation=0.1),
+                                  "continuous": policy},
+                     "multiple": 5.0},
+    }
+
+
+def put(path: Path, doc: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_written_file_reads_back_the_same(tmp_path):
+    path = write_measurement(valid_doc(), tmp_path / "day37.measured" / "gpu.json")
+    assert load_measurement(path, day=37) == valid_doc()
+    assert [p.name for p in path.parent.iterdir()] == ["gpu.json"]  # no temporary file left
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"schema": 1, "day": 37, ', "not valid JSON"),
+    ("", "not valid JSON"),
+    ("[1, 2]", "one JSON object"),
+])
+def test_a_corrupt_file_is_a_user_error(tmp_path, text, message):
+    path = tmp_path / "gpu.json"
+    path.write_text(text)
+    with pytest.raises(UserError) as err:
+        load_measurement(path, day=37)
+    assert err.value.file == str(path) and message in err.value.message
+
+
+def test_a_file_for_another_day_is_refused(tmp_path):
+    path = put(tmp_path / "gpu.json", valid_doc(day=38))
+    with pytest.raises(UserError) as err:
+        load_measurement(path, day=37)
+    assert err.value.field == "day" and "day 38" in err.value.message
+
+
+@pytest.mark.parametrize("breakage, field", [
+    (lambda d: d["step_time"]["points"][0].pop("seconds"), "step_time.points.0.seconds"),
+    (lambda d: d["step_time"]["points"][0].update(seconds=0), "step_time.points.0.seconds"),
+    (lambda d: d["step_time"].update(points=[]), "step_time.points"),
+    (lambda d: d["batching"]["policies"].pop("continuous"), "batching.policies.continuous"),
+    (lambda d: d["batching"]["policies"]["static"].update(utilisation=1.5),
+     "batching.policies.static.utilisation"),
+    (lambda d: d["device"].update(kind="tpu"), "device.kind"),
+    (lambda d: d["device"].update(slug="NVIDIA H100"), "device.slug"),
+    (lambda d: d.update(date="2026-01-31T12:00:00+02:00"), "date"),
+    (lambda d: d.update(date="yesterday"), "date"),
+    (lambda d: d.update(schema=2), "schema"),
+    (lambda d: d.update(surprise=1), "surprise"),
+])
+def test_an_invalid_file_names_the_field(tmp_path, breakage, field):
+    doc = valid_doc()
+    breakage(doc)
+    with pytest.raises(UserError) as err:
+        load_measurement(put(tmp_path / "gpu.json", doc), day=37)
+    assert err.value.field == field
+
+
+def test_settings_may_grow():
+    doc = valid_doc()
+    doc["settings"]["cuda_graphs"] = True
+    assert measured.validate_measurement(doc, file="x")["settings"]["cuda_graphs"] is True
+
+
+def test_an_invalid_document_is_never_written(tmp_path):
+    path = put(tmp_path / "gpu.json", {"earlier": "run"})
+    before = path.read_text()
+    doc = valid_doc()
+    doc["batching"]["multiple"] = -1
+    with pytest.raises(UserError):
+        write_measurement(doc, path)
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["gpu.json"]
+
+
+def test_a_write_that_fails_half_way_leaves_the_old_file(tmp_path, monkeypatch):
+    path = put(tmp_path / "gpu.json", {"earlier": "run"})
+    before = path.read_text()
+
+    def dump_half(doc, out, **kwargs):
+        out.write('{"schema": 1, ')
+        raise OSError("disk full")
+
+    monkeypatch.setattr(measured.json, "dump", dump_half)
+    with pytest.raises(OSError):
+        write_measurement(valid_doc(), path)
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["gpu.json"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Which file a spec means
+
+def test_measured_dir_sits_beside_the_spec():
+    assert measured_dir(Path("days/day37.yaml"), 37) == Path("days/day37.measured")
+    assert measured_dir("days/day4.yaml", 4) == Path("days/day04.measured")
+
+
+def test_latest_is_the_newest_recorded_date_not_the_name_or_mtime(tmp_path):
+    folder = tmp_path / "day37.measured"
+    newest = put(folder / "a-old-name.json", valid_doc(date="2026-03-01T00:00:00Z"))
+    older = put(folder / "z-name.json", valid_doc(date="2026-02-01T00:00:00Z"))
+    os.utime(newest, (1, 1))  # oldest mtime: the date inside decides
+    assert resolve_measurement(folder, "latest") == newest
+    same = put(folder / "b.json", valid_doc(date="2026-03-01T00:00:00Z"))
+    assert resolve_measurement(folder, "latest") == same  # a tie goes to the later name
+    assert older.exists()
+
+
+def test_latest_without_measurements_is_simulated_only(tmp_path):
+    assert resolve_measurement(tmp_path / "day37.measured", "latest") is None
+    (tmp_path / "day37.measured").mkdir()
+    assert resolve_measurement(tmp_path / "day37.measured", "latest") is None
+    assert resolve_measurement(tmp_path / "day37.measured", "none") is None
+
+
+def test_latest_with_a_corrupt_file_says_which(tmp_path):
+    folder = tmp_path / "day37.measured"
+    put(folder / "good.json", valid_doc())
+    (folder / "broken.json").write_text("{nope")
+    with pytest.raises(UserError) as err:
+        resolve_measurement(folder, "latest")
+    assert err.value.file.endswith("broken.json")
+
+
+def test_a_named_file(tmp_path):
+    folder = tmp_path / "day37.measured"
+    path = put(folder / "nvidia-h100-80gb-hbm3.json", valid_doc())
+    assert resolve_measurement(folder, "nvidia-h100-80gb-hbm3.json") == path
+    assert resolve_measurement(folder, "nvidia-h100-80gb-hbm3") == path
+    with pytest.raises(UserError) as err:
+        resolve_measurement(folder, "nvidia-a100-80gb")
+    assert err.value.field == "measured" and "nvidia-h100-80gb-hbm3.json" in err.value.message
+    for sneaky in ("../day38.measured/x.json", "/etc/passwd", ".."):
+        with pytest.raises(UserError):
+            resolve_measurement(folder, sneaky)
+
+
+def test_reading_measurements_does_not_import_torch():
+    code = ("import sys, engine.measured; "
+            "assert 'torch' not in sys.modules and 'engine.gpubench' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
