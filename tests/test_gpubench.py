@@ -377,8 +377,13 @@ def write_spec(folder: Path, lengths: list[int], *, day: int = 37) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "trace.csv").write_text("output_tokens\n" + "".join(f"{n}\n" for n in lengths))
     spec = folder / f"day{day}.yaml"
-    spec.write_text(f"day: {day}\nkv_cache:\n  contexts: [32, 64]\n"
-                    "batching:\n  slots: 4\n  workload:\n    trace: trace.csv\n")
+    spec.write_text(
+        f"day: {day}\nseries: {{name: test series, length: 60}}\ntitle: t\nrepository: r\n"
+        "hashtags: [A, B, C]\n"
+        "kv_cache:\n  model: {name: m, num_layers: 2, num_kv_heads: 2, head_dim: 64}\n"
+        "  gpu: {name: g, memory_gib: 1}\n  budget: {kind: reserve, reserve_gib: 0}\n"
+        "  contexts: [32, 64]\n"
+        "batching:\n  slots: 4\n  workload:\n    trace: trace.csv\n")
     return spec
 
 
@@ -427,7 +432,8 @@ def test_a_model_too_big_for_the_device_stops_before_loading(tmp_path, capsys):
 @pytest.mark.parametrize("breakage, where", [
     (lambda folder: (folder / "trace.csv").write_text("output_tokens\n3\nlots\n"), "row 3"),
     (lambda folder: (folder / "trace.csv").unlink(), "trace.csv"),
-    (lambda folder: (folder / "day37.yaml").write_text("day: 37\nbatching: {slots: 4}\n"),
+    (lambda folder: (folder / "day37.yaml").write_text(
+        (folder / "day37.yaml").read_text().replace("contexts: [32, 64]", "contexts: []")),
      "kv_cache.contexts"),
 ])
 def test_bad_day_inputs_exit_2_before_anything_is_written(tmp_path, capsys, breakage, where):

@@ -11,11 +11,8 @@ On a GPU box: clone, ``make bench-day37 DEVICE=cuda`` (a CUDA build of torch 2.1
 from __future__ import annotations
 
 import argparse
-import csv
 from dataclasses import dataclass
 from pathlib import Path
-
-import yaml
 
 from engine.errors import UserError
 from engine.measured import measured_dir, write_measurement
@@ -36,69 +33,26 @@ class DayInputs:
     output_tokens: list[int]
 
 
-def _field(doc: object, dotted: str, spec_path: Path) -> object:
-    node = doc
-    for key in dotted.split("."):
-        if not isinstance(node, dict) or key not in node:
-            raise UserError("missing (the bench needs it)", file=spec_path, field=dotted)
-        node = node[key]
-    return node
-
-
-def _positive_int(value: object, spec_path: Path, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserError(f"must be a positive integer, not {value!r}", file=spec_path, field=field)
-    return value
-
-
-def _read_trace(path: Path) -> list[int]:
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            if "output_tokens" not in (reader.fieldnames or []):
-                raise UserError("no output_tokens column", file=path)
-            lengths = []
-            for row_number, row in enumerate(reader, start=2):
-                try:
-                    lengths.append(int(row["output_tokens"]))
-                except (TypeError, ValueError):
-                    raise UserError(f"output_tokens must be an integer, not {row['output_tokens']!r}",
-                                    file=path, field=f"row {row_number}") from None
-                if lengths[-1] < 1:
-                    raise UserError("output_tokens must be at least 1", file=path,
-                                    field=f"row {row_number}")
-    except OSError as err:
-        raise UserError(f"cannot read the workload trace: {err.strerror or err}", file=path) from None
-    if not lengths:
-        raise UserError("the workload trace has no requests", file=path)
-    return lengths
-
-
 def _day_inputs(spec_path: Path) -> DayInputs:
-    """Read ``day``, ``kv_cache.contexts``, ``batching.slots`` and ``batching.workload.trace``.
+    """The spec's day, contexts, slots and workload, validated by the same loader as a build."""
+    from engine.experiments import Context, blame
+    from engine.spec import load_spec
+    from engine.workload import build_workload
 
-    A minimal reader so the bench does not wait for engine.spec; swap in engine.spec.load_spec
-    here, and nowhere else, once it exists.
-    """
     spec_path = Path(spec_path)
-    try:
-        doc = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UserError(f"cannot read the spec: {err.strerror or err}", file=spec_path) from None
-    except yaml.YAMLError as err:
-        raise UserError(f"not valid YAML: {err}".splitlines()[0], file=spec_path) from None
-    day = _positive_int(_field(doc, "day", spec_path), spec_path, "day")
-    contexts = _field(doc, "kv_cache.contexts", spec_path)
-    if not isinstance(contexts, list) or not contexts:
-        raise UserError("must be a non-empty list of context lengths", file=spec_path,
-                        field="kv_cache.contexts")
-    contexts = [_positive_int(c, spec_path, "kv_cache.contexts") for c in contexts]
-    slots = _positive_int(_field(doc, "batching.slots", spec_path), spec_path, "batching.slots")
-    trace = _field(doc, "batching.workload.trace", spec_path)
-    if not isinstance(trace, str) or not trace:
-        raise UserError("must be a CSV path relative to the spec", file=spec_path,
-                        field="batching.workload.trace")
-    return DayInputs(spec_path, day, contexts, slots, _read_trace(spec_path.parent / trace))
+    spec = load_spec(spec_path)
+    if spec.kv_cache is None or spec.batching is None:
+        missing = "kv_cache" if spec.kv_cache is None else "batching"
+        raise UserError("missing (the bench needs it)", file=spec_path, field=missing)
+    with blame(Context(spec_path=spec_path), "batching.workload"):
+        workload = build_workload(spec.batching.workload, spec_path.parent)
+    return DayInputs(
+        spec_path,
+        spec.day,
+        list(spec.kv_cache.contexts),
+        spec.batching.slots,
+        [int(n) for n in workload.output_tokens],
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

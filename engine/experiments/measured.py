@@ -2,19 +2,15 @@
 
 ``python -m engine bench`` writes days/dayNN.measured/<device>.json once, on a GPU; the spec's
 ``measured:`` key (latest, a file name, or none) makes every later build, on any laptop, read
-it back so the posts can say what was measured and where.
+it back so the posts can say what was measured and where. ``latest`` with no file yet means
+simulated only: a fresh clone builds before anyone has rented a GPU.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from engine.errors import UserError
 from engine.experiments import Context, blame
 from engine.spec import DaySpec
-
-
-def measurement_folder(ctx: Context):
-    return ctx.spec_path.with_suffix(".measured")
 
 
 def run(spec: DaySpec, ctx: Context) -> dict[str, Any] | None:
@@ -23,10 +19,43 @@ def run(spec: DaySpec, ctx: Context) -> dict[str, Any] | None:
         return None
     from engine import measured
 
-    folder = measurement_folder(ctx)
+    folder = measured.measured_dir(ctx.spec_path, spec.day)
     with blame(ctx, "measured"):
         path = measured.resolve_measurement(folder, choice)
-        if path is None:
-            raise UserError(f"no measurement file in {folder} (run: make bench-day{spec.day:02d})")
-    data = measured.load_measurement(path, day=spec.day)
-    return {"file": f"{folder.name}/{path.name}", **data}
+    if path is None:
+        return None
+    doc = measured.load_measurement(path, day=spec.day)
+    slots = spec.batching.slots if spec.batching else None
+    highlight = spec.kv_cache.highlight if spec.kv_cache else []
+    return {
+        "file": f"{folder.name}/{path.name}",
+        "source": f"measured on {doc['device']['name']}",
+        "headline": headline(doc, slots, highlight),
+        **doc,
+    }
+
+
+def headline(doc: dict[str, Any], slots: int | None, highlight: list[int]) -> dict[str, Any]:
+    """The few measured figures a post quotes, picked from the file by rule, not by hand.
+
+    Step time: the largest batch timed (the day's slot count when it fitted) at the shortest
+    context, where a decode step is closest to pure weight streaming.
+    """
+    points = doc["step_time"]["points"]
+    step = None
+    if points:
+        shortest = min(p["context"] for p in points)
+        at_shortest = [p for p in points if p["context"] == shortest]
+        wanted = [p for p in at_shortest if p["batch"] == slots] or at_shortest
+        step = max(wanted, key=lambda p: p["batch"])
+    peak = doc["step_time"].get("hbm_peak_bytes_per_s")
+    memory = {row["context"]: row for row in doc["memory"]["contexts"]}
+    return {
+        "device": doc["device"]["name"],
+        "model": doc["settings"]["model"]["name"],
+        "dtype": doc["settings"]["dtype"],
+        "step": step,
+        "step_share_of_peak": (step["achieved_bytes_per_s"] / peak) if step and peak else None,
+        "memory_rows": [memory[c] for c in highlight if c in memory],
+        "batching": doc.get("batching"),
+    }

@@ -32,7 +32,8 @@ class ContextFit:
 def calculated_max_requests(free_bytes: int, context: int, kv_bytes_per_token: int) -> int:
     """The KV-cache formula on the same inputs: floor(free / (context × bytes per token)).
 
-    A local copy of engine.kvcache's rule so this package stands alone; the lead may switch it.
+    Deliberately the contiguous (lab) formula rather than engine.kvcache's paged one: the probe
+    allocates one contiguous buffer per request, so this is the figure it should reproduce.
     """
     return free_bytes // (context * kv_bytes_per_token)
 
