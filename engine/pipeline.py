@@ -100,6 +100,7 @@ def template_context(results: dict[str, Any]) -> dict[str, Any]:
         "kv": results.get("kv_cache"),
         "bt": results.get("batching"),
         "qu": results.get("queueing"),
+        "charts": results["inputs"]["charts"],  # names the spec asked for, to attach images
     }
 
 
