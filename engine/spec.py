@@ -314,10 +314,18 @@ def _first_error(exc: ValidationError, path: Path) -> UserError:
     return UserError(_message(err, loc), file=path, field=".".join(shown) or None)
 
 
+# Tags of discriminated unions (budgets, step times, workloads, distributions, arrivals).
+UNION_TAGS = frozenset(
+    {"reserve", "vllm", "given", "unit", "roofline", "trace", "generated"}
+    | {"constant", "uniform", "normal", "lognormal", "exponential", "zipf", "mixture"}
+    | {"all_at_zero", "poisson", "gamma"}
+)
+
+
 def _is_union_tag(part: Any) -> bool:
     """pydantic puts a union member's tag in the location (e.g. 'reserve', 'function-after')."""
     return isinstance(part, str) and (
-        part in {"reserve", "vllm", "given", "unit", "roofline"} or "[" in part or "-" in part
+        part in UNION_TAGS or "[" in part or "-" in part
     )
 
 

@@ -77,10 +77,8 @@ def run(section: BatchingSection, ctx: Context) -> dict[str, Any]:
         with blame(ctx, f"batching.policies.{name}"):
             result = batching.simulate(
                 load, policy_of(name, section), slots=section.slots, step_time=step_time
-            ).to_dict()
-        if load.n > TIMELINE_LIMIT:
-            result.pop("timeline", None)
-        policies[name] = result
+            )
+        policies[name] = result.to_dict(timeline=load.n <= TIMELINE_LIMIT)
     summary = load.summary()
     tokens = int(load.output_tokens.sum())
     out: dict[str, Any] = {

@@ -1,0 +1,106 @@
+"""Continuous (iteration-level) batching, as in Orca: a freed slot is refilled the next step.
+
+At the start of every step, free slots are filled from the waiting queue in arrival order; every
+running request emits one token; finished requests leave, and their slots are free at the next
+step. That is a first-come-first-served queue in front of `slots` servers, so the schedule has a
+closed description that needs no step-by-step loop:
+
+Call a slot becoming free a *free event* (the `slots` slots at step 0, then one at every
+request's end). Request i takes the i-th free event in time order and starts at
+max(its arrival step, that event). A request's end comes after its own start, so the i-th event
+never depends on requests after i; it is the i-th smallest of all events.
+
+Two ways to find the i-th event, both exact and one step of work per request, never per token:
+
+- a heap of the `slots` pending events, popped once per request (used for few slots);
+- blocks of requests solved at once (used from 128 slots): the events a block takes are the
+  smallest of (the pool of pending events ∪ the block's own ends), a fixed point reached by
+  iterating from the pool alone. Each pass fixes at least one more request; a handful settle a
+  block of hundreds, so the work is a few numpy sorts per block.
+
+Events carry their slot (key = step × slots + slot): ties go to the lowest slot, and a request
+takes the slot that has been free longest, for the timeline.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.batching.schedule import Schedule, prefill_steps, single_stays
+
+
+@dataclass(frozen=True)
+class ContinuousPolicy:
+    name = "continuous"
+
+
+def schedule_continuous(
+    eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int
+) -> Schedule:
+    """Start step and slot of every request; see the module docstring for why this is exact."""
+    prefill = prefill_steps(prompt)
+    start, slot = fcfs_servers(eligible, prefill + output, slots)
+    return single_stays(slots, slot, start, prefill, prompt, output)
+
+
+FIXED_POINT_FROM = 128  # slots; below it blocks need many passes and the heap is faster
+
+
+def fcfs_servers(
+    eligible: np.ndarray, service: np.ndarray, slots: int, method: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """First-come-first-served on `slots` servers in discrete steps: (start, slot) per request.
+
+    eligible: first step each request may start (non-decreasing); service: steps it holds a slot.
+    method: 'heap' or 'blocks' (default: by the number of slots; both give the same answer).
+    """
+    eligible = np.asarray(eligible, dtype=np.int64)
+    service = np.asarray(service, dtype=np.int64)
+    method = method or ("blocks" if slots >= FIXED_POINT_FROM else "heap")
+    if method == "heap":
+        return _by_heap(eligible, service, slots)
+    return _by_blocks(eligible, service, slots)
+
+
+def _by_heap(eligible: np.ndarray, service: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    pending = list(range(slots))  # event keys: step * slots + slot; already a valid heap
+    start: list[int] = []
+    slot: list[int] = []
+    for arrive, length in zip(eligible.tolist(), service.tolist()):
+        free_at, s = divmod(pending[0], slots)
+        begin = arrive if arrive > free_at else free_at
+        heapq.heapreplace(pending, (begin + length) * slots + s)
+        start.append(begin)
+        slot.append(s)
+    return np.asarray(start, dtype=np.int64), np.asarray(slot, dtype=np.int64)
+
+
+def _by_blocks(eligible: np.ndarray, service: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    n = len(eligible)
+    block = max(slots, 256)
+    # A time past every possible end: pads a block bigger than the pool (never chosen once the
+    # block's own ends are known, and small enough that keys cannot overflow).
+    horizon = int(eligible[-1]) + int(service.sum()) + 1
+    pool = np.arange(slots, dtype=np.int64)  # keys of free events: step * slots + slot
+    start = np.empty(n, dtype=np.int64)
+    slot = np.empty(n, dtype=np.int64)
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
+        e, s = eligible[lo:hi], service[lo:hi]
+        b = hi - lo
+        taken = pool[:b] if b <= slots else np.concatenate(
+            (pool, horizon * slots + np.arange(b - slots, dtype=np.int64))
+        )
+        while True:
+            begin = np.maximum(e, taken // slots)
+            ends = (begin + s) * slots + taken % slots
+            merged = np.sort(np.concatenate((pool, ends)))
+            if np.array_equal(merged[:b], taken):
+                break
+            taken = merged[:b]
+        start[lo:hi] = begin
+        slot[lo:hi] = taken % slots
+        pool = merged[b:]
+    return start, slot

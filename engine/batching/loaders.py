@@ -1,0 +1,90 @@
+"""The simulator's edges: step-time models and KV budgets built from the catalog or a file.
+
+The math modules take plain numbers; this module is where names ("llama-3-8b", "h100-80gb")
+and files (a GPU benchmark's JSON) become those numbers, with mistakes reported as UserErrors.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.batching.steptime import MeasuredStepTime, RooflineStepTime
+from engine.errors import UserError
+
+
+def roofline_from_catalog(model: str, gpu: str, kv_dtype: str = "auto", tp: int = 1) -> RooflineStepTime:
+    """Roofline numbers for a catalog model on a catalog GPU, per GPU under tensor parallelism:
+    weights and KV bytes from the KV-cache calculator, 2 FLOPs per active parameter per token,
+    the card's HBM bandwidth and dense bf16 peak."""
+    from engine.catalog import load_gpu, load_model
+    from engine.kvcache import kv_bytes_per_token, weight_bytes
+
+    arch = load_model(model)
+    card = load_gpu(gpu)
+    if arch.num_params <= 0:
+        raise UserError(f"{arch.name} has no parameter count; a roofline needs one", field="model")
+    active = arch.active_params or arch.num_params
+    return RooflineStepTime(
+        weights_bytes=float(weight_bytes(arch, tp)),
+        kv_bytes_per_token=float(kv_bytes_per_token(arch, kv_dtype, tp)),
+        flops_per_token=2.0 * active / tp,
+        hbm_bytes_per_s=float(card.hbm_bandwidth_bytes_per_s),
+        peak_flops=float(card.bf16_dense_flops),
+    )
+
+
+def num_blocks_from_catalog(
+    model: str,
+    gpu: str,
+    block_size: int = 16,
+    kv_dtype: str = "auto",
+    tp: int = 1,
+    gpu_memory_utilization: float = 0.9,
+) -> int:
+    """KV blocks vLLM would allocate for the model on the card (the calculator's vLLM budget)."""
+    from engine.catalog import load_gpu, load_model
+    from engine.kvcache import VllmBudget, plan_kv_cache
+
+    arch = load_model(model)
+    card = load_gpu(gpu)
+    plan = plan_kv_cache(
+        arch, card.memory_bytes, VllmBudget(gpu_memory_utilization=gpu_memory_utilization),
+        kv_dtype=kv_dtype, tp=tp, block_size=block_size,
+    )
+    return plan.num_blocks
+
+
+def load_measured_step_time(path: str | Path) -> MeasuredStepTime:
+    """Fit a measured step time from a GPU benchmark result (`step_time.points`: batch, context,
+    seconds). Only those points are read, so any file that has them will do."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError("no such measurement file", file=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read: {exc}", file=path) from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"not valid JSON (line {exc.lineno}, column {exc.colno})", file=path) from None
+    points = doc.get("step_time", {}).get("points") if isinstance(doc, dict) else None
+    if not isinstance(points, list) or not points:
+        raise UserError("needs a non-empty list of points", file=path, field="step_time.points")
+    rows = [_point(p, i, path) for i, p in enumerate(points)]
+    return MeasuredStepTime.fit(rows)
+
+
+def _point(point: Any, index: int, path: Path) -> tuple[float, float, float]:
+    where = f"step_time.points[{index}]"
+    if not isinstance(point, dict):
+        raise UserError("must be an object with batch, context, seconds", file=path, field=where)
+    values = []
+    for key, least, strict in (("batch", 1, False), ("context", 0, False), ("seconds", 0, True)):
+        value = point.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UserError(f"must be a number, got {value!r}", file=path, field=f"{where}.{key}")
+        if value < least or (strict and value <= least):
+            bound = f"greater than {least}" if strict else f"at least {least}"
+            raise UserError(f"must be {bound}, got {value!r}", file=path, field=f"{where}.{key}")
+        values.append(float(value))
+    return values[0], values[1], values[2]

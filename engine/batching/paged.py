@@ -1,0 +1,495 @@
+"""Paged scheduling, as in vLLM: continuous batching whose admission is bounded by KV blocks.
+
+The KV cache is cut into `num_blocks` blocks of `block_size` tokens. A request holds
+ceil(tokens in cache / block_size) blocks and takes a new one each time its cache crosses a
+block boundary, so memory follows the real length instead of a worst-case reservation. When a
+block is needed and none is free, the newest running request is *preempted by recompute*: its
+blocks are freed and it goes back to the front of the queue; when re-admitted it prefills its
+prompt plus the tokens it had already emitted (those stay emitted).
+
+The rules of one step t, in order (vLLM's V1 scheduler in spirit: running requests first):
+
+1. Requests that emitted their last token in step t−1 leave; their blocks and slots are free.
+2. Requests whose arrival step is ≤ t join the back of the waiting queue.
+3. Running requests reserve this step's work, oldest admission first:
+   a. a decoding request whose cache holds a multiple of block_size tokens needs one block;
+   b. (chunked prefill) a prefilling request takes its next chunk, min(prompt left, token
+      budget left), and the blocks that chunk fills; the budget left is max_num_batched_tokens
+      minus one token per decoding request (counted after 3a).
+   Whenever blocks are short, the newest running request is preempted, repeatedly; a request
+   that is itself the newest is preempted instead.
+4. Unless something was preempted in this step, waiting requests are admitted in queue order
+   while a slot (max_num_seqs), the budget and the blocks for their first step allow; the
+   first that does not fit stops the queue (no overtaking). A request with nothing cached
+   decodes at once (one block); otherwise its first step is prefill: the whole context in one
+   step (blocks for all of it), or with chunked prefill its first chunk.
+5. Every decoding request emits one token; a prefill that completes in step t decodes from t+1.
+
+Event-driven: the loop visits only steps where something happens (a completion, a block
+boundary while blocks are limited, an arrival that can be admitted, a prefill chunk), so the
+work grows with requests and blocks, not with generated tokens. With unlimited blocks and no
+budget it is exactly continuous batching (the tests check it).
+
+Arrivals are given either as steps (a constant step time puts them on a grid) or, with a
+batch-dependent step time, as seconds: the loop then keeps the clock itself, summing the steps
+between events in closed form (steptime.run_seconds), and a request joins at the first step that
+begins at or after its arrival.
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.batching.schedule import Schedule
+from engine.batching.steptime import StepTime, run_seconds, step_seconds, steps_to_reach
+from engine.errors import UserError
+
+_COMPLETE, _BLOCK = 0, 1  # event kinds; completions at a step are handled before block needs
+
+
+@dataclass(frozen=True)
+class PagedPolicy:
+    """num_blocks: KV blocks on the device (None: unlimited); max_num_seqs: running requests at
+    most (None: the simulation's slots); max_num_batched_tokens: tokens per step (None: no cap)."""
+
+    num_blocks: int | None = None
+    block_size: int = 16
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    chunked_prefill: bool = False
+    name = "paged"
+
+    def __post_init__(self) -> None:
+        for name in ("num_blocks", "max_num_seqs", "max_num_batched_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise UserError(f"must be at least 1, got {value}", field=name)
+        if self.block_size < 1:
+            raise UserError(f"must be at least 1, got {self.block_size}", field="block_size")
+        if self.chunked_prefill and self.max_num_batched_tokens is None:
+            raise UserError("chunked prefill needs a token budget", field="max_num_batched_tokens")
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def check_fits(policy: PagedPolicy, prompt: np.ndarray, output: np.ndarray, cap: int) -> None:
+    """Refuse configurations that could never finish, as vLLM refuses them at start-up."""
+    bs = policy.block_size
+    if policy.num_blocks is not None:
+        peak = -(-(prompt + output) // bs)
+        worst = int(np.argmax(peak))
+        if peak[worst] > policy.num_blocks:
+            raise UserError(
+                f"request {worst} needs {int(peak[worst])} blocks of {bs} tokens "
+                f"({int(prompt[worst] + output[worst])} tokens) but the cache has {policy.num_blocks}",
+                field="num_blocks",
+            )
+    budget = policy.max_num_batched_tokens
+    if budget is not None:
+        if budget < cap:
+            raise UserError(
+                f"{budget} tokens per step cannot decode {cap} running requests; "
+                f"raise it to at least max_num_seqs",
+                field="max_num_batched_tokens",
+            )
+        if not policy.chunked_prefill:
+            # A re-admitted request prefills its prompt plus what it had emitted.
+            longest = int((prompt + np.where(policy.num_blocks is None, 0, output - 1)).max())
+            if longest > budget:
+                raise UserError(
+                    f"a prefill of {longest} tokens does not fit {budget} tokens per step; "
+                    f"raise it or enable chunked_prefill",
+                    field="max_num_batched_tokens",
+                )
+
+
+def schedule_paged(
+    eligible: np.ndarray,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    slots: int,
+    policy: PagedPolicy,
+    clock: tuple[StepTime, np.ndarray] | None = None,
+) -> Schedule:
+    """Run the rules in the module docstring; the result is in steps.
+
+    clock: (step-time model, arrival seconds) to place arrivals by time instead of `eligible`.
+    """
+    cap = policy.max_num_seqs or slots
+    check_fits(policy, prompt, output, cap)
+    sim = _Simulation(eligible, prompt, output, cap, policy, clock)
+    sim.run()
+    return sim.schedule()
+
+
+class _Simulation:
+    """The scheduler's state. Per-request state lives in plain lists (fast to index)."""
+
+    def __init__(self, eligible, prompt, output, cap: int, policy: PagedPolicy, clock=None) -> None:
+        self.n = n = len(output)
+        self.eligible = eligible.tolist()
+        self.prompt = prompt.tolist()
+        self.output = output.tolist()
+        self.cap = cap
+        self.bs = policy.block_size
+        self.limited = policy.num_blocks is not None
+        self.free = policy.num_blocks if self.limited else 0
+        self.budget = policy.max_num_batched_tokens
+        self.chunked = policy.chunked_prefill
+        # per request
+        self.generated = [0] * n  # tokens emitted so far (survive preemption)
+        self.first_start = [-1] * n
+        self.finish = [-1] * n
+        self.stay = [0] * n  # index of its current stay
+        self.context = [0] * n  # tokens to have in cache when decoding starts
+        self.prefilled = [0] * n  # of those, prefilled so far (while prefilling)
+        self.decode_from = [0] * n  # first decode step of the current stay
+        self.ends_at = [0] * n  # step after its last token, if not preempted
+        self.held = [0] * n  # blocks held (only tracked when blocks are limited)
+        self.version = [0] * n  # bumped on preemption: its queued events go stale
+        self.order = [0] * n  # admission counter: older first among same-step block needs
+        # queues
+        self.running: dict[int, None] = {}  # admission order; the last key is the newest
+        self.prefilling: dict[int, None] = {}
+        self.waiting: deque[int] = deque()
+        self.free_slots = list(range(cap))
+        self.events: list[tuple[int, int, int, int, int]] = []
+        self.admitted = 0
+        self.preemptions = 0
+        # outputs: stays and prefill chunks
+        self.s_request: list[int] = []
+        self.s_slot: list[int] = []
+        self.s_start: list[int] = []
+        self.s_decode: list[int] = []
+        self.s_end: list[int] = []
+        self.s_context: list[int] = []
+        self.c_stay: list[int] = []
+        self.c_step: list[int] = []
+        self.c_tokens: list[int] = []
+        self.c_done: list[int] = []
+        # the clock, when arrivals are in seconds: what the current step runs, and when it began
+        self.t = 0
+        self.timing: StepTime | None = None
+        if clock is not None:
+            self.timing, arrival = clock
+            self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
+            self.tolerance = 1e-9 * self.timing.idle_seconds
+        self.now = 0.0  # seconds when step t begins
+        self.decoding = 0  # requests decoding in step t
+        self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding
+        self.joining: list[int] = []  # prefills that finish in step t: they decode from t + 1
+        self.prefill_now = 0  # prompt tokens processed in step t
+
+    # ---- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        events, eligible, n = self.events, self.eligible, self.n
+        t, arrived = 0, 0
+        while True:
+            self.t = t
+            # 1. completions
+            while events and events[0][0] == t and events[0][1] == _COMPLETE:
+                _, _, _, r, version = heapq.heappop(events)
+                if version == self.version[r]:
+                    self._complete(r, t)
+            # 2. arrivals
+            if self.timing is None:
+                while arrived < n and eligible[arrived] <= t:
+                    self.waiting.append(arrived)
+                    arrived += 1
+            else:
+                while arrived < n and self.arrival[arrived] <= self.now + self.tolerance:
+                    self.waiting.append(arrived)
+                    arrived += 1
+            # 3a. block boundaries of decoding requests, oldest first
+            preempted = False
+            while events and events[0][0] == t:
+                _, _, _, r, version = heapq.heappop(events)
+                if version != self.version[r]:
+                    continue
+                while self.free < 1 and r in self.running:
+                    preempted = True
+                    self._preempt(next(reversed(self.running)), t)
+                if r in self.running:
+                    self.free -= 1
+                    self.held[r] += 1
+                    if t + self.bs < self.ends_at[r]:
+                        heapq.heappush(events, (t + self.bs, _BLOCK, self.order[r], r, version))
+            budget_left = (
+                None if self.budget is None
+                else self.budget - (len(self.running) - len(self.prefilling))
+            )
+            # 3b. prefill chunks of requests admitted earlier
+            chunked_now = False
+            if self.prefilling:
+                budget_left, more = self._continue_prefills(t, budget_left)
+                preempted |= more
+                chunked_now = True
+            # 4. admission
+            budget_blocked = False
+            if not preempted:
+                budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
+                chunked_now |= admitted_prefill
+            # next step where something can change
+            candidates = []
+            if events:
+                candidates.append(events[0][0])
+            if self.prefilling or (self.waiting and (preempted or (budget_blocked and chunked_now))):
+                candidates.append(t + 1)
+            if not self.waiting and arrived < n:
+                candidates.append(
+                    eligible[arrived] if self.timing is None else self._step_reaching(t, self.arrival[arrived])
+                )
+            if not candidates:
+                break
+            following = max(t + 1, min(candidates))
+            if self.timing is not None:
+                self._advance(t, following)
+            t = following
+        assert not self.running and not self.waiting and arrived == n, "paged run stalled"
+
+    # ---- pieces -------------------------------------------------------------------------------
+
+    def _complete(self, r: int, t: int) -> None:
+        if self.timing is not None:
+            self.decoding -= 1
+            self.context_sum -= self.context[r] - self.decode_from[r] + 1
+        del self.running[r]
+        self.free += self.held[r]
+        self.held[r] = 0
+        heapq.heappush(self.free_slots, self.s_slot[self.stay[r]])
+        self.s_end[self.stay[r]] = t
+        self.generated[r] = self.output[r]
+        self.finish[r] = t
+
+    def _preempt(self, v: int, t: int) -> None:
+        """Evict v by recompute: free its blocks, keep its emitted tokens, queue it first."""
+        del self.running[v]
+        stay = self.stay[v]
+        if v in self.prefilling:
+            del self.prefilling[v]
+            self.s_decode[stay] = t  # never decoded in this stay
+        else:
+            self.generated[v] += max(0, t - self.decode_from[v])
+            self.s_decode[stay] = min(self.s_decode[stay], t)
+            if self.timing is not None:
+                if self.decode_from[v] <= t:
+                    self.decoding -= 1
+                    self.context_sum -= self.context[v] - self.decode_from[v] + 1
+                else:
+                    self.joining.remove(v)
+        self.free += self.held[v]
+        self.held[v] = 0
+        self.version[v] += 1
+        heapq.heappush(self.free_slots, self.s_slot[stay])
+        self.s_end[stay] = t
+        self.waiting.appendleft(v)
+        self.preemptions += 1
+
+    def _continue_prefills(self, t: int, budget_left: int | None) -> tuple[int | None, bool]:
+        assert budget_left is not None  # chunked prefill always has a budget
+        preempted = False
+        for r in list(self.prefilling):
+            if r not in self.running:
+                continue
+            chunk = min(self.context[r] - self.prefilled[r], budget_left)
+            if chunk <= 0:
+                continue  # no budget left this step: the chunk waits
+            if self.limited:
+                need = _ceil_div(self.prefilled[r] + chunk, self.bs) - self.held[r]
+                while self.free < need and r in self.running:
+                    preempted = True
+                    self._preempt(next(reversed(self.running)), t)
+                if r not in self.running:
+                    continue
+                self.free -= need
+                self.held[r] += need
+            budget_left -= chunk
+            self.prefilled[r] += chunk
+            self._chunk(r, t, chunk)
+            if self.prefilled[r] == self.context[r]:
+                del self.prefilling[r]
+                self._start_decoding(r, t + 1)
+        return budget_left, preempted
+
+    def _admit(self, t: int, budget_left: int | None) -> tuple[int | None, bool, bool]:
+        """Admit from the head of the queue while everything fits; report why it stopped."""
+        prefilled_any = False
+        while self.waiting and len(self.running) < self.cap:
+            r = self.waiting[0]
+            context = self.prompt[r] + self.generated[r]
+            if context == 0:
+                tokens, blocks = 1, 1
+            else:
+                tokens = context if not self.chunked else min(context, budget_left or 0)
+                blocks = _ceil_div(tokens, self.bs)
+            if budget_left is not None and (tokens > budget_left or tokens == 0):
+                return budget_left, True, prefilled_any
+            if self.limited and blocks > self.free:
+                return budget_left, False, prefilled_any
+            self.waiting.popleft()
+            if budget_left is not None:
+                budget_left -= tokens
+            self._open_stay(r, t, context)
+            if self.limited:
+                self.free -= blocks
+                self.held[r] = blocks
+            if context == 0:
+                self._start_decoding(r, t, first_block_taken=True)
+            else:
+                prefilled_any = True
+                self.prefilled[r] = tokens
+                self._chunk(r, t, tokens)
+                if tokens == context:
+                    self._start_decoding(r, t + 1)
+                else:
+                    self.prefilling[r] = None
+        return budget_left, False, prefilled_any
+
+    def _open_stay(self, r: int, t: int, context: int) -> None:
+        self.running[r] = None
+        self.order[r] = self.admitted
+        self.admitted += 1
+        self.stay[r] = len(self.s_request)
+        self.s_request.append(r)
+        self.s_slot.append(heapq.heappop(self.free_slots))
+        self.s_start.append(t)
+        self.s_decode.append(-1)
+        self.s_end.append(-1)
+        self.s_context.append(context)
+        self.context[r] = context
+        if self.first_start[r] < 0:
+            self.first_start[r] = t
+
+    def _chunk(self, r: int, t: int, tokens: int) -> None:
+        self.prefill_now += tokens
+        self.c_stay.append(self.stay[r])
+        self.c_step.append(t)
+        self.c_tokens.append(tokens)
+        self.c_done.append(self.prefilled[r])
+
+    def _start_decoding(self, r: int, step: int, first_block_taken: bool = False) -> None:
+        """r decodes from `step`: queue its completion and, if blocks are limited, its next
+        block boundary (a cache of c tokens needs a new block when c is a multiple of bs)."""
+        self.decode_from[r] = step
+        self.s_decode[self.stay[r]] = step
+        if self.timing is not None:
+            if step == self.t:
+                self.decoding += 1
+                self.context_sum += self.context[r] - step + 1
+            else:
+                self.joining.append(r)
+        end = step + self.output[r] - self.generated[r]
+        self.ends_at[r] = end
+        version, order = self.version[r], self.order[r]
+        heapq.heappush(self.events, (end, _COMPLETE, order, r, version))
+        if self.limited:
+            offset = self.bs if first_block_taken else (-self.context[r]) % self.bs
+            if step + offset < end:
+                heapq.heappush(self.events, (step + offset, _BLOCK, order, r, version))
+
+    # ---- the clock (arrivals in seconds) ------------------------------------------------------
+
+    def _this_step_seconds(self, t: int) -> float:
+        assert self.timing is not None
+        return step_seconds(
+            self.timing, self.decoding, self.context_sum + t * self.decoding, self.prefill_now
+        )
+
+    def _after_joining(self, t: int) -> tuple[int, int]:
+        """(decoding, context_sum) from step t + 1 on, until the next event."""
+        joined = sum(self.context[r] - (t + 1) + 1 for r in self.joining)
+        return self.decoding + len(self.joining), self.context_sum + joined
+
+    def _step_reaching(self, t: int, arrival: float) -> int:
+        """The first step after t that begins at or after `arrival`, if nothing changes first."""
+        assert self.timing is not None
+        next_begins = self.now + self._this_step_seconds(t)
+        if arrival <= next_begins + self.tolerance:
+            return t + 1
+        batch, base = self._after_joining(t)
+        more = steps_to_reach(self.timing, batch, base + (t + 1) * batch,
+                              arrival - self.tolerance - next_begins)
+        return t + 1 + more
+
+    def _advance(self, t: int, following: int) -> None:
+        """Move the clock from the start of step t to the start of step `following`."""
+        assert self.timing is not None
+        elapsed = self._this_step_seconds(t)
+        self.decoding, self.context_sum = self._after_joining(t)
+        self.joining = []
+        elapsed += run_seconds(
+            self.timing, self.decoding, self.context_sum + (t + 1) * self.decoding, following - t - 1
+        )
+        self.now += elapsed
+        self.prefill_now = 0
+
+    # ---- result -------------------------------------------------------------------------------
+
+    def schedule(self) -> Schedule:
+        ints = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731
+        request, decode, end = ints(self.s_request), ints(self.s_decode), ints(self.s_end)
+        # The first token comes from the first stay that decoded at all (a stay can be preempted
+        # in the very step its decoding would have begun).
+        first_token = np.full(self.n, np.iinfo(np.int64).max, dtype=np.int64)
+        emitted = end > decode
+        np.minimum.at(first_token, request[emitted], decode[emitted])
+        return Schedule(
+            slots=self.cap,
+            request=request,
+            slot=ints(self.s_slot),
+            start=ints(self.s_start),
+            decode_start=decode,
+            end=end,
+            context=ints(self.s_context),
+            first_start=ints(self.first_start),
+            first_token=first_token,
+            finish=ints(self.finish),
+            chunk_stay=ints(self.c_stay),
+            chunk_step=ints(self.c_step),
+            chunk_tokens=ints(self.c_tokens),
+            chunk_done=ints(self.c_done),
+            preemptions=self.preemptions,
+        )
+
+
+def blocks_per_step(schedule: Schedule, block_size: int) -> np.ndarray:
+    """KV blocks held after each step's allocations, rebuilt from the stays alone.
+
+    Independent of the loop's own bookkeeping (the tests compare the two against the budget):
+    a prefilling stay holds ceil(prefilled / bs) blocks from each chunk to the next; a decoding
+    stay holds ceil((cached + 1) / bs) in the step it emits a token, one more at every boundary.
+    """
+    bs = block_size
+    horizon = schedule.makespan + 1
+    delta = np.zeros(horizon + 1, dtype=np.int64)
+    # prefill chunks: each holds its blocks until the stay's next chunk, or its first decode step
+    if len(schedule.chunk_stay):
+        order = np.lexsort((schedule.chunk_step, schedule.chunk_stay))
+        stay = schedule.chunk_stay[order]
+        step = schedule.chunk_step[order]
+        held = -(-schedule.chunk_done[order] // bs)
+        until = schedule.decode_start[stay].copy()
+        same = stay[1:] == stay[:-1]
+        until[:-1][same] = step[1:][same]
+        np.add.at(delta, step, held)
+        np.add.at(delta, until, -held)
+    # decode steps
+    ds, end, cached = schedule.decode_start, schedule.end, schedule.context
+    live = end > ds
+    ds, end, cached = ds[live], end[live], cached[live]
+    np.add.at(delta, ds, -(-(cached + 1) // bs))
+    np.subtract.at(delta, end, -(-(cached + end - ds) // bs))
+    first = ((-cached - 1) % bs) + 1  # first j ≥ 1 with (cached + j) % bs == 0
+    count = np.maximum(0, (end - ds - 1 - first) // bs + 1)
+    total = int(count.sum())
+    if total:
+        base = np.repeat(ds + first, count)
+        within = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+        np.add.at(delta, base + bs * within, 1)
+    return np.cumsum(delta)[: horizon - 1]

@@ -1,0 +1,106 @@
+"""What a policy decides, in steps, before any clock is attached.
+
+Every policy (static, continuous, paged) produces the same shape: a list of *stays*, one per
+time a request holds a slot (a paged request that is preempted and re-admitted has several),
+plus the prefill work done in each step. Time, metrics and charts are computed from this one
+shape, so the three policies cannot drift apart in how they are measured.
+
+Steps are integers. Step k is the k-th decode iteration of the engine; a stay occupies the half-open
+range [start, end). Inside a stay, steps [start, decode_start) are prefill and every step in
+[decode_start, end) emits exactly one output token.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+def _ints(values: Any) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """A policy's decisions. Stay arrays align; per-request arrays are indexed by request."""
+
+    slots: int
+    # one row per stay
+    request: np.ndarray
+    slot: np.ndarray
+    start: np.ndarray  # first step in the slot
+    decode_start: np.ndarray  # first step that emits a token (== end if it never decoded)
+    end: np.ndarray  # first step after the stay (exclusive)
+    context: np.ndarray  # KV tokens in cache when decoding starts: prompt + tokens already emitted
+    # per request
+    first_start: np.ndarray  # step the request first got a slot
+    first_token: np.ndarray  # step that emitted its first output token
+    finish: np.ndarray  # step after its last token
+    # prefill work, one row per (stay, step) that processed prompt tokens
+    chunk_stay: np.ndarray
+    chunk_step: np.ndarray
+    chunk_tokens: np.ndarray
+    chunk_done: np.ndarray  # prompt tokens in cache after the chunk (cumulative within the stay)
+    preemptions: int = 0
+    # static only: the group each stay belongs to and when the group released its slots
+    groups: dict[str, np.ndarray] | None = None
+
+    @property
+    def makespan(self) -> int:
+        """Steps from the clock's start to the end of the last token (idle steps included)."""
+        return int(self.finish.max())
+
+    @property
+    def decode_steps(self) -> np.ndarray:
+        """Tokens emitted in each stay."""
+        return self.end - self.decode_start
+
+
+def single_stays(
+    slots: int,
+    slot: np.ndarray,
+    start: np.ndarray,
+    prefill_steps: np.ndarray,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    **kwargs: Any,
+) -> Schedule:
+    """The schedule of a policy without preemption: one stay per request, in request order.
+
+    A request with a prompt spends `prefill_steps` (0 or 1) steps on it, then emits one token per
+    step; the prefill is recorded as one chunk holding the whole prompt.
+    """
+    n = len(start)
+    request = np.arange(n, dtype=np.int64)
+    decode_start = start + prefill_steps
+    end = decode_start + output
+    with_prompt = np.flatnonzero(prompt > 0)
+    return Schedule(
+        slots=slots,
+        request=request,
+        slot=_ints(slot),
+        start=_ints(start),
+        decode_start=decode_start,
+        end=end,
+        context=_ints(prompt),
+        first_start=_ints(start),
+        first_token=decode_start,
+        finish=end,
+        chunk_stay=with_prompt,
+        chunk_step=start[with_prompt],
+        chunk_tokens=prompt[with_prompt],
+        chunk_done=prompt[with_prompt],
+        **kwargs,
+    )
+
+
+def prefill_steps(prompt: np.ndarray) -> np.ndarray:
+    """Steps a request's prefill occupies its slot without emitting a token.
+
+    The rule, for every policy: a prompt is processed in one step of its own (it emits no
+    token; the next step emits the first one); without a prompt there is no prefill step, which
+    keeps the lab's no-prompt runs exactly as the lab counted them. Paged scheduling with chunked
+    prefill instead spreads a prompt over as many steps as the token budget needs.
+    """
+    return (np.asarray(prompt) > 0).astype(np.int64)

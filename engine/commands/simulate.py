@@ -1,0 +1,246 @@
+"""``python -m engine simulate``: run the batching policies over a workload and compare them.
+
+A workload is a CSV trace (--workload) or generated (--requests and --output-tokens, with
+optional --prompt-tokens, --arrival-rate and --seed). Steps become seconds through --step-time:
+``unit`` (0.02 s per step, the lab's; ``unit:0.05`` for another), ``roofline`` (from --model and
+--gpu in the catalog) or ``measured:FILE`` (a fit of a GPU benchmark's step times).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.errors import UserError
+
+DEFAULT_SECONDS_PER_STEP = 0.02  # the lab's assumption: 20 ms per decode step
+POLICIES = ("static", "continuous", "paged")
+# Where a simulator error names a policy field, the user typed a flag.
+FLAG_OF = {
+    "num_blocks": "--num-blocks",
+    "block_size": "--block-size",
+    "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "slots": "--slots",
+    "step_time": "--step-time",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from engine.workload import DISTRIBUTION_SYNTAX
+
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--workload", metavar="FILE.csv",
+                        help="a trace: output_tokens, optional prompt_tokens and arrival_time (s)")
+    source.add_argument("--requests", type=int, metavar="N", help="generate N requests")
+    parser.add_argument("--output-tokens", metavar="SPEC", help=f"output lengths: {DISTRIBUTION_SYNTAX}")
+    parser.add_argument("--prompt-tokens", metavar="SPEC", help="prompt lengths (same syntax)")
+    parser.add_argument("--arrival-rate", type=float, metavar="R",
+                        help="Poisson arrivals, R requests per second (default: all at t = 0)")
+    parser.add_argument("--arrival-cv", type=float, metavar="CV",
+                        help="gamma arrivals with this coefficient of variation (needs --arrival-rate)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated workload")
+    parser.add_argument("--slots", type=int, required=True, metavar="N", help="batch slots")
+    parser.add_argument("--policy", default="static,continuous", metavar="LIST",
+                        help="comma-separated: static, continuous, paged (default: static,continuous)")
+    parser.add_argument("--model", metavar="NAME", help="catalog model (roofline, KV blocks)")
+    parser.add_argument("--gpu", metavar="NAME", help="catalog GPU (roofline, KV blocks)")
+    parser.add_argument("--kv-dtype", default="auto", help="KV cache dtype for --model (default auto)")
+    parser.add_argument("--step-time", default="unit", metavar="MODEL",
+                        help="unit[:SECONDS] | roofline | measured:FILE (default unit, 0.02 s/step)")
+    parser.add_argument("--max-wait", type=float, metavar="S",
+                        help="static: launch a partial group once its oldest waited S seconds")
+    parser.add_argument("--num-blocks", type=int, metavar="N",
+                        help="paged: KV blocks (default: the KV calculator's for --model on --gpu)")
+    parser.add_argument("--block-size", type=int, default=16, metavar="N", help="paged: tokens per block")
+    parser.add_argument("--max-num-seqs", type=int, metavar="N", help="paged: running requests at most")
+    parser.add_argument("--max-num-batched-tokens", type=int, metavar="N",
+                        help="paged: tokens per step at most")
+    parser.add_argument("--chunked-prefill", action="store_true", help="paged: Sarathi-style chunks")
+    parser.add_argument("--json", action="store_true", help='print {"policies": {...}} as JSON')
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine import batching
+
+    workload = _workload(args)
+    step_time = _step_time(args)
+    results: dict[str, Any] = {}
+    for name in _policy_names(args.policy):
+        policy = _policy(name, args)
+        try:
+            results[name] = batching.simulate(workload, policy, slots=args.slots, step_time=step_time)
+        except UserError as err:
+            raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
+    if args.json:
+        doc = {"policies": {name: r.to_dict(timeline=False) for name, r in results.items()}}
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        print(_table(workload, results, step_time))
+    return 0
+
+
+# ---- inputs -------------------------------------------------------------------------------------
+
+
+def _workload(args: argparse.Namespace) -> Any:
+    from engine import workload as wl
+
+    if args.workload:
+        for flag in ("output_tokens", "prompt_tokens", "arrival_rate", "arrival_cv"):
+            if getattr(args, flag) is not None:
+                raise UserError("only with --requests (a trace has its own)", field="--" + flag.replace("_", "-"))
+        return wl.load_trace(Path(args.workload))
+    if args.requests < 1:
+        raise UserError(f"must be at least 1, got {args.requests}", field="--requests")
+    if not args.output_tokens:
+        raise UserError("--requests needs --output-tokens", field="--output-tokens")
+    output = _distribution(args.output_tokens, "--output-tokens")
+    prompt = _distribution(args.prompt_tokens, "--prompt-tokens") if args.prompt_tokens else None
+    if args.arrival_cv is not None and args.arrival_rate is None:
+        raise UserError("needs --arrival-rate", field="--arrival-cv")
+    if args.arrival_rate is None:
+        arrivals: Any = wl.AllAtZero()
+    elif not args.arrival_rate > 0:
+        raise UserError(f"must be positive, got {args.arrival_rate}", field="--arrival-rate")
+    elif args.arrival_cv is None:
+        arrivals = wl.Poisson(rate=args.arrival_rate)
+    elif not args.arrival_cv > 0:
+        raise UserError(f"must be positive, got {args.arrival_cv}", field="--arrival-cv")
+    else:
+        arrivals = wl.Gamma(rate=args.arrival_rate, cv=args.arrival_cv)
+    try:
+        spec = wl.GeneratedWorkload(
+            requests=args.requests, output_tokens=output, prompt_tokens=prompt,
+            arrivals=arrivals, seed=args.seed,
+        )
+    except Exception as exc:  # pydantic's ValidationError: the one rule across fields
+        message = str(getattr(exc, "errors", lambda: [{"msg": exc}])()[0]["msg"])
+        raise UserError(message.removeprefix("Value error, "), field="--output-tokens") from None
+    return wl.generate(spec)
+
+
+def _distribution(text: str, flag: str) -> Any:
+    from engine.workload import parse_distribution
+
+    try:
+        return parse_distribution(text)
+    except UserError as err:
+        raise UserError(err.message, field=flag) from None
+
+
+def _policy_names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown or not names:
+        raise UserError(f"unknown policy {unknown[0] if unknown else text!r}; choose from "
+                        f"{', '.join(POLICIES)}", field="--policy")
+    return list(dict.fromkeys(names))
+
+
+def _step_time(args: argparse.Namespace) -> Any:
+    from engine import batching
+    from engine.batching.loaders import load_measured_step_time
+
+    kind, _, rest = args.step_time.partition(":")
+    if kind == "unit":
+        try:
+            seconds = float(rest) if rest else DEFAULT_SECONDS_PER_STEP
+        except ValueError:
+            raise UserError(f"seconds per step {rest!r} is not a number", field="--step-time") from None
+        if not seconds > 0:
+            raise UserError(f"seconds per step must be positive, got {rest}", field="--step-time")
+        return batching.UnitStepTime(seconds)
+    if kind == "roofline":
+        if not (args.model and args.gpu):
+            raise UserError("roofline needs --model and --gpu", field="--step-time")
+        return batching.roofline_from_catalog(args.model, args.gpu, kv_dtype=args.kv_dtype)
+    if kind == "measured":
+        if not rest:
+            raise UserError("give the benchmark file, as measured:FILE", field="--step-time")
+        return load_measured_step_time(rest)
+    raise UserError(f"unknown step-time model {kind!r}; use unit[:SECONDS], roofline or "
+                    "measured:FILE", field="--step-time")
+
+
+def _policy(name: str, args: argparse.Namespace) -> Any:
+    from engine import batching
+    from engine.batching.loaders import num_blocks_from_catalog
+
+    if (args.model is None) != (args.gpu is None):
+        raise UserError("--model and --gpu go together", field="--model" if args.model is None else "--gpu")
+    if name == "static":
+        return batching.StaticPolicy(max_wait=args.max_wait)
+    if name == "continuous":
+        return batching.ContinuousPolicy()
+    blocks = args.num_blocks
+    if blocks is None:
+        if not args.model:
+            raise UserError("paged needs --num-blocks, or --model and --gpu to size the cache",
+                            field="--num-blocks")
+        blocks = num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype)
+    try:
+        return batching.PagedPolicy(
+            num_blocks=blocks,
+            block_size=args.block_size,
+            max_num_seqs=args.max_num_seqs,
+            max_num_batched_tokens=args.max_num_batched_tokens,
+            chunked_prefill=args.chunked_prefill,
+        )
+    except UserError as err:
+        raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
+
+
+# ---- output -------------------------------------------------------------------------------------
+
+
+def _table(workload: Any, results: dict[str, Any], step_time: Any) -> str:
+    s = workload.summary()
+    lines = [
+        f"{s['requests']:,} requests from {s['source']}: {s['total_output_tokens']:,} output tokens "
+        f"(mean {s['mean']:.1f}, longest {s['longest']:,})"
+        + (f", prompts mean {s['mean_prompt']:.1f}" if workload.has_prompts else ""),
+        f"step time: {_describe(step_time)}",
+        "",
+        f"{'policy':<11}{'steps':>10}{'seconds':>10}{'util':>8}{'tok/step':>10}{'req/s':>9}"
+        f"{'TTFT p50':>10}{'TTFT p99':>10}{'e2e p50':>10}{'e2e p99':>10}{'preempt':>9}",
+    ]
+    for name, r in results.items():
+        lat = r.latency.seconds or r.latency.steps
+        q = {k: _quantiles(v) for k, v in lat.items()}
+        seconds = f"{r.makespan_seconds:,.1f}" if r.makespan_seconds is not None else "-"
+        rps = f"{r.requests_per_second:,.2f}" if r.requests_per_second is not None else "-"
+        lines.append(
+            f"{name:<11}{r.steps:>10,}{seconds:>10}{r.utilisation:>8.1%}"
+            f"{r.throughput_tokens_per_step:>10.2f}{rps:>9}"
+            f"{q['ttft'][0]:>10.3g}{q['ttft'][1]:>10.3g}{q['e2e'][0]:>10.3g}{q['e2e'][1]:>10.3g}"
+            f"{r.preemptions:>9,}"
+        )
+    unit = "seconds" if step_time is not None else "steps"
+    lines.append(f"(latencies in {unit}; utilisation = tokens / (slots × steps))")
+    if "static" in results and "continuous" in results:
+        multiple = results["static"].steps / results["continuous"].steps
+        lines.append(f"continuous vs static: {multiple:.2f}x the throughput")
+    return "\n".join(lines)
+
+
+def _quantiles(values: Any) -> tuple[float, float]:
+    import numpy as np
+
+    finite = values[np.isfinite(values)]
+    if len(finite) == 0:
+        return float("nan"), float("nan")
+    p50, p99 = np.percentile(finite, [50, 99])
+    return float(p50), float(p99)
+
+
+def _describe(step_time: Any) -> str:
+    info = step_time.describe()
+    if info["kind"] == "unit":
+        return f"unit, {info['seconds_per_step'] * 1000:g} ms per step"
+    if info["kind"] == "roofline":
+        return (f"roofline, {info['weights_bytes'] / 2**30:.1f} GiB weights at "
+                f"{info['hbm_bytes_per_s'] / 1e12:.2f} TB/s")
+    return (f"measured fit over {info['points']} points: {info['intercept_s'] * 1000:.2f} ms + "
+            f"{info['per_token_s'] * 1e6:.2f} µs/token + {info['per_context_token_s'] * 1e9:.2f} ns/KV token")

@@ -1,0 +1,126 @@
+"""Benchmark of the batching simulator (run by `make bench`; not a test).
+
+Prints, in one run, each figure beside its target (issue 4, point 8):
+- static and continuous batching on 1,000,000 requests and 256 slots: < 2 s each;
+- paged batching on 100,000 requests with prompts and a cache tight enough to preempt: < 10 s;
+- the speed-up over the naive per-step loop (tests/naive_batching.py) on the same kind of
+  workload, smaller so the naive loop finishes: ≥ 50×, with both results checked equal.
+
+The targets are measured on chat-like traffic: output lengths lognormal (median 128 tokens,
+σ 1, at most 2,048; mean about 210), prompts lognormal (median 256, at most 4,096). The naive
+loop pays per generated token and the simulator per request, so the ratio grows with tokens per
+request; the lab's own mix (90 % 8–40 tokens, 10 % 400–700; mean 66) is printed too, for
+reference. Times are wall-clock for simulate() (schedule and metrics), best of a few repeats;
+generating the workload is not timed.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from engine import batching  # noqa: E402
+from engine.workload import GeneratedWorkload, generate  # noqa: E402
+from naive_batching import naive_continuous, naive_paged, naive_static  # noqa: E402
+
+CHAT_OUTPUT = {"kind": "lognormal", "median": 128, "sigma": 1.0, "high": 2048}
+CHAT_PROMPT = {"kind": "lognormal", "median": 256, "sigma": 1.0, "high": 4096}
+LAB_OUTPUT = {"kind": "mixture", "components": [
+    {"weight": 0.9, "dist": {"kind": "uniform", "low": 8, "high": 40}},
+    {"weight": 0.1, "dist": {"kind": "uniform", "low": 400, "high": 700}},
+]}
+STEP = batching.UnitStepTime(0.02)
+SLOTS = 256
+
+
+def workload(requests: int, output: dict, prompt: dict | None = None, seed: int = 37):
+    return generate(GeneratedWorkload.model_validate(
+        {"requests": requests, "output_tokens": output, "prompt_tokens": prompt, "seed": seed}))
+
+
+def best_of(fn, repeats: int = 3):
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def report(label: str, figure: str, target: str, ok: bool | None, detail: str) -> bool:
+    verdict = {True: "PASS", False: "FAIL", None: "info"}[ok]
+    print(f"  {label:<46}{figure:>10}  target {target:<7}{verdict:<6}{detail}")
+    return ok is not False
+
+
+def million(name: str, output: dict, target: bool) -> bool:
+    load = workload(1_000_000, output)
+    ok = True
+    for policy in (batching.StaticPolicy(), batching.ContinuousPolicy()):
+        took, r = best_of(lambda: batching.simulate(load, policy, slots=SLOTS, step_time=STEP))
+        ok &= report(
+            f"{policy.name}, 1,000,000 {name} requests", f"{took:.2f} s", "< 2 s",
+            (took < 2.0) if target else None,
+            f"{r.steps:,} steps, utilisation {r.utilisation:.1%}, {r.requests / took:,.0f} requests/s",
+        )
+    return ok
+
+
+def against_naive(name: str, output: dict, requests: int, target: bool) -> bool:
+    load = workload(requests, output)
+    args = ([0] * load.n, load.prompt_tokens.tolist(), load.output_tokens.tolist(), SLOTS)
+    ok = True
+    for policy, naive in ((batching.StaticPolicy(), naive_static),
+                          (batching.ContinuousPolicy(), naive_continuous)):
+        fast_s, fast = best_of(lambda: batching.simulate(load, policy, slots=SLOTS, step_time=STEP), 5)
+        slow_s, slow = best_of(lambda: naive(*args), 1)
+        same = fast.steps == slow.steps and fast.schedule.finish.tolist() == slow.finish
+        ratio = slow_s / fast_s
+        ok &= report(
+            f"{policy.name} vs naive loop, {requests:,} {name}", f"{ratio:,.0f}×", "≥ 50×",
+            (ratio >= 50 and same) if target else (None if same else False),
+            f"{fast_s * 1000:.1f} ms vs {slow_s:.2f} s; same {fast.steps:,} steps and finishes: {same}",
+        )
+    return ok
+
+
+def paged() -> bool:
+    load = workload(100_000, CHAT_OUTPUT, CHAT_PROMPT)
+    policy = batching.PagedPolicy(num_blocks=4_096, block_size=16, max_num_seqs=SLOTS)
+    took, r = best_of(lambda: batching.simulate(load, policy, slots=SLOTS, step_time=STEP), 2)
+    ok = report(
+        "paged, 100,000 chat requests, 4,096 blocks", f"{took:.2f} s", "< 10 s", took < 10.0,
+        f"{r.steps:,} steps, {r.preemptions:,} preemptions, peak {r.kv_blocks['peak']:,} blocks",
+    )
+    small = workload(2_000, CHAT_OUTPUT, CHAT_PROMPT)
+    policy = batching.PagedPolicy(num_blocks=1_024, block_size=16, max_num_seqs=64)
+    fast_s, fast = best_of(lambda: batching.simulate(small, policy, slots=64, step_time=STEP))
+    slow_s, slow = best_of(lambda: naive_paged(
+        [0] * small.n, small.prompt_tokens.tolist(), small.output_tokens.tolist(), 64, 1_024, 16, 64), 1)
+    same = fast.steps == slow.steps and fast.preemptions == slow.preemptions
+    ok &= report(
+        "paged vs naive loop, 2,000 chat, 1,024 blocks", f"{slow_s / fast_s:,.0f}×", "-",
+        None if same else False,
+        f"{fast_s * 1000:.0f} ms vs {slow_s:.2f} s; same steps and {fast.preemptions:,} preemptions: {same}",
+    )
+    return ok
+
+
+def main() -> int:
+    print("batching simulator benchmark: wall-clock of simulate(), best of several runs\n")
+    print("chat-like traffic (the targets)")
+    ok = million("chat", CHAT_OUTPUT, target=True)
+    ok &= paged()
+    ok &= against_naive("chat", CHAT_OUTPUT, 5_000, target=True)
+    print("\nthe lab's mix, 66 tokens per request (for reference)")
+    ok &= million("lab-mix", LAB_OUTPUT, target=False)
+    ok &= against_naive("lab-mix", LAB_OUTPUT, 20_000, target=False)
+    print("\nall targets met" if ok else "\nSOME TARGETS MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,300 @@
+"""The naive reference: one Python iteration per step, one per slot, as the lab wrote it.
+
+Slow on purpose and written without looking at the fast code's tricks: it walks every step,
+touches every slot, and counts tokens one by one. The fast simulator must agree with it exactly
+(tests/test_batching*.py) and beat it by a wide margin (tests/bench/bench_simulator.py).
+
+Inputs are in steps: `eligible[i]` is the first step request i may join. A request with a prompt
+spends one step on its prefill before its first token (paged: as many steps as its chunks need).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass
+class NaiveRun:
+    steps: int = 0
+    tokens: int = 0
+    start: list[int] = field(default_factory=list)  # step each request first got a slot
+    first_token: list[int] = field(default_factory=list)  # step that emitted its first token
+    finish: list[int] = field(default_factory=list)  # step after its last token
+    slot_of: list[int] = field(default_factory=list)  # slot of its last stay
+    preemptions: int = 0
+    blocks: list[int] = field(default_factory=list)  # blocks held after each step's allocations
+    busy: list[int] = field(default_factory=list)  # slots that emitted a token, per step
+
+    @property
+    def utilisation_numerator(self) -> int:
+        return self.tokens
+
+
+def _step_limit(eligible, prompt, output) -> int:
+    """A bound no correct run reaches (recompute after preemption included): a runaway loop
+    fails loudly instead of hanging the test suite."""
+    return (max(eligible) if len(eligible) else 0) + 50 * (sum(prompt) + sum(output) + len(output)) + 100
+
+
+def _empty(n: int) -> NaiveRun:
+    return NaiveRun(start=[-1] * n, first_token=[-1] * n, finish=[-1] * n, slot_of=[-1] * n)
+
+
+def naive_static(eligible, prompt, output, slots, deadline=None) -> NaiveRun:
+    """Groups of `slots` in arrival order; a group holds all its slots until its longest ends.
+
+    A group launches, when the engine is free, once `slots` requests have arrived or every
+    remaining request has, or (with deadlines) once the head's deadline step has come.
+    """
+    n = len(output)
+    run = _empty(n)
+    nxt = 0  # next request not yet in a group
+    group: list[int] = []  # requests of the running group
+    left_prefill = [0] * n
+    left_tokens = [0] * n
+    t = 0
+    limit = _step_limit(eligible, prompt, output)
+    while nxt < n or group:
+        assert t < limit, "naive static loop ran away"
+        if not group:
+            arrived = sum(1 for i in range(nxt, n) if eligible[i] <= t)
+            remaining = n - nxt
+            head_ready = arrived >= 1
+            full = arrived >= min(slots, remaining)
+            late = deadline is not None and head_ready and t >= deadline[nxt]
+            if head_ready and (full or late):
+                group = list(range(nxt, nxt + min(arrived, slots)))
+                for s, i in enumerate(group):
+                    run.start[i] = t
+                    run.slot_of[i] = s
+                    left_prefill[i] = 1 if prompt[i] > 0 else 0
+                    left_tokens[i] = output[i]
+                nxt += len(group)
+        busy = 0
+        for i in group:
+            if left_prefill[i]:
+                left_prefill[i] -= 1
+            elif left_tokens[i]:
+                if left_tokens[i] == output[i]:
+                    run.first_token[i] = t
+                left_tokens[i] -= 1
+                run.tokens += 1
+                busy += 1
+                if left_tokens[i] == 0:
+                    run.finish[i] = t + 1
+        run.busy.append(busy)
+        t += 1
+        if group and all(left_tokens[i] == 0 for i in group):
+            group = []
+    run.steps = t
+    return run
+
+
+def naive_continuous(eligible, prompt, output, slots) -> NaiveRun:
+    """At each step: fill free slots from the queue (FIFO), every running request works one
+    step (prefill or one token), finished requests leave."""
+    n = len(output)
+    run = _empty(n)
+    queue: deque[int] = deque()
+    nxt = 0
+    holder = [-1] * slots
+    left_prefill = [0] * n
+    left_tokens = [0] * n
+    done = 0
+    t = 0
+    limit = _step_limit(eligible, prompt, output)
+    while done < n:
+        assert t < limit, "naive continuous loop ran away"
+        while nxt < n and eligible[nxt] <= t:
+            queue.append(nxt)
+            nxt += 1
+        for s in range(slots):
+            if holder[s] == -1 and queue:
+                i = queue.popleft()
+                holder[s] = i
+                run.start[i] = t
+                run.slot_of[i] = s
+                left_prefill[i] = 1 if prompt[i] > 0 else 0
+                left_tokens[i] = output[i]
+        busy = 0
+        for s in range(slots):
+            i = holder[s]
+            if i == -1:
+                continue
+            if left_prefill[i]:
+                left_prefill[i] -= 1
+                continue
+            if left_tokens[i] == output[i]:
+                run.first_token[i] = t
+            left_tokens[i] -= 1
+            run.tokens += 1
+            busy += 1
+            if left_tokens[i] == 0:
+                run.finish[i] = t + 1
+                holder[s] = -1
+                done += 1
+        run.busy.append(busy)
+        t += 1
+    run.steps = t
+    return run
+
+
+def _blocks(tokens: int, block_size: int) -> int:
+    return (tokens + block_size - 1) // block_size
+
+
+def naive_paged(
+    eligible,
+    prompt,
+    output,
+    slots,
+    num_blocks=None,
+    block_size=16,
+    max_num_seqs=None,
+    max_num_batched_tokens=None,
+    chunked_prefill=False,
+) -> NaiveRun:
+    """vLLM-style paging walked step by step; the rules are listed in engine/batching/paged.py.
+
+    Blocks are recounted from each request's cached tokens every step, and the free count is
+    checked never to go negative.
+    """
+    n = len(output)
+    run = _empty(n)
+    cap = max_num_seqs or slots
+    limited = num_blocks is not None
+    free = num_blocks if limited else 10**18
+    budget = max_num_batched_tokens
+    queue: deque[int] = deque()
+    nxt = 0
+    running: list[int] = []  # admission order, oldest first
+    phase = {}  # request -> 'prefill' | 'decode' | 'ready' (prefill done this step)
+    target = [0] * n  # tokens to cache before decoding (prompt + emitted, on each admission)
+    cached = [0] * n
+    held = [0] * n
+    generated = [0] * n
+    slot_free = [True] * cap
+    slot_of = [-1] * n
+    done = 0
+    t = 0
+
+    def preempt(v: int) -> None:
+        nonlocal free
+        running.remove(v)
+        del phase[v]
+        free += held[v]
+        held[v] = 0
+        cached[v] = 0
+        slot_free[slot_of[v]] = True
+        queue.appendleft(v)
+        run.preemptions += 1
+
+    limit = _step_limit(eligible, prompt, output)
+    while done < n:
+        assert t < limit, "naive paged loop ran away"
+        # 1. finished requests leave (their last token was emitted in step t - 1)
+        for r in list(running):
+            if generated[r] == output[r]:
+                running.remove(r)
+                del phase[r]
+                free += held[r]
+                held[r] = 0
+                slot_free[slot_of[r]] = True
+                run.finish[r] = t
+                done += 1
+        if done == n:
+            break
+        # 2. arrivals
+        while nxt < n and eligible[nxt] <= t:
+            queue.append(nxt)
+            nxt += 1
+        for r in running:
+            if phase[r] == "ready":
+                phase[r] = "decode"
+        # 3a. decoding requests reserve a block when their cache is at a block boundary
+        preempted = False
+        for r in list(running):
+            if r not in running or phase[r] != "decode":
+                continue
+            need = _blocks(cached[r] + 1, block_size) - held[r]
+            while free < need and r in running:
+                preempted = True
+                preempt(running[-1])
+            if r in running:
+                free -= need
+                held[r] += need
+        decoding = [r for r in running if phase[r] == "decode"]
+        budget_left = None if budget is None else budget - len(decoding)
+        # 3b. chunks of prefills already under way
+        for r in list(running):
+            if r not in running or phase[r] != "prefill":
+                continue
+            chunk = min(target[r] - cached[r], budget_left)
+            if chunk <= 0:
+                continue
+            need = _blocks(cached[r] + chunk, block_size) - held[r] if limited else 0
+            while free < need and r in running:
+                preempted = True
+                preempt(running[-1])
+            if r not in running:
+                continue
+            free -= need
+            held[r] += need
+            cached[r] += chunk
+            budget_left -= chunk
+            if cached[r] == target[r]:
+                phase[r] = "ready"
+        # 4. admission, unless this step preempted
+        if not preempted:
+            while queue and len(running) < cap:
+                r = queue[0]
+                context = prompt[r] + generated[r]
+                if context == 0:
+                    tokens, need = 1, 1
+                else:
+                    tokens = context if not chunked_prefill else min(context, budget_left)
+                    need = _blocks(tokens, block_size)
+                if budget is not None and (tokens > budget_left or tokens == 0):
+                    break
+                if limited and need > free:
+                    break
+                queue.popleft()
+                s = slot_free.index(True)
+                slot_free[s] = False
+                slot_of[r] = s
+                running.append(r)
+                if run.start[r] == -1:
+                    run.start[r] = t
+                target[r] = context
+                if limited:
+                    free -= need
+                    held[r] = need
+                if budget_left is not None:
+                    budget_left -= tokens
+                if context == 0:
+                    phase[r] = "decode"
+                else:
+                    cached[r] = tokens
+                    phase[r] = "ready" if tokens == context else "prefill"
+        assert free >= 0, "more blocks held than the cache has"
+        if limited:
+            for r in running:
+                expected = _blocks(cached[r] + (1 if phase[r] == "decode" else 0), block_size)
+                assert held[r] == expected, (t, r, held[r], expected)
+        run.blocks.append(sum(held[r] for r in running))
+        # 5. every decoding request emits one token
+        busy = 0
+        for r in running:
+            if phase[r] != "decode":
+                continue
+            if generated[r] == 0:
+                run.first_token[r] = t
+            generated[r] += 1
+            cached[r] += 1
+            run.tokens += 1
+            busy += 1
+        run.busy.append(busy)
+        t += 1
+    run.steps = t
+    run.slot_of = slot_of
+    return run

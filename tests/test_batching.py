@@ -1,0 +1,236 @@
+"""The simulator against the lab's published figures and hand-worked cases."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import batching
+from engine.batching import ContinuousPolicy, PagedPolicy, StaticPolicy, UnitStepTime, simulate
+from engine.errors import UserError
+from engine.workload import Workload, load_trace
+
+LAB_TRACE = Path("/work/shared/reference/day37-lab-workload.csv")
+LAB_STEP = UnitStepTime(0.02)  # "Requests per second assume 20 ms per step"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    return load_trace(LAB_TRACE)
+
+
+@pytest.fixture(scope="module")
+def lab_static(lab):
+    return simulate(lab, StaticPolicy(), slots=16, step_time=LAB_STEP)
+
+
+@pytest.fixture(scope="module")
+def lab_continuous(lab):
+    return simulate(lab, ContinuousPolicy(), slots=16, step_time=LAB_STEP)
+
+
+# ---- the lab's reference run (day37-lab.md) -------------------------------------------------------
+
+
+def test_lab_static(lab_static):
+    r = lab_static
+    assert r.steps == 5_797
+    assert r.utilisation == 13_280 / (16 * 5_797)
+    assert round(r.utilisation * 100, 1) == 14.3
+    assert r.group_maxima.tolist() == [661, 580, 480, 39, 473, 471, 527, 557, 472, 486, 546, 40, 465]
+    assert r.schedule.groups["size"].tolist() == [16] * 12 + [8]
+    assert r.makespan_seconds == pytest.approx(115.94)
+    assert round(r.requests_per_second, 1) == 1.7
+
+
+def test_lab_continuous(lab_continuous):
+    r = lab_continuous
+    assert r.steps == 1_148
+    assert r.utilisation == 13_280 / (16 * 1_148)
+    assert round(r.utilisation * 100, 1) == 72.3
+    assert r.makespan_seconds == pytest.approx(22.96)
+    assert round(r.makespan_seconds, 1) == 23.0
+    assert round(r.requests_per_second, 1) == 8.7
+    # "the queue empties at step 700": the last request is admitted then
+    assert int(r.schedule.first_start.max()) == 700
+    # no better than the ideal bound max(ceil(13,280 / 16), 661) = 830
+    assert r.steps >= max(math.ceil(13_280 / 16), 661) == 830
+
+
+def test_lab_multiple(lab_static, lab_continuous):
+    assert round(lab_static.steps / lab_continuous.steps, 2) == 5.05
+
+
+def test_hand_drill_static_wastes_84_percent():
+    """8 slots, seven 20-token requests and one 500: 640 useful of 4,000 slot-steps = 16 %."""
+    w = Workload.of([20] * 7 + [500])
+    r = simulate(w, StaticPolicy(), slots=8)
+    assert r.steps == 500
+    assert r.tokens == 640
+    assert r.utilisation == 640 / 4_000 == 0.16
+    assert r.occupancy == 1.0  # every slot is held for the whole group
+
+
+def test_all_equal_lengths_tie():
+    """Control case: every request 100 tokens, 200 requests, 16 slots → 1,300 steps both ways."""
+    w = Workload.of([100] * 200)
+    static = simulate(w, StaticPolicy(), slots=16)
+    continuous = simulate(w, ContinuousPolicy(), slots=16)
+    paged = simulate(w, PagedPolicy(), slots=16)
+    assert static.steps == continuous.steps == paged.steps == 1_300
+
+
+def test_partial_last_group_still_counts_every_slot():
+    """Denominator uses all slots for the last, partial group: 3 requests of 10 on 4 slots."""
+    r = simulate(Workload.of([10, 10, 10]), StaticPolicy(), slots=4)
+    assert r.steps == 10 and r.utilisation == 30 / 40
+
+
+# ---- semantics worked by hand -----------------------------------------------------------------------
+
+
+def test_continuous_refills_a_freed_slot_on_the_next_step():
+    """2 slots, lengths 3, 1, 2: request 2 takes the slot request 1 frees after step 0."""
+    r = simulate(Workload.of([3, 1, 2]), ContinuousPolicy(), slots=2)
+    s = r.schedule
+    assert s.first_start.tolist() == [0, 0, 1]
+    assert s.finish.tolist() == [3, 1, 3]
+    assert r.steps == 3 and r.utilisation == 6 / 6
+
+
+def test_prefill_takes_one_step_of_its_own():
+    """A 10-token prompt and 5 output tokens on 1 slot: prefill at step 0, tokens at 1–5."""
+    w = Workload.of([5], prompt_tokens=[10])
+    for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy()):
+        r = simulate(w, policy, slots=1)
+        assert r.steps == 6
+        assert r.schedule.first_token.tolist() == [1]
+        assert r.latency.steps["ttft"].tolist() == [2.0]  # out at the end of step 1
+        assert r.latency.steps["tpot"].tolist() == [1.0]
+        assert r.tokens == 5 and r.utilisation == 5 / 6 and r.occupancy == 1.0
+    # without a prompt the lab's count holds
+    assert simulate(Workload.of([5]), ContinuousPolicy(), slots=1).steps == 5
+
+
+def test_static_waits_for_its_members_or_max_wait():
+    """Arrivals at 0, 0, 10 s on 3 slots, 1 s per step: a full group waits for the third
+    request; with max_wait 4 s the first two launch at step 4 and the third alone later."""
+    w = Workload.of([2, 2, 2], arrival_time=[0.0, 0.0, 10.0])
+    one = UnitStepTime(1.0)
+    full = simulate(w, StaticPolicy(), slots=3, step_time=one)
+    assert full.schedule.first_start.tolist() == [10, 10, 10] and full.steps == 12
+    partial = simulate(w, StaticPolicy(max_wait=4.0), slots=3, step_time=one)
+    assert partial.schedule.first_start.tolist() == [4, 4, 10] and partial.steps == 12
+    assert partial.latency.seconds["queueing"].tolist() == [4.0, 4.0, 0.0]
+
+
+def test_arrivals_join_at_the_first_step_after_them():
+    """20 ms steps; an arrival at 0.05 s joins step 3 (starts 0.06 s), not step 2 (0.04 s)."""
+    w = Workload.of([1, 1], arrival_time=[0.0, 0.05])
+    r = simulate(w, ContinuousPolicy(), slots=1, step_time=LAB_STEP)
+    assert r.schedule.first_start.tolist() == [0, 3]
+    assert r.steps == 4
+    assert r.latency.seconds["queueing"][1] == pytest.approx(0.01)
+    assert r.latency.seconds["e2e"][1] == pytest.approx(0.03)
+    assert r.busy_steps == 2 and r.utilisation == 2 / 4  # idle steps count against utilisation
+
+
+def test_paged_admits_on_current_need_then_preempts():
+    """Block size 4, 4 blocks, three 8-token requests on 3 slots. Admission needs one block each,
+    so all three start at step 0. At step 4 every cache holds 4 tokens and needs a second block;
+    one is free: request 0 takes it, request 1 evicts the newest (request 2, 4 tokens emitted)
+    and takes its block. Requests 0 and 1 leave at step 8; request 2 comes back: a prefill step
+    for its 4 cached tokens (step 8), then its last 4 tokens (steps 9–12)."""
+    w = Workload.of([8, 8, 8])
+    r = simulate(w, PagedPolicy(num_blocks=4, block_size=4), slots=3)
+    s = r.schedule
+    assert r.preemptions == 1
+    assert s.request.tolist() == [0, 1, 2, 2]
+    assert s.start.tolist() == [0, 0, 0, 8] and s.end.tolist() == [8, 8, 4, 13]
+    assert s.decode_start.tolist() == [0, 0, 0, 9] and s.context.tolist() == [0, 0, 0, 4]
+    assert s.finish.tolist() == [8, 8, 13] and r.steps == 13 and r.tokens == 24
+    assert r.kv_blocks["peak"] == 4
+    assert simulate(w, ContinuousPolicy(), slots=3).steps == 8
+
+
+def test_a_request_that_is_itself_the_newest_evicts_itself():
+    """Block size 2, 3 blocks, two 4-token requests. At step 2 both caches hold 2 tokens and
+    need a second block; the older takes the one free block, the newer is the newest and evicts
+    itself (2 tokens emitted). No admission in a step that preempted, so it returns at step 3
+    (prefill of 2 tokens), and decodes at 4 and 5, when request 0 has left and freed 2 blocks."""
+    w = Workload.of([4, 4])
+    r = simulate(w, PagedPolicy(num_blocks=3, block_size=2), slots=2)
+    s = r.schedule
+    assert r.preemptions == 1
+    assert s.request.tolist() == [0, 1, 1]
+    assert s.start.tolist() == [0, 0, 3] and s.end.tolist() == [4, 2, 6]
+    assert s.decode_start.tolist() == [0, 0, 4] and s.context.tolist() == [0, 0, 2]
+    assert s.finish.tolist() == [4, 6] and r.steps == 6 and r.tokens == 8
+    assert s.first_token.tolist() == [0, 0]
+    assert r.kv_blocks["peak"] == 3
+
+
+def test_tokens_are_conserved_and_slots_never_double_booked(lab):
+    w = Workload.of(lab.output_tokens, prompt_tokens=np.arange(200) % 50)
+    for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy(num_blocks=300, block_size=8)):
+        r = simulate(w, policy, slots=16)
+        s = r.schedule
+        assert int((s.end - s.decode_start).sum()) == r.tokens == 13_280
+        assert_no_overlap(s)
+
+
+def assert_no_overlap(s: batching.Schedule) -> None:
+    """No two stays share a slot at the same step (static: a slot is held to its group's end)."""
+    end = s.end if s.groups is None else s.groups["end"][s.groups["member_group"]]
+    for slot in np.unique(s.slot):
+        mine = np.flatnonzero(s.slot == slot)
+        order = mine[np.argsort(s.start[mine], kind="stable")]
+        assert np.all(s.start[order][1:] >= end[order][:-1])
+    assert s.slot.min() >= 0 and s.slot.max() < s.slots
+
+
+def test_result_dict_is_plain_json(lab_static, lab_continuous):
+    for r in (lab_static, lab_continuous):
+        d = r.to_dict()
+        assert json.loads(json.dumps(d)) == d
+        for key in ("policy", "slots", "steps", "makespan_steps", "makespan_seconds", "makespan",
+                    "tokens", "utilisation", "throughput_tokens_per_step",
+                    "throughput_tokens_per_second", "requests_per_second", "latency",
+                    "preemptions", "timeline", "series"):
+            assert key in d
+        assert set(d["latency"]["steps"]) == {"queueing", "ttft", "tpot", "e2e"}
+        assert set(d["latency"]["seconds"]["e2e"]) >= {"p50", "p90", "p99"}
+        assert len(d["timeline"]["slot"]) == 200
+        assert len(d["series"]["step"]) == len(d["series"]["busy"]) <= 500
+        assert "timeline" not in r.to_dict(timeline=False)
+    assert lab_static.to_dict()["group_maxima"][0] == 661
+    assert lab_static.to_dict()["throughput_tokens_per_step"] == pytest.approx(13_280 / 5_797)
+
+
+def test_busy_series_averages_to_utilisation(lab_continuous):
+    series = lab_continuous.series
+    width = np.diff(np.append(series["step"], lab_continuous.steps))
+    assert (series["busy"] * width).sum() == pytest.approx(13_280)
+
+
+def test_untimed_results_have_no_seconds(lab):
+    r = simulate(lab, ContinuousPolicy(), slots=16)
+    assert r.makespan_seconds is None and r.requests_per_second is None
+    assert r.to_dict()["latency"]["seconds"] is None
+
+
+def test_user_mistakes_are_user_errors():
+    w = Workload.of([3], arrival_time=[1.0])
+    with pytest.raises(UserError, match="step-time model"):
+        simulate(w, ContinuousPolicy(), slots=1)
+    with pytest.raises(UserError):
+        simulate(Workload.of([3]), ContinuousPolicy(), slots=0)
+    with pytest.raises(UserError, match="needs 2 blocks"):
+        simulate(Workload.of([30]), PagedPolicy(num_blocks=1, block_size=16), slots=1)
+    with pytest.raises(UserError, match="does not fit"):
+        simulate(Workload.of([3], prompt_tokens=[100]), PagedPolicy(max_num_batched_tokens=64), slots=1)
+    with pytest.raises(UserError):
+        PagedPolicy(chunked_prefill=True)  # a chunk needs a token budget

@@ -1,0 +1,124 @@
+"""`python -m engine simulate`: the lab through the CLI, JSON shape, and one-line errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+
+LAB_TRACE = "/work/shared/reference/day37-lab-workload.csv"
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["simulate", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_lab_trace_as_json(capsys):
+    code, out, _ = run_cli(capsys, "--workload", LAB_TRACE, "--slots", "16", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert set(doc) == {"policies"}
+    static, continuous = doc["policies"]["static"], doc["policies"]["continuous"]
+    assert static["steps"] == 5_797 and continuous["steps"] == 1_148
+    assert static["makespan"] == {"steps": 5_797, "seconds": pytest.approx(115.94)}
+    for policy in (static, continuous):
+        for key in ("steps", "utilisation", "throughput_tokens_per_step", "makespan", "latency"):
+            assert key in policy
+        assert set(policy["latency"]["seconds"]["ttft"]) >= {"p50", "p90", "p99"}
+        assert "timeline" not in policy  # per-request arrays stay out of the CLI's JSON
+
+
+def test_lab_trace_as_a_table(capsys):
+    code, out, _ = run_cli(capsys, "--workload", LAB_TRACE, "--slots", "16")
+    assert code == 0
+    assert "5,797" in out and "1,148" in out and "14.3%" in out and "72.3%" in out
+    assert "5.05x" in out
+
+
+def test_generated_workload_with_paged_and_arrivals(capsys):
+    code, out, _ = run_cli(
+        capsys, "--requests", "300", "--output-tokens", "0.9*uniform:8:40+0.1*uniform:400:700",
+        "--prompt-tokens", "uniform:16:256", "--arrival-rate", "20", "--seed", "4", "--slots", "16",
+        "--policy", "static,continuous,paged", "--num-blocks", "200", "--json",
+    )
+    assert code == 0
+    policies = json.loads(out)["policies"]
+    assert list(policies) == ["continuous", "paged", "static"]  # sorted keys
+    assert policies["paged"]["kv_blocks"]["peak"] <= 200
+    assert policies["paged"]["preemptions"] >= 0 and policies["static"]["preemptions"] == 0
+
+
+def test_model_and_gpu_size_the_cache_and_the_roofline(capsys):
+    code, out, _ = run_cli(
+        capsys, "--requests", "200", "--output-tokens", "uniform:10:100", "--slots", "32",
+        "--policy", "paged", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--step-time", "roofline",
+        "--json",
+    )
+    assert code == 0
+    paged = json.loads(out)["policies"]["paged"]
+    assert paged["kv_blocks"]["num_blocks"] > 10_000  # tens of thousands of 16-token blocks
+    assert paged["step_time"]["kind"] == "roofline" and paged["makespan_seconds"] > 0
+
+
+def test_measured_step_time(tmp_path, capsys):
+    points = [{"batch": b, "context": 1024, "seconds": 0.01 + 0.001 * b} for b in (1, 2, 4, 8)]
+    bench = tmp_path / "gpu.json"
+    bench.write_text(json.dumps({"step_time": {"points": points}}))
+    code, out, _ = run_cli(capsys, "--requests", "16", "--output-tokens", "10", "--slots", "16",
+                           "--policy", "continuous", "--step-time", f"measured:{bench}", "--json")
+    assert code == 0
+    # 10 steps of 16 requests: 0.01 + 0.001 × 16 each
+    assert json.loads(out)["policies"]["continuous"]["makespan_seconds"] == pytest.approx(0.26)
+
+
+@pytest.mark.parametrize(
+    "csv_text, where",
+    [
+        ("output_tokens\n5\n-3\n", "row 3, column output_tokens"),
+        ("output_tokens\n5\n7.5\n", "row 3, column output_tokens"),
+        ("prompt_tokens\n5\n", "row 1, column output_tokens"),
+        ("", "row 1"),
+    ],
+)
+def test_malformed_csv_is_one_line_and_exit_2(tmp_path, capsys, csv_text, where):
+    trace = tmp_path / "bad.csv"
+    trace.write_text(csv_text)
+    code, out, err = run_cli(capsys, "--workload", str(trace), "--slots", "4")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"{trace}: {where}: ")
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--requests", "10", "--slots", "4"], "--output-tokens"),
+        (["--requests", "10", "--output-tokens", "uniform:5:1", "--slots", "4"], "--output-tokens"),
+        (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--policy", "lifo"], "--policy"),
+        (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--policy", "paged"], "--num-blocks"),
+        (["--requests", "10", "--output-tokens", "50", "--slots", "4", "--policy", "paged",
+          "--num-blocks", "2"], "--num-blocks"),
+        (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--step-time", "roofline"], "--step-time"),
+        (["--requests", "10", "--output-tokens", "5", "--slots", "0"], "--slots"),
+        (["--workload", LAB_TRACE, "--output-tokens", "5", "--slots", "4"], "--output-tokens"),
+    ],
+)
+def test_flag_mistakes_name_the_flag(capsys, argv, flag):
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert err.startswith(f"{flag}: ") and err.count("\n") == 1
+
+
+def test_module_entry_point_exits_2_on_a_bad_trace(tmp_path):
+    trace = tmp_path / "bad.csv"
+    trace.write_text("output_tokens\n0\n")
+    done = subprocess.run([sys.executable, "-m", "engine", "simulate", "--workload", str(trace),
+                           "--slots", "4"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"{trace}: row 2, column output_tokens: must be at least 1, got '0'"

@@ -1,0 +1,208 @@
+"""Seconds: step-time models against closed forms, the clock against Little's law."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.batching import (
+    ContinuousPolicy,
+    MeasuredStepTime,
+    PagedPolicy,
+    RooflineStepTime,
+    StaticPolicy,
+    UnitStepTime,
+    simulate,
+)
+from engine.batching.loaders import load_measured_step_time, roofline_from_catalog
+from engine.batching.steptime import run_seconds, steps_to_reach
+from engine.errors import UserError
+from engine.workload import GeneratedWorkload, Workload, generate, load_trace
+
+LAB_TRACE = Path("/work/shared/reference/day37-lab-workload.csv")
+# A 7B model in fp16 on a 2 TB/s, 1 PFLOP/s card, the lab's 512 KiB of KV per token.
+SEVEN_B = RooflineStepTime(
+    weights_bytes=14e9, kv_bytes_per_token=524_288, flops_per_token=14e9,
+    hbm_bytes_per_s=2e12, peak_flops=1e15,
+)
+
+
+# ---- the models ------------------------------------------------------------------------------------
+
+
+def test_roofline_by_hand():
+    one = SEVEN_B.seconds(np.array([1]), np.array([0]), np.array([0]))[0]
+    assert one == pytest.approx(14e9 / 2e12)  # memory-bound: 7 ms to read the weights
+    # 16 requests at 2,048 tokens read 16 GiB of KV on top of the weights
+    kv = 16 * 2048 * 524_288
+    assert SEVEN_B.seconds(np.array([16]), np.array([16 * 2048]), np.array([0]))[0] == pytest.approx(
+        (14e9 + kv) / 2e12)
+    # a 4,096-token prompt is compute-bound: 4,096 × 14 GFLOP at 1 PFLOP/s
+    assert SEVEN_B.seconds(np.array([0]), np.array([0]), np.array([4096]))[0] == pytest.approx(
+        4096 * 14e9 / 1e15)
+
+
+MODELS = [
+    UnitStepTime(0.02),
+    SEVEN_B,
+    RooflineStepTime(1e9, 2e5, 5e12, 1e12, 1e14),  # compute-bound at first, memory-bound later
+    MeasuredStepTime(intercept=0.008, per_token=5e-5, per_context_token=3e-9),
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(model=st.sampled_from(MODELS), batch=st.integers(1, 512), context=st.integers(0, 10**6),
+       steps=st.integers(0, 3000))
+def test_segment_sums_match_step_by_step(model, batch, context, steps):
+    per_step = model.seconds(np.full(steps, batch), context + batch * np.arange(steps), np.zeros(steps))
+    assert model.segment_seconds(batch, context, steps) == pytest.approx(per_step.sum(), rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(model=st.sampled_from(MODELS), batch=st.integers(0, 64), context=st.integers(0, 10**5),
+       seconds=st.floats(0, 50))
+def test_steps_to_reach_is_the_fewest(model, batch, context, seconds):
+    m = steps_to_reach(model, batch, context, seconds)
+    assert run_seconds(model, batch, context, m) >= seconds
+    if m > 0:
+        assert run_seconds(model, batch, context, m - 1) < seconds
+
+
+def test_measured_fit_recovers_exact_coefficients():
+    points = [(b, c, 0.006 + 4e-5 * b + 2e-9 * b * c) for b in (1, 4, 16, 64) for c in (128, 1024, 4096)]
+    fit = MeasuredStepTime.fit(points)
+    assert fit.intercept == pytest.approx(0.006)
+    assert fit.per_token == pytest.approx(4e-5)
+    assert fit.per_context_token == pytest.approx(2e-9)
+    assert fit.points == 12 and fit.rmse == pytest.approx(0, abs=1e-12)
+
+
+def test_measured_fit_keeps_coefficients_non_negative():
+    """Steps that get faster with more batch (noise) must not give a negative per-token cost."""
+    points = [(1, 100, 0.010), (8, 100, 0.009), (32, 100, 0.008)]
+    fit = MeasuredStepTime.fit(points)
+    assert min(fit.intercept, fit.per_token, fit.per_context_token) >= 0
+    assert fit.per_token == 0 and fit.per_context_token == 0
+    assert fit.intercept == pytest.approx(0.009)  # the best constant is the mean
+
+
+def test_load_measured_file(tmp_path):
+    doc = {"step_time": {"points": [
+        {"batch": b, "context": c, "seconds": 0.005 + 1e-4 * b, "bytes_moved": 1}
+        for b in (1, 2, 4, 8) for c in (512, 2048)]}}
+    path = tmp_path / "h100.json"
+    path.write_text(json.dumps(doc))
+    fit = load_measured_step_time(path)
+    assert fit.per_token == pytest.approx(1e-4) and fit.intercept == pytest.approx(0.005)
+    doc["step_time"]["points"][3]["seconds"] = -1
+    path.write_text(json.dumps(doc))
+    with pytest.raises(UserError) as caught:
+        load_measured_step_time(path)
+    assert caught.value.field == "step_time.points[3].seconds" and caught.value.file == str(path)
+    path.write_text("{not json")
+    with pytest.raises(UserError, match="not valid JSON"):
+        load_measured_step_time(path)
+    with pytest.raises(UserError, match="no such"):
+        load_measured_step_time(tmp_path / "absent.json")
+
+
+def test_roofline_from_catalog_uses_the_kv_calculator():
+    """Llama-2-7B: 2 × 32 layers × 32 KV heads × 128 × 2 bytes = 524,288 B per token."""
+    model = roofline_from_catalog("llama-2-7b", "h100-80gb")
+    assert model.kv_bytes_per_token == 524_288
+    assert model.weights_bytes == pytest.approx(2 * 6.74e9, rel=0.01)
+    assert model.flops_per_token == pytest.approx(2 * 6.74e9, rel=0.01)
+
+
+# ---- the clock -------------------------------------------------------------------------------------
+
+
+def brute_force_seconds(result, model) -> float:
+    """Σ over steps of the model's time for what runs in it, recounted request by request."""
+    s = result.schedule
+    total = 0.0
+    for k in range(result.steps):
+        decoding = (s.decode_start <= k) & (k < s.end)
+        batch = int(decoding.sum())
+        context = int((s.context[decoding] + (k - s.decode_start[decoding]) + 1).sum())
+        prefill = int(s.chunk_tokens[s.chunk_step == k].sum())
+        if batch == 0 and prefill == 0:
+            total += model.idle_seconds
+        else:
+            total += float(model.seconds(np.array([batch]), np.array([context]), np.array([prefill]))[0])
+    return total
+
+
+def test_roofline_clock_sums_what_each_step_runs():
+    lab = load_trace(LAB_TRACE)
+    w = Workload.of(lab.output_tokens, prompt_tokens=(np.arange(lab.n) * 37) % 300)
+    for policy in (StaticPolicy(), ContinuousPolicy()):
+        r = simulate(w, policy, slots=16, step_time=SEVEN_B)
+        assert r.makespan_seconds == pytest.approx(brute_force_seconds(r, SEVEN_B), rel=1e-9)
+
+
+def test_batch_dependent_clock_with_arrivals_is_causal():
+    """With roofline steps and Poisson arrivals, nobody starts before arriving, and each request
+    joins no earlier than the first step that begins after its arrival."""
+    w = generate(GeneratedWorkload.model_validate({
+        "requests": 600, "seed": 3,
+        "output_tokens": {"kind": "uniform", "low": 5, "high": 80},
+        "prompt_tokens": {"kind": "uniform", "low": 0, "high": 400},
+        "arrivals": {"kind": "poisson", "rate": 40.0},
+    }))
+    for policy in (StaticPolicy(max_wait=0.05), ContinuousPolicy(), PagedPolicy(num_blocks=120)):
+        r = simulate(w, policy, slots=8, step_time=SEVEN_B)
+        for name in ("queueing", "ttft", "e2e"):
+            assert r.latency.seconds[name].min() >= -1e-9
+        assert r.makespan_seconds == pytest.approx(brute_force_seconds(r, SEVEN_B), rel=1e-9)
+
+
+def integral_in_system(arrival: np.ndarray, departure: np.ndarray) -> float:
+    """∫ N(t) dt by sweeping arrival (+1) and departure (−1) events in time order."""
+    times = np.concatenate((arrival, departure))
+    change = np.concatenate((np.ones_like(arrival), -np.ones_like(departure)))
+    order = np.argsort(times, kind="stable")
+    in_system = np.cumsum(change[order])
+    return float(np.sum(in_system[:-1] * np.diff(times[order])))
+
+
+@pytest.mark.parametrize("policy", [ContinuousPolicy(), PagedPolicy(num_blocks=2_000, block_size=16)])
+def test_littles_law_and_the_utilisation_law_on_poisson_arrivals(policy):
+    """λ = 8/s into 16 slots of 20 ms steps, mean output 66 tokens: offered load λ·E[S] = 10.6
+    slots. Little: time-average in system = λ·W. Utilisation law: busy share = λ·E[S] / slots."""
+    rate, slots, dt = 8.0, 16, 0.02
+    w = generate(GeneratedWorkload.model_validate({
+        "requests": 20_000, "seed": 11,
+        "output_tokens": {"kind": "mixture", "components": [
+            {"weight": 0.9, "dist": {"kind": "uniform", "low": 8, "high": 40}},
+            {"weight": 0.1, "dist": {"kind": "uniform", "low": 400, "high": 700}}]},
+        "arrivals": {"kind": "poisson", "rate": rate},
+    }))
+    r = simulate(w, policy, slots=slots, step_time=UnitStepTime(dt))
+    departure = r.schedule.finish * dt
+    window = float(departure.max())
+    in_system = integral_in_system(w.arrival_time, departure) / window
+    mean_e2e = float(r.latency.seconds["e2e"].mean())
+    # the sample-path identity: the clock and the latencies tell the same story
+    assert in_system == pytest.approx(w.n / window * mean_e2e, rel=1e-9)
+    # Little's law with the offered rate
+    assert in_system == pytest.approx(rate * mean_e2e, rel=0.03)
+    # the utilisation law, from the workload alone
+    offered = rate * w.output_tokens.mean() * dt / slots
+    assert r.utilisation == pytest.approx(offered, rel=0.03)
+
+
+def test_same_inputs_same_bytes():
+    w = generate(GeneratedWorkload.model_validate({
+        "requests": 300, "seed": 5, "output_tokens": {"kind": "lognormal", "median": 40, "sigma": 1, "high": 400},
+        "arrivals": {"kind": "gamma", "rate": 20, "cv": 2}}))
+    for policy in (StaticPolicy(max_wait=0.1), ContinuousPolicy(), PagedPolicy(num_blocks=60, block_size=8)):
+        a = json.dumps(simulate(w, policy, slots=8, step_time=UnitStepTime(0.02)).to_dict(), sort_keys=True)
+        b = json.dumps(simulate(w, policy, slots=8, step_time=UnitStepTime(0.02)).to_dict(), sort_keys=True)
+        assert a == b
+    assert not math.isnan(json.loads(a)["latency"]["seconds"]["e2e"]["p99"])

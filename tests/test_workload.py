@@ -1,0 +1,254 @@
+"""Workloads: traces replay exactly, mistakes name file/row/column, generators match their laws."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
+
+from engine.errors import UserError
+from engine.workload import (
+    Exponential,
+    Gamma,
+    GeneratedWorkload,
+    Lognormal,
+    Mixture,
+    Normal,
+    Poisson,
+    Uniform,
+    Workload,
+    WorkloadSpec,
+    Zipf,
+    build_workload,
+    generate,
+    load_trace,
+    parse_distribution,
+)
+
+LAB_TRACE = Path("/work/shared/reference/day37-lab-workload.csv")
+
+
+def write(tmp_path: Path, text: str, name: str = "trace.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---- traces -----------------------------------------------------------------------------------
+
+
+def test_lab_trace_is_the_reference_draw():
+    """day37-lab.md: 182 short, 18 long, 13,280 tokens, longest 661; all at t = 0, no prompts."""
+    w = load_trace(LAB_TRACE)
+    assert w.n == 200
+    assert int(w.output_tokens.sum()) == 13_280
+    assert int(w.output_tokens.max()) == 661
+    assert int(((w.output_tokens >= 8) & (w.output_tokens <= 40)).sum()) == 182
+    assert int(((w.output_tokens >= 400) & (w.output_tokens <= 700)).sum()) == 18
+    assert not w.has_prompts and not w.has_arrivals
+    assert w.output_tokens.tolist()[:4] == [13, 40, 589, 14]  # arrival order kept
+
+
+def test_optional_columns_blank_lines_and_extra_columns(tmp_path):
+    path = write(tmp_path, "id,output_tokens,prompt_tokens,arrival_time\n"
+                           "a,5,100,0\n\nb,7,0,0.5\nc,13.0,3,0.5\n")
+    w = load_trace(path)
+    assert w.output_tokens.tolist() == [5, 7, 13]
+    assert w.prompt_tokens.tolist() == [100, 0, 3]
+    assert w.arrival_time.tolist() == [0.0, 0.5, 0.5]
+    assert w.source == f"trace {path}"
+
+
+def test_summary_is_plain_json():
+    summary = load_trace(LAB_TRACE).summary()
+    assert json.loads(json.dumps(summary)) == summary
+    assert summary["requests"] == 200 and summary["total_output_tokens"] == 13_280
+    assert summary["longest"] == 661 and summary["shortest"] == 8
+    assert summary["mean"] == pytest.approx(66.4)
+
+
+@pytest.mark.parametrize(
+    "text, row, column, words",
+    [
+        ("output_tokens\n5\n-2\n", 3, "output_tokens", "at least 1"),
+        ("output_tokens\n5\n0\n", 3, "output_tokens", "at least 1"),
+        ("output_tokens\n3.5\n", 2, "output_tokens", "whole number"),
+        ("output_tokens\nten\n", 2, "output_tokens", "whole number"),
+        ("output_tokens,prompt_tokens\n5,-1\n", 2, "prompt_tokens", "at least 0"),
+        ("output_tokens,prompt_tokens\n5,\n", 2, "prompt_tokens", "empty"),
+        ("output_tokens,arrival_time\n5,1.0\n6,0.5\n", 3, "arrival_time", "must not decrease"),
+        ("output_tokens,arrival_time\n5,soon\n", 2, "arrival_time", "seconds"),
+        ("output_tokens,arrival_time\n5,-1\n", 2, "arrival_time", "≥ 0"),
+        ("prompt_tokens\n5\n", 1, "output_tokens", "missing required column"),
+        ("output_tokens\n", 2, "output_tokens", "no requests"),
+    ],
+)
+def test_malformed_trace_names_file_row_and_column(tmp_path, text, row, column, words):
+    path = write(tmp_path, text)
+    with pytest.raises(UserError) as caught:
+        load_trace(path)
+    err = caught.value
+    assert err.file == str(path)
+    assert err.field == f"row {row}, column {column}"
+    assert words in err.message
+    assert "\n" not in err.line()
+
+
+def test_empty_and_missing_files(tmp_path):
+    with pytest.raises(UserError, match="empty file") as caught:
+        load_trace(write(tmp_path, ""))
+    assert caught.value.field == "row 1"
+    with pytest.raises(UserError, match="no such workload file"):
+        load_trace(tmp_path / "absent.csv")
+
+
+def test_build_workload_resolves_trace_relative_to_spec_folder(tmp_path):
+    write(tmp_path, "output_tokens\n4\n", name="w.csv")
+    spec = TypeAdapter(WorkloadSpec).validate_python({"trace": "w.csv"})
+    assert build_workload(spec, tmp_path).output_tokens.tolist() == [4]
+
+
+# ---- generated workloads --------------------------------------------------------------------------
+
+
+def spec(**kw) -> GeneratedWorkload:
+    base = {"requests": 20_000, "output_tokens": {"kind": "constant", "value": 5}}
+    base.update(kw)
+    return GeneratedWorkload.model_validate(base)
+
+
+def test_generation_is_deterministic_per_seed_and_streams_are_independent():
+    a = generate(spec(output_tokens={"kind": "uniform", "low": 1, "high": 100}, seed=7))
+    b = generate(spec(output_tokens={"kind": "uniform", "low": 1, "high": 100}, seed=7))
+    c = generate(spec(output_tokens={"kind": "uniform", "low": 1, "high": 100}, seed=8))
+    assert np.array_equal(a.output_tokens, b.output_tokens) and a.source == "generated seed=7"
+    assert not np.array_equal(a.output_tokens, c.output_tokens)
+    # adding prompts and arrivals leaves the output lengths as they were
+    d = generate(spec(output_tokens={"kind": "uniform", "low": 1, "high": 100}, seed=7,
+                      prompt_tokens={"kind": "constant", "value": 3},
+                      arrivals={"kind": "poisson", "rate": 2.0}))
+    assert np.array_equal(a.output_tokens, d.output_tokens)
+
+
+def test_uniform_is_inclusive_on_both_ends():
+    out = generate(spec(output_tokens={"kind": "uniform", "low": 8, "high": 12})).output_tokens
+    assert set(out.tolist()) == {8, 9, 10, 11, 12}
+
+
+def test_clipped_normal_and_lognormal_stay_in_bounds_and_centre_right():
+    normal = generate(spec(output_tokens={"kind": "normal", "mean": 100, "std": 30,
+                                          "low": 50, "high": 140})).output_tokens
+    assert normal.min() == 50 and normal.max() == 140
+    assert np.median(normal) == pytest.approx(100, abs=2)
+    logn = generate(spec(output_tokens={"kind": "lognormal", "median": 200, "sigma": 0.8})).output_tokens
+    assert np.median(logn) == pytest.approx(200, rel=0.03)
+    assert logn.min() >= 1
+
+
+def test_exponential_rounded_up_has_the_geometric_mean():
+    """ceil(Exp(mean m)) is geometric: E = 1 / (1 − e^(−1/m))."""
+    m = 20.0
+    out = generate(spec(output_tokens={"kind": "exponential", "mean": m})).output_tokens
+    assert out.min() >= 1
+    assert out.mean() == pytest.approx(1 / (1 - math.exp(-1 / m)), rel=0.03)
+    capped = generate(spec(output_tokens={"kind": "exponential", "mean": m, "cap": 30})).output_tokens
+    assert capped.max() == 30
+
+
+def test_zipf_mass_at_one_is_one_over_zeta():
+    """P(k = 1) = 1/ζ(2) = 6/π² for a = 2, whatever the cap."""
+    out = generate(spec(output_tokens={"kind": "zipf", "a": 2.0, "cap": 500})).output_tokens
+    assert (out == 1).mean() == pytest.approx(6 / math.pi**2, abs=0.015)
+    assert out.max() <= 500
+
+
+def test_mixture_shares_follow_weights():
+    mix = parse_distribution("0.9*uniform:8:40+0.1*uniform:400:700")
+    out = generate(spec(output_tokens=mix.model_dump())).output_tokens
+    assert ((out >= 400).mean()) == pytest.approx(0.1, abs=0.01)
+    assert set(np.unique(out[out < 400])) <= set(range(8, 41))
+
+
+def test_poisson_and_gamma_arrivals():
+    poisson = generate(spec(arrivals={"kind": "poisson", "rate": 4.0})).arrival_time
+    gaps = np.diff(np.concatenate(([0.0], poisson)))
+    assert gaps.mean() == pytest.approx(0.25, rel=0.03)
+    assert gaps.std() / gaps.mean() == pytest.approx(1.0, abs=0.05)
+    assert np.all(np.diff(poisson) >= 0)
+    bursty = generate(spec(arrivals={"kind": "gamma", "rate": 4.0, "cv": 3.0})).arrival_time
+    gaps = np.diff(np.concatenate(([0.0], bursty)))
+    assert gaps.mean() == pytest.approx(0.25, rel=0.1)
+    assert gaps.std() / gaps.mean() == pytest.approx(3.0, rel=0.1)
+
+
+def test_output_lengths_below_one_are_refused_from_the_spec():
+    for dist in ({"kind": "constant", "value": 0}, {"kind": "uniform", "low": 0, "high": 3},
+                 {"kind": "normal", "mean": 5, "std": 1, "low": 0}):
+        with pytest.raises(ValidationError, match="at least 1 token"):
+            spec(output_tokens=dist)
+    # prompts may be empty
+    assert generate(spec(requests=3, prompt_tokens={"kind": "constant", "value": 0})).prompt_tokens.sum() == 0
+
+
+def test_unknown_fields_and_kinds_are_errors():
+    with pytest.raises(ValidationError):
+        spec(output_tokens={"kind": "uniform", "low": 1, "hi": 3})
+    with pytest.raises(ValidationError):
+        spec(output_tokens={"kind": "pareto", "a": 1})
+    with pytest.raises(ValidationError):
+        TypeAdapter(WorkloadSpec).validate_python({"trace": "x.csv", "seed": 3})
+
+
+def test_workload_validates_its_arrays():
+    with pytest.raises(ValueError):
+        Workload.of([3, 0])
+    with pytest.raises(ValueError):
+        Workload.of([3, 4], arrival_time=[1.0, 0.5])
+    w = Workload.of([3, 4])
+    with pytest.raises(ValueError):
+        w.output_tokens[0] = 9  # read-only
+
+
+# ---- the CLI's mini-syntax --------------------------------------------------------------------------
+
+
+def test_parse_distribution_forms():
+    assert parse_distribution("100").model_dump() == {"kind": "constant", "value": 100}
+    assert parse_distribution("uniform:8:40") == Uniform(low=8, high=40)
+    assert parse_distribution("normal:100:20:10:300") == Normal(mean=100, std=20, low=10, high=300)
+    assert parse_distribution("lognormal:150:0.7") == Lognormal(median=150, sigma=0.7)
+    assert parse_distribution("exponential:50:400") == Exponential(mean=50, cap=400)
+    assert parse_distribution("zipf:1.5:1000") == Zipf(a=1.5, cap=1000)
+    mix = parse_distribution("0.9*uniform:8:40+0.1*uniform:400:700")
+    assert isinstance(mix, Mixture)
+    assert [c.weight for c in mix.components] == [0.9, 0.1]
+    assert mix.components[1].dist == Uniform(low=400, high=700)
+
+
+@pytest.mark.parametrize("text", ["uniform:9:3", "gauss:1", "uniform:1:2:3", "normal:x:1",
+                                  "0.5*constant:1+uniform:1:2", "-1*constant:3", "zipf:0.5:10"])
+def test_parse_distribution_errors_are_user_errors(text):
+    with pytest.raises(UserError):
+        parse_distribution(text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(low=st.integers(0, 1000), extra=st.integers(0, 1000), weight=st.floats(0.01, 10))
+def test_parse_distribution_round_trips(low, extra, weight):
+    text = f"{weight!r}*uniform:{low}:{low + extra}+1*constant:{low}"
+    mix = parse_distribution(text)
+    assert mix.components[0].weight == weight
+    assert mix.components[0].dist.bounds() == (low, low + extra)
+    assert mix.bounds() == (low, low + extra)
+
+
+def test_poisson_and_gamma_models_reject_bad_rates():
+    with pytest.raises(ValidationError):
+        Poisson(rate=0)
+    with pytest.raises(ValidationError):
+        Gamma(rate=1, cv=0)
