@@ -11,6 +11,8 @@ from typing import Any
 
 import jinja2
 
+from engine.errors import UserError
+
 GIB = 2**30
 
 
@@ -103,9 +105,30 @@ def _split(text: str) -> list[str]:
     return posts
 
 
+def _template_line(exc: Exception, template: str) -> str | None:
+    """The template line a rendering error came from, read off the traceback Jinja rewrites."""
+    tb = exc.__traceback__
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.endswith(template):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f"line {line}" if line else None
+
+
 def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> str:
     """Render one draft; trailing spaces and runs of blank lines are tidied away."""
-    text = env.get_template(template).render(**context)
+    try:
+        text = env.get_template(template).render(**context)
+    except jinja2.UndefinedError as exc:
+        # A template asking for a figure the spec did not compute (a section or policy left
+        # out) is a user-level mismatch, not a crash: name the template and the missing name.
+        line = _template_line(exc, template)
+        raise UserError(
+            f"{exc.message}: does the spec have the section this template needs?",
+            file=f"templates/{template}",
+            field=line,
+        ) from None
     lines = [line.rstrip() for line in text.splitlines()]
     tidy: list[str] = []
     for line in lines:

@@ -42,23 +42,24 @@ def step_time_of(section: BatchingSection, ctx: Context) -> Any:
         return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype)
 
 
-def head_of_line_example(output_tokens: np.ndarray, slots: int) -> dict[str, int]:
+def head_of_line_example(output_tokens: np.ndarray, group_sizes: list[int]) -> dict[str, int]:
     """The static group that wastes the most slot-steps, described for the post.
 
-    Static batching launches consecutive groups of `slots` requests in arrival order; a group
-    lasts as long as its longest member, so everything shorter idles behind it.
+    Groups are the simulator's own (consecutive requests in arrival order, sizes as it launched
+    them); a group lasts as long as its longest member, so everything shorter idles behind it.
     """
     best: dict[str, int] = {}
     best_idle = -1
-    for start in range(0, len(output_tokens), slots):
-        group = np.sort(output_tokens[start : start + slots])
+    bounds = np.cumsum([0, *group_sizes])
+    for index, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:]), start=1):
+        group = np.sort(output_tokens[start:stop])
         longest = int(group[-1])
-        idle = slots * longest - int(group.sum())
+        idle = len(group) * longest - int(group.sum())
         if idle > best_idle:
             median = int(group[(len(group) - 1) // 2])
             best_idle = idle
             best = {
-                "group": start // slots + 1,
+                "group": index,
                 "members": int(len(group)),
                 "longest": longest,
                 "median": median,
@@ -88,8 +89,11 @@ def run(section: BatchingSection, ctx: Context) -> dict[str, Any]:
         "step_time": section.step_time.model_dump() if section.step_time else None,
         "policies": policies,
         "ideal_steps": max(math.ceil(tokens / section.slots), int(load.output_tokens.max())),
-        "head_of_line": head_of_line_example(load.output_tokens, section.slots),
     }
+    if "static" in policies:
+        out["head_of_line"] = head_of_line_example(
+            load.output_tokens, policies["static"]["groups"]["size"]
+        )
     if "static" in policies and "continuous" in policies:
         # Same tokens and slots both ways, so the ratio of steps is the throughput multiple.
         out["multiple"] = policies["static"]["steps"] / policies["continuous"]["steps"]

@@ -1,0 +1,85 @@
+"""The glue between spec sections and engines: derived figures, generated workloads, mismatches."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from engine.cli import main
+from engine.experiments.batching import head_of_line_example
+from engine.experiments.kv_cache import halves_when_context_doubles
+from engine.pipeline import build
+
+
+def test_head_of_line_example_on_the_drill():
+    # Seven 20-token requests and one 500-token request in one static group of 8:
+    # 8 × 500 − (7 × 20 + 500) = 3,360 idle slot-steps; the median member waits 480 steps.
+    example = head_of_line_example(np.array([20] * 7 + [500]), [8])
+    assert example == {
+        "group": 1, "members": 8, "longest": 500, "median": 20,
+        "median_waits": 480, "idle_slot_steps": 3360,
+    }
+
+
+def test_head_of_line_example_picks_the_most_wasteful_group():
+    lengths = np.array([5, 5, 5, 5, 1, 1, 1, 9])
+    example = head_of_line_example(lengths, [4, 4])  # idle: 0, then 4 × 9 − 12 = 24
+    assert example["group"] == 2 and example["idle_slot_steps"] == 24
+
+
+def test_halving_is_checked_not_assumed():
+    rows = [{"context": c, "max_requests": n} for c, n in [(512, 256), (1024, 128), (2048, 64)]]
+    assert halves_when_context_doubles(rows)
+    rows[2]["max_requests"] = 60
+    assert not halves_when_context_doubles(rows)
+
+
+def generated(days):
+    path = days / "day37.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["batching"]["workload"] = {
+        "requests": 200,
+        "seed": 7,
+        "output_tokens": {
+            "kind": "mixture",
+            "components": [
+                {"weight": 0.9, "dist": {"kind": "uniform", "low": 8, "high": 40}},
+                {"weight": 0.1, "dist": {"kind": "uniform", "low": 400, "high": 700}},
+            ],
+        },
+    }
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_a_generated_workload_builds_and_is_deterministic(days_copy, tmp_path):
+    spec = generated(days_copy)
+    build(spec, tmp_path / "a")
+    build(spec, tmp_path / "b")
+    a = (tmp_path / "a" / "day37" / "results.json").read_bytes()
+    assert a == (tmp_path / "b" / "day37" / "results.json").read_bytes()
+    results = json.loads(a)
+    workload = results["batching"]["workload"]
+    assert workload["requests"] == 200 and 8 <= workload["shortest"] and workload["longest"] <= 700
+    static, cont = (results["batching"]["policies"][p] for p in ("static", "continuous"))
+    assert static["tokens"] == cont["tokens"] == workload["total_output_tokens"]
+    assert static["steps"] > cont["steps"] >= results["batching"]["ideal_steps"]
+
+
+def test_a_bad_distribution_names_its_field(days_copy, tmp_path, capsys):
+    spec = generated(days_copy)
+    spec.write_text(spec.read_text().replace("high: 40", "high: 4"))
+    assert main(["build", str(spec), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith(f"{spec}: batching.workload.output_tokens")
+
+
+def test_a_template_needing_a_missing_policy_is_one_line(days_copy, tmp_path, capsys):
+    spec = days_copy / "day37.yaml"
+    spec.write_text(spec.read_text().replace("policies: [static, continuous]", "policies: [continuous]"))
+    assert main(["build", str(spec), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("templates/day37/") and "static" in err and "\n" not in err
+    assert not (tmp_path / "day37").exists()
