@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from engine import batching, workload
+from engine.errors import UserError
 from engine.experiments import Context, blame
 from engine.spec import BatchingSection, RooflineStepTimeSpec, UnitStepTimeSpec
 
@@ -70,6 +71,13 @@ def head_of_line_example(output_tokens: np.ndarray, group_sizes: list[int]) -> d
 
 
 def run(section: BatchingSection, ctx: Context) -> dict[str, Any]:
+    trace = getattr(section.workload, "trace", None)
+    if trace is not None and not (ctx.spec_dir / trace).is_file():
+        raise UserError(
+            f"no such workload file {ctx.spec_dir / trace}",
+            file=ctx.spec_path,
+            field="batching.workload.trace",
+        )
     with blame(ctx, "batching.workload"):
         load = workload.build_workload(section.workload, ctx.spec_dir)
     step_time = step_time_of(section, ctx)
