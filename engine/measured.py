@@ -172,9 +172,9 @@ def validate_measurement(doc: object, *, file: str | Path) -> dict:
     return model.model_dump(by_alias=True)
 
 
-def load_measurement(path: Path | str, *, day: int) -> dict:
-    """Read and validate a measurement file for ``day``. A missing, corrupt or invalid file, or
-    one measured for another day, is a UserError naming the file."""
+def read_document(path: Path | str) -> dict:
+    """The JSON object in a measurement file; a missing, unreadable or corrupt file is a
+    UserError naming it. Shared by every reader of these files (the build, the simulator)."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -187,7 +187,14 @@ def load_measurement(path: Path | str, *, day: int) -> dict:
                         "a corrupt measurement file; re-run the bench", file=path) from None
     if not isinstance(doc, dict):
         raise UserError("a measurement file holds one JSON object", file=path)
-    result = validate_measurement(doc, file=path)
+    return doc
+
+
+def load_measurement(path: Path | str, *, day: int) -> dict:
+    """Read and validate a measurement file for ``day``. A missing, corrupt or invalid file, or
+    one measured for another day, is a UserError naming the file."""
+    path = Path(path)
+    result = validate_measurement(read_document(path), file=path)
     if result["day"] != day:
         raise UserError(f"measured for day {result['day']}, not day {day}", file=path, field="day")
     return result

@@ -5,7 +5,6 @@ and files (a GPU benchmark's JSON) become those numbers, with mistakes reported 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +57,12 @@ def num_blocks_from_catalog(
 def load_measured_step_time(path: str | Path) -> MeasuredStepTime:
     """Fit a measured step time from a GPU benchmark result (`step_time.points`: batch, context,
     seconds). Only those points are read, so any file that has them will do."""
+    from engine.measured import read_document
+
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError("no such measurement file", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read: {exc}", file=path) from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"not valid JSON (line {exc.lineno}, column {exc.colno})", file=path) from None
-    points = doc.get("step_time", {}).get("points") if isinstance(doc, dict) else None
+    doc = read_document(path)
+    step_time = doc.get("step_time")
+    points = step_time.get("points") if isinstance(step_time, dict) else None
     if not isinstance(points, list) or not points:
         raise UserError("needs a non-empty list of points", file=path, field="step_time.points")
     rows = [_point(p, i, path) for i, p in enumerate(points)]
