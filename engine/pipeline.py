@@ -59,15 +59,16 @@ def compute(spec: DaySpec, ctx: Context) -> dict[str, Any]:
         from engine.experiments import kv_cache
 
         results["kv_cache"] = kv_cache.run(spec.kv_cache, ctx)
+    measurement = measured.resolve(spec, ctx)
     if spec.batching is not None:
         from engine.experiments import batching
 
-        results["batching"] = batching.run(spec.batching, ctx)
+        results["batching"] = batching.run(spec.batching, ctx, measurement)
     if spec.queueing is not None:
         from engine.experiments import queueing
 
         results["queueing"] = queueing.run(spec.queueing, ctx)
-    results["measured"] = measured.run(spec, ctx)
+    results["measured"] = measured.run(spec, ctx, measurement)
     results["links_back"] = links.run(spec, ctx)
     return results
 

@@ -193,7 +193,15 @@ class RooflineStepTimeSpec(_Strict):
     kv_dtype: KvDtype = "auto"
 
 
-StepTimeSpec = Annotated[UnitStepTimeSpec | RooflineStepTimeSpec, Field(discriminator="kind")]
+class MeasuredStepTimeSpec(_Strict):
+    """Step time fitted to the device measurement the spec's ``measured:`` key picks."""
+
+    kind: Literal["measured"]
+
+
+StepTimeSpec = Annotated[
+    UnitStepTimeSpec | RooflineStepTimeSpec | MeasuredStepTimeSpec, Field(discriminator="kind")
+]
 PolicyName = Literal["static", "continuous", "paged"]
 
 
@@ -316,7 +324,7 @@ def _first_error(exc: ValidationError, path: Path) -> UserError:
 
 # Tags of discriminated unions (budgets, step times, workloads, distributions, arrivals).
 UNION_TAGS = frozenset(
-    {"reserve", "vllm", "given", "unit", "roofline", "trace", "generated"}
+    {"reserve", "vllm", "given", "unit", "roofline", "measured", "trace", "generated"}
     | {"constant", "uniform", "normal", "lognormal", "exponential", "zipf", "mixture"}
     | {"all_at_zero", "poisson", "gamma"}
 )

@@ -100,3 +100,43 @@ def test_a_measurement_for_another_day_is_refused(measured_days, tmp_path, capsy
         path.write_text(original)
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and path.name in err and "day" in err
+
+
+def test_measured_step_time_prices_the_simulated_steps(measured_days, tmp_path):
+    """step_time: {kind: measured} fits the same file, so simulated seconds follow the device."""
+    from engine.batching.loaders import load_measured_step_time
+
+    spec = measured_days / "day37.yaml"
+    original = spec.read_text()
+    data = yaml.safe_load(original)
+    data["batching"]["step_time"] = {"kind": "measured"}
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    try:
+        build(spec, tmp_path)
+    finally:
+        spec.write_text(original)
+    results = json.loads((tmp_path / "day37" / "results.json").read_text())
+    bt = results["batching"]
+    assert bt["step_time_source"] == f"fitted to day37.measured/{only_file(measured_days).name}"
+    from engine.batching.steptime import step_seconds
+
+    model = load_measured_step_time(only_file(measured_days))
+    # Every step costs between the cheapest step and a full batch at the longest context
+    # (the fit's coefficients are non-negative), so the priced run must sit between the bounds.
+    cheapest = min(model.idle_seconds, step_seconds(model, 1, 1.0, 0))
+    dearest = step_seconds(model, 16, 16.0 * bt["workload"]["longest"], 0)  # context: KV tokens of the batch
+    for name in ("static", "continuous"):
+        run = bt["policies"][name]
+        assert run["steps"] * cheapest <= run["makespan_seconds"] <= run["steps"] * dearest
+        assert run["makespan_seconds"] != pytest.approx(run["steps"] * 0.02)  # not the unit model
+    assert "step times fitted to day37.measured/" in (tmp_path / "day37" / "linkedin.md").read_text()
+
+
+def test_measured_step_time_without_a_file_is_one_line(days_copy, tmp_path, capsys):
+    spec = days_copy / "day37.yaml"
+    data = yaml.safe_load(spec.read_text())
+    data["batching"]["step_time"] = {"kind": "measured"}
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["build", str(spec), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"{spec}: batching.step_time: kind 'measured' needs a measurement file")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,15 +33,25 @@ def policy_of(name: str, section: BatchingSection) -> Any:
     )
 
 
-def step_time_of(section: BatchingSection, ctx: Context) -> Any:
+def step_time_of(section: BatchingSection, ctx: Context, measurement: Path | None) -> Any:
     spec = section.step_time
     if spec is None:
         return None
     if isinstance(spec, UnitStepTimeSpec):
         return batching.UnitStepTime(seconds_per_step=spec.seconds_per_step)
-    assert isinstance(spec, RooflineStepTimeSpec)
-    with blame(ctx, "batching.step_time"):
-        return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype)
+    if isinstance(spec, RooflineStepTimeSpec):
+        with blame(ctx, "batching.step_time"):
+            return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype)
+    if measurement is None:
+        raise UserError(
+            "kind 'measured' needs a measurement file: set measured: latest (or a file name) "
+            "and run the bench first",
+            file=ctx.spec_path,
+            field="batching.step_time",
+        )
+    from engine.batching.loaders import load_measured_step_time
+
+    return load_measured_step_time(measurement)
 
 
 def head_of_line_example(output_tokens: np.ndarray, group_sizes: list[int]) -> dict[str, int]:
@@ -70,7 +81,9 @@ def head_of_line_example(output_tokens: np.ndarray, group_sizes: list[int]) -> d
     return best
 
 
-def run(section: BatchingSection, ctx: Context) -> dict[str, Any]:
+def run(
+    section: BatchingSection, ctx: Context, measurement: Path | None = None
+) -> dict[str, Any]:
     trace = getattr(section.workload, "trace", None)
     if trace is not None and not (ctx.spec_dir / trace).is_file():
         raise UserError(
@@ -80,7 +93,7 @@ def run(section: BatchingSection, ctx: Context) -> dict[str, Any]:
         )
     with blame(ctx, "batching.workload"):
         load = workload.build_workload(section.workload, ctx.spec_dir)
-    step_time = step_time_of(section, ctx)
+    step_time = step_time_of(section, ctx, measurement)
     policies: dict[str, Any] = {}
     for name in section.policies:
         with blame(ctx, f"batching.policies.{name}"):
@@ -95,6 +108,11 @@ def run(section: BatchingSection, ctx: Context) -> dict[str, Any]:
         "slots": section.slots,
         "workload": summary,
         "step_time": section.step_time.model_dump() if section.step_time else None,
+        "step_time_source": (
+            f"fitted to {measurement.parent.name}/{measurement.name}"
+            if measurement is not None and section.step_time and section.step_time.kind == "measured"
+            else None
+        ),
         "policies": policies,
         "ideal_steps": max(math.ceil(tokens / section.slots), int(load.output_tokens.max())),
     }

@@ -7,13 +7,15 @@ simulated only: a fresh clone builds before anyone has rented a GPU.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from engine.experiments import Context, blame
 from engine.spec import DaySpec
 
 
-def run(spec: DaySpec, ctx: Context) -> dict[str, Any] | None:
+def resolve(spec: DaySpec, ctx: Context) -> Path | None:
+    """The measurement file the spec's ``measured:`` key picks, or None for simulated only."""
     choice = spec.measured
     if choice is None or choice == "none":
         return None
@@ -21,9 +23,15 @@ def run(spec: DaySpec, ctx: Context) -> dict[str, Any] | None:
 
     folder = measured.measured_dir(ctx.spec_path, spec.day)
     with blame(ctx, "measured"):
-        path = measured.resolve_measurement(folder, choice)
+        return measured.resolve_measurement(folder, choice)
+
+
+def run(spec: DaySpec, ctx: Context, path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
+    from engine import measured
+
+    folder = path.parent
     doc = measured.load_measurement(path, day=spec.day)
     slots = spec.batching.slots if spec.batching else None
     highlight = spec.kv_cache.highlight if spec.kv_cache else []
