@@ -1,4 +1,4 @@
-"""The command line: ``python -m engine COMMAND …``.
+"""The command line: python -m engine COMMAND …
 
 Each command lives in its own module under engine/commands with two functions,
 ``add_arguments(parser)`` and ``run(args) -> int``. Command modules keep heavy imports (torch,
@@ -58,3 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as err:
         print(err.line(), file=sys.stderr)
         return EXIT_USER_ERROR
+    except BrokenPipeError:
+        # `python -m engine kv --json | head`: the reader left; that is not an error of ours.
+        sys.stdout = None  # type: ignore[assignment]  (no flush at exit into the closed pipe)
+        return 0

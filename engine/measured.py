@@ -205,6 +205,14 @@ def measured_dir(spec_path: Path | str, day: int) -> Path:
     return Path(spec_path).parent / f"day{day:02d}.measured"
 
 
+def _on_accelerator(path: Path) -> bool:
+    """Whether a measurement file was made on an accelerator (device kind other than cpu)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))["device"]["kind"] != "cpu"
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # a corrupt file is reported by _recorded_date, which reads it too
+
+
 def _recorded_date(path: Path) -> datetime:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -219,8 +227,9 @@ def resolve_measurement(day_dir: Path | str, choice: str) -> Path | None:
     """Which measurement file a spec's ``measured:`` key means.
 
     ``day_dir`` is the day's measurement folder (``measured_dir(spec, day)``). ``choice``:
-    ``none`` → None (simulated only); ``latest`` → the file with the newest recorded date, ties
-    broken by name, or None when the folder holds none yet; anything else → that file name in the
+    ``none`` → None (simulated only); ``latest`` → the newest GPU measurement by recorded date
+    (a CPU one only when there is no GPU one), ties broken by name, or None when the folder
+    holds none yet; anything else → that file name in the
     folder (``.json`` may be left off), which must exist.
     """
     day_dir = Path(day_dir)
@@ -230,7 +239,9 @@ def resolve_measurement(day_dir: Path | str, choice: str) -> Path | None:
         files = sorted(day_dir.glob("*.json")) if day_dir.is_dir() else []
         if not files:
             return None
-        return max(files, key=lambda p: (_recorded_date(p), p.name))
+        # A GPU measurement outranks any CPU one, however recent: a CPU trial run of the bench
+        # must never displace the rented GPU's committed figures from the posts.
+        return max(files, key=lambda p: (_on_accelerator(p), _recorded_date(p), p.name))
     if not choice or Path(choice).name != choice or choice in (".", ".."):
         raise UserError(f"{choice!r} is not a file name: use latest, none, or a file in {day_dir}",
                         field="measured")

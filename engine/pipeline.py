@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import outdir, posts
+from engine.errors import UserError
 from engine.experiments import Context
 from engine.spec import DaySpec, load_spec
 
@@ -78,8 +79,15 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
     env = posts.environment(templates_root)
     folder = day_folder_name(results["day"])
     context = template_context(results)
+    templates = sorted((templates_root / folder).glob("*.j2"))
+    if not templates:
+        raise UserError(
+            "no templates for this day: create linkedin.md.j2 and x-thread.md.j2 (see README)",
+            file=f"templates/{folder}/",
+        )
+    posts.check_no_typed_numbers(templates_root, [f"{folder}/{t.name}" for t in templates])
     drafts: dict[str, str] = {}
-    for template in sorted((templates_root / folder).glob("*.j2")):
+    for template in templates:
         name = template.name.removesuffix(".j2")
         text = posts.render(env, f"{folder}/{template.name}", context)
         if name.startswith("x-thread"):
@@ -207,6 +215,9 @@ def headline(results: dict[str, Any]) -> list[str]:
         ]
         multiple = f", {bt['multiple']:.2f}x" if "multiple" in bt else ""
         lines.append(f"batching ({bt['source']}): " + ", ".join(parts) + multiple)
+    me = results.get("measured")
+    if me:
+        lines.append(f"measured: {me['source']} ({me['file']})")
     qu = results.get("queueing")
     if qu and "lines" in qu:
         lines.append(f"queueing ({qu['source']}): separate lines wait {qu['lines']['wait_ratio']:.1f}x")

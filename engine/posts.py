@@ -6,6 +6,9 @@ StrictUndefined turns a misspelt variable into an error instead of an empty gap 
 """
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,15 +56,54 @@ def hashtag(word: str) -> str:
     return "#" + word.lstrip("#")
 
 
+def _strict(fn: Callable[..., str]) -> Callable[..., str]:
+    """A filter that refuses an undefined value with Jinja's own error, instead of formatting it
+    into a TypeError (StrictUndefined only fails on use, and format() is not a use it knows)."""
+
+    @functools.wraps(fn)
+    def wrapper(value: Any, *args: Any) -> str:
+        if isinstance(value, jinja2.Undefined):
+            value._fail_with_undefined_error()
+        return fn(value, *args)
+
+    return wrapper
+
+
 FILTERS = {
-    "thousands": thousands,
-    "pct": pct,
-    "multiple": multiple,
-    "gib": gib,
-    "fixed": fixed,
-    "ms": ms,
-    "hashtag": hashtag,
+    name: _strict(fn)
+    for name, fn in {
+        "thousands": thousands,
+        "pct": pct,
+        "multiple": multiple,
+        "gib": gib,
+        "fixed": fixed,
+        "ms": ms,
+        "hashtag": hashtag,
+    }.items()
 }
+
+# The rule that keeps numbers out of templates: once Jinja's own constructs are removed, no
+# digit may remain. Checked by every build (and by the tests), so a typed number cannot ship.
+_JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
+
+
+def digits_outside_jinja(source: str) -> list[tuple[int, str]]:
+    """(line number, line) for each template line that holds a digit outside Jinja."""
+    bare = _JINJA.sub(lambda m: "\n" * m.group(0).count("\n"), source)
+    return [(n, line) for n, line in enumerate(bare.splitlines(), 1) if re.search(r"\d", line)]
+
+
+def check_no_typed_numbers(templates_root: Path, names: list[str]) -> None:
+    for name in names:
+        found = digits_outside_jinja((templates_root / name).read_text(encoding="utf-8"))
+        if found:
+            number, line = found[0]
+            raise UserError(
+                f"a number typed into a template ({line.strip()!r}): every figure must come "
+                "from results through a filter",
+                file=f"templates/{name}",
+                field=f"line {number}",
+            )
 
 
 def environment(templates_root: Path) -> jinja2.Environment:
@@ -120,6 +162,10 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
     """Render one draft; trailing spaces and runs of blank lines are tidied away."""
     try:
         text = env.get_template(template).render(**context)
+    except jinja2.TemplateSyntaxError as exc:  # also unknown filters and tests
+        raise UserError(
+            exc.message or "syntax error", file=f"templates/{exc.name or template}", field=f"line {exc.lineno}"
+        ) from None
     except jinja2.UndefinedError as exc:
         # A template asking for a figure the spec did not compute (a section or policy left
         # out) is a user-level mismatch, not a crash: name the template and the missing name.

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from engine.errors import UserError
 from engine.workload import WorkloadSpec
 
-PositiveInt = Annotated[int, Field(ge=1)]
+# strict: YAML's `true` must not pass for 1, nor 16.5 for 16.
+PositiveInt = Annotated[int, Field(ge=1, strict=True)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 
 
@@ -223,6 +224,8 @@ class BatchingSection(_Strict):
 
     @model_validator(mode="after")
     def _paged_needs_blocks(self) -> "BatchingSection":
+        if len(set(self.policies)) != len(self.policies):
+            raise ValueError(f"policies {self.policies} name a policy twice")
         if "paged" in self.policies and self.paged is None:
             raise ValueError("policy 'paged' needs a 'paged' section with num_blocks")
         return self
@@ -271,21 +274,68 @@ ChartName = Literal[
 ]
 
 
+# Which spec sections a chart draws from: asking for a chart without its data is a spec error.
+CHART_NEEDS: dict[str, tuple[str, ...]] = {
+    "scoreboard": ("kv_cache", "batching"),
+    "kv_fit": ("kv_cache",),
+    "memory_breakdown": ("kv_cache",),
+    "slot_timeline": ("batching",),
+    "utilisation": ("batching",),
+    "latency_cdf": ("batching",),
+    "kv_blocks": ("batching",),
+    "queue_hockey_stick": ("queueing",),
+    "shared_vs_separate": ("queueing",),
+}
+
+# One word each, CamelCase for screen readers; LinkedIn wants 3 to 5 at the end of a post.
+Hashtag = Annotated[str, Field(pattern=r"^#?[A-Za-z][A-Za-z0-9_]*$")]
+
+
 class DaySpec(_Strict):
     day: PositiveInt
     series: Series
     title: str
     repository: str
-    hashtags: Annotated[list[str], Field(min_length=1, max_length=5)]
+    hashtags: Annotated[list[Hashtag], Field(min_length=3, max_length=5)]
     links_back: list[LinkBack] = []
     charts: list[ChartName] = []
+    linkedin_image: ChartName | None = None  # drawn again at LinkedIn's portrait size
     measured: str | None = None
     kv_cache: KvCacheSection | None = None
     batching: BatchingSection | None = None
     queueing: QueueingSection | None = None
 
+    @model_validator(mode="after")
+    def _consistent(self) -> "DaySpec":
+        if self.day > self.series.length:
+            raise ValueError(f"day {self.day} is past the series' length {self.series.length}")
+        for chart in self.charts:
+            missing = [need for need in CHART_NEEDS[chart] if getattr(self, need) is None]
+            if missing:
+                raise ValueError(f"chart '{chart}' needs a '{missing[0]}' section")
+        if "kv_blocks" in self.charts and "paged" not in (self.batching.policies if self.batching else []):
+            raise ValueError("chart 'kv_blocks' needs the 'paged' policy")
+        if self.linkedin_image is not None and self.linkedin_image not in self.charts:
+            raise ValueError(f"linkedin_image '{self.linkedin_image}' must be one of charts")
+        return self
+
 
 # ---- loading --------------------------------------------------------------------------------
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key given twice: YAML would silently keep the last one."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_spec(path: str | Path) -> DaySpec:
@@ -298,7 +348,7 @@ def load_spec(path: str | Path) -> DaySpec:
     except OSError as exc:
         raise UserError(f"cannot read: {exc.strerror}", file=path) from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -309,32 +359,36 @@ def load_spec(path: str | Path) -> DaySpec:
     try:
         return DaySpec.model_validate(data)
     except ValidationError as exc:
-        raise _first_error(exc, path) from None
+        raise _first_error(exc, path, data) from None
 
 
-def _first_error(exc: ValidationError, path: Path) -> UserError:
+def _first_error(exc: ValidationError, path: Path, data: Any) -> UserError:
     """Turn pydantic's report into one line: the first error, in the spec's own words."""
     errors = exc.errors()
     # A typo shows up twice (the unknown key, and the real key missing): name the typo.
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = [str(p) for p in err["loc"] if not _is_union_tag(p)]
-    shown = [p for p in loc if p not in {"inline", "catalog"}]  # keys the user did not write
-    return UserError(_message(err, loc), file=path, field=".".join(shown) or None)
+    loc = list(err["loc"])
+    shown = _user_path(data, loc, missing=err["type"] == "missing")
+    return UserError(_message(err, [str(p) for p in loc]), file=path, field=".".join(shown) or None)
 
 
-# Tags of discriminated unions (budgets, step times, workloads, distributions, arrivals).
-UNION_TAGS = frozenset(
-    {"reserve", "vllm", "given", "unit", "roofline", "measured", "trace", "generated"}
-    | {"constant", "uniform", "normal", "lognormal", "exponential", "zipf", "mixture"}
-    | {"all_at_zero", "poisson", "gamma"}
-)
+def _user_path(data: Any, loc: list[Any], *, missing: bool) -> list[str]:
+    """The part of pydantic's location the user wrote: keys found in their own YAML.
 
-
-def _is_union_tag(part: Any) -> bool:
-    """pydantic puts a union member's tag in the location (e.g. 'reserve', 'function-after')."""
-    return isinstance(part, str) and (
-        part in UNION_TAGS or "[" in part or "-" in part
-    )
+    pydantic inserts names of its own into locations (a union member's tag, a validator's
+    name, our shorthand's 'inline'); walking the user's data tells them apart from real keys.
+    """
+    shown: list[str] = []
+    node = data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif not (missing and i == len(loc) - 1):
+            continue  # inserted by pydantic, not a key of the user's
+        shown.append(str(part))
+    return shown
 
 
 def _message(err: dict[str, Any], loc: list[str]) -> str:
@@ -351,7 +405,7 @@ def _message(err: dict[str, Any], loc: list[str]) -> str:
         return f"must be at most {_num(ctx['le'])}, got {got!r}"
     if kind == "less_than":
         return f"must be less than {_num(ctx['lt'])}, got {got!r}"
-    if kind in {"int_type", "int_parsing", "int_from_float"}:
+    if kind in {"int_type", "int_parsing", "int_from_float", "bool_type"}:
         return f"must be a whole number, got {got!r}"
     if kind in {"float_type", "float_parsing"}:
         return f"must be a number, got {got!r}"
@@ -363,6 +417,8 @@ def _message(err: dict[str, Any], loc: list[str]) -> str:
         return f"must have at least {ctx.get('min_length')} item(s)"
     if kind in {"too_long"}:
         return f"must have at most {ctx.get('max_length')} item(s)"
+    if kind == "string_pattern_mismatch":
+        return f"{got!r} is not one word (letters, digits, underscores; CamelCase reads best)"
     if kind == "literal_error":
         return f"must be one of {ctx.get('expected')}, got {got!r}"
     if kind == "union_tag_invalid":

@@ -83,3 +83,59 @@ def test_a_template_needing_a_missing_policy_is_one_line(days_copy, tmp_path, ca
     err = capsys.readouterr().err.strip()
     assert err.startswith("templates/day37/") and "static" in err and "\n" not in err
     assert not (tmp_path / "day37").exists()
+
+
+def test_a_model_is_never_quoted_past_its_context_limit():
+    from engine.experiments.kv_cache import headline_row
+
+    rows = [
+        {"context": 2048, "max_requests": 58, "within_max_model_len": True},
+        {"context": 4096, "max_requests": 29, "within_max_model_len": True},
+        {"context": 8192, "max_requests": 14, "within_max_model_len": False},
+    ]
+    assert headline_row(rows, [2048, 8192])["context"] == 2048
+    assert headline_row(rows, [8192])["context"] == 4096
+    rows[2]["within_max_model_len"] = True
+    assert headline_row(rows, [2048, 8192])["context"] == 8192
+
+
+def test_nothing_left_to_halve_is_not_halving():
+    rows = [{"context": c, "max_requests": 0} for c in (512, 1024, 2048)]
+    assert not halves_when_context_doubles(rows)
+    rows = [{"context": 512, "max_requests": 1}, {"context": 1024, "max_requests": 1}]
+    assert not halves_when_context_doubles(rows)
+
+
+def test_the_multiple_is_a_ratio_of_durations():
+    from engine.experiments.batching import throughput_multiple
+
+    # Untimed: steps are the only clock.
+    assert throughput_multiple({"steps": 5797}, {"steps": 1148}) == pytest.approx(5797 / 1148)
+    # Timed: steps differ in length, so seconds decide (hand-made: 10 s vs 4 s → 2.5x).
+    timed_static = {"steps": 500, "makespan_seconds": 10.0}
+    timed_cont = {"steps": 100, "makespan_seconds": 4.0}
+    assert throughput_multiple(timed_static, timed_cont) == pytest.approx(2.5)
+
+
+def test_a_roofline_priced_run_quotes_the_seconds_multiple(days_copy, tmp_path):
+    spec = days_copy / "day37.yaml"
+    data = yaml.safe_load(spec.read_text())
+    data["batching"]["step_time"] = {"kind": "roofline", "model": "llama-2-7b", "gpu": "h100-80gb"}
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    build(spec, tmp_path)
+    bt = json.loads((tmp_path / "day37" / "results.json").read_text())["batching"]
+    static, cont = bt["policies"]["static"], bt["policies"]["continuous"]
+    assert bt["multiple"] == pytest.approx(static["makespan_seconds"] / cont["makespan_seconds"])
+    assert bt["multiple"] != pytest.approx(static["steps"] / cont["steps"], rel=1e-3)
+
+
+def test_measured_figures_are_recomputed_from_wall_times():
+    from engine.experiments.measured import recomputed_batching
+
+    doc = {"multiple": 99.0, "policies": {
+        "static": {"wall_seconds": 2.0, "tokens": 1000, "tokens_per_second": 1.0, "steps": 10},
+        "continuous": {"wall_seconds": 0.5, "tokens": 1000, "tokens_per_second": 1.0, "steps": 2},
+    }}
+    out = recomputed_batching(doc)
+    assert out["multiple"] == pytest.approx(4.0)
+    assert out["policies"]["continuous"]["tokens_per_second"] == pytest.approx(2000.0)

@@ -187,3 +187,20 @@ def test_reading_measurements_does_not_import_torch():
     code = ("import sys, engine.measured; "
             "assert 'torch' not in sys.modules and 'engine.gpubench' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_latest_prefers_a_gpu_measurement_over_a_newer_cpu_one(tmp_path):
+    """A CPU trial run after the GPU run must not push the GPU's figures off the posts."""
+    import json as _json
+
+    from engine.measured import resolve_measurement
+
+    def write(name, kind, date):
+        (tmp_path / name).write_text(_json.dumps({"device": {"kind": kind}, "date": date}))
+
+    write("nvidia-h100.json", "cuda", "2026-11-01T00:00:00+00:00")
+    write("cpu-amd.json", "cpu", "2026-11-30T00:00:00+00:00")
+    assert resolve_measurement(tmp_path, "latest").name == "nvidia-h100.json"
+    write("nvidia-h200.json", "cuda", "2026-11-15T00:00:00+00:00")
+    assert resolve_measurement(tmp_path, "latest").name == "nvidia-h200.json"
+    assert resolve_measurement(tmp_path, "cpu-amd").name == "cpu-amd.json"  # by name: yes

@@ -123,3 +123,47 @@ def test_cli_bad_input_exits_2_and_leaves_out_alone(days_copy, tmp_path, capsys,
     assert err[0].startswith(f"{path}: {field}: ")
     assert "Traceback" not in err[0]
     assert out_snapshot(out) == before
+
+
+def test_a_key_given_twice_is_an_error(days_copy):
+    path = days_copy / "day37.yaml"
+    path.write_text(path.read_text().replace("  slots: 16\n", "  slots: 16\n  slots: 8\n"))
+    line = error_line(path)
+    assert line.startswith(f"{path}: line ") and "key 'slots' is given twice" in line
+
+
+def test_day_past_the_series_length(days_copy):
+    path = edit(days_copy, lambda d: d.update(day=61))
+    assert error_line(path) == f"{path}: day 61 is past the series' length 60"
+
+
+def test_hashtags_are_one_word_and_three_to_five(days_copy):
+    path = edit(days_copy, lambda d: d.update(hashtags=["System Design", "LLM", "AI"]))
+    assert error_line(path) == (
+        f"{path}: hashtags.0: 'System Design' is not one word "
+        "(letters, digits, underscores; CamelCase reads best)"
+    )
+    path = edit(days_copy, lambda d: d.update(hashtags=["SystemDesign"]))
+    assert error_line(path) == f"{path}: hashtags: must have at least 3 item(s)"
+
+
+def test_a_chart_without_its_data_is_a_spec_error(days_copy):
+    path = edit(days_copy, lambda d: d.update(charts=["queue_hockey_stick"]))
+    assert error_line(path) == f"{path}: chart 'queue_hockey_stick' needs a 'queueing' section"
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda d: d["batching"].update({"max-wait": 3}), "batching.max-wait: unknown field 'max-wait'"),
+        (lambda d: d.update({"kv-cache": {}}), "kv-cache: unknown field 'kv-cache'; did you mean 'kv_cache'?"),
+        (lambda d: d.update(measured=5), "measured: must be text, got 5"),
+        (lambda d: d["batching"].update(slots=True), "batching.slots: must be a whole number, got True"),
+        (lambda d: d["kv_cache"]["model"].update(num_layers=0), "kv_cache.model.num_layers: must be at least 1, got 0"),
+        (lambda d: d["kv_cache"]["budget"].update(kind="guess"), "kv_cache.budget: kind must be one of 'reserve', 'vllm', 'given', got 'guess'"),
+    ],
+    ids=["dash-key", "dash-section", "wrong-type-top", "bool-for-int", "inline-model", "bad-kind"],
+)
+def test_error_locations_are_the_users_keys(days_copy, change, expected):
+    path = edit(days_copy, change)
+    assert error_line(path).startswith(f"{path}: {expected}")

@@ -81,6 +81,17 @@ def head_of_line_example(output_tokens: np.ndarray, group_sizes: list[int]) -> d
     return best
 
 
+def throughput_multiple(slow: dict[str, Any], fast: dict[str, Any]) -> float:
+    """How many times the throughput `fast` gets over `slow` on the same requests.
+
+    Both serve the same tokens, so throughput ∝ 1 / duration: makespan in seconds when a step-time
+    model priced the steps (steps then differ in length), the step count otherwise.
+    """
+    if slow.get("makespan_seconds") and fast.get("makespan_seconds"):
+        return slow["makespan_seconds"] / fast["makespan_seconds"]
+    return slow["steps"] / fast["steps"]
+
+
 def run(
     section: BatchingSection, ctx: Context, measurement: Path | None = None
 ) -> dict[str, Any]:
@@ -121,6 +132,5 @@ def run(
             load.output_tokens, policies["static"]["groups"]["size"]
         )
     if "static" in policies and "continuous" in policies:
-        # Same tokens and slots both ways, so the ratio of steps is the throughput multiple.
-        out["multiple"] = policies["static"]["steps"] / policies["continuous"]["steps"]
+        out["multiple"] = throughput_multiple(policies["static"], policies["continuous"])
     return out

@@ -88,6 +88,8 @@ def run(section: KvCacheSection, ctx: Context) -> dict[str, Any]:
         run_view(view, section.contexts, ctx, f"kv_cache.compare.{i}")
         for i, view in enumerate(section.compare)
     ]
+    for view in (main, *compare):
+        view["headline_row"] = headline_row(view["plan"]["contexts"], section.highlight)
     rows = {row["context"]: row for row in main["plan"]["contexts"]}
     return {
         "source": "calculated",
@@ -99,14 +101,27 @@ def run(section: KvCacheSection, ctx: Context) -> dict[str, Any]:
     }
 
 
+def headline_row(rows: list[dict[str, Any]], highlight: list[int]) -> dict[str, Any]:
+    """The row a post quotes for a view: the longest highlighted context the model accepts.
+
+    A model is never quoted past its own context limit (Llama-2's 4,096 tokens, say); with no
+    highlighted context inside the limit, the longest context inside it stands in.
+    """
+    inside = [r for r in rows if r.get("within_max_model_len", True)]
+    chosen = [r for r in inside if r["context"] in highlight] or inside or rows
+    return max(chosen, key=lambda r: r["context"])
+
+
 def halves_when_context_doubles(rows: list[dict[str, Any]]) -> bool:
     """True when every doubling of the context in the table halves the requests that fit.
 
-    The post states this; it is checked on the numbers, not assumed.
+    The post states this; it is checked on the numbers, not assumed. A table with nothing left
+    to halve (fewer than two requests before the doubling) does not count as halving.
     """
     by_context = {r["context"]: r["max_requests"] for r in rows}
     pairs = [(c, 2 * c) for c in by_context if 2 * c in by_context]
     return bool(pairs) and all(
-        by_context[big] in (by_context[small] // 2, (by_context[small] + 1) // 2)
+        by_context[small] >= 2
+        and by_context[big] in (by_context[small] // 2, (by_context[small] + 1) // 2)
         for small, big in pairs
     )

@@ -64,6 +64,34 @@ def headline(doc: dict[str, Any], slots: int | None, highlight: list[int]) -> di
         "dtype": doc["settings"]["dtype"],
         "step": step,
         "step_share_of_peak": (step["achieved_bytes_per_s"] / peak) if step and peak else None,
-        "memory_rows": [memory[c] for c in highlight if c in memory],
-        "batching": doc.get("batching"),
+        # On a CPU the bench probes a fixed stand-in budget, not real device memory: nothing a
+        # post should quote as 'what fits'.
+        "memory_rows": (
+            [memory[c] for c in highlight if c in memory]
+            if doc["device"]["kind"] != "cpu"
+            else []
+        ),
+        "kind": doc["device"]["kind"],
+        "batching": recomputed_batching(doc.get("batching")),
     }
+
+
+def recomputed_batching(batching: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The measured batching figures, derived again from the raw wall times and token counts.
+
+    A file's own 'multiple' or 'tokens_per_second' is never quoted as it stands: a hand edit or a
+    bug in an older bench would otherwise reach a post unchecked.
+    """
+    if not batching:
+        return None
+    policies = {
+        name: {
+            **run,
+            "tokens_per_second": run["tokens"] / run["wall_seconds"],
+        }
+        for name, run in batching["policies"].items()
+    }
+    out = {**batching, "policies": policies}
+    if "static" in policies and "continuous" in policies:
+        out["multiple"] = policies["static"]["wall_seconds"] / policies["continuous"]["wall_seconds"]
+    return out

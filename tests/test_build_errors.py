@@ -1,0 +1,55 @@
+"""Template mistakes are user mistakes: one line naming the template and the line, out/ untouched."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from engine.errors import UserError
+from engine.pipeline import build
+
+from conftest import DAYS, REPO
+
+
+@pytest.fixture
+def templates(tmp_path: Path) -> Path:
+    root = tmp_path / "templates"
+    shutil.copytree(REPO / "templates", root)
+    return root
+
+
+def break_thread(templates: Path, old: str, new: str) -> None:
+    path = templates / "day37" / "x-thread.md.j2"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        ("{{ bt.slots }}", "{{ bt.slots }", "templates/day37/x-thread.md.j2: line "),
+        ("| multiple }}", "| multipel }}", "No filter named 'multipel'"),
+        ("{{ bt.multiple | multiple }}", "{{ bt.multipel | multiple }}", "has no attribute 'multipel'"),
+        ("{{ bt.multiple | multiple }}", "{{ bt.multipel | fixed }}", "has no attribute 'multipel'"),
+        ("Second fact:", "Second fact, on 8 slots:", "a number typed into a template"),
+    ],
+    ids=["syntax", "unknown-filter", "misspelt-variable", "misspelt-into-format", "typed-number"],
+)
+def test_template_mistakes_are_one_line(templates, tmp_path, old, new, expected):
+    out = tmp_path / "out"
+    break_thread(templates, old, new)
+    with pytest.raises(UserError) as err:
+        build(DAYS / "day37.yaml", out, templates_root=templates)
+    line = err.value.line()
+    assert expected in line and "\n" not in line
+    assert line.startswith("templates/day37/x-thread.md.j2: line ")
+    assert not (out / "day37").exists()
+
+
+def test_a_day_without_templates_says_what_to_create(templates, tmp_path):
+    shutil.rmtree(templates / "day37")
+    with pytest.raises(UserError) as err:
+        build(DAYS / "day37.yaml", tmp_path, templates_root=templates)
+    assert err.value.line().startswith("templates/day37/: no templates for this day")
