@@ -93,13 +93,42 @@ def digits_outside_jinja(source: str) -> list[tuple[int, str]]:
     return [(n, line) for n, line in enumerate(bare.splitlines(), 1) if re.search(r"\d", line)]
 
 
+def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
+    """(line number, constant) for each number written as a constant inside a Jinja construct.
+
+    ``{{ "14.3%" }}`` or ``{% set m = 5.05 %}`` would smuggle a figure past the text rule.
+    Allowed: a filter's arguments (``gib(0)``, ``fixed(1)``: formatting, not figures), a
+    subscript (``rows[0]``, ``rows[-1]``: which row, not what it says) and template file names.
+    """
+    from jinja2 import nodes
+
+    tree = jinja2.Environment().parse(source)
+    allowed: set[int] = set()
+    for node in tree.find_all((nodes.Import, nodes.FromImport, nodes.Include, nodes.Extends)):
+        allowed.add(id(node.template))  # a template's file name, e.g. "_macros.j2"
+    for node in tree.find_all((nodes.Filter, nodes.Getitem)):
+        parts = node.args if isinstance(node, nodes.Filter) else [node.arg]
+        for part in parts:
+            allowed |= {id(c) for c in part.find_all(nodes.Const)} | {id(part)}
+    found = []
+    for const in tree.find_all(nodes.Const):
+        value = const.value
+        if id(const) in allowed or isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, (int, float)) or (isinstance(value, str) and re.search(r"\d", value)):
+            found.append((const.lineno, repr(value)))
+    return found
+
+
 def check_no_typed_numbers(templates_root: Path, names: list[str]) -> None:
+    """Refuse a template with a figure typed into it, as text or as a Jinja constant."""
     for name in names:
-        found = digits_outside_jinja((templates_root / name).read_text(encoding="utf-8"))
+        source = (templates_root / name).read_text(encoding="utf-8")
+        found = digits_outside_jinja(source) + numbers_inside_jinja(source)
         if found:
-            number, line = found[0]
+            number, text = min(found)
             raise UserError(
-                f"a number typed into a template ({line.strip()!r}): every figure must come "
+                f"a number typed into a template ({text.strip()}): every figure must come "
                 "from results through a filter",
                 file=f"templates/{name}",
                 field=f"line {number}",

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from engine import posts
-from engine.posts import digits_outside_jinja
+from engine.posts import digits_outside_jinja, numbers_inside_jinja
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -22,6 +22,18 @@ def test_there_are_templates_to_check():
 @pytest.mark.parametrize("template", all_templates(), ids=lambda p: str(p.relative_to(TEMPLATES)))
 def test_no_digit_outside_a_jinja_expression(template: Path):
     assert digits_outside_jinja(template.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize("template", all_templates(), ids=lambda p: str(p.relative_to(TEMPLATES)))
+def test_no_number_smuggled_in_as_a_jinja_constant(template: Path):
+    assert numbers_inside_jinja(template.read_text(encoding="utf-8")) == []
+
+
+def test_the_constant_rule_catches_smuggled_figures_but_not_formatting():
+    assert numbers_inside_jinja('{{ "14.3%" }} and {% set m = 5.05 %}{{ m }}') == [
+        (1, "'14.3%'"), (1, "5.05")
+    ]
+    assert numbers_inside_jinja("{{ x | gib(0) }} {{ rows[-1].n | fixed(1) }} {{ rows[0] }}") == []
 
 
 def test_the_digit_rule_catches_a_typed_number():
