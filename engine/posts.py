@@ -124,7 +124,10 @@ def check_no_typed_numbers(templates_root: Path, names: list[str]) -> None:
     """Refuse a template with a figure typed into it, as text or as a Jinja constant."""
     for name in names:
         source = (templates_root / name).read_text(encoding="utf-8")
-        found = digits_outside_jinja(source) + numbers_inside_jinja(source)
+        try:
+            found = digits_outside_jinja(source) + numbers_inside_jinja(source)
+        except jinja2.TemplateSyntaxError as exc:
+            raise _syntax_error(exc, name) from None
         if found:
             number, text = min(found)
             raise UserError(
@@ -176,6 +179,14 @@ def _split(text: str) -> list[str]:
     return posts
 
 
+def _syntax_error(exc: jinja2.TemplateSyntaxError, template: str) -> UserError:
+    return UserError(
+        exc.message or "syntax error",
+        file=f"templates/{exc.name or template}",
+        field=f"line {exc.lineno}",
+    )
+
+
 def _template_line(exc: Exception, template: str) -> str | None:
     """The template line a rendering error came from, read off the traceback Jinja rewrites."""
     tb = exc.__traceback__
@@ -192,9 +203,7 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
     try:
         text = env.get_template(template).render(**context)
     except jinja2.TemplateSyntaxError as exc:  # also unknown filters and tests
-        raise UserError(
-            exc.message or "syntax error", file=f"templates/{exc.name or template}", field=f"line {exc.lineno}"
-        ) from None
+        raise _syntax_error(exc, template) from None
     except jinja2.UndefinedError as exc:
         # A template asking for a figure the spec did not compute (a section or policy left
         # out) is a user-level mismatch, not a crash: name the template and the missing name.
