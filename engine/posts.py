@@ -98,7 +98,8 @@ def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
 
     ``{{ "14.3%" }}`` or ``{% set m = 5.05 %}`` would smuggle a figure past the text rule.
     Allowed: a filter's arguments (``gib(0)``, ``fixed(1)``: formatting, not figures), a
-    subscript (``rows[0]``, ``rows[-1]``: which row, not what it says) and template file names.
+    subscript (``rows[0]``, ``rows[-1]``: which row, not what it says), a comparison's operands
+    (``{% if waits > 0 %}``: what to say, never printed) and template file names.
     """
     from jinja2 import nodes
 
@@ -106,6 +107,8 @@ def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
     allowed: set[int] = set()
     for node in tree.find_all((nodes.Import, nodes.FromImport, nodes.Include, nodes.Extends)):
         allowed.add(id(node.template))  # a template's file name, e.g. "_macros.j2"
+    for node in tree.find_all(nodes.Compare):  # `x > 0` decides what to say, prints nothing
+        allowed |= {id(c) for c in node.find_all(nodes.Const)}
     for node in tree.find_all((nodes.Filter, nodes.Getitem)):
         parts = node.args if isinstance(node, nodes.Filter) else [node.arg]
         for part in parts:

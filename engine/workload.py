@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal, Union
 import numpy as np
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -263,9 +264,30 @@ class Mixture(_Model):
         return values
 
 
+DISTRIBUTION_EXAMPLE = "a distribution like uniform:8:40 or {kind: uniform, low: 8, high: 40}"
+
+
+def _distribution_input(value: Any) -> Any:
+    """A spec may write a distribution as the CLI does (`uniform:8:40`, `100`, a `W*DIST+...`
+    mixture) or as a mapping with a `kind`; anything else is refused here in plain words, before
+    pydantic would say "a valid dictionary or object to extract fields from"."""
+    if isinstance(value, (dict, BaseModel)):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)  # `output_tokens: 100` in YAML: every request 100 tokens
+    if isinstance(value, str):
+        try:
+            return parse_distribution(value)
+        except UserError as err:
+            raise ValueError(f"expected {DISTRIBUTION_EXAMPLE}: {err.message}") from None
+    shown = "nothing" if value is None else f"{type(value).__name__} {value!r}"
+    raise ValueError(f"expected {DISTRIBUTION_EXAMPLE}, got {shown}")
+
+
 Distribution = Annotated[
     Union[Constant, Uniform, Normal, Lognormal, Exponential, Zipf, Mixture],
     Field(discriminator="kind"),
+    BeforeValidator(_distribution_input),
 ]
 Component.model_rebuild()
 Mixture.model_rebuild()
@@ -324,7 +346,7 @@ class GeneratedWorkload(_Model):
     output_tokens: Distribution
     prompt_tokens: Distribution | None = None
     arrivals: Arrivals = AllAtZero()
-    seed: int = 0
+    seed: NonNegativeInt = 0  # numpy's SeedSequence takes no negative seeds
 
     @model_validator(mode="after")
     def _outputs_at_least_one(self) -> "GeneratedWorkload":

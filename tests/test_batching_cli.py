@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import re
+
 import pytest
 
 from engine.cli import main
+from engine.commands.simulate import _number
 
 LAB_TRACE = "/work/shared/reference/day37-lab-workload.csv"
 
@@ -106,6 +109,7 @@ def test_malformed_csv_is_one_line_and_exit_2(tmp_path, capsys, csv_text, where)
         (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--step-time", "roofline"], "--step-time"),
         (["--requests", "10", "--output-tokens", "5", "--slots", "0"], "--slots"),
         (["--workload", LAB_TRACE, "--output-tokens", "5", "--slots", "4"], "--output-tokens"),
+        (["--requests", "10", "--output-tokens", "5", "--seed", "-1", "--slots", "4"], "--seed"),
     ],
 )
 def test_flag_mistakes_name_the_flag(capsys, argv, flag):
@@ -122,3 +126,58 @@ def test_module_entry_point_exits_2_on_a_bad_trace(tmp_path):
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 2
     assert done.stderr.strip() == f"{trace}: row 2, column output_tokens: must be at least 1, got '0'"
+
+
+def test_paged_without_a_cache_size_names_the_three_ways_before_simulating(capsys):
+    code, out, err = run_cli(capsys, "--workload", LAB_TRACE, "--slots", "16",
+                             "--policy", "static,continuous,paged")
+    assert code == 2 and out == ""  # nothing printed for static and continuous first
+    assert err.count("\n") == 1 and err.startswith("--num-blocks: paged needs")
+    for way in ("--num-blocks N", "--model NAME --gpu NAME", "leave paged out of --policy"):
+        assert way in err
+
+
+def test_negative_seed_is_one_line(capsys):
+    code, _, err = run_cli(capsys, "--requests", "10", "--output-tokens", "5", "--seed", "-3",
+                           "--slots", "4")
+    assert code == 2 and err == "--seed: must be at least 0, got -3\n"
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(0, "0"), (1630.4, "1,630"), (999.7, "1,000"), (999.4, "999"), (115.94, "116"),
+     (12.345, "12.3"), (0.99951, "1.00"), (0.5, "0.500"), (0.0213, "0.0213"), (-3.2, "-3.20"),
+     (1_234_567.8, "1,234,568"), (float("nan"), "-"), (1e-9, "0.00000000100")],
+)
+def test_numbers_are_written_for_people(value, text):
+    assert _number(value) == text
+
+
+PEOPLE_NUMBER = re.compile(r"-?\d{1,3}(,\d{3})*(\.\d+)?[%x]?")
+
+
+def test_table_numbers_have_separators_and_no_exponents(capsys):
+    """40 requests of 2,000 tokens with 1,043-token prompts on 4 slots at 1 s per step: ten
+    waves of about 2,000 s, so every latency is in the thousands of seconds."""
+    code, out, _ = run_cli(capsys, "--requests", "40", "--output-tokens", "2000",
+                           "--prompt-tokens", "1043", "--slots", "4", "--step-time", "unit:1")
+    assert code == 0
+    assert "e+" not in out and "e-" not in out
+    assert out.splitlines()[0] == ("40 requests from generated seed=0: 80,000 output tokens "
+                                   "(mean 2,000.0, longest 2,000), prompts mean 1,043.0")
+    assert "unit, 1,000 ms per step" in out
+    rows = [line.split() for line in out.splitlines()
+            if line.startswith(("static ", "continuous ")) and " vs " not in line]
+    assert len(rows) == 2
+    for name, *cells in rows:
+        assert len(cells) == 10
+        for cell in cells:
+            assert PEOPLE_NUMBER.fullmatch(cell), cell
+            digits = cell.split(".")[0].lstrip("-").replace(",", "")
+            assert len(digits) < 4 or "," in cell, cell  # 1,000 and up are separated
+        steps, seconds, util, per_step, rps, *latencies, preempt = cells
+        assert seconds == steps  # 1 s per step
+        assert latencies[-1] == steps  # the last wave finishes at the makespan: e2e p99
+        assert float(latencies[0].replace(",", "")) > 1_000  # TTFT p50 waits for earlier waves
+        assert (util, per_step, preempt) == ("100.0%", "4.00", "0")  # 4 slots always full
+        assert rps == _number(40 / int(steps.replace(",", "")))

@@ -34,6 +34,7 @@ def test_the_constant_rule_catches_smuggled_figures_but_not_formatting():
         (1, "'14.3%'"), (1, "5.05")
     ]
     assert numbers_inside_jinja("{{ x | gib(0) }} {{ rows[-1].n | fixed(1) }} {{ rows[0] }}") == []
+    assert numbers_inside_jinja("{% if waits > 0 %}x{% endif %}") == []
 
 
 def test_the_digit_rule_catches_a_typed_number():

@@ -252,3 +252,89 @@ def test_poisson_and_gamma_models_reject_bad_rates():
         Poisson(rate=0)
     with pytest.raises(ValidationError):
         Gamma(rate=1, cv=0)
+
+
+# ---- distributions written in a spec ------------------------------------------------------------
+
+
+def test_spec_accepts_the_cli_syntax_wherever_a_distribution_goes():
+    """`output_tokens: uniform:10:50` in a day spec means what --output-tokens uniform:10:50 does."""
+    g = GeneratedWorkload.model_validate({
+        "requests": 4, "output_tokens": "uniform:10:50", "prompt_tokens": "constant:7",
+    })
+    assert g.output_tokens == Uniform(low=10, high=50)
+    assert g.prompt_tokens.model_dump() == {"kind": "constant", "value": 7}
+    via_adapter = TypeAdapter(WorkloadSpec).validate_python(
+        {"requests": 4, "output_tokens": "0.9*uniform:8:40+0.1*uniform:400:700"})
+    assert [c.dist for c in via_adapter.output_tokens.components] == [
+        Uniform(low=8, high=40), Uniform(low=400, high=700)]
+    # a bare whole number is a constant (YAML reads `output_tokens: 100` as an int)
+    assert spec(output_tokens=100).output_tokens.model_dump() == {"kind": "constant", "value": 100}
+    # inside a mixture's component too
+    mix = spec(output_tokens={"kind": "mixture", "components": [{"weight": 1, "dist": "uniform:3:9"}]})
+    assert mix.output_tokens.components[0].dist == Uniform(low=3, high=9)
+    # and the at-least-one-token rule still holds for the string form
+    with pytest.raises(ValidationError, match="at least 1 token"):
+        spec(output_tokens="uniform:0:5")
+
+
+def first_message(exc: ValidationError) -> tuple[str, str]:
+    err = exc.errors()[0]
+    return ".".join(str(p) for p in err["loc"]), err["msg"].removeprefix("Value error, ")
+
+
+@pytest.mark.parametrize(
+    "value, reason",
+    [
+        ("unifrm:10:50", "unknown distribution 'unifrm'"),
+        ("uniform:50:10", "high (10) must be at least low (50)"),
+        ("uniform:1:2:3", "uniform takes at most 2 numbers"),
+        ([10, 50], ", got list [10, 50]"),
+        (3.5, ", got float 3.5"),
+        (True, ", got bool True"),
+        (None, ", got nothing"),
+    ],
+)
+def test_a_wrong_distribution_says_what_a_distribution_looks_like(value, reason):
+    with pytest.raises(ValidationError) as caught:
+        TypeAdapter(WorkloadSpec).validate_python({"requests": 4, "output_tokens": value})
+    where, message = first_message(caught.value)
+    assert where.endswith("output_tokens")
+    assert message.startswith(
+        "expected a distribution like uniform:8:40 or {kind: uniform, low: 8, high: 40}")
+    assert reason in message and "\n" not in message
+    assert "valid dictionary" not in message
+
+
+def test_negative_seed_is_refused_by_the_model():
+    with pytest.raises(ValidationError) as caught:
+        spec(seed=-1)
+    assert caught.value.errors()[0]["loc"] == ("seed",)
+    assert caught.value.errors()[0]["type"] == "greater_than_equal"
+    assert generate(spec(requests=3, seed=0)).source == "generated seed=0"
+
+
+def test_day_spec_with_the_cli_syntax_loads_and_a_typo_is_one_line(days_copy):
+    """The walkthrough: `output_tokens: uniform:10:50` under batching.workload in a day spec."""
+    import yaml
+
+    from engine.spec import load_spec
+
+    path = days_copy / "day37.yaml"
+    data = yaml.safe_load(path.read_text())
+
+    def write_workload(workload: dict) -> None:
+        data["batching"]["workload"] = workload
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    write_workload({"requests": 50, "output_tokens": "uniform:10:50", "seed": 3})
+    assert load_spec(path).batching.workload.output_tokens == Uniform(low=10, high=50)
+    write_workload({"requests": 50, "output_tokens": "uniform:10"})
+    with pytest.raises(UserError) as caught:
+        load_spec(path)
+    assert caught.value.field == "batching.workload.output_tokens"
+    assert caught.value.message.startswith("expected a distribution like uniform:8:40 or {kind: ")
+    write_workload({"requests": 50, "output_tokens": "uniform:10:50", "seed": -1})
+    with pytest.raises(UserError) as caught:
+        load_spec(path)
+    assert caught.value.line() == f"{path}: batching.workload.seed: must be at least 0, got -1"

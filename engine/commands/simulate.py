@@ -66,9 +66,10 @@ def run(args: argparse.Namespace) -> int:
 
     workload = _workload(args)
     step_time = _step_time(args)
+    # Every policy is built before any runs, so a flag mistake is reported before minutes of work.
+    policies = {name: _policy(name, args) for name in _policy_names(args.policy)}
     results: dict[str, Any] = {}
-    for name in _policy_names(args.policy):
-        policy = _policy(name, args)
+    for name, policy in policies.items():
         try:
             results[name] = batching.simulate(workload, policy, slots=args.slots, step_time=step_time)
         except UserError as err:
@@ -94,6 +95,8 @@ def _workload(args: argparse.Namespace) -> Any:
         return wl.load_trace(Path(args.workload))
     if args.requests < 1:
         raise UserError(f"must be at least 1, got {args.requests}", field="--requests")
+    if args.seed < 0:
+        raise UserError(f"must be at least 0, got {args.seed}", field="--seed")
     if not args.output_tokens:
         raise UserError("--requests needs --output-tokens", field="--output-tokens")
     output = _distribution(args.output_tokens, "--output-tokens")
@@ -177,7 +180,8 @@ def _policy(name: str, args: argparse.Namespace) -> Any:
     blocks = args.num_blocks
     if blocks is None:
         if not args.model:
-            raise UserError("paged needs --num-blocks, or --model and --gpu to size the cache",
+            raise UserError("paged needs a KV cache size: give --num-blocks N, or --model NAME "
+                            "--gpu NAME to size it from the catalog, or leave paged out of --policy",
                             field="--num-blocks")
         blocks = num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype)
     try:
@@ -199,30 +203,46 @@ def _table(workload: Any, results: dict[str, Any], step_time: Any) -> str:
     s = workload.summary()
     lines = [
         f"{s['requests']:,} requests from {s['source']}: {s['total_output_tokens']:,} output tokens "
-        f"(mean {s['mean']:.1f}, longest {s['longest']:,})"
-        + (f", prompts mean {s['mean_prompt']:.1f}" if workload.has_prompts else ""),
+        f"(mean {s['mean']:,.1f}, longest {s['longest']:,})"
+        + (f", prompts mean {s['mean_prompt']:,.1f}" if workload.has_prompts else ""),
         f"step time: {_describe(step_time)}",
         "",
-        f"{'policy':<11}{'steps':>10}{'seconds':>10}{'util':>8}{'tok/step':>10}{'req/s':>9}"
-        f"{'TTFT p50':>10}{'TTFT p99':>10}{'e2e p50':>10}{'e2e p99':>10}{'preempt':>9}",
+        f"{'policy':<11}{'steps':>11}{'seconds':>11}{'util':>8}{'tok/step':>10}{'req/s':>10}"
+        f"{'TTFT p50':>11}{'TTFT p99':>11}{'e2e p50':>11}{'e2e p99':>11}{'preempt':>9}",
     ]
     for name, r in results.items():
         lat = r.latency.seconds or r.latency.steps
         q = {k: _quantiles(v) for k, v in lat.items()}
-        seconds = f"{r.makespan_seconds:,.1f}" if r.makespan_seconds is not None else "-"
-        rps = f"{r.requests_per_second:,.2f}" if r.requests_per_second is not None else "-"
+        seconds = "-" if r.makespan_seconds is None else _number(r.makespan_seconds)
+        rps = "-" if r.requests_per_second is None else _number(r.requests_per_second)
+        latencies = "".join(f"{_number(x):>11}" for x in (*q["ttft"], *q["e2e"]))
         lines.append(
-            f"{name:<11}{r.steps:>10,}{seconds:>10}{r.utilisation:>8.1%}"
-            f"{r.throughput_tokens_per_step:>10.2f}{rps:>9}"
-            f"{q['ttft'][0]:>10.3g}{q['ttft'][1]:>10.3g}{q['e2e'][0]:>10.3g}{q['e2e'][1]:>10.3g}"
-            f"{r.preemptions:>9,}"
+            f"{name:<11}{r.steps:>11,}{seconds:>11}{r.utilisation:>8.1%}"
+            f"{_number(r.throughput_tokens_per_step):>10}{rps:>10}{latencies}{r.preemptions:>9,}"
         )
     unit = "seconds" if step_time is not None else "steps"
     lines.append(f"(latencies in {unit}; utilisation = tokens / (slots × steps))")
     if "static" in results and "continuous" in results:
         multiple = results["static"].steps / results["continuous"].steps
-        lines.append(f"continuous vs static: {multiple:.2f}x the throughput")
+        lines.append(f"continuous vs static: {multiple:,.2f}x the throughput")
     return "\n".join(lines)
+
+
+def _number(value: float) -> str:
+    """A figure for people: whole units with thousands separators from 1,000 up, three
+    significant digits below, never an exponent: 1630.4 → '1,630', 115.94 → '116',
+    12.345 → '12.3', 0.0213 → '0.0213', 0.5 → '0.500'."""
+    import math
+
+    if not math.isfinite(value):
+        return "-"
+    if value == 0:
+        return "0"
+    if abs(value) >= 999.5:  # whole units from here on: 1,234,568, not 1,230,000
+        return f"{value:,.0f}"
+    value = float(f"{value:.3g}")  # round first, so 0.9996 is '1.00', not '1.000'
+    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:,.{decimals}f}"
 
 
 def _quantiles(values: Any) -> tuple[float, float]:
@@ -238,9 +258,9 @@ def _quantiles(values: Any) -> tuple[float, float]:
 def _describe(step_time: Any) -> str:
     info = step_time.describe()
     if info["kind"] == "unit":
-        return f"unit, {info['seconds_per_step'] * 1000:g} ms per step"
+        return f"unit, {info['seconds_per_step'] * 1000:,g} ms per step"
     if info["kind"] == "roofline":
-        return (f"roofline, {info['weights_bytes'] / 2**30:.1f} GiB weights at "
-                f"{info['hbm_bytes_per_s'] / 1e12:.2f} TB/s")
-    return (f"measured fit over {info['points']} points: {info['intercept_s'] * 1000:.2f} ms + "
+        return (f"roofline, {info['weights_bytes'] / 2**30:,.1f} GiB weights at "
+                f"{info['hbm_bytes_per_s'] / 1e12:,.2f} TB/s")
+    return (f"measured fit over {info['points']:,} points: {info['intercept_s'] * 1000:.2f} ms + "
             f"{info['per_token_s'] * 1e6:.2f} µs/token + {info['per_context_token_s'] * 1e9:.2f} ns/KV token")

@@ -17,7 +17,21 @@ def _mm1_row(row: dict[str, Any]) -> dict[str, Any]:
         "p99_time_in_system_ms": row["p99_sojourn_ms"],
         "closed_form_mean_ms": expected.get("mean_sojourn_ms"),
         "closed_form_p99_ms": expected.get("p99_sojourn_ms"),
+        "settled": settled(row["mean_sojourn_ms"], expected.get("mean_sojourn_ms")),
     }
+
+
+# How far (relative) a simulated mean may sit from its closed form before the post calls the
+# row unsettled. Near ρ = 1 a queue's mean converges so slowly that even 300,000 requests
+# leave it off by more than this, and batch-means error bars understate that (see summary.py).
+SETTLED_WITHIN = 0.05
+
+
+def settled(simulated: float, theory: float | None) -> bool | None:
+    """Whether a simulated mean is within SETTLED_WITHIN of its closed form (None: no theory)."""
+    if theory is None:
+        return None
+    return abs(simulated - theory) <= SETTLED_WITHIN * theory
 
 
 def run(section: QueueingSection, ctx: Context) -> dict[str, Any]:
@@ -40,12 +54,15 @@ def run(section: QueueingSection, ctx: Context) -> dict[str, Any]:
     except ValueError as exc:  # e.g. a service law that needs a cv
         raise UserError(str(exc), file=ctx.spec_path, field="queueing") from None
     mm1_rows = [_mm1_row(r.to_dict()) for r in mm1]
+    unsettled = [r["utilisation"] for r in mm1_rows if r["settled"] is False]
     return {
         "source": "simulated",
         "requests": section.requests,
         "service_ms": section.service_ms,
         "service": section.service,
         "mm1": mm1_rows,
+        "unsettled_utilisations": unsettled,
+        "settled_within": SETTLED_WITHIN,
         # How many times longer the busiest row waits than the least busy: the hockey stick.
         "growth": mm1_rows[-1]["mean_sojourn_ms"] / mm1_rows[0]["mean_sojourn_ms"],
         "shared": [r.to_dict() for r in shared],

@@ -8,9 +8,9 @@ Prints, in one run, each figure beside its target (issue 4, point 8):
 
 The targets are measured on chat-like traffic: output lengths lognormal (median 128 tokens,
 σ 1, at most 2,048; mean about 210), prompts lognormal (median 256, at most 4,096). The naive
-loop pays per generated token and the simulator per request, so the ratio grows with tokens per
-request; the lab's own mix (90 % 8–40 tokens, 10 % 400–700; mean 66) is printed too, for
-reference. Times are wall-clock for simulate() (schedule and metrics), best of a few repeats;
+loop pays per generated token and the simulator per request, so the continuous ratio grows with
+tokens per request; the lab's own mix (90 % 8–40 tokens, 10 % 400–700; mean about 77) is printed
+too, as reference rows that have no target. Times are wall-clock for simulate() (schedule and metrics), best of a few repeats;
 generating the workload is not timed.
 """
 from __future__ import annotations
@@ -50,10 +50,18 @@ def best_of(fn, repeats: int = 3):
     return best, result
 
 
-def report(label: str, figure: str, target: str, ok: bool | None, detail: str) -> bool:
-    verdict = {True: "PASS", False: "FAIL", None: "info"}[ok]
-    print(f"  {label:<46}{figure:>10}  target {target:<7}{verdict:<6}{detail}")
-    return ok is not False
+REFERENCE = "(reference, not a target)"
+
+
+def report(label: str, figure: str, target: str | None, ok: bool, detail: str) -> bool:
+    """One row. A target row reads 'target < 2 s  PASS'; a reference row (target None) has no
+    target to miss and fails only when its results differ from the naive loop's."""
+    if target is None:
+        column = REFERENCE if ok else "FAIL: results differ"
+    else:
+        column = f"target {target:<7}{'PASS' if ok else 'FAIL'}"
+    print(f"  {label:<46}{figure:>10}  {column:<27}{detail}")
+    return ok
 
 
 def million(name: str, output: dict, target: bool) -> bool:
@@ -62,8 +70,8 @@ def million(name: str, output: dict, target: bool) -> bool:
     for policy in (batching.StaticPolicy(), batching.ContinuousPolicy()):
         took, r = best_of(lambda: batching.simulate(load, policy, slots=SLOTS, step_time=STEP))
         ok &= report(
-            f"{policy.name}, 1,000,000 {name} requests", f"{took:.2f} s", "< 2 s",
-            (took < 2.0) if target else None,
+            f"{policy.name}, 1,000,000 {name} requests", f"{took:.2f} s",
+            "< 2 s" if target else None, (took < 2.0) if target else True,
             f"{r.steps:,} steps, utilisation {r.utilisation:.1%}, {r.requests / took:,.0f} requests/s",
         )
     return ok
@@ -80,8 +88,8 @@ def against_naive(name: str, output: dict, requests: int, target: bool) -> bool:
         same = fast.steps == slow.steps and fast.schedule.finish.tolist() == slow.finish
         ratio = slow_s / fast_s
         ok &= report(
-            f"{policy.name} vs naive loop, {requests:,} {name}", f"{ratio:,.0f}×", "≥ 50×",
-            (ratio >= 50 and same) if target else (None if same else False),
+            f"{policy.name} vs naive loop, {requests:,} {name}", f"{ratio:,.0f}×",
+            "≥ 50×" if target else None, (ratio >= 50 and same) if target else same,
             f"{fast_s * 1000:.1f} ms vs {slow_s:.2f} s; same {fast.steps:,} steps and finishes: {same}",
         )
     return ok
@@ -102,8 +110,7 @@ def paged() -> bool:
         [0] * small.n, small.prompt_tokens.tolist(), small.output_tokens.tolist(), 64, 1_024, 16, 64), 1)
     same = fast.steps == slow.steps and fast.preemptions == slow.preemptions
     ok &= report(
-        "paged vs naive loop, 2,000 chat, 1,024 blocks", f"{slow_s / fast_s:,.0f}×", "-",
-        None if same else False,
+        "paged vs naive loop, 2,000 chat, 1,024 blocks", f"{slow_s / fast_s:,.0f}×", None, same,
         f"{fast_s * 1000:.0f} ms vs {slow_s:.2f} s; same steps and {fast.preemptions:,} preemptions: {same}",
     )
     return ok
@@ -115,10 +122,15 @@ def main() -> int:
     ok = million("chat", CHAT_OUTPUT, target=True)
     ok &= paged()
     ok &= against_naive("chat", CHAT_OUTPUT, 5_000, target=True)
-    print("\nthe lab's mix, 66 tokens per request (for reference)")
+    chat_mean = workload(20_000, CHAT_OUTPUT).output_tokens.mean()
+    lab_mean = workload(20_000, LAB_OUTPUT).output_tokens.mean()
+    print(f"\nthe lab's mix, {lab_mean:.0f} tokens per request (for reference)")
     ok &= million("lab-mix", LAB_OUTPUT, target=False)
     ok &= against_naive("lab-mix", LAB_OUTPUT, 20_000, target=False)
     print("\nall targets met" if ok else "\nSOME TARGETS MISSED")
+    print(f"targets are measured on the chat-like workload ({chat_mean:.0f} output tokens per "
+          f"request); the lab mix's continuous ratio is lower because it has {lab_mean:.0f}: the "
+          "naive loop pays per token, the simulator per request.")
     return 0 if ok else 1
 
 
