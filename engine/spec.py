@@ -19,7 +19,9 @@ from engine.workload import WorkloadSpec
 
 # strict: YAML's `true` must not pass for 1, nor 16.5 for 16.
 PositiveInt = Annotated[int, Field(ge=1, strict=True)]
-PositiveFloat = Annotated[float, Field(gt=0)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+# Memory sizes in GiB: no device holds a pebibyte, so anything larger is a typo.
+GiB = Annotated[float, Field(ge=0, le=2**20, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
@@ -89,7 +91,7 @@ class ModelRef(_Strict):
 
 class InlineGpu(_Strict):
     name: str
-    memory_gib: PositiveFloat
+    memory_gib: Annotated[GiB, Field(gt=0)]
 
 
 class GpuRef(_Strict):
@@ -118,8 +120,8 @@ class ReserveBudgetSpec(_Strict):
     """The lab's budget: the card's memory minus a fixed reserve for weights and overhead."""
 
     kind: Literal["reserve"]
-    reserve_gib: Annotated[float, Field(ge=0)]
-    weights_gib: Annotated[float, Field(ge=0)] | None = None  # the reserve's share for weights
+    reserve_gib: GiB
+    weights_gib: GiB | None = None  # the reserve's share for weights
 
     @model_validator(mode="after")
     def _weights_within_reserve(self) -> "ReserveBudgetSpec":
@@ -141,7 +143,7 @@ class GivenBudgetSpec(_Strict):
     """A KV budget taken as given, as vLLM's 'Available KV cache memory' log line reports it."""
 
     kind: Literal["given"]
-    kv_memory_gib: PositiveFloat
+    kv_memory_gib: Annotated[GiB, Field(gt=0)]
 
 
 BudgetSpec = Annotated[

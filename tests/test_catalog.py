@@ -201,3 +201,15 @@ def test_inline_model_rejects_unknown_fields():
     with pytest.raises(UserError) as err:
         model_from_fields("x", 2, 2, 64, kv_heads=4)
     assert err.value.field == "kv_heads"
+
+
+def test_a_config_whose_heads_do_not_divide_the_hidden_size_is_refused(tmp_path):
+    import json
+
+    from engine.errors import UserError
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 3}))
+    with pytest.raises(UserError) as err:
+        load_model(str(path))
+    assert err.value.field == "head_dim" and "not a multiple" in err.value.message

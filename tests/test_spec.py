@@ -167,3 +167,8 @@ def test_a_chart_without_its_data_is_a_spec_error(days_copy):
 def test_error_locations_are_the_users_keys(days_copy, change, expected):
     path = edit(days_copy, change)
     assert error_line(path).startswith(f"{path}: {expected}")
+
+
+def test_absurd_sizes_are_typos_not_crashes(days_copy):
+    path = edit(days_copy, lambda d: d["kv_cache"]["gpu"].update(memory_gib=1.0e300))
+    assert error_line(path) == f"{path}: kv_cache.gpu.memory_gib: must be at most 1048576, got 1e+300"

@@ -215,6 +215,12 @@ def model_from_config(config: Mapping[str, Any], name: str, *, source: str | Non
         hidden = int(c["hidden_size"])
         heads = int(c["num_attention_heads"])
         kv_heads = int(_first(c, "num_key_value_heads", default=heads))
+        if c.get("head_dim") is None and heads and hidden % heads:
+            raise UserError(
+                f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}: give head_dim",
+                file=file,
+                field="head_dim",
+            )
         head_dim = int(_first(c, "head_dim", default=hidden // heads if heads else 0))
     except (TypeError, ValueError) as exc:
         raise UserError(f"a shape field is not a whole number ({exc})", file=file) from None

@@ -5,6 +5,7 @@ A readable table by default; ``--json`` prints the whole plan as one object.
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import sys
 from typing import Any
@@ -51,11 +52,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+# No device holds a pebibyte; a larger figure is a typo (and inf/nan are not sizes).
+MAX_GIB = 2**20
+
+
 def _gib(value: float | None, flag: str) -> int | None:
     if value is None:
         return None
-    if value <= 0:
-        raise UserError(f"must be positive, got {value:g}", field=flag)
+    if not math.isfinite(value) or value <= 0 or value > MAX_GIB:
+        raise UserError(f"must be a positive size up to {MAX_GIB:,} GiB, got {value:g}", field=flag)
     return int(round(value * GIB))
 
 
