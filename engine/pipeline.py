@@ -38,6 +38,7 @@ class BuildReport:
     written: list[Path] = field(default_factory=list)
     kept_edits: list[tuple[Path, Path]] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def day_folder_name(day: int) -> str:
@@ -176,7 +177,23 @@ def build(
         written=committed.written,
         kept_edits=committed.kept_edits,
         summary=headline(results),
+        warnings=check_kept_edits(target, committed.kept_edits),
     )
+
+
+def check_kept_edits(folder: Path, kept: list[tuple[Path, Path]]) -> list[str]:
+    """The platform rules on drafts a person edited: the build kept them, so it checks them too.
+
+    The fresh render passed before anything was written; an edit may not, and the person should
+    hear it now rather than when the post is refused.
+    """
+    if not kept:
+        return []
+    from engine import platforms
+
+    names = {path.name for path, _ in kept}
+    report = platforms.check_day_dir(folder)
+    return [str(v) for v in report.violations if v.draft in names]
 
 
 def draw_charts(spec: DaySpec, results: dict[str, Any], folder: Path) -> list[dict[str, Any]]:

@@ -139,3 +139,15 @@ def test_a_post_over_the_limit_fails_the_build_and_leaves_out_alone(tmp_path, ca
     assert any("x-thread.md post 8" in v and "over" in v for v in failed.value.violations), failed.value
     assert {p.name: p.read_bytes() for p in (out / "day37").iterdir()} == before
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
+
+
+def test_an_edit_that_breaks_a_rule_is_kept_but_warned_about(tmp_path, capsys):
+    spec = str(DAYS / "day37.yaml")
+    assert main(["build", spec, "--out", str(tmp_path)]) == 0
+    thread = tmp_path / "day37" / "x-thread.md"
+    thread.write_text(thread.read_text().replace("Same requests.", "Same requests. " + "Really. " * 20, 1))
+    capsys.readouterr()
+    assert main(["build", spec, "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: your edited x-thread.md post 4" in err and "280" in err
+    assert "Really." in thread.read_text()

@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {line}")
         for kept, new in report.kept_edits:
             print(f"  kept your edit of {kept.name}; the new render is {new.name} (--force overwrites)")
+        for warning in report.warnings:
+            print(f"  warning: your edited {warning}", file=sys.stderr)
         print(f"  drafts: {', '.join(p.name for p in report.written if p.suffix == '.md')}")
         print(f"  review: {report.folder / 'index.html'}")
     return 0
