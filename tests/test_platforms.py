@@ -420,3 +420,15 @@ def test_cli_exit_codes(tmp_path, capsys):
 def test_stand_in_does_not_outlive_the_import():
     if importlib.util.find_spec("pkg_resources") is None:
         assert "pkg_resources" not in sys.modules
+
+
+def test_check_takes_one_draft_file(tmp_path, capsys):
+    from engine.cli import main as cli
+
+    (tmp_path / "linkedin.md").write_text("short hook\n\nbody\n\n#A #B #C\n")
+    (tmp_path / "x-thread.md").write_text("1/1 " + "word " * 70 + "\n")  # 354 > 280
+    assert cli(["check", str(tmp_path / "linkedin.md")]) == 0
+    out = capsys.readouterr().out
+    assert "linkedin.md" in out and "x-thread.md" not in out
+    assert cli(["check", str(tmp_path / "x-thread.md")]) == 1
+    assert "FAIL x-thread.md post 1" in capsys.readouterr().out

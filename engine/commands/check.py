@@ -12,8 +12,9 @@ EXIT_RULES_FAILED = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("folders", nargs="+", type=Path, metavar="FOLDER",
-                        help="a built day's output folder, e.g. out/day37")
+    parser.add_argument("folders", nargs="+", type=Path, metavar="FOLDER|FILE",
+                        help="a built day's output folder, e.g. out/day37, or one draft in it "
+                             "(out/day37/linkedin.md): only that draft's counts and failures")
 
 
 def format_counts(draft: str, counts: list) -> str:
@@ -29,14 +30,17 @@ def run(args: argparse.Namespace) -> int:
     from engine.platforms import check_day_dir
 
     failed = 0
-    for folder in args.folders:
+    for path in args.folders:
+        folder, only = (path.parent, path.name) if path.is_file() else (path, None)
         report = check_day_dir(folder)
-        print(f"{folder}")
+        print(f"{path}")
         for draft, counts in report.counts.items():
-            print(f"  {format_counts(draft, counts)}")
-        for violation in report.violations:
+            if only is None or draft.split(" post ")[0] == only:
+                print(f"  {format_counts(draft, counts)}")
+        violations = [v for v in report.violations if only is None or v.draft == only]
+        for violation in violations:
             print(f"  FAIL {violation}")
-        failed += len(report.violations)
+        failed += len(violations)
     if failed:
         print(f"{failed} rule{'s' if failed != 1 else ''} broken")
         return EXIT_RULES_FAILED
