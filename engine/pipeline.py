@@ -20,6 +20,8 @@ from engine.experiments import Context
 from engine.spec import DaySpec, load_spec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The LinkedIn feed gives a portrait image the most room on a phone (4:5, 1080 × 1350).
+LINKEDIN_IMAGE_SIZE = "linkedin_portrait"
 TEMPLATES = REPO_ROOT / "templates"
 
 
@@ -202,8 +204,11 @@ def draw_charts(spec: DaySpec, results: dict[str, Any], folder: Path) -> list[di
     from engine import charts
 
     drawn = []
-    for name in spec.charts:
-        chart = charts.draw(name, results, folder)
+    jobs = [(name, None) for name in spec.charts]
+    if spec.linkedin_image is not None:
+        jobs.append((spec.linkedin_image, LINKEDIN_IMAGE_SIZE))
+    for name, size in jobs:
+        chart = charts.draw(name, results, folder, size=size)
         drawn.append(
             {
                 "name": chart.name,

@@ -151,3 +151,13 @@ def test_an_edit_that_breaks_a_rule_is_kept_but_warned_about(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "warning: your edited x-thread.md post 4" in err and "280" in err
     assert "Really." in thread.read_text()
+
+
+def test_the_linkedin_image_is_drawn_at_portrait_size(built, results):
+    import struct
+
+    png = (built / "scoreboard-linkedin_portrait.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", png[16:24]) == (1080, 1350)  # IHDR: width, height
+    entry = next(c for c in results["charts"] if c["file"] == "scoreboard-linkedin_portrait.png")
+    assert entry["platform"] == "linkedin" and entry["alt_text"]
