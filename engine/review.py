@@ -27,7 +27,7 @@ DRAFTS = ("linkedin.md", "x-thread.md")
 PAGE = "index.html"
 FOLD = 210  # LinkedIn's feed shows about this much before "…see more" (platform-rules.md)
 _DAY_DIR = re.compile(r"^day(\d+)$")
-_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)\)")  # a Markdown image: an attachment in x-thread.md
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)\)")  # a Markdown image in a draft: an attachment marker
 
 
 # ---- public API -------------------------------------------------------------------------------
@@ -97,8 +97,10 @@ def _environment() -> jinja2.Environment:
 
 def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) -> dict[str, Any]:
     checks = results.get("checks") or {}
-    linkedin = _linkedin(drafts.get("linkedin.md"), checks, day_dir)
-    thread = _thread(drafts.get("x-thread.md"), checks, day_dir)
+    charts = _charts(results, day_dir)
+    linkedin = _linkedin(drafts.get("linkedin.md"), checks, day_dir, charts)
+    linkedin["images"] = _unique(linkedin["images"] + linkedin_images(results, charts))
+    thread = _thread(drafts.get("x-thread.md"), checks, day_dir, charts)
     violations = linkedin.pop("violations") + thread.pop("violations")
     counted_here = linkedin["counted_here"] or thread["counted_here"]
     if not counted_here:
@@ -112,7 +114,7 @@ def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) 
         "linkedin": linkedin,
         "thread": thread,
         "violations": violations,
-        "charts": _charts(results, day_dir),
+        "charts": charts,
         "sources": sources(results),
         "inputs": inputs(results),
         "links_back": results.get("links_back") or [],
@@ -185,14 +187,18 @@ def _newer(day_dir: Path, name: str) -> str | None:
     return candidate if (day_dir / candidate).is_file() else None
 
 
-def _linkedin(text: str | None, checks: dict[str, Any], day_dir: Path) -> dict[str, Any]:
+def _linkedin(text: str | None, checks: dict[str, Any], day_dir: Path,
+              charts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"present": text is not None, "newer": _newer(day_dir, "linkedin.md"),
-                           "violations": [], "counted_here": False, "counts": []}
+                           "violations": [], "counted_here": False, "counts": [], "images": []}
     if text is None:
         return out
-    cut = fold_index(text)
+    # An image line in the draft is an attachment, not text: shown as an image, folded without it.
+    out["images"] = _attachments(text, day_dir, charts or [])
+    shown = _without_markers(text) if out["images"] else text
+    cut = fold_index(shown)
     # Line breaks at the cut are shown by the fold marker itself, not as empty lines around it.
-    out.update(visible=text[:cut].rstrip("\n"), rest=text[cut:].lstrip("\n"), fold=FOLD)
+    out.update(visible=shown[:cut].rstrip("\n"), rest=shown[cut:].lstrip("\n"), fold=FOLD)
     platforms = _platforms()
     if platforms is not None:
         counts, violations = platforms.check_linkedin(text, draft="linkedin.md")
@@ -202,7 +208,8 @@ def _linkedin(text: str | None, checks: dict[str, Any], day_dir: Path) -> dict[s
     return out
 
 
-def _thread(text: str | None, checks: dict[str, Any], day_dir: Path) -> dict[str, Any]:
+def _thread(text: str | None, checks: dict[str, Any], day_dir: Path,
+            charts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"present": text is not None, "newer": _newer(day_dir, "x-thread.md"),
                            "violations": [], "counted_here": False, "posts": []}
     if text is None:
@@ -216,11 +223,70 @@ def _thread(text: str | None, checks: dict[str, Any], day_dir: Path) -> dict[str
         stored = checks.get("x") or []
         per_post = stored if len(stored) == len(posts) else [[] for _ in posts]
     for k, (post, counts) in enumerate(zip(posts, per_post), start=1):
-        images = [{"alt": alt, "src": src, "exists": (day_dir / src).is_file()} for alt, src in _IMAGE.findall(post)]
-        body = "\n".join(line.rstrip() for line in _IMAGE.sub("", post).split("\n")).strip("\n")
+        images = _attachments(post, day_dir, charts or [])
+        body = _without_markers(post)
         out["posts"].append({"number": k, "total": len(posts), "text": body, "images": images,
                              "counts": _count_dicts(counts)})
     return out
+
+
+def _attachments(markdown: str, day_dir: Path, charts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The images a draft's `![alt](file.png)` markers attach, with the chart's own alt text (the
+    one to paste) where the file is a recorded chart, else the marker's words."""
+    by_file = {c["file"]: c for c in charts}
+    found = []
+    for alt, src in _IMAGE.findall(markdown):
+        chart = by_file.get(src, {})
+        found.append({"src": src, "alt": alt, "marker": f"![{alt}]({src})",
+                      "alt_text": chart.get("alt_text") or alt, "alt_length": len(chart.get("alt_text") or alt),
+                      "width": chart.get("width"), "height": chart.get("height"),
+                      "exists": (day_dir / src).is_file()})
+    return found
+
+
+def _without_markers(markdown: str) -> str:
+    """The draft as pasted: attachment markers removed (a line that held only a marker goes, and
+    so does the blank line it leaves doubled), trailing spaces and edge blank lines gone."""
+    lines: list[str] = []
+    dropped = False
+    for line in markdown.split("\n"):
+        bare = _IMAGE.sub("", line).rstrip()
+        if not bare and _IMAGE.search(line):
+            dropped = True  # a marker on a line of its own
+            continue
+        if not bare and dropped and lines and not lines[-1]:
+            continue  # the blank line around a dropped marker, now doubled
+        dropped = False
+        lines.append(bare)
+    return "\n".join(lines).strip("\n")
+
+
+def linkedin_images(results: dict[str, Any], charts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chart(s) to attach to the LinkedIn post.
+
+    Only charts recorded for LinkedIn (platform 'linkedin') qualify, and not every one of them:
+    several charts are drawn at a LinkedIn size by default without being meant for the post.
+    The post's image is the spec's `linkedin_image` (results['linkedin_image'] or
+    results['inputs']['linkedin_image']), preferring its second render at a LinkedIn size
+    (`<name>-linkedin_portrait.png`) over a default-size file; with no name recorded, any such
+    second render, or an entry marked 'attach'.
+    """
+    chosen = results.get("linkedin_image") or (results.get("inputs") or {}).get("linkedin_image")
+    mine = [c for c in charts if c.get("platform") == "linkedin"]
+    redrawn = [c for c in mine if Path(c["file"]).stem != c.get("name")]
+    if chosen:
+        picked = [c for c in mine if c.get("name") == chosen]
+        picked = [c for c in picked if c in redrawn] or picked
+    else:
+        picked = [c for c in mine if c in redrawn or c.get("attach")]
+    return [{"src": c["file"], "alt": c["alt_text"], "marker": "", "alt_text": c["alt_text"],
+             "alt_length": c["alt_length"], "width": c.get("width"), "height": c.get("height"),
+             "exists": c["exists"]} for c in picked]
+
+
+def _unique(images: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    return [i for i in images if not (i["src"] in seen or seen.add(i["src"]))]
 
 
 def _split_thread(markdown: str) -> list[str]:
@@ -294,6 +360,26 @@ def _gib(num_bytes: Any) -> str:
     return f"{num_bytes / 2**30:,.2f} GiB" if isinstance(num_bytes, (int, float)) else "—"
 
 
+def e2e_latency(policies: dict[str, Any]) -> tuple[str, dict[str, dict[str, Any]]]:
+    """(unit, {policy: {'p50': …, 'p99': …}}) for the end-to-end latency columns.
+
+    The simulator writes latency.seconds.e2e when steps are priced, and latency.steps.e2e always;
+    older results carry e2e (in steps). Seconds are shown when every policy has them, so one
+    column never mixes units; otherwise steps. A policy with neither shows '—'.
+    """
+    def pick(p: dict[str, Any], unit: str) -> dict[str, Any] | None:
+        latency = p.get("latency") or {}
+        found = (latency.get(unit) or {}).get("e2e")
+        if found is None and unit == "steps":
+            found = p.get("e2e")
+        return found if isinstance(found, dict) else None
+
+    policies = {name: p for name, p in policies.items() if isinstance(p, dict)}
+    if policies and all(pick(p, "seconds") for p in policies.values()):
+        return "s", {name: pick(p, "seconds") or {} for name, p in policies.items()}
+    return "steps", {name: pick(p, "steps") or {} for name, p in policies.items()}
+
+
 def inputs(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Tables of the inputs and assumptions behind each section: name → value rows, plus a
     table of per-row results where the section has one."""
@@ -327,12 +413,14 @@ def inputs(results: dict[str, Any]) -> list[dict[str, Any]]:
             if key in bt:
                 rows.append((key.replace("_", " "), _num(bt[key])))
         policies = bt.get("policies") or {}
-        head = ["policy", "steps", "GPU busy", "tokens / step", "makespan (s)", "requests / s", "p50", "p99"]
+        unit, latency = e2e_latency(policies)
+        head = ["policy", "steps", "GPU busy", "tokens / step", "makespan (s)", "requests / s",
+                f"p50 end-to-end ({unit})", f"p99 end-to-end ({unit})"]
         table = {"head": head, "rows": [{"highlight": False, "cells": [
             name, _num(p.get("steps")), f"{p['utilisation'] * 100:.1f}%" if "utilisation" in p else "—",
             _num(p.get("throughput_tokens_per_step")), _num(p.get("makespan_seconds")),
-            _num(p.get("requests_per_second")), _num((p.get("e2e") or {}).get("p50")),
-            _num((p.get("e2e") or {}).get("p99"))]} for name, p in policies.items()]}
+            _num(p.get("requests_per_second")), _num(latency[name].get("p50")),
+            _num(latency[name].get("p99"))]} for name, p in policies.items()]}
         tables.append({"title": "Batching", "source": bt.get("source", ""),
                        "kind": source_kind(bt.get("source", "")), "rows": rows, "table": table})
     qu = results.get("queueing")

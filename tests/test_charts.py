@@ -14,6 +14,7 @@ import struct
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine import charts
@@ -205,10 +206,11 @@ def test_every_chart_is_at_its_platform_size(drawn: dict[str, charts.ChartFile])
 
 
 def test_same_results_give_the_same_bytes(results: dict, tmp_path: Path) -> None:
-    for name in ("scoreboard", "slot_timeline", "kv_fit"):
-        a = charts.draw(name, results, tmp_path / "a").path.read_bytes()
-        b = charts.draw(name, results, tmp_path / "b").path.read_bytes()
-        assert a == b, name
+    for name, size in (("scoreboard", None), ("scoreboard", "linkedin_portrait"), ("slot_timeline", None),
+                       ("kv_fit", None)):
+        a = charts.draw(name, results, tmp_path / "a", size=size).path.read_bytes()
+        b = charts.draw(name, results, tmp_path / "b", size=size).path.read_bytes()
+        assert a == b, (name, size)
 
 
 def test_another_process_draws_the_same_bytes(results: dict, tmp_path: Path) -> None:
@@ -283,9 +285,9 @@ def _texts(fig) -> list[str]:
     return [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize"))]
 
 
-def _built(name: str, results: dict):
+def _built(name: str, results: dict, size: str | None = None):
     with style.theme():
-        fig, _ = charts.CHARTS[name](results)
+        fig, _ = charts.CHARTS[name](results, size=style.SIZES[size] if size else None)
         fig.canvas.draw()  # creates the tick labels, so they are checked too
     return fig
 
@@ -347,7 +349,7 @@ def test_slot_timeline_shows_every_request_and_every_idle_slot_step(results: dic
     assert len(panels) == 2
     for ax, name in zip(panels, ("static", "continuous")):
         busy = idle_area = 0.0
-        for coll in ax.collections:  # each path is one bar; its width in steps from its vertices
+        for coll in _bar_collections(ax):  # each path is one bar; its width in steps from its vertices
             spans = sum(path.vertices[:, 0].max() - path.vertices[:, 0].min() for path in coll.get_paths())
             if to_hex(coll.get_facecolors()[0]) == grey:
                 idle_area += spans
@@ -356,8 +358,69 @@ def test_slot_timeline_shows_every_request_and_every_idle_slot_step(results: dic
         steps = results["batching"]["policies"][name]["steps"]
         assert busy == pytest.approx(tokens)
         assert idle_area == pytest.approx(steps * SLOTS)  # the grey track under every slot
-        assert len(ax.collections) <= 3 * SLOTS
+        assert len(ax.collections) <= 3 * SLOTS + 1  # + the hand-over hairlines
     assert len(fig.findobj(lambda a: a.__class__.__name__ == "Rectangle")) < 100
+
+
+def _bar_collections(ax) -> list:
+    from matplotlib.collections import LineCollection
+
+    return [c for c in ax.collections if not isinstance(c, LineCollection)]
+
+
+def _joins(timeline: dict) -> set[tuple[int, int]]:
+    """(slot, step) where a request starts in a slot the step the one before it there ended."""
+    by_slot: dict[int, list[tuple[int, int]]] = {}
+    for slot, start, end in zip(timeline["slot"], timeline["start_step"], timeline["end_step"]):
+        by_slot.setdefault(slot, []).append((start, end))
+    found = set()
+    for slot, spans in by_slot.items():
+        spans.sort()
+        found |= {(slot, b[0]) for a, b in zip(spans, spans[1:]) if a[1] == b[0]}
+    return found
+
+
+def test_back_to_back_requests_are_drawn_apart(results: dict) -> None:
+    """A request that takes over a slot the step the last one left it gets a white hairline at
+    the hand-over, so no two requests merge into one bar longer than any request: one line
+    collection per panel, not one patch per token."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.colors import to_hex
+
+    fig = _built("slot_timeline", results)
+    panels = [ax for ax in fig.axes if ax.collections]
+    longest = results["batching"]["workload"]["longest"]
+    for ax, name in zip(panels, ("static", "continuous")):
+        timeline = results["batching"]["policies"][name]["timeline"]
+        expected = _joins(timeline)
+        assert expected, name  # the lab's run has hand-overs in both panels
+        lines = [c for c in ax.collections if isinstance(c, LineCollection)]
+        assert len(lines) == 1, name
+        assert {to_hex(c) for c in lines[0].get_colors()} == {"#ffffff"}
+        drawn = set()
+        for seg in lines[0].get_segments():
+            (x0, y0), (x1, y1) = seg
+            assert x0 == x1 and int(y0) == int(y1) and y1 - y0 > 0.5, seg  # inside one slot's band
+            drawn.add((int(y0), int(x0)))
+        assert drawn == expected, name
+        # what a reader sees: bars touching with no hairline between them read as one bar
+        spans: dict[int, list[tuple[float, float]]] = {}
+        for coll in _bar_collections(ax):
+            if to_hex(coll.get_facecolors()[0]) == style.LIGHT_GREY.lower():
+                continue
+            for path in coll.get_paths():
+                xs, ys = path.vertices[:, 0], path.vertices[:, 1]
+                spans.setdefault(int(ys.min()), []).append((xs.min(), xs.max()))
+        for slot, row in spans.items():
+            row.sort()
+            run_start, run_end = row[0]
+            for a, b in row[1:]:
+                if a == run_end and (slot, int(a)) not in drawn:
+                    run_end = b
+                else:
+                    assert run_end - run_start <= longest, (name, slot, run_start, run_end)
+                    run_start, run_end = a, b
+            assert run_end - run_start <= longest, (name, slot, run_start, run_end)
 
 
 def test_kv_fit_is_log_log_with_one_line_per_view(results: dict) -> None:
@@ -369,6 +432,75 @@ def test_kv_fit_is_log_log_with_one_line_per_view(results: dict) -> None:
     assert len(lines) == views
     ys = list(lines[0].get_ydata())
     assert ys == [256, 128, 64, 32, 16, 8, 4]
+
+
+def _two_compare_views(results: dict) -> dict:
+    """The Day 37 spec's shape: the main view, plus two models under vLLM's own accounting."""
+    out = copy.deepcopy(results)
+    near = _view("Llama-2-7B, vLLM accounting on an H100 80GB", 80, 58, 12.55, 1.45)
+    far = _view("Llama-3-8B (8 KV heads), vLLM accounting on an H100 80GB", 80, 55, 15, 1.2)
+    for view, model in ((near, "llama-2-7b"), (far, "llama-3-8b")):
+        view["model"]["name"] = model
+        view["budget"] = {"kind": "vllm", "gpu_memory_utilization": 0.9}
+    for row in far["plan"]["contexts"]:  # 8 KV heads instead of 32: four times as many fit
+        row["max_requests"] *= 4
+    out["kv_cache"]["compare"] = [near, far]
+    return out
+
+
+def _label_boxes(fig, values: list[int]) -> dict[int, object]:
+    """The biggest text showing each value (the callouts), by value."""
+    found: dict[int, tuple[float, object]] = {}
+    for t in fig.axes[0].texts:
+        for v in values:
+            if t.get_text() == f"{v:,}" and t.get_fontsize() > found.get(v, (0, None))[0]:
+                found[v] = (t.get_fontsize(), t)
+    return {v: t for v, (_, t) in found.items()}
+
+
+def test_kv_fit_callouts_sit_on_the_main_line_and_the_lines_stay_apart(results: dict) -> None:
+    """The highlighted numbers point at the main view's own ringed points, hang below the lines
+    (a compare view above, e.g. a GQA model, cannot claim them), and no line runs through them;
+    a compare view drawn almost on top of the main one still reads as another line."""
+    data = _two_compare_views(results)
+    fig = _built("kv_fit", data)
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    views = [data["kv_cache"]["main"], *data["kv_cache"]["compare"]]
+    lines = [line for line in ax.lines if len(line.get_xdata()) == len(CONTEXTS)]
+    main_fit = {r["context"]: r["max_requests"] for r in views[0]["plan"]["contexts"]}
+    highlight = data["kv_cache"]["highlight"]
+    callouts = _label_boxes(fig, [main_fit[c] for c in highlight])
+    assert set(callouts) == {main_fit[c] for c in highlight}
+    others = [t for t in ax.texts if t not in callouts.values() and t.get_text().strip()]
+    for c in highlight:
+        text = callouts[main_fit[c]]
+        assert tuple(text.xy) == (c, main_fit[c])  # anchored on the main view's point
+        box = text.get_bbox_patch().get_window_extent(renderer)
+        px, py = ax.transData.transform((c, main_fit[c]))
+        assert box.y1 < py  # below its point: away from views that run above the main one
+        for line in lines:  # no line crosses the label (sampled densely in display space)
+            xy = ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()]))
+            for (x0, y0), (x1, y1) in zip(xy, xy[1:]):
+                for f in np.linspace(0, 1, 200):
+                    assert not box.contains(x0 + f * (x1 - x0), y0 + f * (y1 - y0)), (c, line.get_label())
+        for other in others:
+            assert not box.overlaps(other.get_window_extent(renderer)), (c, other.get_text())
+    main, *compare = lines
+    assert main.get_linestyle() == "-" and all(line.get_linestyle() != "-" for line in compare)
+    assert len({line.get_marker() for line in lines}) == len(lines)  # every view its own marker
+    assert all(line.get_markerfacecolor() != main.get_markerfacecolor() for line in compare)  # hollow
+
+
+def test_kv_charts_name_the_source_of_every_view(results: dict) -> None:
+    data = _two_compare_views(results)
+    for name in ("kv_fit", "memory_breakdown"):
+        fig = _built(name, data)
+        notes = [t.get_text() for t in fig.texts if t.get_color() == style.MUTED]
+        joined = " | ".join(notes)
+        assert "calculated: 7B-class on an 80 GiB GPU, 16 GiB reserved" in joined, (name, notes)
+        assert "compare views: llama-2-7b and llama-3-8b, vLLM accounting at 90% of GPU memory" in joined
+        assert not any(n.endswith("…") for n in notes), notes  # nothing cut off to fit
 
 
 def test_hockey_stick_curve_is_the_closed_form(results: dict) -> None:
@@ -414,8 +546,11 @@ def test_no_text_spills_off_the_image_or_onto_the_title(results: dict) -> None:
     and no plot runs into the title, the section headings or the source lines."""
     long_title = copy.deepcopy(results)
     long_title["title"] = "LLM serving is a queueing problem with a GPU in the middle, and more words"
-    for name in charts.CHARTS:
-        fig = _built(name, long_title)
+    cases = [(name, long_title, None) for name in charts.CHARTS]
+    cases += [("scoreboard", long_title, "linkedin_portrait"), ("scoreboard", long_title, "linkedin")]
+    cases += [(name, _two_compare_views(long_title), None) for name in ("kv_fit", "memory_breakdown")]
+    for name, data, size in cases:
+        fig = _built(name, data, size)
         renderer = fig.canvas.get_renderer()
         drawn = fig.get_tightbbox(renderer)  # inches, only what is actually drawn
         width, height = fig.get_size_inches()

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import struct
 import subprocess
 import zlib
@@ -17,9 +18,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine import review
 from engine.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
 
 HOOK = "Day 37 of 60. The vLLM paper is a queueing trick & not an AI trick."
 LINKEDIN = (
@@ -44,6 +48,15 @@ def tiny_png(width: int = 4, height: int = 3) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
 
 
+def latency(p50: float, p99: float, seconds_per_step: float | None = 0.02) -> dict:
+    """The simulator's latency block: percentiles in steps, and in seconds when steps are priced."""
+    steps = {"e2e": {"p50": p50, "p99": p99}, "ttft": {"p50": 1.0, "p99": 1.0}}
+    if seconds_per_step is None:
+        return {"steps": steps}
+    timed = {k: {q: v * seconds_per_step for q, v in d.items()} for k, d in steps.items()}
+    return {"steps": steps, "seconds": timed}
+
+
 def day_results(day: int = 37, batching_source: str = "simulated") -> dict:
     rows = [{"context": c, "blocks_per_request": c // 16, "bytes_per_request": c * 524288,
              "max_requests": 131072 // c} for c in (512, 2048, 8192)]
@@ -62,9 +75,9 @@ def day_results(day: int = 37, batching_source: str = "simulated") -> dict:
                      "workload": {"requests": 200, "total_output_tokens": 13280, "longest": 661},
                      "multiple": 5.05, "ideal_steps": 830, "policies": {
                          "static": {"steps": 5797, "utilisation": 0.1432, "throughput_tokens_per_step": 2.29,
-                                    "e2e": {"p50": 2727, "p90": 5305, "p99": 5372}},
+                                    "latency": latency(2724, 5365.07)},
                          "continuous": {"steps": 1148, "utilisation": 0.723, "throughput_tokens_per_step": 11.57,
-                                        "e2e": {"p50": 346, "p90": 689, "p99": 1140}}}},
+                                        "latency": latency(345.5, 1018.23)}}},
         "charts": [{"name": "scoreboard", "file": "scoreboard.png", "alt_text": ALT, "width": 1600,
                     "height": 900, "platform": "x"}],
         "checks": {"linkedin": [{"name": "length", "value": 999, "limit": 3000, "ok": True}],
@@ -182,7 +195,8 @@ def test_stored_checks_are_used_when_platform_rules_are_unavailable(out: Path, m
 
 def test_images_carry_their_alt_text_and_size(out: Path) -> None:
     (out / "day37" / "scoreboard.alt.txt").write_text("Edited alt text.\n")
-    parsed = Elements(day_page(out))
+    page = day_page(out)
+    parsed = Elements(page.split('<section id="charts">', 1)[1])
     figure_imgs = [a for t, a in parsed.tags if t == "img" and a.get("width")]
     assert figure_imgs == [{"src": "scoreboard.png", "alt": "Edited alt text.", "width": "1600", "height": "900"}]
     assert "Edited alt text." in "".join(parsed.text)
@@ -203,6 +217,128 @@ def test_inputs_show_the_table_with_highlighted_rows(out: Path) -> None:
     highlighted = re.findall(r'<tr class="highlight">(.*?)</tr>', page, re.S)
     assert len(highlighted) == 2 and "2,048" in highlighted[0] and "8,192" in highlighted[1]
     assert "5,797" in page and "14.3%" in page and "72.3%" in page
+
+
+def _cells(page: str, title: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The results table under the heading `title`: its header, and each row's cells by policy."""
+    section = page.split(f"<h3>{title} ", 1)[1].split("<h3>", 1)[0]
+    table = section.split('<table class="results">', 1)[1].split("</table>", 1)[0]
+    head = re.findall(r"<th>(.*?)</th>", table)
+    rows = [re.findall(r'<td class="num">(.*?)</td>', row) for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+    return head, {r[0]: r for r in rows if r}
+
+
+def _number(cell: str) -> float:
+    return float(cell.replace(",", ""))
+
+
+def test_batching_latency_is_read_from_the_simulators_shape(out: Path) -> None:
+    head, rows = _cells(day_page(out), "Batching")
+    assert head[-2:] == ["p50 end-to-end (s)", "p99 end-to-end (s)"]
+    assert [_number(c) for c in rows["static"][-2:]] == pytest.approx([2724 * 0.02, 5365.07 * 0.02], rel=1e-3)
+    assert [_number(c) for c in rows["continuous"][-2:]] == pytest.approx([345.5 * 0.02, 1018.23 * 0.02], rel=1e-3)
+    # unpriced steps: the simulator writes steps only, and the header says so
+    results = json.loads((out / "day37" / "results.json").read_text())
+    for name, (p50, p99) in {"static": (2724, 5365.07), "continuous": (345.5, 1018.23)}.items():
+        results["batching"]["policies"][name]["latency"] = latency(p50, p99, seconds_per_step=None)
+    (out / "day37" / "results.json").write_text(json.dumps(results))
+    head, rows = _cells(day_page(out), "Batching")
+    assert head[-2:] == ["p50 end-to-end (steps)", "p99 end-to-end (steps)"]
+    assert [_number(c) for c in rows["continuous"][-2:]] == pytest.approx([345.5, 1018.23], abs=0.6)
+
+
+def _replay(lengths: list[int], slots: int) -> dict[str, list[int]]:
+    """End step of every request (all arrive at step 0, one token per step), by policy: static
+    runs groups of `slots` in arrival order; continuous gives each the earliest free slot."""
+    static, t = [], 0
+    for g in range(0, len(lengths), slots):
+        group = lengths[g : g + slots]
+        static += [t + n for n in group]
+        t += max(group)
+    free = [0] * slots
+    continuous = []
+    for n in lengths:
+        s = min(range(slots), key=lambda i: (free[i], i))
+        free[s] += n
+        continuous.append(free[s])
+    return {"static": static, "continuous": continuous}
+
+
+@pytest.fixture(scope="module")
+def day37_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """days/day37.yaml built for real into a scratch folder."""
+    out = tmp_path_factory.mktemp("built")
+    assert main(["build", str(REPO / "days" / "day37.yaml"), "--out", str(out)]) == 0
+    return out / "day37"
+
+
+def test_a_real_build_shows_batching_latency(day37_built: Path) -> None:
+    """The page built from days/day37.yaml shows each policy's p50 and p99 end-to-end latency,
+    in seconds, as an independent replay of the lab's workload gives them."""
+    spec = yaml.safe_load((REPO / "days" / "day37.yaml").read_text())
+    per_step = spec["batching"]["step_time"]["seconds_per_step"]
+    workload = (REPO / "days" / spec["batching"]["workload"]["trace"]).read_text().split()
+    lengths = [int(v) for v in workload[1:]]
+    head, rows = _cells((day37_built / "index.html").read_text(), "Batching")
+    assert head[-2:] == ["p50 end-to-end (s)", "p99 end-to-end (s)"]
+    for name, ends in _replay(lengths, spec["batching"]["slots"]).items():
+        cuts = statistics.quantiles(ends, n=100, method="inclusive")  # linear, like numpy's default
+        expected = [cuts[49] * per_step, cuts[98] * per_step]
+        assert [_number(c) for c in rows[name][-2:]] == pytest.approx(expected, rel=2e-3), name
+        assert "—" not in rows[name]
+
+
+def test_attachments_under_each_draft(day37_built: Path, tmp_path: Path) -> None:
+    """The LinkedIn post's image (the spec's linkedin_image, drawn again at 1080x1350) sits under
+    the LinkedIn draft; each X post shows the images its marker lines name, without the markers;
+    and the page says what those marker lines are."""
+    from engine import charts
+
+    day = tmp_path / "day37"
+    shutil.copytree(day37_built, day)
+    results = json.loads((day / "results.json").read_text())
+    portrait = charts.draw("scoreboard", results, day, size="linkedin_portrait")
+    if portrait.path.name not in [c["file"] for c in results["charts"]]:  # the spec's linkedin_image
+        results["charts"].append(portrait.to_dict())  # as the pipeline records it
+    (day / "results.json").write_text(json.dumps(results))
+    page = review.write_day_page(day).read_text()
+    linkedin = page.split('<section id="linkedin"', 1)[1].split("</section>", 1)[0]
+    x = page.split('<section id="x"', 1)[1].split("</section>", 1)[0]
+    attached = [a for t, a in Elements(linkedin).tags if t == "img"]
+    assert attached == [{"src": "scoreboard-linkedin_portrait.png", "alt": portrait.alt_text,
+                         "width": "1080", "height": "1350"}]
+    assert "Attach this image" in linkedin and "kv_fit.png" not in linkedin  # LinkedIn-sized, not chosen
+    thread = (day / "x-thread.md").read_text().split("\n---\n")
+    cards = x.split('<article class="card tweet"')[1:]
+    assert len(cards) == len(thread)
+    for post, card in zip(thread, cards):
+        named = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", post)
+        assert [a["src"] for t, a in Elements(card).tags if t == "img"] == named
+        text = re.search(r'<pre class="post">(.*?)</pre>', card, re.S).group(1)
+        assert "![" not in text and "](" not in text
+    assert sum(1 for c in cards if "<img" in c) == 2  # the scoreboard and the slot timeline
+    note = Elements(x).with_class("markers-note")
+    assert note and "attachment marker" in x and "delete the marker line" in x
+
+
+def test_linkedin_image_follows_the_spec_and_markers(out: Path) -> None:
+    day = out / "day37"
+    results = json.loads((day / "results.json").read_text())
+    (day / "kv_fit.png").write_bytes(tiny_png())
+    results["charts"].append({"name": "kv_fit", "file": "kv_fit.png", "alt_text": "Log-log chart.",
+                              "width": 1200, "height": 627, "platform": "linkedin"})
+    (day / "results.json").write_text(json.dumps(results))
+    linkedin = lambda: day_page(out).split('<section id="linkedin"', 1)[1].split("</section>", 1)[0]  # noqa: E731
+    assert "<img" not in linkedin() and "linkedin_image" in linkedin()  # LinkedIn-sized, but not chosen
+    results["inputs"] = {"linkedin_image": "kv_fit"}
+    (day / "results.json").write_text(json.dumps(results))
+    assert [a["src"] for t, a in Elements(linkedin()).tags if t == "img"] == ["kv_fit.png"]
+    # a marker line in linkedin.md is an attachment too, and not part of the text that folds
+    (day / "linkedin.md").write_text("Hook line.\n\n![the scoreboard](scoreboard.png)\n\nMore text.\n")
+    shown = linkedin()
+    assert [a["src"] for t, a in Elements(shown).tags if t == "img"] == ["scoreboard.png", "kv_fit.png"]
+    visible = re.search(r'<span class="visible">(.*?)</span>', shown, re.S).group(1)
+    assert visible == "Hook line.\n\nMore text."
 
 
 def test_pages_fetch_nothing_from_the_network(out: Path) -> None:

@@ -37,11 +37,23 @@ def policy_colour(name: str) -> str:
 # ---- slot timeline --------------------------------------------------------------------------
 
 
+SEPARATOR_PT = 0.6  # ~1.7 px at 1600 px wide: visible on a phone, yet under a short request's width
+
+
+def back_to_back(timeline: dict[str, list[int]]) -> list[tuple[int, int]]:
+    """(slot, step) wherever a request starts in a slot at the very step the previous one there
+    ended: without a mark the two would draw as one bar longer than either."""
+    ends: set[tuple[int, int]] = {(int(s), int(e)) for s, e in zip(timeline["slot"], timeline["end_step"])}
+    return sorted({(int(s), int(b)) for s, b in zip(timeline["slot"], timeline["start_step"])
+                   if (int(s), int(b)) in ends})
+
+
 def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Slots × steps, one bar per request: the idle slot-steps of static batching in grey.
 
     Bars are grouped into one broken_barh per slot and colour, so 200 requests make a few
-    dozen artists, not one patch per token.
+    dozen artists, not one patch per token. Where one request follows another in a slot with no
+    idle step between, a white hairline (one vlines collection per panel) marks the hand-over.
     """
     batching = labels.section(results, "batching", "slot_timeline")
     shown = [(n, p) for n, p in ordered_policies(batching) if n in ("static", "continuous") and p.get("timeline")]
@@ -67,6 +79,10 @@ def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
             bars.setdefault((int(slot), LONG if is_long else SHORT), []).append((start, end - start))
         for (slot, colour), spans in sorted(bars.items()):
             ax.broken_barh(spans, (slot + 0.06, 0.88), facecolors=colour)
+        joins = back_to_back(tl)
+        if joins:  # one white hairline per hand-over, all in one artist, so no two read as one bar
+            ax.vlines([x for _, x in joins], [s + 0.06 for s, _ in joins], [s + 0.94 for s, _ in joins],
+                      colors="white", linewidth=SEPARATOR_PT, zorder=3)
         if name == "static":
             ends = np.cumsum(pol.get("group_maxima", []))[:-1]
             for x in ends:

@@ -29,14 +29,28 @@ def halves_per_doubling(rows: list[tuple[int, int]]) -> bool:
     return bool(pairs) and all(fit[b] in (fit[a] // 2, (fit[a] + 1) // 2) for a, b in pairs)
 
 
+# Compare views: dashed, with hollow markers and a thinner line, drawn under the main view, so a
+# compare line that runs right beside the main one (the same model under another budget) still
+# reads as a second line.
+COMPARE_DASHES = [(0, (5, 2.5)), (0, (1.5, 1.5)), (0, (6, 2, 1.5, 2))]
+
+
 def kv_fit(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
-    """Requests that fit vs context, log-log: the 'halves when the context doubles' slope."""
+    """Requests that fit vs context, log-log: the 'halves when the context doubles' slope.
+
+    The main view (the post's table) is the solid line; its highlighted rows get the big
+    numbers, in boxes of its colour pointing at its own ringed points and set below the lines,
+    where no other view runs. Compare views are dashed with hollow markers.
+    """
     kv = labels.section(results, "kv_cache", "kv_fit")
     fig = style.new_figure(size or "linkedin")
-    ax = fig.add_axes((0.11, 0.21, 0.86, 0.65))
     views = _views(kv)
+    notes = _source_lines(kv)
+    bottom = 0.21 + _line_height(fig, FONT["source"]) * (len(notes) - 1)
+    ax = fig.add_axes((0.11, bottom, 0.86, 0.86 - bottom))
     highlight = set(kv.get("highlight", []))
     all_y: list[int] = []
+    main_rows: list[tuple[int, int]] = []
     for i, view in enumerate(views):
         rows = [(c, n) for c, n in _fit_rows(view) if n > 0]  # 0 cannot sit on a log axis
         if not rows:
@@ -44,19 +58,29 @@ def kv_fit(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
         xs, ys = zip(*rows)
         all_y += ys
         colour = style.VIEW_COLOURS[i % len(style.VIEW_COLOURS)]
-        ax.plot(xs, ys, color=colour, marker=style.VIEW_MARKERS[i % 6], label=labels.view_label(view))
+        marker = style.VIEW_MARKERS[i % len(style.VIEW_MARKERS)]
         if i == 0:
-            for c, n in rows:
-                bold = c in highlight
-                ax.annotate(
-                    f"{n:,}", (c, n), xytext=(8, 8), textcoords="offset points",
-                    fontsize=FONT["callout"] if bold else FONT["small"],
-                    fontweight="bold" if bold else "normal", color=colour,
-                )
-            for c, n in rows:
-                if c in highlight:
-                    ax.plot([c], [n], marker="o", markersize=20, markerfacecolor="none",
-                            markeredgecolor=OKABE_ITO["black"], markeredgewidth=2)
+            main_rows = rows
+            ax.plot(xs, ys, color=colour, marker=marker, label=labels.view_label(view), zorder=4)
+        else:
+            ax.plot(xs, ys, color=colour, marker=marker, label=labels.view_label(view), zorder=3,
+                    linewidth=2.2, linestyle=COMPARE_DASHES[(i - 1) % len(COMPARE_DASHES)],
+                    markerfacecolor="white", markeredgewidth=2, markersize=8)
+    main_colour = style.VIEW_COLOURS[0]
+    for c, n in main_rows:
+        if c in highlight:
+            ax.plot([c], [n], marker="o", markersize=20, markerfacecolor="none", zorder=5,
+                    markeredgecolor=OKABE_ITO["black"], markeredgewidth=2)
+            ax.annotate(
+                f"{n:,}", (c, n), xytext=(22, -24), textcoords="offset points", ha="left", va="top",
+                fontsize=FONT["callout"], fontweight="bold", color="white", zorder=6,
+                bbox={"boxstyle": "round,pad=0.25", "facecolor": main_colour, "edgecolor": "none"},
+                arrowprops={"arrowstyle": "-", "color": main_colour, "linewidth": 2,
+                            "shrinkA": 0, "shrinkB": 10},
+            )
+        elif not highlight:
+            ax.annotate(f"{n:,}", (c, n), xytext=(6, -10), textcoords="offset points", ha="left",
+                        va="top", fontsize=FONT["small"], color=main_colour)
     if all_y:
         _slope_triangle(ax, [(c, n) for c, n in _fit_rows(kv["main"]) if n > 0], min(all_y))
     ax.set_xscale("log", base=2)
@@ -71,9 +95,10 @@ def kv_fit(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
         ax.yaxis.set_major_locator(FixedLocator(ticks))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.set_yticklabels([f"{t:,}" for t in ticks])
-        # headroom above the data for the legend, one doubling per legend row
+        # headroom above the data for the legend, one doubling per legend row, and below it
+        # for the callouts that hang under the main line
         rows = len(views) if len(views) > 1 else 0
-        ax.set_ylim(ticks[0] / 1.3, ticks[-1] * 2.0 ** (1 + 1.1 * rows))
+        ax.set_ylim(ticks[0] / (4 if highlight else 1.3), ticks[-1] * 2.0 ** (1 + 1.1 * rows))
     ax.set_xlim(contexts[0] / 1.4, contexts[-1] * 1.4)
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("requests that fit at once")
@@ -81,9 +106,26 @@ def kv_fit(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
     ax.set_axisbelow(True)
     style.heading(fig, "Requests that fit in the KV cache")
     if len(views) > 1:
-        ax.legend(loc="upper right")
-    style.source_note(fig, labels.kv_source(kv))
+        ax.legend(loc="upper right", handlelength=3)
+    _write_sources(fig, notes)
     return fig, _kv_fit_alt(kv)
+
+
+def _source_lines(kv: dict[str, Any]) -> list[str]:
+    """The main view's source, then one line for every compare view: each line on the chart
+    is accounted for, not just the first."""
+    return [labels.kv_source(kv)] + ([labels.compare_source(kv)] if kv.get("compare") else [])
+
+
+def _line_height(fig: Figure, points: float) -> float:
+    """One line of text at `points`, as a fraction of the figure's height."""
+    return points * 1.4 / (fig.get_size_inches()[1] * 72)
+
+
+def _write_sources(fig: Figure, notes: list[str]) -> None:
+    """Source lines stacked up from the bottom-left corner, the first on top."""
+    for k, note in enumerate(reversed(notes)):
+        style.source_note(fig, note, y=0.015 + k * _line_height(fig, FONT["source"]))
 
 
 def _slope_triangle(ax: Any, rows: list[tuple[int, int]], floor: int) -> None:
@@ -96,7 +138,7 @@ def _slope_triangle(ax: Any, rows: list[tuple[int, int]], floor: int) -> None:
     if len(contexts) < 2 or contexts[1] != 2 * contexts[0]:
         return
     a, b = contexts[0], contexts[1]
-    top = 4 * floor
+    top = 2 * floor  # low, under the callouts
     ax.plot([a, b, b, a], [top, top, top / 2, top], color=style.MUTED, linewidth=1.5)
     ax.text((a * b) ** 0.5, top * 1.08, "context ×2", ha="center", va="bottom",
             fontsize=FONT["small"], color=style.MUTED)
@@ -140,7 +182,9 @@ def memory_breakdown(results: dict[str, Any], size: Size | None = None) -> tuple
     kv = labels.section(results, "kv_cache", "memory_breakdown")
     views = _views(kv)
     fig = style.new_figure(size or "linkedin")
-    ax = fig.add_axes((0.03, 0.22, 0.94, 0.57))
+    notes = _source_lines(kv)
+    bottom = 0.22 + _line_height(fig, FONT["source"]) * (len(notes) - 1)
+    ax = fig.add_axes((0.03, bottom, 0.94, 0.79 - bottom))
     widest = max(v["plan"]["breakdown"]["total_bytes"] for v in views) / 2**30
     named: set[str] = set()
     for row, view in enumerate(views):
@@ -172,7 +216,7 @@ def memory_breakdown(results: dict[str, Any], size: Size | None = None) -> tuple
     fig.legend(handles, names, loc="upper left", bbox_to_anchor=(0.02, 0.9), ncol=4,
                handlelength=1.2, columnspacing=1.2)
     style.heading(fig, "Where the GPU's memory goes")
-    style.source_note(fig, labels.kv_source(kv))
+    _write_sources(fig, notes)
     return fig, _breakdown_alt(kv, views)
 
 

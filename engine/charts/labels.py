@@ -52,3 +52,37 @@ def queueing_source(queueing: dict[str, Any], detail: str = "") -> str:
     """'simulated' plus what was simulated, e.g. '2 servers at 90% load'."""
     source = str(queueing.get("source", "simulated"))
     return f"{source}, {detail}" if detail else source
+
+
+def model_name(view: dict[str, Any]) -> str:
+    """'Llama-3-8B': the calculator's display name for the view's model, else the spec's name."""
+    return view.get("plan", {}).get("model_label") or view.get("model", {}).get("name") or "model"
+
+
+def budget_phrase(view: dict[str, Any]) -> str:
+    """How a view's KV budget was worked out: "vLLM's accounting (90% of GPU memory)", or ''."""
+    budget = view.get("budget") or view.get("plan", {}).get("budget") or {}
+    if budget.get("kind") == "vllm":
+        share = budget.get("gpu_memory_utilization")
+        return "vLLM accounting" + (f" at {share * 100:.0f}% of GPU memory" if share else "")
+    if budget.get("kind") == "reserve" and budget.get("reserve_gib") is not None:
+        return f"{budget['reserve_gib']:g} GiB reserved"
+    return ""
+
+
+def compare_source(kv: dict[str, Any]) -> str:
+    """Where the compare views' numbers came from, one clause for all of them:
+    'compare views: Llama-2-7B and Llama-3-8B, vLLM accounting at 90% of GPU memory'; ''
+    when there are none. Views with the same budget share one clause; the section's source
+    (calculated, …) covers them too and is said on the main view's line."""
+    groups: dict[str, list[str]] = {}
+    for view in kv.get("compare", []):
+        phrase = budget_phrase(view)
+        groups.setdefault(phrase, []).append(model_name(view) if phrase else view_label(view))
+    if not groups:
+        return ""
+    clauses = []
+    for phrase, names in groups.items():
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        clauses.append(f"{listed}, {phrase}" if phrase else listed)
+    return "compare views: " + "; ".join(clauses)
