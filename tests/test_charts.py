@@ -132,6 +132,7 @@ def day37_results() -> dict:
             "main": _view("7B-class on an 80 GiB GPU, 16 GiB reserved", 80, 64, 14, 2),
             "compare": [_view("vLLM accounting, 90% of the card", 80, 58, 12.55, 1.45)],
             "highlight": [2048, 8192],
+            "halves_when_context_doubles": True,  # the engine's verdict (experiments.kv_cache)
         },
         "batching": {
             "source": "simulated",

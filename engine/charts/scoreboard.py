@@ -117,7 +117,7 @@ def _table(fig: Figure, box: Box, kv: dict[str, Any], k: float = 1.0) -> None:
     ax = fig.add_axes((left, bottom, width, height - used))
     ax.set_axis_off()
     n = len(rows)
-    halves = halves_per_doubling([(r["context"], r["max_requests"]) for r in rows])
+    halves = halves_per_doubling(kv)
     ax.set_xlim(0, 1)
     ax.set_ylim(n - 0.5 + (0.9 if halves else 0.1), -1.1)  # row 0 at the top, header above it
     ax.text(0.0, -0.75, "context (tokens)", fontsize=FONT["small"] * k, color=style.MUTED, va="center")

@@ -187,14 +187,8 @@ def fit_alt(sentences: list[str], limit: int = 250) -> str:
     return text
 
 
-def pct(fraction: float) -> str:
-    """0.1432 → '14.3%'."""
-    return f"{fraction * 100:.1f}%"
-
-
-def thousands(value: float) -> str:
-    """2048 → '2,048'."""
-    return f"{value:,.0f}"
+# One spelling of a figure on every surface: the posts' own formatters.
+from engine.posts import pct, thousands  # noqa: E402
 
 
 def gib(num_bytes: float) -> str:
