@@ -161,3 +161,11 @@ def test_the_linkedin_image_is_drawn_at_portrait_size(built, results):
     assert struct.unpack(">II", png[16:24]) == (1080, 1350)  # IHDR: width, height
     entry = next(c for c in results["charts"] if c["file"] == "scoreboard-linkedin_portrait.png")
     assert entry["platform"] == "linkedin" and entry["alt_text"]
+
+
+def test_same_bytes_whatever_path_the_spec_was_given_by(tmp_path, monkeypatch):
+    monkeypatch.chdir(DAYS.parent)
+    build(Path("days/day37.yaml"), tmp_path / "rel")
+    build(DAYS.resolve() / "day37.yaml", tmp_path / "abs")
+    for path in sorted((tmp_path / "rel" / "day37").iterdir()):
+        assert path.read_bytes() == (tmp_path / "abs" / "day37" / path.name).read_bytes(), path.name
