@@ -49,7 +49,7 @@ def test_drafts_say_the_labs_numbers(built):
     linkedin = (built / "linkedin.md").read_text()
     thread = (built / "x-thread.md").read_text()
     for text in (linkedin, thread):
-        for figure in ("2,048", "8,192", "64", "16", "14.3%", "72.3%", "5.0x"):
+        for figure in ("2,048-token chats: 64", "8,192-token chats: 16", "14.3%", "72.3%", "5.0x"):
             assert figure in text, figure
     assert "5,797 steps" in linkedin and "1,148 steps" in linkedin
     assert "simulated" in linkedin and "calculated" in linkedin
