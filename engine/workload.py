@@ -14,6 +14,19 @@ upward, so its values start at 1) and then clipped to the bounds the spec gives.
 
 Every distribution knows its bounds without drawing, so "output lengths must be at least 1" is
 checked once, from the spec, instead of depending on the seed.
+
+Caps, so that a typo cannot ask for petabytes (each is a UserError naming the file, row and
+column of a trace, or the spec's field):
+
+- tokens per request, output and prompt alike: at most MAX_TOKENS (10,000,000), more than any
+  model's context. A distribution's numbers (value, low, high, cap, mean, median, std) are
+  capped the same way, and draws of a distribution without an upper bound (a normal or
+  lognormal without `high`, an exponential without `cap`) are clipped to MAX_TOKENS;
+- arrival times: finite and at most MAX_ARRIVAL_SECONDS (1e9 s, about 32 years); a generated
+  arrival process whose last arrival would come later is refused;
+- generated requests: at most MAX_REQUESTS (10,000,000);
+- every number of a length distribution finite; lognormal sigma at most MAX_SIGMA (10). An
+  arrival rate may be infinite (everyone at t = 0); a gamma cv must be finite.
 """
 from __future__ import annotations
 
@@ -37,10 +50,18 @@ from pydantic import (
 
 from engine.errors import UserError
 
+MAX_TOKENS = 10_000_000  # per request, output or prompt: more than any model's context
+MAX_ARRIVAL_SECONDS = 1e9  # about 32 years
+MAX_REQUESTS = 10_000_000  # generated requests
+MAX_SIGMA = 10.0  # lognormal spread: e^10 ≈ 22,000× per standard deviation
+
 NonNegativeInt = Annotated[int, Field(ge=0)]
 PositiveInt = Annotated[int, Field(ge=1)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegativeFloat = Annotated[float, Field(ge=0)]
+Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS)]  # a length, or a bound on lengths
+PositiveTokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+TokensFloat = Annotated[float, Field(gt=0, le=MAX_TOKENS)]  # a typical length (mean, median)
 
 
 # ---- the workload itself ----------------------------------------------------------------------
@@ -63,6 +84,10 @@ class Workload:
             raise ValueError("output_tokens, prompt_tokens and arrival_time must align")
         if self.output_tokens.min() < 1 or self.prompt_tokens.min() < 0:
             raise ValueError("output lengths must be ≥ 1 and prompt lengths ≥ 0")
+        if max(self.output_tokens.max(), self.prompt_tokens.max()) > MAX_TOKENS:
+            raise ValueError(f"output and prompt lengths must be ≤ {MAX_TOKENS:,} tokens")
+        if not (np.all(np.isfinite(self.arrival_time)) and self.arrival_time[-1] <= MAX_ARRIVAL_SECONDS):
+            raise ValueError(f"arrival times must be finite and ≤ {MAX_ARRIVAL_SECONDS:g} s")
         if self.arrival_time[0] < 0 or np.any(np.diff(self.arrival_time) < 0):
             raise ValueError("arrival times must be ≥ 0 and non-decreasing")
         for array in (self.output_tokens, self.prompt_tokens, self.arrival_time):
@@ -129,14 +154,14 @@ class Workload:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Constant(_Model):
     """Every request the same length: the lab's control case (all 100 tokens)."""
 
     kind: Literal["constant"] = "constant"
-    value: NonNegativeInt
+    value: Tokens
 
     def bounds(self) -> tuple[int, int | None]:
         return self.value, self.value
@@ -149,8 +174,8 @@ class Uniform(_Model):
     """Uniform integers, both ends included: the lab's 8–40 and 400–700."""
 
     kind: Literal["uniform"] = "uniform"
-    low: NonNegativeInt
-    high: NonNegativeInt
+    low: Tokens
+    high: Tokens
 
     @model_validator(mode="after")
     def _ordered(self) -> "Uniform":
@@ -166,10 +191,11 @@ class Uniform(_Model):
 
 
 class _Clipped(_Model):
-    """Shared by the continuous distributions: round to a whole token, clip to [low, high]."""
+    """Shared by the continuous distributions: round to a whole token, clip to [low, high]
+    (without `high`, to MAX_TOKENS)."""
 
-    low: NonNegativeInt = 1
-    high: NonNegativeInt | None = None
+    low: Tokens = 1
+    high: Tokens | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> "_Clipped":
@@ -181,7 +207,7 @@ class _Clipped(_Model):
         return self.low, self.high
 
     def _clip(self, values: np.ndarray) -> np.ndarray:
-        upper = np.inf if self.high is None else self.high
+        upper = MAX_TOKENS if self.high is None else self.high
         return np.clip(np.rint(values), self.low, upper).astype(np.int64)
 
 
@@ -189,8 +215,8 @@ class Normal(_Clipped):
     """A bell around a typical length, clipped (a normal can go negative; lengths cannot)."""
 
     kind: Literal["normal"] = "normal"
-    mean: float
-    std: NonNegativeFloat
+    mean: Annotated[float, Field(ge=-MAX_TOKENS, le=MAX_TOKENS)]
+    std: Annotated[float, Field(ge=0, le=MAX_TOKENS)]
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self._clip(rng.normal(self.mean, self.std, size=n))
@@ -200,28 +226,27 @@ class Lognormal(_Clipped):
     """The usual shape of chat output lengths: a median and a spread (sigma of the log)."""
 
     kind: Literal["lognormal"] = "lognormal"
-    median: PositiveFloat
-    sigma: NonNegativeFloat
+    median: TokensFloat
+    sigma: Annotated[float, Field(ge=0, le=MAX_SIGMA)]
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self._clip(rng.lognormal(math.log(self.median), self.sigma, size=n))
 
 
 class Exponential(_Model):
-    """Memoryless lengths, rounded up (so ≥ 1) and capped: many short, a few very long."""
+    """Memoryless lengths, rounded up (so ≥ 1) and capped (without `cap`, at MAX_TOKENS): many
+    short, a few very long."""
 
     kind: Literal["exponential"] = "exponential"
-    mean: PositiveFloat
-    cap: PositiveInt | None = None
+    mean: TokensFloat
+    cap: PositiveTokens | None = None
 
     def bounds(self) -> tuple[int, int | None]:
         return 1, self.cap
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         values = np.maximum(np.ceil(rng.exponential(self.mean, size=n)), 1)
-        if self.cap is not None:
-            values = np.minimum(values, self.cap)
-        return values.astype(np.int64)
+        return np.minimum(values, MAX_TOKENS if self.cap is None else self.cap).astype(np.int64)
 
 
 class Zipf(_Model):
@@ -229,7 +254,7 @@ class Zipf(_Model):
 
     kind: Literal["zipf"] = "zipf"
     a: Annotated[float, Field(gt=1)]
-    cap: PositiveInt
+    cap: PositiveTokens
 
     def bounds(self) -> tuple[int, int | None]:
         return 1, self.cap
@@ -308,6 +333,7 @@ class AllAtZero(_Model):
 class Poisson(_Model):
     """Independent arrivals at `rate` per second: exponential gaps."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=True)  # rate inf: all at 0
     kind: Literal["poisson"] = "poisson"
     rate: PositiveFloat
 
@@ -318,11 +344,20 @@ class Poisson(_Model):
 class Gamma(_Model):
     """Gaps with mean 1/rate and coefficient of variation `cv`: cv > 1 is bursty, < 1 smooth."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=True)  # rate inf: all at 0
     kind: Literal["gamma"] = "gamma"
     rate: PositiveFloat
     cv: PositiveFloat
 
+    @model_validator(mode="after")
+    def _finite_cv(self) -> "Gamma":
+        if not math.isfinite(self.cv):
+            raise ValueError("cv must be a finite number")
+        return self
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.cv**2 == 0:  # so smooth that the gaps are their mean (1 / cv² would overflow)
+            return np.cumsum(np.full(n, 1.0 / self.rate))
         shape = 1.0 / self.cv**2
         return np.cumsum(rng.gamma(shape, 1.0 / (self.rate * shape), size=n))
 
@@ -342,7 +377,7 @@ class TraceWorkload(_Model):
 class GeneratedWorkload(_Model):
     """Draw `requests` requests from distributions, deterministically per seed."""
 
-    requests: PositiveInt
+    requests: Annotated[int, Field(ge=1, le=MAX_REQUESTS)]
     output_tokens: Distribution
     prompt_tokens: Distribution | None = None
     arrivals: Arrivals = AllAtZero()
@@ -383,6 +418,12 @@ def generate(spec: GeneratedWorkload) -> Workload:
         else spec.prompt_tokens.sample(np.random.default_rng(prompt_seq), n)
     )
     arrival = spec.arrivals.sample(np.random.default_rng(arrival_seq), n).astype(np.float64)
+    if n and not arrival[-1] <= MAX_ARRIVAL_SECONDS:
+        raise UserError(
+            f"arrivals: the last of {n:,} arrivals would come at {arrival[-1]:.3g} s, past the cap "
+            f"of {MAX_ARRIVAL_SECONDS:g} s (about 32 years); raise the rate",
+            field="arrivals.rate",
+        )
     return Workload(output, prompt, arrival, f"generated seed={spec.seed}")
 
 
@@ -482,6 +523,12 @@ def _whole(cell: str, path: Path, where: str, least: int) -> int:
         value = int(number)
     if value < least:
         raise UserError(f"must be at least {least}, got {cell!r}", file=path, field=where)
+    if value > MAX_TOKENS:
+        raise UserError(
+            f"must be at most {MAX_TOKENS:,} tokens per request (more than any model's context), "
+            f"got {cell!r}",
+            file=path, field=where,
+        )
     return value
 
 
@@ -492,6 +539,11 @@ def _seconds(cell: str, path: Path, where: str) -> float:
         raise UserError(f"must be a number of seconds, got {cell!r}", file=path, field=where) from None
     if not math.isfinite(value) or value < 0:
         raise UserError(f"must be a finite number ≥ 0, got {cell!r}", file=path, field=where)
+    if value > MAX_ARRIVAL_SECONDS:
+        raise UserError(
+            f"must be at most {MAX_ARRIVAL_SECONDS:g} s (about 32 years), got {cell!r}",
+            file=path, field=where,
+        )
     return value
 
 

@@ -6,6 +6,12 @@ touches every slot, and counts tokens one by one. The fast simulator must agree 
 
 Inputs are in steps: `eligible[i]` is the first step request i may join. A request with a prompt
 spends one step on its prefill before its first token (paged: as many steps as its chunks need).
+
+Seconds: every loop records what each step runs (requests decoding, KV tokens they read, prompt
+tokens prefilled), and `naive_clock` prices the steps one by one with a step-time model. In a
+static group a finished member stays in the batch as padding until the group ends, its reads
+growing by one token per step, as the torch benchmark runs it. `naive_static` can also take
+arrivals in seconds and a model, and then keeps that clock itself, step by step.
 """
 from __future__ import annotations
 
@@ -24,6 +30,9 @@ class NaiveRun:
     preemptions: int = 0
     blocks: list[int] = field(default_factory=list)  # blocks held after each step's allocations
     busy: list[int] = field(default_factory=list)  # slots that emitted a token, per step
+    # per step: (requests in the decode batch, KV tokens they read, prompt tokens prefilled)
+    load: list[tuple[int, int, int]] = field(default_factory=list)
+    clock: list[float] = field(default_factory=list)  # seconds at each step's start (timed runs)
 
     @property
     def utilisation_numerator(self) -> int:
@@ -40,11 +49,31 @@ def _empty(n: int) -> NaiveRun:
     return NaiveRun(start=[-1] * n, first_token=[-1] * n, finish=[-1] * n, slot_of=[-1] * n)
 
 
-def naive_static(eligible, prompt, output, slots, deadline=None) -> NaiveRun:
+def step_cost(model, batch: int, context: int, prefill: int) -> float:
+    """One step's seconds under a step-time model; a step that runs nothing is an idle step."""
+    if batch == 0 and prefill == 0:
+        return model.idle_seconds
+    return float(model.seconds([batch], [context], [prefill])[0])
+
+
+def naive_clock(run: NaiveRun, model) -> list[float]:
+    """Seconds at the start of every step and, last, at the end of the run: step by step."""
+    times = [0.0]
+    for batch, context, prefill in run.load:
+        times.append(times[-1] + step_cost(model, batch, context, prefill))
+    return times
+
+
+def naive_static(eligible, prompt, output, slots, deadline=None, *, arrival=None, model=None,
+                 max_wait=None) -> NaiveRun:
     """Groups of `slots` in arrival order; a group holds all its slots until its longest ends.
 
     A group launches, when the engine is free, once `slots` requests have arrived or every
     remaining request has, or (with deadlines) once the head's deadline step has come.
+
+    With `arrival` (seconds) and a `model`, the loop keeps the clock itself: a request has
+    arrived at step t when its arrival time is at or before the moment step t begins, and the
+    head's deadline is its arrival + `max_wait` seconds (`eligible` and `deadline` are unused).
     """
     n = len(output)
     run = _empty(n)
@@ -52,16 +81,32 @@ def naive_static(eligible, prompt, output, slots, deadline=None) -> NaiveRun:
     group: list[int] = []  # requests of the running group
     left_prefill = [0] * n
     left_tokens = [0] * n
+    cache = [0] * n  # KV tokens in each member's cache
+    timed = model is not None
+    now = 0.0
+    tol = 1e-9 * model.idle_seconds if timed else 0.0
+    if timed:
+        limit = int(max(arrival) / model.idle_seconds) + _step_limit([0], prompt, output)
+    else:
+        limit = _step_limit(eligible, prompt, output)
+
+    def has_arrived(i: int, t: int) -> bool:
+        return arrival[i] <= now + tol if timed else eligible[i] <= t
+
+    def is_late(t: int) -> bool:
+        if timed:
+            return max_wait is not None and now + tol >= arrival[nxt] + max_wait
+        return deadline is not None and t >= deadline[nxt]
+
     t = 0
-    limit = _step_limit(eligible, prompt, output)
     while nxt < n or group:
         assert t < limit, "naive static loop ran away"
         if not group:
-            arrived = sum(1 for i in range(nxt, n) if eligible[i] <= t)
+            arrived = sum(1 for i in range(nxt, n) if has_arrived(i, t))
             remaining = n - nxt
             head_ready = arrived >= 1
             full = arrived >= min(slots, remaining)
-            late = deadline is not None and head_ready and t >= deadline[nxt]
+            late = head_ready and is_late(t)
             if head_ready and (full or late):
                 group = list(range(nxt, nxt + min(arrived, slots)))
                 for s, i in enumerate(group):
@@ -69,12 +114,20 @@ def naive_static(eligible, prompt, output, slots, deadline=None) -> NaiveRun:
                     run.slot_of[i] = s
                     left_prefill[i] = 1 if prompt[i] > 0 else 0
                     left_tokens[i] = output[i]
+                    cache[i] = 0
                 nxt += len(group)
-        busy = 0
+        busy = batch = context = prefill = 0
         for i in group:
             if left_prefill[i]:
                 left_prefill[i] -= 1
-            elif left_tokens[i]:
+                prefill += prompt[i]
+                cache[i] = prompt[i]
+                continue
+            # in the batch, decoding or (finished) padding: reads its cache and the new token
+            batch += 1
+            context += cache[i] + 1
+            cache[i] += 1
+            if left_tokens[i]:
                 if left_tokens[i] == output[i]:
                     run.first_token[i] = t
                 left_tokens[i] -= 1
@@ -83,10 +136,16 @@ def naive_static(eligible, prompt, output, slots, deadline=None) -> NaiveRun:
                 if left_tokens[i] == 0:
                     run.finish[i] = t + 1
         run.busy.append(busy)
+        run.load.append((batch, context, prefill))
+        if timed:
+            run.clock.append(now)
+            now += step_cost(model, batch, context, prefill)
         t += 1
         if group and all(left_tokens[i] == 0 for i in group):
             group = []
     run.steps = t
+    if timed:
+        run.clock.append(now)
     return run
 
 
@@ -116,16 +175,18 @@ def naive_continuous(eligible, prompt, output, slots) -> NaiveRun:
                 run.slot_of[i] = s
                 left_prefill[i] = 1 if prompt[i] > 0 else 0
                 left_tokens[i] = output[i]
-        busy = 0
+        busy = context = prefill = 0
         for s in range(slots):
             i = holder[s]
             if i == -1:
                 continue
             if left_prefill[i]:
                 left_prefill[i] -= 1
+                prefill += prompt[i]
                 continue
             if left_tokens[i] == output[i]:
                 run.first_token[i] = t
+            context += prompt[i] + (output[i] - left_tokens[i]) + 1  # its cache and the new token
             left_tokens[i] -= 1
             run.tokens += 1
             busy += 1
@@ -134,6 +195,7 @@ def naive_continuous(eligible, prompt, output, slots) -> NaiveRun:
                 holder[s] = -1
                 done += 1
         run.busy.append(busy)
+        run.load.append((busy, context, prefill))
         t += 1
     run.steps = t
     return run
@@ -225,6 +287,7 @@ def naive_paged(
                 held[r] += need
         decoding = [r for r in running if phase[r] == "decode"]
         budget_left = None if budget is None else budget - len(decoding)
+        prefilled_now = 0
         # 3b. chunks of prefills already under way
         for r in list(running):
             if r not in running or phase[r] != "prefill":
@@ -241,6 +304,7 @@ def naive_paged(
             free -= need
             held[r] += need
             cached[r] += chunk
+            prefilled_now += chunk
             budget_left -= chunk
             if cached[r] == target[r]:
                 phase[r] = "ready"
@@ -275,6 +339,7 @@ def naive_paged(
                     phase[r] = "decode"
                 else:
                     cached[r] = tokens
+                    prefilled_now += tokens
                     phase[r] = "ready" if tokens == context else "prefill"
         assert free >= 0, "more blocks held than the cache has"
         if limited:
@@ -283,17 +348,19 @@ def naive_paged(
                 assert held[r] == expected, (t, r, held[r], expected)
         run.blocks.append(sum(held[r] for r in running))
         # 5. every decoding request emits one token
-        busy = 0
+        busy = context = 0
         for r in running:
             if phase[r] != "decode":
                 continue
             if generated[r] == 0:
                 run.first_token[r] = t
+            context += cached[r] + 1  # its cache and the new token
             generated[r] += 1
             cached[r] += 1
             run.tokens += 1
             busy += 1
         run.busy.append(busy)
+        run.load.append((busy, context, prefilled_now))
         t += 1
     run.steps = t
     run.slot_of = slot_of

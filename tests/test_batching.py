@@ -9,7 +9,17 @@ import numpy as np
 import pytest
 
 from engine import batching
-from engine.batching import ContinuousPolicy, PagedPolicy, StaticPolicy, UnitStepTime, simulate
+from engine.batching import (
+    ContinuousPolicy,
+    MeasuredStepTime,
+    PagedPolicy,
+    RooflineStepTime,
+    StaticPolicy,
+    UnitStepTime,
+    simulate,
+)
+from engine.batching.metrics import per_step
+from engine.batching.paged import blocks_per_step
 from engine.errors import UserError
 from engine.workload import Workload, load_trace
 
@@ -125,6 +135,82 @@ def test_static_waits_for_its_members_or_max_wait():
     partial = simulate(w, StaticPolicy(max_wait=4.0), slots=3, step_time=one)
     assert partial.schedule.first_start.tolist() == [4, 4, 10] and partial.steps == 12
     assert partial.latency.seconds["queueing"].tolist() == [4.0, 4.0, 0.0]
+
+
+# a + b·batch + c·(KV tokens read), seconds; a prompt token costs b + c (MeasuredStepTime)
+A, B, C = 0.01, 0.001, 0.0001
+HAND = MeasuredStepTime(intercept=A, per_token=B, per_context_token=C)
+
+
+def test_static_steps_compute_the_whole_group_until_it_ends():
+    """2 slots, lengths 1 and 3: one group of 3 steps. Request 0 ends after step 0 but pads on,
+    as in the torch benchmark, reading one more token each step like request 1:
+    step 0: batch 2, reads 1 + 1;  step 1: batch 2, reads 2 + 2;  step 2: batch 2, reads 3 + 3.
+    So 3a + 6b + 12c. Continuous batching drops it: batch 2, 1, 1 reading 2, 2, 3: 3a + 4b + 7c."""
+    w = Workload.of([1, 3])
+    static = simulate(w, StaticPolicy(), slots=2, step_time=HAND)
+    assert static.makespan_seconds == pytest.approx(3 * A + 6 * B + 12 * C)  # 0.0372 s
+    continuous = simulate(w, ContinuousPolicy(), slots=2, step_time=HAND)
+    assert continuous.makespan_seconds == pytest.approx(3 * A + 4 * B + 7 * C)  # 0.0347 s
+    # the padding costs seconds, not steps: the counts are the lab's
+    assert static.steps == continuous.steps == 3
+    assert static.utilisation == continuous.utilisation == 4 / 6
+    # request 0's latency still ends with its own token, at the end of step 0
+    assert static.latency.seconds["e2e"][0] == pytest.approx(A + 2 * B + 2 * C)
+
+
+def test_static_padding_with_a_prompt_by_hand():
+    """Lengths 1 and 3, request 0 with a 4-token prompt: the group runs 3 steps.
+    step 0: request 0 prefills 4 tokens, request 1 decodes reading 1: a + b(1 + 4) + c(1 + 4);
+    step 1: request 0 reads 4 + 1 (its last token), request 1 reads 2: a + 2b + 7c;
+    step 2: request 0 pads reading 6, request 1 reads 3: a + 2b + 9c.
+    Total 3a + 9b + 21c; the timed path (arrivals, group by group) agrees."""
+    w = Workload.of([1, 3], prompt_tokens=[4, 0])
+    r = simulate(w, StaticPolicy(), slots=2, step_time=HAND)
+    assert r.steps == 3
+    assert r.makespan_seconds == pytest.approx(3 * A + 9 * B + 21 * C)
+    late = Workload.of([1, 3], prompt_tokens=[4, 0], arrival_time=[0.5, 0.5])
+    timed = simulate(late, StaticPolicy(), slots=2, step_time=HAND)
+    idle = A + B + C  # the engine polls at one request's cost until 0.5 s: 42 idle steps
+    waited = math.ceil(0.5 / idle - 1e-9)
+    assert timed.schedule.first_start.tolist() == [waited, waited]
+    assert timed.makespan_seconds == pytest.approx(waited * idle + 3 * A + 9 * B + 21 * C)
+
+
+def test_lab_counts_do_not_depend_on_the_step_time(lab):
+    """Pricing padding changes seconds only: 5,797 steps and 14.3 % under any step time."""
+    roofline = RooflineStepTime(14e9, 524_288, 14e9, 2e12, 1e15)
+    for step_time in (None, LAB_STEP, HAND, roofline):
+        r = simulate(lab, StaticPolicy(), slots=16, step_time=step_time)
+        assert r.steps == 5_797 and round(r.utilisation * 100, 1) == 14.3
+    # every static step reads the whole group's caches, so it costs more than continuous's steps
+    static = simulate(lab, StaticPolicy(), slots=16, step_time=roofline)
+    continuous = simulate(lab, ContinuousPolicy(), slots=16, step_time=roofline)
+    assert static.makespan_seconds / static.steps > continuous.makespan_seconds / continuous.steps
+
+
+def test_series_built_from_stays_equal_the_step_by_step_counts(lab):
+    """Runs longer than the 500 points of a series: each bin's mean busy and held slots, and the
+    paged run's peak, mean and per-bin maximum of KV blocks, against per-step arrays."""
+    w = Workload.of(lab.output_tokens, prompt_tokens=(np.arange(lab.n) * 37) % 300)
+    for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy(num_blocks=400, block_size=8),
+                   PagedPolicy(num_blocks=2_000, block_size=5, max_num_batched_tokens=64,
+                               chunked_prefill=True)):
+        r = simulate(w, policy, slots=16, step_time=LAB_STEP)
+        assert r.steps > 1_000
+        edges = np.asarray(r.series["step"])
+        width = np.diff(np.append(edges, r.steps))
+        busy, held = per_step(r.schedule)
+        np.testing.assert_array_equal(r.series["busy"], np.add.reduceat(busy, edges) / width)
+        np.testing.assert_array_equal(r.series["held"], np.add.reduceat(held, edges) / width)
+        assert r.occupancy == held.sum() / (16 * r.steps)
+        if isinstance(policy, PagedPolicy):
+            used = blocks_per_step(r.schedule, policy.block_size)
+            assert r.kv_blocks["peak"] == used.max() <= policy.num_blocks
+            assert r.kv_blocks["mean"] == pytest.approx(used.mean(), rel=1e-12)
+            assert r.series["kv_blocks_used"].tolist() == np.maximum.reduceat(used, edges).tolist()
+            for method in ("crossings", "residues"):
+                assert np.array_equal(blocks_per_step(r.schedule, policy.block_size, method), used)
 
 
 def test_arrivals_join_at_the_first_step_after_them():

@@ -87,6 +87,8 @@ def test_measured_step_time(tmp_path, capsys):
         ("output_tokens\n5\n7.5\n", "row 3, column output_tokens"),
         ("prompt_tokens\n5\n", "row 1, column output_tokens"),
         ("", "row 1"),
+        ("output_tokens\n5\n1e30\n", "row 3, column output_tokens"),  # the token cap
+        ("output_tokens,arrival_time\n5,1e300\n", "row 2, column arrival_time"),  # the time cap
     ],
 )
 def test_malformed_csv_is_one_line_and_exit_2(tmp_path, capsys, csv_text, where):
@@ -110,6 +112,13 @@ def test_malformed_csv_is_one_line_and_exit_2(tmp_path, capsys, csv_text, where)
         (["--requests", "10", "--output-tokens", "5", "--slots", "0"], "--slots"),
         (["--workload", LAB_TRACE, "--output-tokens", "5", "--slots", "4"], "--output-tokens"),
         (["--requests", "10", "--output-tokens", "5", "--seed", "-1", "--slots", "4"], "--seed"),
+        (["--requests", "10", "--output-tokens", "exponential:inf", "--slots", "4"], "--output-tokens"),
+        (["--requests", "10", "--output-tokens", "lognormal:1e308:1", "--slots", "4"], "--output-tokens"),
+        (["--requests", "10", "--output-tokens", "zipf:1.5:1e19", "--slots", "4"], "--output-tokens"),
+        (["--requests", "10", "--output-tokens", "5", "--prompt-tokens", "constant:1000000000000000",
+          "--slots", "4"], "--prompt-tokens"),
+        (["--requests", "10", "--output-tokens", "5", "--arrival-rate", "1", "--slots", "4",
+          "--step-time", "unit:1e-15"], "--step-time"),
     ],
 )
 def test_flag_mistakes_name_the_flag(capsys, argv, flag):

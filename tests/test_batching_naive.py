@@ -3,24 +3,37 @@
 Random workloads (hypothesis): lengths, prompts, arrival steps, slots, and for paged batching
 blocks, block size, max_num_seqs, token budget and chunked prefill. Arrivals are whole seconds
 with 1 s per step, so the simulator's arrival steps are the naive loop's inputs exactly.
+
+Seconds are checked with a step-time model whose every figure is a whole number of seconds, so
+the simulator's closed-form sums and the naive loop's step-by-step sums must agree exactly.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.batching import ContinuousPolicy, PagedPolicy, StaticPolicy, UnitStepTime, simulate
+from engine.batching import (
+    ContinuousPolicy,
+    MeasuredStepTime,
+    PagedPolicy,
+    StaticPolicy,
+    UnitStepTime,
+    simulate,
+)
 from engine.batching.continuous import fcfs_servers
 from engine.batching.metrics import per_step
 from engine.batching.paged import blocks_per_step
 from engine.workload import Workload
-from naive_batching import naive_continuous, naive_paged, naive_static
+from naive_batching import naive_clock, naive_continuous, naive_paged, naive_static
 from test_batching import assert_no_overlap
 
 ONE_SECOND = UnitStepTime(1.0)
+# 3 s + 2 s per token + 1 s per KV token read: whole seconds, so every sum is exact
+WHOLE_SECONDS = MeasuredStepTime(intercept=3.0, per_token=2.0, per_context_token=1.0)
 EXAMPLES = settings(max_examples=150, deadline=None)
 
 
@@ -53,6 +66,37 @@ def assert_same(result, naive, slots: int) -> None:
     assert s.first_start.tolist() == naive.start
     assert s.first_token.tolist() == naive.first_token
     assert s.finish.tolist() == naive.finish
+    assert_series_match(result, naive)
+
+
+def bins_of(result) -> tuple[np.ndarray, np.ndarray]:
+    edges = np.asarray(result.series["step"])
+    return edges, np.append(edges, result.steps)
+
+
+def assert_series_match(result, naive) -> None:
+    """The binned series and busy steps, built from the stays, against the naive loop's steps."""
+    edges, bounds = bins_of(result)
+    busy = np.asarray(naive.busy)
+    width = np.diff(bounds)
+    np.testing.assert_array_equal(result.series["busy"], np.add.reduceat(busy, edges) / width)
+    held = per_step(result.schedule)[1]
+    np.testing.assert_array_equal(result.series["held"], np.add.reduceat(held, edges) / width)
+    assert result.occupancy == held.sum() / (result.slots * result.steps)
+    assert result.busy_steps == sum(1 for b, _, p in naive.load if b or p)
+
+
+def assert_clock_matches(result, naive, arrival) -> None:
+    """Seconds: the makespan and every latency against the naive loop's step-by-step clock."""
+    clock = naive.clock or naive_clock(naive, WHOLE_SECONDS)
+    assert len(clock) == naive.steps + 1
+    s = result.schedule
+    assert result.makespan_seconds == clock[-1]
+    at = np.asarray(clock)
+    assert result.latency.seconds["e2e"].tolist() == (at[s.finish] - arrival).tolist()
+    assert result.latency.seconds["ttft"].tolist() == (at[s.first_token + 1] - arrival).tolist()
+    assert result.latency.seconds["queueing"].tolist() == (at[s.first_start] - arrival).tolist()
+    np.testing.assert_array_equal(result.series["seconds"], at[bins_of(result)[0]])
 
 
 @EXAMPLES
@@ -135,11 +179,77 @@ def test_paged_matches_naive(setup):
     assert per_step(result.schedule)[0].tolist() == naive.busy
     assert_no_overlap(result.schedule)
     if policy.num_blocks is not None:
-        used = blocks_per_step(result.schedule, policy.block_size)
-        assert used.tolist() == naive.blocks
+        for method in (None, "crossings", "residues"):
+            used = blocks_per_step(result.schedule, policy.block_size, method)
+            assert used.tolist() == naive.blocks
         # never more blocks held than the cache has
         assert used.max() <= policy.num_blocks
         assert result.kv_blocks["peak"] <= policy.num_blocks
+        # the summary, built without a per-step array, against the naive loop's steps
+        edges, _ = bins_of(result)
+        assert result.kv_blocks["peak"] == max(naive.blocks)
+        assert result.kv_blocks["mean"] == pytest.approx(np.mean(naive.blocks), rel=1e-12)
+        assert result.series["kv_blocks_used"].tolist() == np.maximum.reduceat(naive.blocks, edges).tolist()
+
+
+@EXAMPLES
+@given(load=workloads(), slots=st.integers(1, 6))
+def test_static_seconds_match_the_naive_clock(load, slots):
+    """Every step of a static group computes the whole group, finished members as padding."""
+    output, prompt, _ = load
+    result = simulate(Workload.of(output, prompt), StaticPolicy(), slots=slots, step_time=WHOLE_SECONDS)
+    naive = naive_static([0] * len(output), prompt, output, slots)
+    assert_same(result, naive, slots)
+    assert_clock_matches(result, naive, np.zeros(len(output)))
+    # padding: a group's every step after its first holds all its members
+    groups = result.schedule.groups
+    for size, start, end in zip(groups["size"], groups["start"], groups["end"]):
+        assert all(naive.load[k][0] == size for k in range(start + 1, end))
+
+
+@EXAMPLES
+@given(load=workloads(), slots=st.integers(1, 6), wait=st.one_of(st.none(), st.integers(0, 40)),
+       spacing=st.integers(1, 9))
+def test_static_with_arrivals_keeps_the_naive_clock(load, slots, wait, spacing):
+    """Arrivals in seconds and a batch-dependent step: the simulator keeps its clock group by
+    group (closed forms), the naive loop step by step; both must launch the same groups."""
+    output, prompt, eligible = load
+    arrival = np.asarray(eligible, dtype=float) * spacing
+    max_wait = None if wait is None else float(wait)
+    result = simulate(Workload.of(output, prompt, arrival), StaticPolicy(max_wait=max_wait),
+                      slots=slots, step_time=WHOLE_SECONDS)
+    naive = naive_static(None, prompt, output, slots, arrival=arrival.tolist(), model=WHOLE_SECONDS,
+                         max_wait=max_wait)
+    assert_same(result, naive, slots)
+    assert_clock_matches(result, naive, arrival)
+    # the step each request could first join: the first that begins at or after its arrival
+    clock = np.asarray(naive.clock)
+    joins = np.searchsorted(clock, arrival, side="left")
+    beyond = joins >= len(clock)
+    joins[beyond] = naive.steps + np.ceil((arrival[beyond] - clock[-1]) / WHOLE_SECONDS.idle_seconds)
+    assert result.latency.steps["queueing"].tolist() == (result.schedule.first_start - joins).tolist()
+
+
+@EXAMPLES
+@given(load=workloads(), slots=st.integers(1, 6))
+def test_continuous_seconds_match_the_naive_clock(load, slots):
+    output, prompt, _ = load
+    result = simulate(Workload.of(output, prompt), ContinuousPolicy(), slots=slots,
+                      step_time=WHOLE_SECONDS)
+    naive = naive_continuous([0] * len(output), prompt, output, slots)
+    assert_same(result, naive, slots)
+    assert_clock_matches(result, naive, np.zeros(len(output)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(setup=paged_setups())
+def test_paged_seconds_match_the_naive_clock(setup):
+    (output, prompt, _), slots, policy = setup
+    result = simulate(Workload.of(output, prompt), policy, slots=slots, step_time=WHOLE_SECONDS)
+    naive = naive_paged([0] * len(output), prompt, output, slots, policy.num_blocks, policy.block_size,
+                        policy.max_num_seqs, policy.max_num_batched_tokens, policy.chunked_prefill)
+    assert_same(result, naive, policy.max_num_seqs or slots)
+    assert_clock_matches(result, naive, np.zeros(len(output)))
 
 
 @EXAMPLES

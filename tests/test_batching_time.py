@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import math
+import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -123,11 +125,13 @@ def test_roofline_from_catalog_uses_the_kv_calculator():
 
 
 def brute_force_seconds(result, model) -> float:
-    """Σ over steps of the model's time for what runs in it, recounted request by request."""
+    """Σ over steps of the model's time for what runs in it, recounted request by request. A
+    static group's finished members pad on until the group ends, their reads still growing."""
     s = result.schedule
+    in_batch_until = s.end if s.groups is None else s.groups["end"][s.groups["member_group"]]
     total = 0.0
     for k in range(result.steps):
-        decoding = (s.decode_start <= k) & (k < s.end)
+        decoding = (s.decode_start <= k) & (k < in_batch_until)
         batch = int(decoding.sum())
         context = int((s.context[decoding] + (k - s.decode_start[decoding]) + 1).sum())
         prefill = int(s.chunk_tokens[s.chunk_step == k].sum())
@@ -206,3 +210,62 @@ def test_same_inputs_same_bytes():
         b = json.dumps(simulate(w, policy, slots=8, step_time=UnitStepTime(0.02)).to_dict(), sort_keys=True)
         assert a == b
     assert not math.isnan(json.loads(a)["latency"]["seconds"]["e2e"]["p99"])
+
+
+# ---- no per-step arrays ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step_time", [None, *MODELS])
+def test_a_thousand_requests_at_the_token_cap_on_one_slot(step_time):
+    """1,000 requests of 10,000,000 tokens (half with 10M-token prompts) on one slot: ten billion
+    steps. Nothing may be built per step: each policy runs in well under a second and 50 MiB."""
+    from engine.workload import MAX_TOKENS
+
+    w = Workload.of(np.full(1_000, MAX_TOKENS), prompt_tokens=(np.arange(1_000) % 2) * MAX_TOKENS)
+    for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy(block_size=16)):
+        tracemalloc.start()
+        began = time.perf_counter()
+        try:
+            r = simulate(w, policy, slots=1, step_time=step_time)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert time.perf_counter() - began < 5 and peak < 50 * 2**20, (policy, peak)
+        assert r.steps == 1_000 * MAX_TOKENS + 500  # one prefill step per prompt
+        assert r.tokens == 1_000 * MAX_TOKENS and r.busy_steps == r.steps
+        if step_time is not None:  # one request at a time: continuous and static agree
+            assert r.makespan_seconds > 0
+            assert r.latency.seconds["e2e"].max() == pytest.approx(r.makespan_seconds)
+        if isinstance(policy, PagedPolicy):  # a 20M-token request holds 1,250,000 blocks of 16
+            assert r.kv_blocks["peak"] == 2 * MAX_TOKENS // 16
+
+
+def test_arrivals_too_many_steps_away_are_refused():
+    w = Workload.of([3, 3], arrival_time=[0.0, 1e9])
+    with pytest.raises(UserError) as caught:
+        simulate(w, ContinuousPolicy(), slots=1, step_time=UnitStepTime(1e-7))
+    assert caught.value.field == "step_time"
+    r = simulate(w, ContinuousPolicy(), slots=1, step_time=UnitStepTime(1e-5))  # 1e14 steps: fine
+    assert r.schedule.first_start.tolist() == [0, 10**14]
+
+
+def test_a_quadrillion_steps_keep_whole_number_counts():
+    """Arrivals spread over 1e9 s at 1 µs per step: steps near 10^15, where products of steps
+    and counts pass int64. Busy and held slot-steps, busy steps and KV blocks stay exact, and
+    both ways of counting blocks agree."""
+    from engine.batching.paged import blocks_at
+
+    n = 10_000
+    w = Workload.of(np.full(n, 3), prompt_tokens=np.arange(n) % 5, arrival_time=np.linspace(0, 1e9, n))
+    r = simulate(w, PagedPolicy(block_size=1), slots=2, step_time=UnitStepTime(1e-6))
+    assert r.steps == 10**15 + 4  # the last arrival's prefill step and 3 tokens
+    width = np.diff(np.append(r.series["step"], r.steps))
+    assert (r.series["busy"] * width).sum() == r.tokens == 30_000
+    prefills = int(np.count_nonzero(np.arange(n) % 5))
+    assert r.busy_steps == 30_000 + prefills
+    assert (r.series["held"] * width).sum() == r.occupancy * 2 * r.steps == 30_000 + prefills
+    s = r.schedule
+    points = np.unique(np.concatenate((s.start, s.decode_start, s.end - 1)))
+    by_crossings = blocks_at(s, 1, points, "crossings")
+    assert np.array_equal(by_crossings, blocks_at(s, 1, points, "residues"))
+    assert r.kv_blocks["peak"] == by_crossings.max() == 4 + 3  # a 4-token prompt and 3 tokens

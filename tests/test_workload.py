@@ -13,6 +13,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from engine.errors import UserError
 from engine.workload import (
+    MAX_ARRIVAL_SECONDS,
+    MAX_TOKENS,
     Exponential,
     Gamma,
     GeneratedWorkload,
@@ -338,3 +340,134 @@ def test_day_spec_with_the_cli_syntax_loads_and_a_typo_is_one_line(days_copy):
     with pytest.raises(UserError) as caught:
         load_spec(path)
     assert caught.value.line() == f"{path}: batching.workload.seed: must be at least 0, got -1"
+
+
+# ---- caps: no input asks for petabytes ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, row, column, words",
+    [
+        ("output_tokens\n5\n1000000000000000\n", 3, "output_tokens", "at most 10,000,000 tokens"),
+        ("output_tokens\n1e30\n", 2, "output_tokens", "at most 10,000,000 tokens"),
+        ("output_tokens\n10000001\n", 2, "output_tokens", "at most 10,000,000 tokens"),
+        ("output_tokens,prompt_tokens\n5,99999999999\n", 2, "prompt_tokens", "at most 10,000,000"),
+        ("output_tokens,arrival_time\n5,1e300\n", 2, "arrival_time", "at most 1e+09 s"),
+        ("output_tokens,arrival_time\n5,1000000000.5\n", 2, "arrival_time", "at most 1e+09 s"),
+        ("output_tokens,arrival_time\n5,inf\n", 2, "arrival_time", "finite"),
+    ],
+)
+def test_trace_values_beyond_the_caps_name_row_and_column(tmp_path, text, row, column, words):
+    path = write(tmp_path, text)
+    with pytest.raises(UserError) as caught:
+        load_trace(path)
+    err = caught.value
+    assert (err.file, err.field) == (str(path), f"row {row}, column {column}")
+    assert words in err.message and "\n" not in err.line()
+
+
+def test_trace_values_at_the_caps_load(tmp_path):
+    path = write(tmp_path, "output_tokens,prompt_tokens,arrival_time\n10000000,10000000,1e9\n")
+    w = load_trace(path)
+    assert w.output_tokens.tolist() == [MAX_TOKENS] and w.prompt_tokens.tolist() == [MAX_TOKENS]
+    assert w.arrival_time.tolist() == [MAX_ARRIVAL_SECONDS]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "lognormal:1e308:1",  # median beyond the cap
+        "lognormal:100:11",  # sigma beyond 10
+        "exponential:inf",  # not finite
+        "exponential:nan",
+        "exponential:20000000",
+        "exponential:50:10000001",
+        "zipf:1.5:100000000000000000000",  # a cap beyond int64
+        "zipf:inf:10",
+        "constant:10000001",
+        "uniform:1:20000000",
+        "normal:inf:1",
+        "normal:100:1e300",
+        "0.5*constant:3+inf*constant:4",
+    ],
+)
+def test_distribution_numbers_beyond_the_caps_are_user_errors(text):
+    with pytest.raises(UserError) as caught:
+        parse_distribution(text)
+    assert "\n" not in caught.value.line()
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("output_tokens", {"kind": "lognormal", "median": 1e308, "sigma": 1}),
+        ("output_tokens", {"kind": "exponential", "mean": float("inf")}),
+        ("output_tokens", {"kind": "zipf", "a": 1.5, "cap": 2**64}),
+        ("output_tokens", {"kind": "uniform", "low": 1, "high": 10**15}),
+        ("prompt_tokens", {"kind": "constant", "value": 10**12}),
+        ("output_tokens", {"kind": "mixture", "components": [
+            {"weight": float("inf"), "dist": "uniform:1:3"}]}),
+        ("arrivals", {"kind": "poisson", "rate": float("nan")}),
+        ("arrivals", {"kind": "gamma", "rate": 2, "cv": float("inf")}),
+        ("requests", 10**12),
+    ],
+)
+def test_spec_numbers_beyond_the_caps_name_the_field(field, value):
+    with pytest.raises(ValidationError) as caught:
+        spec(**{field: value})
+    assert first_message(caught.value)[0].startswith(field)
+
+
+def test_unbounded_draws_are_clipped_at_the_cap():
+    """A lognormal without `high` or an exponential without `cap` never draws past 10M tokens."""
+    wide = generate(spec(requests=2_000, output_tokens={"kind": "lognormal", "median": 5e6, "sigma": 3},
+                         prompt_tokens={"kind": "exponential", "mean": 1e7}))
+    assert wide.output_tokens.max() == MAX_TOKENS and wide.prompt_tokens.max() == MAX_TOKENS
+    assert wide.output_tokens.min() >= 1
+    normal = generate(spec(requests=200, output_tokens={"kind": "normal", "mean": 1e7, "std": 1e7}))
+    assert normal.output_tokens.max() == MAX_TOKENS
+
+
+def test_extreme_but_finite_arrival_numbers_draw_without_error():
+    """An infinite rate puts everyone at t = 0; a cv so small its square underflows gives equal
+    gaps; a huge cv gives bursts (mostly zero gaps)."""
+    assert not generate(spec(requests=5, arrivals={"kind": "poisson", "rate": float("inf")})).has_arrivals
+    smooth = generate(spec(requests=5, arrivals={"kind": "gamma", "rate": 4, "cv": 1e-200}))
+    assert smooth.arrival_time.tolist() == [0.25, 0.5, 0.75, 1.0, 1.25]
+    bursty = generate(spec(requests=50, arrivals={"kind": "gamma", "rate": 4, "cv": 30}))
+    assert np.all(np.isfinite(bursty.arrival_time))
+
+
+def test_arrivals_past_the_cap_are_refused_when_drawn():
+    slow = spec(requests=10, arrivals={"kind": "poisson", "rate": 1e-12})
+    with pytest.raises(UserError) as caught:
+        generate(slow)
+    assert caught.value.field == "arrivals.rate" and "1e+09 s" in caught.value.message
+    # a slow but legal process is fine
+    assert generate(spec(requests=10, arrivals={"kind": "poisson", "rate": 1e-6})).arrival_time[-1] < 1e9
+
+
+def test_workload_arrays_beyond_the_caps_are_refused():
+    with pytest.raises(ValueError, match="10,000,000"):
+        Workload.of([MAX_TOKENS + 1])
+    with pytest.raises(ValueError, match="10,000,000"):
+        Workload.of([3], prompt_tokens=[10**15])
+    with pytest.raises(ValueError, match="finite"):
+        Workload.of([3], arrival_time=[1e300])
+    with pytest.raises(ValueError, match="finite"):
+        Workload.of([3], arrival_time=[float("nan")])
+
+
+def test_day_spec_beyond_a_cap_is_one_line(days_copy):
+    import yaml
+
+    from engine.spec import load_spec
+
+    path = days_copy / "day37.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["batching"]["workload"] = {"requests": 50, "output_tokens": "lognormal:1e308:1"}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(UserError) as caught:
+        load_spec(path)
+    assert caught.value.field == "batching.workload.output_tokens"
+    assert "\n" not in caught.value.line()

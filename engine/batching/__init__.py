@@ -9,14 +9,19 @@ The semantics are the lab's: at the start of every step free slots are filled in
 every running request emits one token, finished requests leave. A prompt costs its request one
 prefill step of its own (see schedule.prefill_steps); without prompts the lab's counts hold
 exactly (its trace: static 5,797 steps, continuous 1,148). Arrival times are seconds, so a
-workload with arrivals needs a step-time model to place them among the steps.
+workload with arrivals needs a step-time model to place them among the steps. Under a step-time
+model a static step is priced as real static batching runs it: the whole group is in the batch
+until its longest member ends, finished members as padding (engine.batching.static).
 
 Event-driven throughout: static batching is a vectorised max-plus scan over groups, continuous
 batching one heap operation per request (or, for many slots, a blocked fixed point over free
 slots), paged batching a loop over events (admissions, completions, block boundaries). None of
-them loops once per generated token. When a step's length depends on the batch (roofline,
-measured) and requests arrive over time, static and paged batching keep the clock as they go
-and continuous batching runs as paged batching with unlimited blocks (which it equals).
+them loops once per generated token, and nothing is built per step (the clock and the series
+come from the stays), so a run of billions of steps costs what its requests cost. When a step's
+length depends on the batch (roofline, measured) and requests arrive over time, static and
+paged batching keep the clock as they go and continuous batching runs as paged batching with
+unlimited blocks (which it equals). A step time so short that the last arrival lies beyond
+MAX_STEPS (10^15) steps is refused.
 """
 from __future__ import annotations
 
@@ -68,6 +73,8 @@ def simulate(
     if slots < 1:
         raise UserError(f"must be at least 1, got {slots}", field="slots")
     arrival = workload.arrival_time
+    if step_time is not None:
+        _check_steps(arrival, step_time)
     if step_time is None and workload.has_arrivals:
         raise UserError(
             "the workload has arrival times in seconds; give a step-time model "
@@ -93,9 +100,9 @@ def simulate(
         sched = _timed_schedule(workload, policy, slots, step_time)
         clock = clock_for(sched, step_time)
         eligible = clock.step_of(arrival)
-    kv_per_step = kv_info = None
+    block_size = kv_info = None
     if isinstance(policy, PagedPolicy):
-        kv_per_step = blocks_per_step(sched, policy.block_size)
+        block_size = policy.block_size
         kv_info = {"num_blocks": policy.num_blocks, "block_size": policy.block_size}
     return measure(
         policy.name,
@@ -104,10 +111,26 @@ def simulate(
         eligible,
         arrival,
         clock,
-        kv_per_step=kv_per_step,
+        block_size=block_size,
         kv_info=kv_info,
         step_time=step_time.describe() if step_time is not None else None,
     )
+
+
+MAX_STEPS = 10**15  # steps to the last arrival: keeps every step count exact in a float64
+
+
+def _check_steps(arrival: np.ndarray, step_time: StepTime) -> None:
+    """Refuse a step time so short that the arrivals lie beyond MAX_STEPS steps."""
+    idle = step_time.idle_seconds
+    if not idle > 0:
+        raise UserError("a step must take some time: the model's idle step is 0 s", field="step_time")
+    if float(arrival[-1]) / idle > MAX_STEPS:
+        raise UserError(
+            f"steps of {idle:g} s put the last arrival ({float(arrival[-1]):g} s) beyond "
+            f"{MAX_STEPS:.0e} steps; use a longer step or an earlier last arrival",
+            field="step_time",
+        )
 
 
 def _timed_schedule(workload: Workload, policy: Policy, slots: int, step_time: StepTime) -> Schedule:

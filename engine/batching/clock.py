@@ -4,6 +4,17 @@ With a constant step time the steps sit on an exact grid (step k starts at k·dt
 arrival at t seconds joins at step ceil(t / dt), idle steps included, as the lab counts them.
 With a step time that depends on the batch, each step's length follows from what the schedule
 put in it (batch, KV tokens read, prompt tokens), and an idle step costs the model's idle time.
+
+The clock never holds one entry per step: a run can last billions of steps (a thousand requests
+of ten million tokens on one slot). Between two scheduling events the batch is fixed and its KV
+reads grow by one token per request per step, so the schedule is cut into *segments* at its
+events and each segment is summed in closed form (StepTime.segment_seconds). A segment holding
+prompt tokens is one step long (a prefill step is an event of its own). Memory and work grow
+with the stays, not with the steps.
+
+What a static step runs: a static group keeps its finished members in the batch as padding
+until its longest member ends (see engine.batching.static), so for pricing a static stay decodes
+until its group's end, its KV reads still growing by one token per step.
 """
 from __future__ import annotations
 
@@ -19,64 +30,163 @@ _EPS = 1e-9  # an arrival computed as 2.9999999999 steps still joins at step 3
 
 @dataclass(frozen=True, eq=False)
 class Clock:
-    """Seconds at step boundaries: a grid (dt) or a table of step starts (starts, idle)."""
+    """Seconds at step boundaries: a grid (dt), or segments (edges, times, …) and a model.
+
+    Segment j covers steps [edges[j], edges[j+1]) and begins at times[j] seconds; edges[-1] is
+    the end of the schedule (times[-1] when it ends). In it `batch` requests decode; the first
+    step reads `context` KV tokens and lasts `first` seconds. A `flat` segment costs `first` per
+    step (idle steps, or a single step with a prefill); the others are summed by the model.
+    Past the schedule's end the engine idles at `idle` seconds per step.
+    """
 
     dt: float | None = None
-    starts: np.ndarray | None = None  # starts[k] = seconds when step k begins; last = run's end
     idle: float = 0.0
+    model: StepTime | None = None
+    edges: np.ndarray | None = None
+    times: np.ndarray | None = None
+    batch: np.ndarray | None = None
+    context: np.ndarray | None = None
+    first: np.ndarray | None = None
+    flat: np.ndarray | None = None
+
+    def _within(self, segment: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Seconds of the first `steps` steps of each `segment` (aligned arrays)."""
+        assert self.model is not None and self.first is not None and self.flat is not None
+        assert self.batch is not None and self.context is not None
+        flat = self.flat[segment]
+        summed = self.model.segment_seconds(self.batch[segment], self.context[segment], steps)
+        return np.where(flat, steps * self.first[segment], summed)
 
     def at(self, steps: np.ndarray) -> np.ndarray:
         """Seconds when step `steps` begins (equivalently, when step steps−1 ends)."""
         steps = np.asarray(steps)
         if self.dt is not None:
             return steps * self.dt
-        assert self.starts is not None
-        last = len(self.starts) - 1
-        inside = self.starts[np.minimum(steps, last)]
-        return inside + np.maximum(steps - last, 0) * self.idle
+        assert self.edges is not None and self.times is not None
+        steps = steps.astype(np.int64)
+        last = int(self.edges[-1])
+        inside = np.minimum(steps, last)
+        segment = np.clip(np.searchsorted(self.edges, inside, side="right") - 1, 0, len(self.edges) - 2)
+        seconds = self.times[segment] + self._within(segment, inside - self.edges[segment])
+        return seconds + np.maximum(steps - last, 0) * self.idle
 
     def step_of(self, seconds: np.ndarray) -> np.ndarray:
         """The first step that begins at or after each time: when an arrival can join."""
         seconds = np.asarray(seconds, dtype=np.float64)
         if self.dt is not None:
             return np.maximum(np.ceil(seconds / self.dt - _EPS), 0).astype(np.int64)
-        assert self.starts is not None
-        last = len(self.starts) - 1
-        inside = np.searchsorted(self.starts, seconds - _EPS * self.idle, side="left")
-        beyond = last + np.ceil((seconds - self.starts[-1]) / self.idle - _EPS)
-        return np.where(inside <= last, inside, beyond).astype(np.int64)
+        assert self.edges is not None and self.times is not None
+        shape = seconds.shape
+        seconds = seconds.ravel()
+        target = seconds - _EPS * self.idle
+        last = int(self.edges[-1])
+        # segment j with times[j] < target ≤ times[j + 1]: the step is inside it (or at its end)
+        segment = np.searchsorted(self.times, target, side="left") - 1
+        out = np.zeros(len(seconds), dtype=np.int64)
+        beyond = segment >= len(self.edges) - 1
+        out[beyond] = last + np.ceil((seconds[beyond] - self.times[-1]) / self.idle - _EPS).astype(np.int64)
+        inside = np.flatnonzero((segment >= 0) & ~beyond)
+        j = segment[inside]
+        lo = np.zeros(len(j), dtype=np.int64)  # its seconds < target
+        hi = (self.edges[j + 1] - self.edges[j]).astype(np.int64)  # its seconds ≥ target
+        begins, want = self.times[j], target[inside]
+        while True:
+            open_ = np.flatnonzero(hi - lo > 1)
+            if len(open_) == 0:
+                break
+            mid = (lo[open_] + hi[open_]) // 2
+            reached = begins[open_] + self._within(j[open_], mid) >= want[open_]
+            hi[open_] = np.where(reached, mid, hi[open_])
+            lo[open_] = np.where(reached, lo[open_], mid)
+        out[inside] = self.edges[j] + hi
+        return out.reshape(shape)
 
 
-def step_load(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What every step does: (decoding requests, KV tokens they read, prompt tokens prefilled).
+def priced_end(schedule: Schedule) -> np.ndarray:
+    """The step after each stay's last step in the batch: its end, or its static group's end
+    (a finished member of a static group stays in the batch as padding until the group ends)."""
+    if schedule.groups is None:
+        return schedule.end
+    g = schedule.groups
+    return g["end"][g["member_group"]]
 
-    Built with difference arrays from the stays, so it costs O(stays + steps), not per token.
-    A request decoding at step k with c tokens cached reads c + 1 (its new token included);
-    summed over a stay that is linear in k, so two running sums give the total.
+
+@dataclass(frozen=True, eq=False)
+class SegmentLoad:
+    """What every segment of a schedule runs; see Clock."""
+
+    edges: np.ndarray  # int64, segment j = steps [edges[j], edges[j+1]); edges[-1] = makespan
+    batch: np.ndarray  # int64 requests decoding in each step of the segment
+    context: np.ndarray  # int64 KV tokens read in its first step (+ batch per later step)
+    prefill: np.ndarray  # int64 prompt tokens prefilled (only in one-step segments)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.edges)
+
+
+def segment_load(schedule: Schedule) -> SegmentLoad:
+    """The schedule cut at its events: stays' decode starts and (priced) ends, prefill steps.
+
+    A request decoding at step k with c tokens cached reads c + 1 (its new token included). From
+    one segment to the next the reads follow a recurrence in whole numbers: every request still
+    decoding reads one more, those that leave stop, those that join add their first read.
     """
     horizon = schedule.makespan
-    ds, end = schedule.decode_start, schedule.end
+    ds, end = schedule.decode_start, priced_end(schedule)
     live = end > ds
     ds, end, cached = ds[live], end[live], schedule.context[live]
-    count = np.bincount(ds, minlength=horizon + 1) - np.bincount(end, minlength=horizon + 1)
-    offset = (cached - ds + 1).astype(np.float64)
-    base = np.bincount(ds, weights=offset, minlength=horizon + 1) - np.bincount(
-        end, weights=offset, minlength=horizon + 1
-    )
-    batch = np.cumsum(count)[:horizon]
-    context = np.cumsum(base)[:horizon] + np.arange(horizon) * batch
-    prefill = np.bincount(
-        schedule.chunk_step, weights=schedule.chunk_tokens.astype(np.float64), minlength=horizon
-    )[:horizon]
-    return batch, context, prefill
+    edges = np.unique(np.concatenate((
+        [0, horizon], ds, end, schedule.chunk_step, schedule.chunk_step + 1,
+    ))).astype(np.int64)
+    edges = edges[edges <= horizon]
+    n_edges = len(edges)
+    at_start = np.searchsorted(edges, ds)
+    at_end = np.searchsorted(edges, end)
+    change = np.bincount(at_start, minlength=n_edges) - np.bincount(at_end, minlength=n_edges)
+    batch = np.cumsum(change)[:-1].astype(np.int64)
+    joins = _whole_bincount(at_start, cached + 1, n_edges)
+    leaves = _whole_bincount(at_end, cached + 1 + (end - ds), n_edges)
+    lengths = np.diff(edges)
+    step_up = np.zeros(n_edges, dtype=np.int64)
+    step_up[1:] = batch * lengths  # each request reads one more per step of the segment before
+    context = np.cumsum(step_up + joins - leaves)[:-1]
+    prefill = _whole_bincount(
+        np.searchsorted(edges, schedule.chunk_step), schedule.chunk_tokens, n_edges
+    )[:-1]
+    return SegmentLoad(edges, batch, context, prefill)
+
+
+def _whole_bincount(index: np.ndarray, weights: np.ndarray, length: int) -> np.ndarray:
+    """Sums of whole-number weights by index, in int64 (np.bincount would go through floats)."""
+    out = np.zeros(length, dtype=np.int64)
+    if len(index):
+        order = np.argsort(index, kind="stable")
+        index, weights = index[order], np.asarray(weights, dtype=np.int64)[order]
+        first = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+        out[index[first]] = np.add.reduceat(weights, first)
+    return out
 
 
 def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
     """The clock of a finished schedule under a step-time model."""
     if step_time.constant is not None:
         return Clock(dt=step_time.constant, idle=step_time.constant)
-    batch, context, prefill = step_load(schedule)
-    seconds = step_time.seconds(batch, context, prefill)
+    load = segment_load(schedule)
     idle = step_time.idle_seconds
-    seconds = np.where((batch == 0) & (prefill == 0), idle, seconds)
-    return Clock(starts=np.concatenate(([0.0], np.cumsum(seconds))), idle=idle)
+    nothing = (load.batch == 0) & (load.prefill == 0)
+    first = np.where(nothing, idle, step_time.seconds(load.batch, load.context, load.prefill))
+    flat = nothing | (load.prefill > 0)
+    lengths = load.lengths
+    summed = step_time.segment_seconds(load.batch, load.context, lengths)
+    seconds = np.where(flat, lengths * first, summed)
+    return Clock(
+        idle=idle,
+        model=step_time,
+        edges=load.edges,
+        times=np.concatenate(([0.0], np.cumsum(seconds))),
+        batch=load.batch,
+        context=load.context,
+        first=first,
+        flat=flat,
+    )

@@ -58,7 +58,11 @@ def fcfs_servers(
     """
     eligible = np.asarray(eligible, dtype=np.int64)
     service = np.asarray(service, dtype=np.int64)
+    # More servers than requests change nothing: each request takes a fresh one at its arrival.
+    slots = max(1, min(slots, len(eligible)))
     method = method or ("blocks" if slots >= FIXED_POINT_FROM else "heap")
+    if method == "blocks" and (_horizon(eligible, service) + 1) * slots >= 2**62:
+        method = "heap"  # the blocks' int64 keys step × slots + slot could overflow
     if method == "heap":
         return _by_heap(eligible, service, slots)
     return _by_blocks(eligible, service, slots)
@@ -77,12 +81,17 @@ def _by_heap(eligible: np.ndarray, service: np.ndarray, slots: int) -> tuple[np.
     return np.asarray(start, dtype=np.int64), np.asarray(slot, dtype=np.int64)
 
 
+def _horizon(eligible: np.ndarray, service: np.ndarray) -> int:
+    """A step past every possible end."""
+    return int(eligible[-1]) + int(service.sum()) + 1
+
+
 def _by_blocks(eligible: np.ndarray, service: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
     n = len(eligible)
     block = max(slots, 256)
     # A time past every possible end: pads a block bigger than the pool (never chosen once the
     # block's own ends are known, and small enough that keys cannot overflow).
-    horizon = int(eligible[-1]) + int(service.sum()) + 1
+    horizon = _horizon(eligible, service)
     pool = np.arange(slots, dtype=np.int64)  # keys of free events: step * slots + slot
     start = np.empty(n, dtype=np.int64)
     slot = np.empty(n, dtype=np.int64)

@@ -6,10 +6,17 @@ Definitions, kept from the lab so its figures reproduce:
   and the denominator counts every slot even while a last, partial static group runs.
 - occupancy = slot-steps held / (slots × steps): held includes prefill steps and, for static
   batching, the steps a finished request keeps its slot until its group ends.
+- busy steps: steps in which at least one request decoded or prefilled.
 - Latencies per request, from arrival: queueing (until it first gets a slot), TTFT (until its
   first token is out, i.e. the end of that step), end-to-end (until its last token), TPOT (the
   mean gap between later tokens). In steps they count from the first step it could have joined;
   in seconds from its arrival time.
+
+Nothing here is built per step: a run can last billions of steps. The series are binned to at
+most SERIES_POINTS points and each bin's figures come from the stays directly (∫ busy over a
+bin is a sum of interval overlaps; KV blocks are evaluated only where they can peak), so the
+work and memory grow with the requests. `per_step` still gives the step-by-step counts, for
+checks on small runs.
 """
 from __future__ import annotations
 
@@ -84,7 +91,7 @@ def latencies(
 
 
 def per_step(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
-    """(slots emitting a token, slots held) at every step."""
+    """(slots emitting a token, slots held) at every step: O(steps), for checks on small runs."""
     horizon = schedule.makespan
     busy = np.cumsum(
         np.bincount(schedule.decode_start, minlength=horizon + 1)
@@ -106,6 +113,56 @@ def binned(horizon: int, points: int = SERIES_POINTS) -> np.ndarray:
     """Left edges of at most `points` equal bins over [0, horizon)."""
     count = max(1, min(points, horizon))
     return np.unique(np.linspace(0, horizon, count + 1).astype(np.int64)[:-1])
+
+
+def covered(start: np.ndarray, end: np.ndarray, weight: np.ndarray | None, at: np.ndarray) -> np.ndarray:
+    """Σ_i weight_i · |[start_i, end_i) ∩ [0, x)| for each x in `at`: the integral up to x of a
+    count that is weight_i on each interval. Exact in whole numbers (Python ints where int64
+    could overflow); one sort and a binary search per point."""
+    return ramp(start, weight, at) - ramp(end, weight, at)
+
+
+def ramp(points: np.ndarray, weight: np.ndarray | None, at: np.ndarray) -> np.ndarray:
+    """Σ_{points_i ≤ x} weight_i · (x − points_i) for each x in `at`."""
+    points = np.asarray(points, dtype=np.int64)
+    at = np.asarray(at, dtype=np.int64)
+    total = len(points) if weight is None else int(np.abs(weight).sum())
+    top = int(max(points.max(initial=0), at.max(initial=0))) + 1
+    dtype = object if (total + 1) * top >= 2**62 else np.int64
+    if weight is None:
+        p = np.sort(points)
+        count = np.arange(len(p) + 1).astype(dtype)
+        w_p = p.astype(dtype)
+    else:
+        order = np.argsort(points, kind="stable")
+        p = points[order]
+        w = np.asarray(weight, dtype=np.int64)[order].astype(dtype)
+        count = np.concatenate(([0], np.cumsum(w))).astype(dtype)
+        w_p = w * p.astype(dtype)
+    moment = np.concatenate(([0], np.cumsum(w_p))).astype(dtype)
+    k = np.searchsorted(p, at, side="right")
+    return count[k] * at.astype(dtype) - moment[k]
+
+
+def union_length(start: np.ndarray, end: np.ndarray) -> int:
+    """Steps covered by at least one of the intervals [start_i, end_i)."""
+    keep = end > start
+    start, end = start[keep], end[keep]
+    if len(start) == 0:
+        return 0
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    reach = np.maximum.accumulate(end)
+    before = np.concatenate(([start[0]], reach[:-1]))
+    return int(np.maximum(0, end - np.maximum(start, before)).sum())
+
+
+def held_intervals(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(from, to, slots) of every holding: stays, or for static batching whole groups."""
+    if schedule.groups is not None:
+        g = schedule.groups
+        return g["start"], g["end"], g["size"]
+    return schedule.start, schedule.end, np.ones(len(schedule.start), dtype=np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,32 +257,44 @@ def measure(
     arrival: np.ndarray,
     clock: Clock | None,
     *,
-    kv_per_step: np.ndarray | None = None,
+    block_size: int | None = None,
     kv_info: dict[str, Any] | None = None,
     step_time: dict[str, Any] | None = None,
 ) -> PolicyResult:
-    """Every metric of a finished schedule."""
+    """Every metric of a finished schedule; KV blocks too when `block_size` is given (paged)."""
     steps = schedule.makespan
     slots = schedule.slots
     tokens = int(output.sum())
-    busy, held = per_step(schedule)
-    prefill = np.bincount(schedule.chunk_step, minlength=steps)[:steps]
     seconds = float(clock.at(np.array([steps]))[0]) if clock is not None else None
     edges = binned(steps)
-    width = np.diff(np.append(edges, steps))
+    bounds = np.append(edges, steps)
+    width = np.diff(bounds)
+    ds, end = schedule.decode_start, schedule.end
+    ended = ramp(end, None, bounds)
+    busy = np.diff(ramp(ds, None, bounds) - ended)
+    if schedule.groups is None:  # a stay holds its slot from its start to its end
+        held = np.diff(ramp(schedule.start, None, bounds) - ended)
+    else:
+        held = np.diff(covered(*held_intervals(schedule), bounds))
     series: dict[str, np.ndarray] = {
         "step": edges,
-        "busy": np.add.reduceat(busy, edges) / width,
-        "held": np.add.reduceat(held, edges) / width,
+        "busy": np.asarray(busy, dtype=np.float64) / width,
+        "held": np.asarray(held, dtype=np.float64) / width,
     }
     if clock is not None:
         series["seconds"] = clock.at(edges)
     kv_blocks = None
-    if kv_per_step is not None:
-        series["kv_blocks_used"] = np.maximum.reduceat(kv_per_step, edges)
+    if block_size is not None:
+        from engine.batching.paged import kv_usage
+
+        used = kv_usage(schedule, block_size, bounds)
+        series["kv_blocks_used"] = used.bin_max
         kv_blocks = dict(kv_info or {})
-        kv_blocks["peak"] = int(kv_per_step.max())
-        kv_blocks["mean"] = float(kv_per_step.mean())
+        kv_blocks["peak"] = used.peak
+        kv_blocks["mean"] = used.mean
+    busy_steps = union_length(
+        np.concatenate((ds, schedule.chunk_step)), np.concatenate((end, schedule.chunk_step + 1))
+    )
     group_maxima = schedule.groups["longest"] if schedule.groups is not None else None
     return PolicyResult(
         policy=policy,
@@ -233,10 +302,10 @@ def measure(
         requests=len(output),
         tokens=tokens,
         steps=steps,
-        busy_steps=int(np.count_nonzero((busy > 0) | (prefill > 0))),
+        busy_steps=busy_steps,
         makespan_seconds=seconds,
         utilisation=tokens / (slots * steps),
-        occupancy=float(held.sum()) / (slots * steps),
+        occupancy=float(sum(held.tolist())) / (slots * steps),
         throughput_tokens_per_step=tokens / steps,
         throughput_tokens_per_second=tokens / seconds if seconds else None,
         requests_per_second=len(output) / seconds if seconds else None,

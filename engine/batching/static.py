@@ -5,6 +5,23 @@ Requests are taken in arrival order, `slots` at a time. A group launches when th
 anyway once its oldest member has waited that long, taking only those who have arrived. Every
 slot of the group is held until its longest member ends: the head-of-line blocking the lab
 measures (5,797 steps for its 200 requests on 16 slots, where continuous batching needs 1,148).
+
+What a static step costs (the step-time models price it; steps and utilisation do not change):
+a finished member is not dropped from the batch, it stays in as padding until the group's
+longest member ends, as a padded HF ``generate`` does and as the torch benchmark
+(engine.gpubench.batching) runs it. So, for a group of n members (n = slots, or fewer for a
+partial group) that launches at step s and runs L steps:
+
+- every decode step of the group computes the whole group: batch = n. The one exception is the
+  group's first step when members have prompts: those members prefill in it (their prompt
+  tokens are charged as prefill) and decode from the next step, so that step's batch is the
+  members without a prompt;
+- every member's KV reads keep growing while it pads, as the benchmark's padded members keep
+  decoding at the next position: member i reads prompt_i + 1 + (k − pf_i) tokens at group step
+  k ≥ pf_i (pf_i = 1 with a prompt, else 0), whether or not its own output has ended.
+
+A group's seconds are then its first step plus a run of L − 1 steps of fixed batch n, summed in
+closed form (group_seconds). A finished request's latency still ends with its own last token.
 """
 from __future__ import annotations
 
@@ -13,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.batching.schedule import Schedule, prefill_steps, single_stays
-from engine.batching.steptime import StepTime
+from engine.batching.steptime import StepTime, run_seconds, step_seconds
 
 
 @dataclass(frozen=True)
@@ -85,27 +102,33 @@ def schedule_static_timed(
         starts.append(launch)
         longests.append(longest)
         free_step = launch + longest
-        free_time = launch_time + group_seconds(step_time, prompt[members], output[members], longest)
+        free_time = launch_time + group_seconds(step_time, prompt[members], longest)
         i = stop
     first, start, longest_arr = (np.asarray(x, dtype=np.int64) for x in (firsts, starts, longests))
     return _schedule_of_groups(first, start, longest_arr, prompt, output, slots)
 
 
-def group_seconds(step_time: StepTime, prompt: np.ndarray, output: np.ndarray, steps: int) -> float:
-    """Seconds one group runs: its steps' batch, KV reads and prompt tokens, through the model."""
+def group_seconds(step_time: StepTime, prompt: np.ndarray, steps: int) -> float:
+    """Seconds one group (its members' prompts) runs, `steps` steps from its launch.
+
+    The whole group is in every decode step and a finished member pads on, its KV reads still
+    growing (see the module docstring), so after the first step, which holds the prefills, the
+    batch is fixed and its reads grow by one per member per step: one closed form. Who ends
+    when does not enter; only the group's length does.
+    """
+    if steps <= 0:
+        return 0.0
     pf = prefill_steps(prompt)
-    k = np.arange(steps)
-    count = np.bincount(pf, minlength=steps + 1) - np.bincount(pf + output, minlength=steps + 1)
-    base = (prompt - pf + 1).astype(np.float64)
-    offset = np.bincount(pf, weights=base, minlength=steps + 1) - np.bincount(
-        pf + output, weights=base, minlength=steps + 1
-    )
-    batch = np.cumsum(count)[:steps]
-    context = np.cumsum(offset)[:steps] + k * batch
-    prefill = np.zeros(steps)
-    prefill[0] = prompt[pf > 0].sum()
-    seconds = step_time.seconds(batch, context, prefill)
-    return float(np.where((batch == 0) & (prefill == 0), step_time.idle_seconds, seconds).sum())
+    members = len(prompt)
+    without_prompt = int(np.count_nonzero(pf == 0))
+    prompts = int(prompt.sum())
+    # Step 0: members without a prompt decode (reading 1 token each), the others prefill.
+    if prompts == 0:
+        return run_seconds(step_time, members, members, steps)
+    first = step_seconds(step_time, without_prompt, without_prompt, prompts)
+    # From step 1 on every member decodes; member i reads prompt_i + 1 + (1 − pf_i) at step 1.
+    reads = int((prompt + 1 + (1 - pf)).sum())
+    return first + run_seconds(step_time, members, reads, steps - 1)
 
 
 def _schedule_of_groups(

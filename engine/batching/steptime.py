@@ -3,7 +3,8 @@
 A step-time model turns what a step does into seconds. What a step does is three numbers, all
 arrays over steps so a whole run is timed in one vectorised call:
 
-- ``batch``: requests that decode (emit a token) in the step;
+- ``batch``: requests in the step's decode batch: those emitting a token and, in static
+  batching, a group's finished members that pad on until the group ends;
 - ``context``: KV tokens those requests attend over, summed across the batch;
 - ``prefill``: prompt tokens processed in the step.
 
@@ -13,13 +14,14 @@ nothing runs: an idle engine polls at the cadence of its cheapest step.
 
 Between two scheduling events the batch is fixed and only its context grows, by one token per
 request per step; `segment_seconds` sums such a run of decode steps in closed form, so an
-event-driven simulation can keep a clock without visiting every step.
+event-driven simulation can keep a clock without visiting every step. It takes scalars or
+aligned arrays (one run per element), so a whole schedule's runs are summed in one call.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Iterable, Protocol, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -35,7 +37,7 @@ class StepTime(Protocol):
 
     def seconds(self, batch: np.ndarray, context: np.ndarray, prefill: np.ndarray) -> np.ndarray: ...
 
-    def segment_seconds(self, batch: int, first_context: float, steps: int) -> float: ...
+    def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any: ...
 
     def describe(self) -> dict: ...
 
@@ -53,7 +55,7 @@ def run_seconds(model: StepTime, batch: int, first_context: float, steps: int) -
         return 0.0
     if batch == 0:
         return steps * model.idle_seconds
-    return model.segment_seconds(batch, first_context, steps)
+    return float(model.segment_seconds(batch, first_context, steps))
 
 
 def steps_to_reach(model: StepTime, batch: int, first_context: float, seconds: float) -> int:
@@ -98,8 +100,8 @@ class UnitStepTime:
     def seconds(self, batch: np.ndarray, context: np.ndarray, prefill: np.ndarray) -> np.ndarray:
         return np.full(np.shape(batch), self.seconds_per_step, dtype=np.float64)
 
-    def segment_seconds(self, batch: int, first_context: float, steps: int) -> float:
-        return steps * self.seconds_per_step
+    def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
+        return np.asarray(steps, dtype=np.float64) * self.seconds_per_step
 
     def describe(self) -> dict:
         return {"kind": "unit", "seconds_per_step": self.seconds_per_step}
@@ -142,20 +144,20 @@ class RooflineStepTime:
         flops = self.flops_per_token * (batch + prefill)
         return np.maximum(moved / self.hbm_bytes_per_s, flops / self.peak_flops)
 
-    def segment_seconds(self, batch: int, first_context: float, steps: int) -> float:
+    def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
         """Σ_j max(α + β·(C0 + B·j), γ): compute-bound while the KV reads are small, then
         memory-bound with a linearly growing cost; the crossing step splits the sum in two."""
+        batch, first_context, steps = (
+            np.asarray(a, dtype=np.float64) for a in (batch, first_context, steps)
+        )
         alpha = self.weights_bytes / self.hbm_bytes_per_s
         beta = self.kv_bytes_per_token / self.hbm_bytes_per_s
         gamma = self.flops_per_token * batch / self.peak_flops
         base = alpha + beta * first_context  # memory term of the first step
         slope = beta * batch  # its growth per step
-        if base >= gamma:
-            flat = 0
-        elif slope == 0:
-            flat = steps
-        else:
-            flat = min(steps, int(np.ceil((gamma - base) / slope)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            crossing = np.ceil((gamma - base) / slope)
+        flat = np.where(base >= gamma, 0.0, np.where(slope == 0, steps, np.minimum(steps, crossing)))
         rest = steps - flat
         return gamma * flat + rest * base + slope * (rest * (flat + steps - 1) / 2)
 
@@ -230,7 +232,10 @@ class MeasuredStepTime:
             + self.per_context_token * (context + prefill)
         )
 
-    def segment_seconds(self, batch: int, first_context: float, steps: int) -> float:
+    def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
+        batch, first_context, steps = (
+            np.asarray(a, dtype=np.float64) for a in (batch, first_context, steps)
+        )
         first = self.intercept + self.per_token * batch + self.per_context_token * first_context
         return steps * first + self.per_context_token * batch * steps * (steps - 1) / 2
 
