@@ -8,6 +8,7 @@ optional --prompt-tokens, --arrival-rate and --seed). Steps become seconds throu
 from __future__ import annotations
 
 import argparse
+import math
 import json
 from pathlib import Path
 from typing import Any
@@ -103,14 +104,13 @@ def _workload(args: argparse.Namespace) -> Any:
     prompt = _distribution(args.prompt_tokens, "--prompt-tokens") if args.prompt_tokens else None
     if args.arrival_cv is not None and args.arrival_rate is None:
         raise UserError("needs --arrival-rate", field="--arrival-cv")
+    for flag, value in (("--arrival-rate", args.arrival_rate), ("--arrival-cv", args.arrival_cv)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UserError(f"must be a positive finite number, got {value}", field=flag)
     if args.arrival_rate is None:
         arrivals: Any = wl.AllAtZero()
-    elif not args.arrival_rate > 0:
-        raise UserError(f"must be positive, got {args.arrival_rate}", field="--arrival-rate")
     elif args.arrival_cv is None:
         arrivals = wl.Poisson(rate=args.arrival_rate)
-    elif not args.arrival_cv > 0:
-        raise UserError(f"must be positive, got {args.arrival_cv}", field="--arrival-cv")
     else:
         arrivals = wl.Gamma(rate=args.arrival_rate, cv=args.arrival_cv)
     try:
