@@ -20,9 +20,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from engine.cli import main  # noqa: E402
-from engine.gpubench import batching, device as dev, memory, steptime  # noqa: E402
+from engine.gpubench import batching, device as dev, memory, runner, steptime  # noqa: E402
 from engine.gpubench.model import Decoder  # noqa: E402
-from engine.gpubench.shapes import TINY, ModelShape  # noqa: E402
+from engine.gpubench.shapes import SEVEN_B, TINY, ModelShape  # noqa: E402
 from engine.measured import load_measurement  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -368,6 +368,201 @@ def test_catalog_peak_matches_cuda_names_or_says_why_not():
     assert dev.catalog_peak("NVIDIA H100 80GB HBM3") == (want, None)
     peak, note = dev.catalog_peak("NVIDIA Imaginary X1 7GB")
     assert peak is None and "Imaginary" in note
+
+
+# ---------------------------------------------------------------------------------------------
+# The CUDA path, as far as a CPU can check it: the figures it divides by, the memory it plans for,
+# that it is never entered off CUDA, and the capture bookkeeping with a stand-in for torch's graphs.
+
+GIB = 2**30
+# What torch reports for the cards (engine/catalog/gpus/*.yaml), and an assumption: CUDA's
+# context, cuBLAS and lazily loaded kernels hold about 1 GiB once the runtime is warm.
+H100_TOTAL, H200_TOTAL, RUNTIME = 85_198_045_184, 150_109_945_856, 1 * GIB
+
+
+def test_bytes_moved_for_the_7b_shape_by_hand():
+    # Llama-2-7B: 32 layers × (4·4096² attention + 3·4096·11008 MLP + 2·4096 norms)
+    # + 2 × 32000·4096 (embedding, head) + 4096 = 6,738,415,616 parameters.
+    assert SEVEN_B.param_count() == 6_738_415_616
+    # A step reads all of them but the embedding table (one row per request): in bf16,
+    # (6,738,415,616 − 131,072,000) × 2 bytes.
+    assert SEVEN_B.decode_weight_bytes(2) == 13_214_687_232
+    assert SEVEN_B.kv_bytes_per_token(2) == 2 * 32 * 32 * 128 * 2 == 524_288  # 0.5 MiB
+    # batch 16 at 2,048 positions: + 16 × 2,048 × 0.5 MiB = 16 GiB of K and V.
+    moved = steptime.bytes_moved(SEVEN_B.decode_weight_bytes(2), 524_288, 16, 2048)
+    assert moved == 13_214_687_232 + 17_179_869_184 == 30_394_556_416
+    # so 70 % of an H100's 3.35 TB/s is a step of 12.96 ms, and batch 1 at 512 positions is
+    # dominated by the weights: 4.02 ms at 100 %.
+    assert moved / (0.7 * 3.35e12) == pytest.approx(12.96e-3, abs=0.01e-3)
+    assert steptime.bytes_moved(13_214_687_232, 524_288, 1, 512) / 3.35e12 == pytest.approx(
+        4.025e-3, abs=0.001e-3)
+    # the model counts the same bytes as the shape, for any dtype
+    assert Decoder(MICRO).decode_weight_bytes == MICRO.decode_weight_bytes(4)
+
+
+def test_the_h100_times_batch_16_at_8k_beside_the_weights():
+    """The day's row: 16 requests of 8,192 tokens (64 GiB of bf16 cache) beside 12.6 GiB of
+    weights. A flat 90 % of free memory would skip it; the capped reserve keeps it."""
+    kv, weights = SEVEN_B.kv_bytes_per_token(2), SEVEN_B.param_count() * 2
+    free = H100_TOTAL - RUNTIME - weights  # 65.8 GiB
+    budget = runner.kv_budget_bytes(free)
+    assert free - budget == GIB
+    assert 16 * 8192 * kv > 0.9 * free  # what the flat share did
+    assert steptime.fitting_batches(16, 8192, kv, budget) == ([1, 2, 4, 8, 16], [])
+    assert steptime.fitting_batches(16, 16384, kv, budget) == ([1, 2, 4, 8], [16])
+    assert steptime.fitting_batches(16, 32768, kv, budget) == ([1, 2, 4], [8, 16])
+    h200 = runner.kv_budget_bytes(H200_TOTAL - RUNTIME - weights)
+    assert steptime.fitting_batches(16, 16384, kv, h200) == ([1, 2, 4, 8], [16])
+    # the memory probe's calculated figure for the same free memory: 16 requests of 8k
+    assert memory.calculated_max_requests(free, 8192, kv) == 16
+    # a small budget (the CPU run's) keeps 10 %, not a whole GiB
+    assert runner.kv_budget_bytes(500 * 2**20) == 450 * 2**20
+
+
+def test_a_point_that_runs_out_of_memory_is_dropped_not_fatal(model, monkeypatch):
+    real = model.new_cache
+
+    def new_cache(slots, max_context):  # the device refuses a cache for more than 2 slots
+        if slots > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
+        return real(slots, max_context)
+
+    monkeypatch.setattr(model, "new_cache", new_cache)
+    budget = 10**9
+    points, notes = steptime.measure_step_times(model, [32], 4, budget, warmup=0, repeats=1)
+    assert [(p.batch, p.context) for p in points] == [(1, 32), (2, 32)]
+    assert any("context 32: batch 4 ran out of device memory" in n for n in notes)
+    monkeypatch.setattr(model, "new_cache", real)
+
+    timed = []
+
+    def median_seconds(step, device, *, warmup, repeats):  # out of memory while timing batch 2
+        if len(timed) == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        timed.append(step)
+        return 1e-3
+
+    monkeypatch.setattr(steptime, "median_seconds", median_seconds)
+    points, notes = steptime.measure_step_times(model, [32, 64], 4, budget, warmup=0, repeats=1)
+    assert [(p.batch, p.context) for p in points] == [(1, 32)]
+    assert sum("ran out of device memory" in n for n in notes) == 2  # batch 2 at 32, 1 at 64
+
+
+def test_graph_capture_is_never_entered_off_cuda(model, monkeypatch):
+    def boom(*_args, **_kwargs):
+        raise AssertionError("a CUDA graph path was entered on the CPU")
+
+    for target, name in ((steptime, "cuda_graph"), (batching, "cuda_graph"),
+                         (steptime, "graph_pool"), (batching, "graph_pool"),
+                         (torch.cuda, "CUDAGraph"), (torch.cuda, "graph_pool_handle"),
+                         (torch.cuda, "Stream"), (torch.cuda, "synchronize")):
+        monkeypatch.setattr(target, name, boom)
+    assert not dev.graphs_supported(torch.device("cpu")) and dev.graphs_supported(
+        torch.device("cuda"))
+    points, _ = steptime.measure_step_times(model, [16], 2, 10**9, warmup=0, repeats=1,
+                                            use_cuda_graphs=True)
+    assert len(points) == 2
+    run = batching.run_continuous(Decoder(MICRO), Decoder(MICRO).new_cache(2, 8), [3, 1, 2],
+                                  prompt_tokens=1, cuda_graphs=True)
+    assert run.note is None and run.steps == 3
+
+
+def test_batching_captures_each_shape_once_in_the_warm_pass(monkeypatch):
+    """torch's graphs stood in for by a capture that runs the warm-up as asked and replays the
+    Python step: checks which shapes are captured, when, from which pool, and that the warm-up
+    (one decode, no token or position update) leaves the timed pass what an eager run gets."""
+    captures = []
+
+    def capture(step, *, warmup=0, warmup_step=None, pool=None):
+        captures.append((len(spy.steps), pool))
+        assert warmup >= 1 and warmup_step is not None  # torch: warm up before capturing
+        for _ in range(warmup):
+            warmup_step()
+        return step
+
+    monkeypatch.setattr(batching, "graphs_supported", lambda device: True)
+    monkeypatch.setattr(batching, "graph_pool", lambda: "the pool")
+    monkeypatch.setattr(batching, "cuda_graph", capture)
+    lengths, model = [70, 3, 9, 1, 4, 7, 2, 8], Decoder(MICRO, seed=5)
+    for run in (batching.run_static, batching.run_continuous):
+        cache = model.new_cache(3, batching.cache_context(lengths, 2))
+        eager = Spy(model)
+        run(eager, cache, lengths, prompt_tokens=2)
+        spy, captures = Spy(model), []
+        result = run(spy, cache, lengths, prompt_tokens=2, cuda_graphs=True)
+        assert result.note is None and result.steps == len(eager.steps)
+        timed = spy.steps[-len(eager.steps):]
+        warm = len(spy.steps) - len(timed)
+        assert all(at < warm for at, _ in captures)  # nothing captured while timing
+        assert {pool for _, pool in captures} == {"the pool"}
+        shapes = {(len(pos), -(-(max(pos) + 1) // batching.ATTN_ROUND) * batching.ATTN_ROUND)
+                  for pos, _ in eager.steps}
+        assert len(captures) == len(shapes) >= 2  # one per (running, attention length)
+        for (pos_a, logits_a), (pos_b, logits_b) in zip(eager.steps, timed):
+            assert pos_a == pos_b and close(logits_a, logits_b)
+
+
+@pytest.mark.parametrize("error", [RuntimeError("operation not permitted when stream is capturing"),
+                                   torch.OutOfMemoryError("CUDA out of memory")])
+def test_a_failed_capture_falls_back_to_eager_steps(monkeypatch, error):
+    made = []
+
+    def capture(step, *, warmup=0, warmup_step=None, pool=None):
+        if len(made) == 2:
+            raise error
+        made.append(step)
+        return step
+
+    monkeypatch.setattr(batching, "graphs_supported", lambda device: True)
+    monkeypatch.setattr(batching, "graph_pool", lambda: None)
+    monkeypatch.setattr(batching, "cuda_graph", capture)
+    lengths, model = [70, 3, 9, 1, 4, 7, 2, 8], Decoder(MICRO, seed=5)
+    cache = model.new_cache(3, batching.cache_context(lengths, 1))
+    eager = Spy(model)
+    batching.run_continuous(eager, cache, lengths, prompt_tokens=1)
+    spy = Spy(model)
+    run = batching.run_continuous(spy, cache, lengths, prompt_tokens=1, cuda_graphs=True)
+    assert "capture failed" in run.note and "after 2 step shapes" in run.note
+    assert run.steps == len(eager.steps)
+    for (pos_a, logits_a), (pos_b, logits_b) in zip(eager.steps, spy.steps[-len(eager.steps):]):
+        assert pos_a == pos_b and close(logits_a, logits_b)
+
+
+def test_a_policy_without_graphs_makes_the_other_run_without_them(model, monkeypatch):
+    calls = []
+
+    def fake(name, note):
+        def run(model, cache, lengths, *, cuda_graphs, **_kwargs):
+            calls.append((name, cuda_graphs))
+            return batching.PolicyRun(1.0, 1, 1, 1.0, 1.0, note if cuda_graphs else None)
+        return run
+
+    monkeypatch.setattr(runner, "POLICIES", (("static", fake("static", None)),
+                                             ("continuous", fake("continuous", "capture failed"))))
+    monkeypatch.setattr(runner.dev, "release", lambda device: None)
+    config = runner.BenchConfig(device="cuda", shape=MICRO, dtype="float32", slots=2,
+                                contexts=[8], output_tokens=[1], day=37)
+    notes: list[str] = []
+    bar = runner.tqdm(disable=True)
+    runs = runner._run_policies(model, config, [1], 4, notes, bar)
+    assert calls == [("static", True), ("continuous", True), ("static", False)]
+    assert runs["static"].note is None and notes[0] == "capture failed"
+    assert "static timed again without CUDA graphs" in notes[1]
+
+
+def test_bf16_decode_runs_on_the_cpu_and_agrees_with_fp32():
+    """The dtypes the CUDA run uses (bf16 weights and cache, fp32 mask bias and softmax)."""
+    fp32 = Decoder(MICRO, seed=6)
+    bf16 = Decoder(MICRO, seed=6).to(torch.bfloat16)
+    assert bf16.dtype == torch.bfloat16 and bf16.decode_weight_bytes == MICRO.decode_weight_bytes(2)
+    out = []
+    for m in (fp32, bf16):
+        cache = m.new_cache(3, 16)
+        m.prefill(cache, 0, torch.tensor([1, 2, 3, 4]))
+        m.prefill(cache, 1, torch.tensor([5, 6]))
+        out.append(m.decode(cache, torch.tensor([7, 8, 9]), torch.tensor([4, 2, 0]), 16))
+    assert out[1].dtype == torch.float32 and torch.isfinite(out[1]).all()
+    assert torch.nn.functional.cosine_similarity(out[0], out[1], dim=-1).min() > 0.999
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ validating it; any mistake in the inputs stops the run before anything is writte
 imported only in ``run``, so the other commands never need it.
 
 On a GPU box: clone, ``make bench-day37 DEVICE=cuda`` (a CUDA build of torch 2.13 in .venv; the
-7B-class shape in bf16 needs about 13 GiB for its weights and takes a few minutes), commit
+7B-class shape in bf16 needs 12.6 GiB (13.5 GB) for its weights and takes a few minutes), commit
 ``days/day37.measured/<gpu>.json``, set ``measured: latest`` in the spec, and build anywhere.
 """
 from __future__ import annotations

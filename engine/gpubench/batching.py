@@ -22,7 +22,9 @@ until the end: tokens and positions live on the device and are updated there.
 On CUDA each step shape (running requests, attention length) is captured once in a CUDA graph,
 as the step-time measurement does, so a step costs what the GPU needs rather than what Python
 needs to launch a few thousand kernels. Captures happen in a first, untimed pass of the whole
-policy; the timed pass replays them. If capture fails, both passes run eagerly and a note says so.
+policy (each after an idempotent warm-up step on a side stream, as torch requires); the timed pass
+replays them, all from one shared memory pool. If a capture fails, the policy's remaining steps
+run eagerly and a note says so (the runner then times the other policy eagerly too).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.gpubench.device import cuda_graph, synchronize
+from engine.gpubench.device import cuda_graph, graph_pool, graphs_supported, synchronize
 from engine.gpubench.model import Decoder, KVCache
 
 # Attention reads the cache up to the longest running request, rounded up to this many positions:
@@ -66,8 +68,8 @@ class _Slots:
                                        seed).to(device)
         self.graphs: dict[tuple[int, int], Callable[[], object]] | None = None
         self.note: str | None = None
-        if cuda_graphs and device.type == "cuda":
-            self.graphs, self.pool = {}, torch.cuda.graph_pool_handle()
+        if cuda_graphs and graphs_supported(device):
+            self.graphs, self.pool = {}, graph_pool()
 
     def admit(self, slot: int, request: int) -> None:
         """Put a request in ``slot``: prefill all but its prompt's last token, which becomes the
@@ -79,11 +81,39 @@ class _Slots:
         self.positions[slot] = len(prompt) - 1
         self.lengths[slot] = len(prompt) - 1
 
+    def _decode(self, n: int, attn_len: int) -> torch.Tensor:
+        """Decode slots 0 … n-1 from the static token and position buffers. Harmless to repeat:
+        it writes the same K and V at the same positions, so it is the graphs' warm-up."""
+        return self.model.decode(self.cache, self.tokens[:n], self.positions[:n], attn_len)
+
     def _advance(self, n: int, attn_len: int) -> None:
         """Device work only: decode slots 0 … n-1, keep the greedy tokens, move positions on."""
-        logits = self.model.decode(self.cache, self.tokens[:n], self.positions[:n], attn_len)
-        self.tokens[:n] = logits.argmax(dim=-1)
+        self.tokens[:n] = self._decode(n, attn_len).argmax(dim=-1)
         self.positions[:n] += 1
+
+    def _capture(self, n: int, attn_len: int) -> Callable[[], object]:
+        """The step for this shape as a CUDA graph, warmed up (idempotently) on a side stream."""
+        return cuda_graph(lambda: self._advance(n, attn_len), warmup=1,
+                          warmup_step=lambda: self._decode(n, attn_len), pool=self.pool)
+
+    def _try_capture(self, n: int, attn_len: int) -> Callable[[], object] | None:
+        """Capture and keep this shape's step; on failure drop every graph, note why, and return
+        None (outside the except block, so its traceback no longer holds the failed capture)."""
+        try:
+            replay = self._capture(n, attn_len)
+        except RuntimeError as err:  # an optimisation only: the eager step is the same
+            # Out of memory included: dropping every graph gives their pool back, and an eager
+            # step needs no more than one graph's worth.
+            why = ("out of memory" if isinstance(err, torch.OutOfMemoryError)
+                   else str(err).splitlines()[0])
+            self.note = (f"batching: CUDA graph capture failed ({why}) after "
+                         f"{len(self.graphs or ())} step shapes; eager steps")
+            replay = None
+        if replay is None:
+            self.graphs = None
+        else:
+            self.graphs[(n, attn_len)] = replay
+        return replay
 
     def step(self, n: int) -> None:
         """One decode step for slots ``0 … n-1``: every one of them emits a token."""
@@ -92,17 +122,10 @@ class _Slots:
         if self.graphs is None:
             self._advance(n, attn_len)
         else:
-            replay = self.graphs.get((n, attn_len))
-            if replay is None:
-                try:
-                    replay = cuda_graph(lambda: self._advance(n, attn_len), pool=self.pool)
-                except RuntimeError as err:  # an optimisation only: the eager step is the same
-                    self.graphs = None
-                    self.note = (f"batching: CUDA graph capture failed "
-                                 f"({str(err).splitlines()[0]}); eager steps")
-                    synchronize(self.model.device)
-                    return self.step(n)
-                self.graphs[(n, attn_len)] = replay
+            replay = self.graphs.get((n, attn_len)) or self._try_capture(n, attn_len)
+            if replay is None:  # capture failed: this step and the rest run eagerly
+                synchronize(self.model.device)
+                return self.step(n)
             replay()
         for b in range(n):
             self.lengths[b] += 1

@@ -84,21 +84,56 @@ def release(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
+def graphs_supported(device: torch.device) -> bool:
+    """Whether steps on ``device`` can be captured in CUDA graphs: only on CUDA. Every capture in
+    the benchmark goes through this check, so the CPU path never touches ``torch.cuda``."""
+    return device.type == "cuda"
+
+
+def graph_pool() -> object:
+    """A memory pool that graphs which never run at the same time can share (see cuda_graph)."""
+    return torch.cuda.graph_pool_handle()
+
+
+_SIDE_STREAMS: dict[int, torch.cuda.Stream] = {}
+
+
+def _side_stream() -> torch.cuda.Stream:
+    """One warm-up stream per device for the whole run, not a new one per capture: cuBLAS keeps
+    a workspace (up to 32 MiB) for every stream it has run on, for as long as the process lives,
+    and torch hands out up to 32 different pooled streams."""
+    index = torch.cuda.current_device()
+    if index not in _SIDE_STREAMS:
+        _SIDE_STREAMS[index] = torch.cuda.Stream()
+    return _SIDE_STREAMS[index]
+
+
 def cuda_graph(step: Callable[[], object], *, warmup: int = 0,
+               warmup_step: Callable[[], object] | None = None,
                pool: object | None = None) -> Callable[[], object]:
     """Capture ``step`` in a CUDA graph and return its replay.
 
-    ``step`` must read only tensors whose addresses stay fixed and never read a value back to the
-    host. ``warmup`` runs it first on a side stream (lazy initialisation such as cuBLAS
-    workspaces); leave it at 0 where running the step changes state that matters. Graphs that
-    never run at the same time and keep nothing alive between replays can share ``pool``.
+    ``step`` must read only tensors whose addresses stay fixed (its static inputs) and never read
+    a value back to the host; what it allocates comes from the graph's pool and is reused by
+    every replay. Capturing runs nothing: the first replay is the first run.
+
+    As torch requires, the work is first run ``warmup`` times on a side stream (lazy
+    initialisation such as cuBLAS handles and workspaces must not happen during capture).
+    ``warmup_step`` runs there instead of ``step`` where ``step`` changes state that matters:
+    it must launch the same kernels and be harmless to repeat.
+
+    Graphs may share ``pool`` when they never run at the same time and none reads what another
+    left in the pool (each step's intermediates die within the step, its results go to the
+    static buffers): one pool's worth of memory instead of one per graph. Out of memory during
+    capture is raised as torch.OutOfMemoryError, which callers should not mistake for a capture
+    that torch cannot do.
     """
     if warmup:
-        side = torch.cuda.Stream()
+        side = _side_stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(warmup):
-                step()
+                (warmup_step or step)()
         torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, pool=pool):

@@ -33,6 +33,11 @@ class ModelShape:
                      + h * self.num_heads * d + 3 * self.intermediate_size * h)
         return 2 * self.vocab_size * h + h + self.num_layers * per_layer
 
+    def decode_weight_bytes(self, dtype_bytes: int) -> int:
+        """The weight bytes one decode step reads: every parameter but the embedding table, of
+        which a step reads only one row per request (the output head is read whole)."""
+        return (self.param_count() - self.vocab_size * self.hidden_size) * dtype_bytes
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -11,8 +11,10 @@ Bytes moved counts what a step must read, not what the kernels happen to touch (
 as gpt-fast's "memory bandwidth utilisation" does. Timing is synchronised, the warm-up steps are
 excluded, and the figure is the median of the repeats. On CUDA each (batch, context) step is
 captured once in a CUDA graph and replayed, so the figure is the GPU's time rather than Python's
-kernel launches (gpt-fast gets the same from torch.compile); if capture fails, the step runs
-eagerly and a note says so.
+kernel launches (gpt-fast gets the same from torch.compile, which also fuses the small kernels;
+this model has no compiler, so its per-kernel cost stays in the figure); if capture fails, the
+step runs eagerly and a note says so. A point whose cache does not fit the budget is skipped, and
+one that runs out of device memory anyway is dropped with a note rather than ending the run.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.gpubench.device import cuda_graph, release, synchronize
+from engine.gpubench.device import (cuda_graph, graph_pool, graphs_supported, release,
+                                    synchronize)
 from engine.gpubench.model import Decoder
 
 
@@ -60,33 +63,80 @@ def median_seconds(step: Callable[[], object], device: torch.device, *, warmup: 
     return statistics.median(times)
 
 
+def bytes_moved(decode_weight_bytes: int, kv_bytes_per_token: int, batch: int,
+                context: int) -> int:
+    """What one decode step must read: every weight once (the batch shares them) and, for each
+    of ``batch`` requests, its K and V for all ``context`` positions."""
+    return decode_weight_bytes + batch * context * kv_bytes_per_token
+
+
+def fitting_batches(slots: int, context: int, kv_bytes_per_token: int,
+                    kv_budget_bytes: int) -> tuple[list[int], list[int]]:
+    """The batch sizes whose cache at ``context`` fits in ``kv_budget_bytes``, and the rest."""
+    sizes = batch_sizes(slots)
+    fits = [b for b in sizes if b * context * kv_bytes_per_token <= kv_budget_bytes]
+    return fits, [b for b in sizes if b not in fits]
+
+
+def _oom_note(context: int, batch: int) -> str:
+    return (f"context {context}: batch {batch} ran out of device memory, not timed "
+            "(nor any larger batch at this context)")
+
+
 def _time_context(model: Decoder, context: int, batches: list[int], *, graphs: bool,
                   warmup: int, repeats: int, notes: list[str],
                   on_point: Callable[[], None] | None) -> tuple[list[float], bool]:
-    """Seconds per step for each batch at one context; whether graphs still work afterwards.
+    """Seconds per step for the first batches at one context (all of them unless the device runs
+    out of memory at one: then it and the larger ones are left out, with a note); and whether
+    graphs still work afterwards.
 
-    One cache for the largest batch, the smaller ones decode a prefix of its slots. Everything
-    allocated here (cache, graphs and their pools) is freed when this returns."""
+    One cache for the largest batch, the smaller ones decode a prefix of its slots. On CUDA each
+    batch's step is captured once, timed by replaying it, and dropped before the next capture;
+    the graphs of one context share one pool. Everything allocated here (cache, graphs, pool) is
+    freed when this returns."""
     device = model.device
     generator = torch.Generator(device="cpu").manual_seed(context)
-    cache = model.new_cache(max(batches), context)
+    cache = None
+    while cache is None and batches:
+        try:
+            cache = model.new_cache(max(batches), context)
+        except torch.OutOfMemoryError:
+            notes.append(_oom_note(context, max(batches)))
+            batches = batches[:-1]
+        if cache is None:
+            release(device)  # outside the except block, whose traceback holds the partial cache
+    if cache is None:
+        return [], graphs
     tokens = torch.randint(0, model.shape.vocab_size, (max(batches),),
                            generator=generator).to(device)
     positions = torch.full((max(batches),), context - 1, device=device, dtype=torch.long)
+    pool = graph_pool() if graphs else None
     seconds = []
     for batch in batches:
+        # Static inputs: views of tokens and positions, whose addresses never change. Repeating
+        # the step rewrites the same K and V at the same positions, so the warm-up steps change
+        # nothing a timed step reads.
         def step(b: int = batch) -> torch.Tensor:
             return model.decode(cache, tokens[:b], positions[:b], attn_len=context)
-        run = step
-        if graphs:
-            try:
-                run = cuda_graph(step, warmup=2)
-            except RuntimeError as err:  # capture is an optimisation; eager is still correct
-                graphs = False
-                notes.append(f"step time: CUDA graph capture failed "
-                             f"({str(err).splitlines()[0]}); eager steps from context {context}")
-                synchronize(device)
-        seconds.append(median_seconds(run, device, warmup=warmup, repeats=repeats))
+        run: Callable[[], object] | None = step
+        try:
+            if graphs:
+                try:
+                    run = cuda_graph(step, warmup=2, pool=pool)
+                except torch.OutOfMemoryError:
+                    raise
+                except RuntimeError as err:  # capture is an optimisation; eager is still correct
+                    graphs, pool = False, None
+                    notes.append(f"step time: CUDA graph capture failed "
+                                 f"({str(err).splitlines()[0]}); eager steps from context "
+                                 f"{context}, batch {batch}")
+                    synchronize(device)
+            seconds.append(median_seconds(run, device, warmup=warmup, repeats=repeats))
+        except torch.OutOfMemoryError:
+            notes.append(_oom_note(context, batch))
+            break
+        finally:
+            run = None  # this batch's graph goes before the next one is captured
         if on_point:
             on_point()
     return seconds, graphs
@@ -97,15 +147,15 @@ def measure_step_times(model: Decoder, contexts: list[int], slots: int, kv_budge
                        on_point: Callable[[], None] | None = None,
                        ) -> tuple[list[StepPoint], list[str]]:
     """Step time for every batch in ``batch_sizes(slots)`` and every context whose cache for that
-    batch fits in ``kv_budget_bytes``. Returns the points and any notes (skips, eager fallback)."""
+    batch fits in ``kv_budget_bytes``. Returns the points and any notes (skips, eager fallback).
+    CUDA graphs are used only where ``graphs_supported`` says so (never on the CPU)."""
     device = model.device
     kv_per_token = model.shape.kv_bytes_per_token(model.dtype.itemsize)
-    graphs = use_cuda_graphs and device.type == "cuda"
+    graphs = use_cuda_graphs and graphs_supported(device)
     points: list[StepPoint] = []
     notes: list[str] = []
     for context in contexts:
-        fitting = [b for b in batch_sizes(slots) if b * context * kv_per_token <= kv_budget_bytes]
-        skipped = [b for b in batch_sizes(slots) if b not in fitting]
+        fitting, skipped = fitting_batches(slots, context, kv_per_token, kv_budget_bytes)
         if skipped:
             notes.append(f"context {context}: batch {', '.join(map(str, skipped))} does not fit "
                          "in memory, not timed")
@@ -115,7 +165,7 @@ def measure_step_times(model: Decoder, contexts: list[int], slots: int, kv_budge
                                         repeats=repeats, notes=notes, on_point=on_point)
         release(device)
         for batch, secs in zip(fitting, seconds):
-            moved = model.decode_weight_bytes + batch * context * kv_per_token
+            moved = bytes_moved(model.decode_weight_bytes, kv_per_token, batch, context)
             points.append(StepPoint(batch, context, secs, moved, moved / secs))
     return points, notes
 
