@@ -8,6 +8,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DAYS = REPO / "days"
+# The lab's reference trace: days/ holds a byte copy of ../shared/reference/day37-lab-workload.csv
+# (tests/test_reference_copy.py checks the two agree wherever shared/ is beside the checkout).
+LAB_TRACE = DAYS / "day37.workload.csv"
+REFERENCE = REPO.parent / "shared" / "reference"
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from engine.batching.paged import blocks_per_step
 from engine.errors import UserError
 from engine.workload import Workload, load_trace
 
-LAB_TRACE = Path("/work/shared/reference/day37-lab-workload.csv")
+from conftest import LAB_TRACE  # the lab's trace, as committed in days/
 LAB_STEP = UnitStepTime(0.02)  # "Requests per second assume 20 ms per step"
 
 

@@ -13,7 +13,9 @@ import pytest
 from engine.cli import main
 from engine.commands.simulate import _number
 
-LAB_TRACE = "/work/shared/reference/day37-lab-workload.csv"
+from conftest import LAB_TRACE as _LAB_TRACE
+
+LAB_TRACE = str(_LAB_TRACE)  # the lab's trace, as committed in days/, as a command-line argument
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:

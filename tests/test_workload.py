@@ -32,7 +32,7 @@ from engine.workload import (
     parse_distribution,
 )
 
-LAB_TRACE = Path("/work/shared/reference/day37-lab-workload.csv")
+from conftest import LAB_TRACE  # the lab's trace, as committed in days/
 
 
 def write(tmp_path: Path, text: str, name: str = "trace.csv") -> Path:
