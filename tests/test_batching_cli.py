@@ -192,3 +192,8 @@ def test_table_numbers_have_separators_and_no_exponents(capsys):
         assert float(latencies[0].replace(",", "")) > 1_000  # TTFT p50 waits for earlier waves
         assert (util, per_step, preempt) == ("100.0%", "4.00", "0")  # 4 slots always full
         assert rps == _number(40 / int(steps.replace(",", "")))
+
+
+def test_a_generated_workload_error_names_its_own_flag(capsys):
+    code, _, err = run_cli(capsys, "--requests", "20000000", "--output-tokens", "5", "--slots", "4")
+    assert code == 2 and err.strip().startswith("--requests: ")

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from engine.errors import UserError
 
 DEFAULT_SECONDS_PER_STEP = 0.02  # the lab's assumption: 20 ms per decode step
@@ -86,6 +88,16 @@ def run(args: argparse.Namespace) -> int:
 # ---- inputs -------------------------------------------------------------------------------------
 
 
+# Which flag set each field of a generated workload, to name it in an error.
+FLAG_OF_FIELD = {
+    "requests": "--requests",
+    "output_tokens": "--output-tokens",
+    "prompt_tokens": "--prompt-tokens",
+    "arrivals": "--arrival-rate",
+    "seed": "--seed",
+}
+
+
 def _workload(args: argparse.Namespace) -> Any:
     from engine import workload as wl
 
@@ -118,9 +130,10 @@ def _workload(args: argparse.Namespace) -> Any:
             requests=args.requests, output_tokens=output, prompt_tokens=prompt,
             arrivals=arrivals, seed=args.seed,
         )
-    except Exception as exc:  # pydantic's ValidationError: the one rule across fields
-        message = str(getattr(exc, "errors", lambda: [{"msg": exc}])()[0]["msg"])
-        raise UserError(message.removeprefix("Value error, "), field="--output-tokens") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        flag = FLAG_OF_FIELD.get(str(first["loc"][0]) if first["loc"] else "", "--output-tokens")
+        raise UserError(str(first["msg"]).removeprefix("Value error, "), field=flag) from None
     return wl.generate(spec)
 
 
