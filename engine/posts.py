@@ -141,6 +141,20 @@ def check_no_typed_numbers(templates_root: Path, names: list[str]) -> None:
             )
 
 
+class UnformattedNumber(Exception):
+    """A template printed a number without a filter."""
+
+
+def _finalize(value: Any) -> Any:
+    """Every printed fraction, and every whole number from 1,000 up, must come through a filter:
+    `{{ bt.multiple }}` would otherwise put 5.049651567944251 on a post, 13280 without its comma."""
+    if isinstance(value, float) or (
+        isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1000
+    ):
+        raise UnformattedNumber(value)
+    return value
+
+
 def environment(templates_root: Path) -> jinja2.Environment:
     """One environment for every day: day folders plus shared macros at the root."""
     env = jinja2.Environment(
@@ -150,6 +164,7 @@ def environment(templates_root: Path) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
+        finalize=_finalize,
     )
     env.filters.update(FILTERS)
     return env
@@ -207,6 +222,13 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
         text = env.get_template(template).render(**context)
     except jinja2.TemplateSyntaxError as exc:  # also unknown filters and tests
         raise _syntax_error(exc, template) from None
+    except UnformattedNumber as exc:
+        raise UserError(
+            f"{exc.args[0]!r} printed without a filter: format it with "
+            f"{', '.join(sorted(FILTERS))}",
+            file=f"templates/{template}",
+            field=_template_line(exc, template),
+        ) from None
     except jinja2.UndefinedError as exc:
         # A template asking for a figure the spec did not compute (a section or policy left
         # out) is a user-level mismatch, not a crash: name the template and the missing name.

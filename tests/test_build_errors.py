@@ -34,8 +34,10 @@ def break_thread(templates: Path, old: str, new: str) -> None:
         ("{{ bt.multiple | multiple }}", "{{ bt.multipel | multiple }}", "has no attribute 'multipel'"),
         ("{{ bt.multiple | multiple }}", "{{ bt.multipel | fixed }}", "has no attribute 'multipel'"),
         ("Second fact:", "Second fact, on 8 slots:", "a number typed into a template"),
+        ("{{ bt.multiple | multiple }}", "{{ bt.multiple }}", "printed without a filter"),
     ],
-    ids=["syntax", "unknown-filter", "misspelt-variable", "misspelt-into-format", "typed-number"],
+    ids=["syntax", "unknown-filter", "misspelt-variable", "misspelt-into-format", "typed-number",
+         "unformatted-number"],
 )
 def test_template_mistakes_are_one_line(templates, tmp_path, old, new, expected):
     out = tmp_path / "out"

@@ -37,7 +37,7 @@ def test_posts_use_and_label_the_measured_figures(measured_days, tmp_path):
     device = doc["device"]["name"]
     measured_multiple = f"{doc['batching']['multiple']:.1f}x"
     assert f"measured on {device}" in linkedin
-    assert f"Measured on {device}: {measured_multiple}" in thread
+    assert f"Measured on {device} (a CPU, tiny model): {measured_multiple}" in thread
     assert measured_multiple in linkedin
     cont = doc["batching"]["policies"]["continuous"]["tokens_per_second"]
     assert f"{cont:,.0f} tokens/s" in linkedin

@@ -139,3 +139,13 @@ def test_measured_figures_are_recomputed_from_wall_times():
     out = recomputed_batching(doc)
     assert out["multiple"] == pytest.approx(4.0)
     assert out["policies"]["continuous"]["tokens_per_second"] == pytest.approx(2000.0)
+
+
+def test_compare_views_share_one_context():
+    from engine.experiments.kv_cache import common_context
+
+    llama2 = [{"context": c, "within_max_model_len": c <= 4096} for c in (2048, 4096, 8192)]
+    llama3 = [{"context": c, "within_max_model_len": c <= 8192} for c in (2048, 4096, 8192)]
+    assert common_context([llama2, llama3], [2048, 8192]) == 2048  # highlighted, inside both
+    assert common_context([llama2, llama3], [8192]) == 4096  # none highlighted inside both
+    assert common_context([llama3], [2048, 8192]) == 8192

@@ -88,8 +88,15 @@ def run(section: KvCacheSection, ctx: Context) -> dict[str, Any]:
         run_view(view, section.contexts, ctx, f"kv_cache.compare.{i}")
         for i, view in enumerate(section.compare)
     ]
-    for view in (main, *compare):
-        view["headline_row"] = headline_row(view["plan"]["contexts"], section.highlight)
+    main["headline_row"] = headline_row(main["plan"]["contexts"], section.highlight)
+    if compare:
+        # Compare views side by side at one context, the longest highlighted one every compared
+        # model accepts: at different contexts a post would compare apples with oranges.
+        shared = common_context([v["plan"]["contexts"] for v in compare], section.highlight)
+        for view in compare:
+            view["headline_row"] = next(
+                r for r in view["plan"]["contexts"] if r["context"] == shared
+            )
     rows = {row["context"]: row for row in main["plan"]["contexts"]}
     return {
         "source": "calculated",
@@ -110,6 +117,16 @@ def headline_row(rows: list[dict[str, Any]], highlight: list[int]) -> dict[str, 
     inside = [r for r in rows if r.get("within_max_model_len", True)]
     chosen = [r for r in inside if r["context"] in highlight] or inside or rows
     return max(chosen, key=lambda r: r["context"])
+
+
+def common_context(tables: list[list[dict[str, Any]]], highlight: list[int]) -> int:
+    """The longest context inside every model's limit, a highlighted one when there is one."""
+    inside = set.intersection(
+        *({r["context"] for r in rows if r.get("within_max_model_len", True)} for rows in tables)
+    )
+    if not inside:  # no context suits every model: fall back to the shortest tabulated
+        return min(r["context"] for r in tables[0])
+    return max((c for c in inside if c in highlight), default=max(inside))
 
 
 def halves_when_context_doubles(rows: list[dict[str, Any]]) -> bool:
