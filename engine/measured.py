@@ -258,8 +258,11 @@ def write_measurement(doc: dict, path: Path | str) -> Path:
     over the target, so a reader sees the old file or the new one, never half of one."""
     path = Path(path)
     validate_measurement(doc, file=path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise UserError(f"cannot write the measurement: {err.strerror or err}", file=path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(doc, out, indent=2, sort_keys=True)

@@ -645,3 +645,13 @@ def test_build_modules_do_not_import_torch():
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
+
+
+def test_an_out_that_is_a_file_is_refused_before_measuring(tmp_path, capsys):
+    spec = write_spec(tmp_path / "days", [3, 4])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert main(["bench", str(spec), "--device", "cpu", "--quick", "--out", str(blocker)]) == 2
+    err = capsys.readouterr()
+    assert err.err.strip() == f"{blocker}: --out: is a file, not a folder for measurements"
+    assert "bench" not in err.err.splitlines()[0][:5]  # refused before the progress bar started

@@ -432,3 +432,12 @@ def test_check_takes_one_draft_file(tmp_path, capsys):
     assert "linkedin.md" in out and "x-thread.md" not in out
     assert cli(["check", str(tmp_path / "x-thread.md")]) == 1
     assert "FAIL x-thread.md post 1" in capsys.readouterr().out
+
+
+def test_check_refuses_a_file_that_is_not_a_draft(tmp_path, capsys):
+    from engine.cli import main as cli
+
+    spec = tmp_path / "day37.yaml"
+    spec.write_text("day: 37\n")
+    assert cli(["check", str(spec)]) == 2
+    assert capsys.readouterr().err.startswith(f"{spec}: not a draft")

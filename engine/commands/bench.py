@@ -11,6 +11,7 @@ On a GPU box: clone, ``make bench-day37 DEVICE=cuda`` (a CUDA build of torch 2.1
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,11 +131,24 @@ def run(args: argparse.Namespace) -> int:
         memory_budget_bytes=None if cuda else CPU_MEMORY_BUDGET,
         cpu_threads=None if cuda else 1,
     )
-    doc = run_bench(config)
     out_dir = args.out if args.out is not None else measured_dir(inputs.spec_path, inputs.day)
+    _check_writable(out_dir)  # before minutes of measuring, not after
+    doc = run_bench(config)
     path = write_measurement(doc, out_dir / f"{doc['device']['slug']}.json")
     _summary(doc, path)
     return 0
+
+
+def _check_writable(folder: Path) -> None:
+    """The measurement's folder must be one we can make and write; say so before measuring.
+
+    Nothing is created here: a run refused later (a model too big, say) leaves no trace.
+    """
+    if folder.exists() and not folder.is_dir():
+        raise UserError("is a file, not a folder for measurements", file=folder, field="--out")
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write into {existing}", file=folder, field="--out")
 
 
 def _summary(doc: dict, path: Path) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from engine.errors import UserError
+
 EXIT_RULES_FAILED = 1
 
 
@@ -26,12 +28,24 @@ def format_counts(draft: str, counts: list) -> str:
     return f"{draft}: {' · '.join(parts) if parts else 'nothing to count'}"
 
 
+def _is_draft(name: str) -> bool:
+    return name.endswith(".md") and name.split(".")[0] in ("linkedin", "x-thread") or name.endswith(
+        ".alt.txt"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from engine.platforms import check_day_dir
 
     failed = 0
     for path in args.folders:
         folder, only = (path.parent, path.name) if path.is_file() else (path, None)
+        if only is not None and not _is_draft(only):
+            raise UserError(
+                "not a draft: give a day's folder (out/day37), or linkedin.md, x-thread.md "
+                "or a chart's .alt.txt in it",
+                file=path,
+            )
         report = check_day_dir(folder)
         print(f"{path}")
         for draft, counts in report.counts.items():
