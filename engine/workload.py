@@ -274,6 +274,18 @@ class Mixture(_Model):
     kind: Literal["mixture"] = "mixture"
     components: Annotated[list[Component], Field(min_length=1)]
 
+    @model_validator(mode="after")
+    def _shares_add_up(self) -> "Mixture":
+        """Weights are relative (9 and 1 mean 90 % and 10 %), but fractions below 1 that do not
+        add up to 1 (0.9 and 0.2) are far more likely a typo than a ratio, so they are refused."""
+        weights = [c.weight for c in self.components]
+        if all(w < 1 for w in weights) and abs(sum(weights) - 1) > 1e-6:
+            raise ValueError(
+                f"mixture weights add up to {sum(weights):g}: give shares that add up to 1, "
+                "or whole-number ratios"
+            )
+        return self
+
     def bounds(self) -> tuple[int, int | None]:
         lows, highs = zip(*(c.dist.bounds() for c in self.components))
         high = None if any(h is None for h in highs) else max(h for h in highs if h is not None)
@@ -586,7 +598,10 @@ def parse_distribution(text: str) -> Constant | Uniform | Normal | Lognormal | E
         if not (weight > 0 and math.isfinite(weight)):
             raise UserError(f"weight {weight_text!r} must be positive")
         components.append(Component(weight=weight, dist=_parse_one(dist_text.strip(), text)))
-    return Mixture(components=components)
+    try:
+        return Mixture(components=components)
+    except ValidationError as exc:
+        raise UserError(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
 
 
 def _parse_one(term: str, whole: str) -> Any:

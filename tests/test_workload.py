@@ -471,3 +471,12 @@ def test_day_spec_beyond_a_cap_is_one_line(days_copy):
         load_spec(path)
     assert caught.value.field == "batching.workload.output_tokens"
     assert "\n" not in caught.value.line()
+
+
+def test_mixture_shares_that_do_not_add_up_are_a_typo():
+    from engine.errors import UserError
+
+    with pytest.raises(UserError, match="add up to 1.1"):
+        parse_distribution("0.9*uniform:8:40+0.2*uniform:400:700")
+    assert parse_distribution("9*uniform:8:40+1*uniform:400:700").components[0].weight == 9
+    assert parse_distribution("0.5*constant:3+0.5*constant:4").bounds() == (3, 4)
