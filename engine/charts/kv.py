@@ -51,7 +51,11 @@ def kv_fit(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
     all_y: list[int] = []
     main_rows: list[tuple[int, int]] = []
     for i, view in enumerate(views):
-        rows = [(c, n) for c, n in _fit_rows(view) if n > 0]  # 0 cannot sit on a log axis
+        rows = [  # 0 cannot sit on a log axis; past its context limit a model serves nothing
+            (r["context"], r["max_requests"])
+            for r in view["plan"]["contexts"]
+            if r["max_requests"] > 0 and r.get("within_max_model_len", True)
+        ]
         if not rows:
             continue
         xs, ys = zip(*rows)
