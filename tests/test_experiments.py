@@ -107,13 +107,17 @@ def test_nothing_left_to_halve_is_not_halving():
 
 
 def test_the_multiple_is_a_ratio_of_durations():
-    from engine.experiments.batching import throughput_multiple
+    from types import SimpleNamespace as Run
+
+    from engine.batching import throughput_multiple
 
     # Untimed: steps are the only clock.
-    assert throughput_multiple({"steps": 5797}, {"steps": 1148}) == pytest.approx(5797 / 1148)
+    untimed = throughput_multiple(Run(steps=5797, makespan_seconds=None),
+                                  Run(steps=1148, makespan_seconds=None))
+    assert untimed == pytest.approx(5797 / 1148)
     # Timed: steps differ in length, so seconds decide (hand-made: 10 s vs 4 s → 2.5x).
-    timed_static = {"steps": 500, "makespan_seconds": 10.0}
-    timed_cont = {"steps": 100, "makespan_seconds": 4.0}
+    timed_static = Run(steps=500, makespan_seconds=10.0)
+    timed_cont = Run(steps=100, makespan_seconds=4.0)
     assert throughput_multiple(timed_static, timed_cont) == pytest.approx(2.5)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from engine.batching.clock import Clock, clock_for
 from engine.batching.continuous import ContinuousPolicy, schedule_continuous
-from engine.batching.metrics import PolicyResult, measure
+from engine.batching.metrics import PolicyResult, measure, throughput_multiple
 from engine.batching.paged import PagedPolicy, blocks_per_step, schedule_paged
 from engine.batching.schedule import Schedule, prefill_steps
 from engine.batching.static import StaticPolicy, schedule_static, schedule_static_timed
@@ -45,6 +45,7 @@ __all__ = [
     "Clock", "ContinuousPolicy", "MeasuredStepTime", "PagedPolicy", "Policy", "PolicyResult",
     "RooflineStepTime", "Schedule", "StaticPolicy", "StepTime", "UnitStepTime", "blocks_per_step",
     "clock_for", "prefill_steps", "roofline_from_catalog", "schedule", "simulate",
+    "throughput_multiple",
 ]
 
 

@@ -317,3 +317,15 @@ def measure(
         kv_blocks=kv_blocks,
         step_time=step_time,
     )
+
+
+def throughput_multiple(slow: PolicyResult, fast: PolicyResult) -> float:
+    """How many times the throughput `fast` gets over `slow` on the same requests.
+
+    Both serve the same tokens, so throughput ∝ 1 / duration: makespan in seconds when a step-time
+    model priced the steps (steps then differ in length), the step count otherwise. The one
+    definition for the posts, the charts and the simulate command.
+    """
+    if slow.makespan_seconds and fast.makespan_seconds:
+        return slow.makespan_seconds / fast.makespan_seconds
+    return slow.steps / fast.steps

@@ -236,7 +236,9 @@ def _table(workload: Any, results: dict[str, Any], step_time: Any) -> str:
     unit = "seconds" if step_time is not None else "steps"
     lines.append(f"(latencies in {unit}; utilisation = tokens / (slots × steps))")
     if "static" in results and "continuous" in results:
-        multiple = results["static"].steps / results["continuous"].steps
+        from engine.batching import throughput_multiple
+
+        multiple = throughput_multiple(results["static"], results["continuous"])
         lines.append(f"continuous vs static: {multiple:,.2f}x the throughput")
     return "\n".join(lines)
 

@@ -81,17 +81,6 @@ def head_of_line_example(output_tokens: np.ndarray, group_sizes: list[int]) -> d
     return best
 
 
-def throughput_multiple(slow: dict[str, Any], fast: dict[str, Any]) -> float:
-    """How many times the throughput `fast` gets over `slow` on the same requests.
-
-    Both serve the same tokens, so throughput ∝ 1 / duration: makespan in seconds when a step-time
-    model priced the steps (steps then differ in length), the step count otherwise.
-    """
-    if slow.get("makespan_seconds") and fast.get("makespan_seconds"):
-        return slow["makespan_seconds"] / fast["makespan_seconds"]
-    return slow["steps"] / fast["steps"]
-
-
 def run(
     section: BatchingSection, ctx: Context, measurement: Path | None = None
 ) -> dict[str, Any]:
@@ -106,11 +95,13 @@ def run(
         load = workload.build_workload(section.workload, ctx.spec_dir)
     step_time = step_time_of(section, ctx, measurement)
     policies: dict[str, Any] = {}
+    runs: dict[str, batching.PolicyResult] = {}
     for name in section.policies:
         with blame(ctx, f"batching.policies.{name}"):
             result = batching.simulate(
                 load, policy_of(name, section), slots=section.slots, step_time=step_time
             )
+        runs[name] = result
         policies[name] = result.to_dict(timeline=load.n <= TIMELINE_LIMIT)
     summary = load.summary()
     if trace is not None:
@@ -136,5 +127,5 @@ def run(
             load.output_tokens, policies["static"]["groups"]["size"]
         )
     if "static" in policies and "continuous" in policies:
-        out["multiple"] = throughput_multiple(policies["static"], policies["continuous"])
+        out["multiple"] = batching.throughput_multiple(runs["static"], runs["continuous"])
     return out
