@@ -170,31 +170,19 @@ def environment(templates_root: Path) -> jinja2.Environment:
     return env
 
 
-THREAD_SEPARATOR = "---"
-
-
 def number_thread(text: str) -> str:
     """Prefix each post of a thread with 'k/n'; posts are separated by a line '---'.
 
     Numbering is done here, after rendering, so that adding or removing a post in a template
-    can never leave a thread numbered wrongly.
+    can never leave a thread numbered wrongly. Posts are split by the same rule the platform
+    check reads them with (engine.platforms.split_thread), so the two can never disagree.
     """
-    posts = [p.strip("\n") for p in _split(text) if p.strip()]
+    from engine.platforms import split_thread
+
+    posts = [post for post in split_thread(text) if post.strip()]
     total = len(posts)
     numbered = [f"{k}/{total} {post}" for k, post in enumerate(posts, start=1)]
-    return f"\n{THREAD_SEPARATOR}\n".join(numbered) + "\n"
-
-
-def _split(text: str) -> list[str]:
-    posts, current = [], []
-    for line in text.splitlines():
-        if line.strip() == THREAD_SEPARATOR:
-            posts.append("\n".join(current))
-            current = []
-        else:
-            current.append(line)
-    posts.append("\n".join(current))
-    return posts
+    return "\n---\n".join(numbered) + "\n"
 
 
 def _syntax_error(exc: jinja2.TemplateSyntaxError, template: str) -> UserError:
