@@ -16,12 +16,10 @@ from typing import Any
 
 from engine import outdir, posts
 from engine.errors import UserError
-from engine.experiments import Context
+from engine.sections import Inputs, SpecLocation, sections
 from engine.spec import DaySpec, load_spec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# The LinkedIn feed gives a portrait image the most room on a phone (4:5, 1080 × 1350).
-LINKEDIN_IMAGE_SIZE = "linkedin_portrait"
 TEMPLATES = REPO_ROOT / "templates"
 
 
@@ -47,7 +45,7 @@ def day_folder_name(day: int) -> str:
     return f"day{day:02d}"
 
 
-def compute(spec: DaySpec, ctx: Context) -> dict[str, Any]:
+def compute(spec: DaySpec, location: SpecLocation) -> dict[str, Any]:
     """Every number the drafts and charts use, with the inputs that produced it."""
     from engine.experiments import links, measured
 
@@ -59,26 +57,21 @@ def compute(spec: DaySpec, ctx: Context) -> dict[str, Any]:
         "hashtags": list(spec.hashtags),
         "inputs": spec.model_dump(mode="json"),
     }
-    if spec.kv_cache is not None:
-        from engine.experiments import kv_cache
-
-        results["kv_cache"] = kv_cache.run(spec.kv_cache, ctx)
-    measurement = measured.resolve(spec, ctx)
-    if spec.batching is not None:
-        from engine.experiments import batching
-
-        results["batching"] = batching.run(spec.batching, ctx, measurement)
-    if spec.queueing is not None:
-        from engine.experiments import queueing
-
-        results["queueing"] = queueing.run(spec.queueing, ctx)
-    results["measured"] = measured.run(spec, ctx, measurement)
-    results["links_back"] = links.run(spec, ctx)
+    measurement = measured.resolve(spec, location)
+    inputs = Inputs(measurement=measurement)
+    for section in sections():
+        model = spec.section(section.key)
+        if model is not None:
+            results[section.key] = section.run(model, location, inputs)
+    results["measured"] = measured.run(spec, location, measurement)
+    results["links_back"] = links.run(spec, location)
     return results
 
 
 def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> dict[str, str]:
     """Each templates/dayNN/*.j2 becomes a draft named without '.j2'; threads get numbered."""
+    from engine.platforms import registry as platforms
+
     env = posts.environment(templates_root)
     folder = day_folder_name(results["day"])
     context = template_context(results)
@@ -93,15 +86,16 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
     for template in templates:
         name = template.name.removesuffix(".j2")
         text = posts.render(env, f"{folder}/{template.name}", context)
-        if name.startswith("x-thread"):
+        platform = platforms.by_draft(name)
+        if platform is not None and platform.thread:
             text = posts.number_thread(text)
         drafts[name] = text
     return drafts
 
 
 def template_context(results: dict[str, Any]) -> dict[str, Any]:
-    """Short names for the templates; they see results and spec metadata, nothing else."""
-    return {
+    """What templates see: results and spec metadata, each section under its own key."""
+    context = {
         "day": results["day"],
         "title": results["title"],
         "series": results["series"],
@@ -109,31 +103,29 @@ def template_context(results: dict[str, Any]) -> dict[str, Any]:
         "hashtags": results["hashtags"],
         "links_back": results.get("links_back", []),
         "measured": results.get("measured"),
-        "kv": results.get("kv_cache"),
-        "bt": results.get("batching"),
-        "qu": results.get("queueing"),
         "charts": results["inputs"]["charts"],  # names the spec asked for, to attach images
     }
+    for section in sections():
+        context[section.key] = results.get(section.key)
+    return context
 
 
 def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[str, Any]:
     """Run the platform rules on the drafts; raise ChecksFailed naming each offending post."""
-    from engine import platforms
+    from engine.platforms import check_alt_text, platforms
 
-    checks: dict[str, Any] = {"linkedin": [], "x": [], "violations": []}
+    checks: dict[str, Any] = {}
     violations: list[Any] = []
-    for name, text in drafts.items():
-        if name.startswith("linkedin"):
-            counts, found = platforms.check_linkedin(text, draft=name)
-            checks["linkedin"] = [vars(c) for c in counts]
-            violations += found
-        elif name.startswith("x-thread"):
-            per_post, found = platforms.check_x_thread(platforms.split_thread(text), draft=name)
-            checks["x"] = [[vars(c) for c in post] for post in per_post]
-            violations += found
+    for platform in platforms():
+        text = drafts.get(platform.draft)
+        per_post, found = platform.check_draft(text) if text is not None else ([], [])
+        per_post_dicts = [[vars(c) for c in post] for post in per_post]
+        # A single post's counts are stored flat; a thread's, one list per post.
+        checks[platform.name] = per_post_dicts if platform.thread else sum(per_post_dicts, [])
+        violations += found
     for chart in charts:
-        for platform in ("x", "linkedin"):
-            violations += platforms.check_alt_text(chart["alt_text"], platform=platform)
+        for platform in platforms():
+            violations += check_alt_text(chart["alt_text"], platform=platform.name)
     checks["violations"] = [str(v) for v in violations]
     if violations:
         raise ChecksFailed(checks["violations"])
@@ -149,8 +141,7 @@ def build(
 ) -> BuildReport:
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
-    ctx = Context(spec_path=spec_path)
-    results = compute(spec, ctx)
+    results = compute(spec, SpecLocation(spec_path=spec_path))
     drafts = render_drafts(results, templates_root)
 
     target = out_root / day_folder_name(spec.day)
@@ -199,48 +190,28 @@ def check_kept_edits(folder: Path, kept: list[tuple[Path, Path]]) -> list[str]:
 
 
 def draw_charts(spec: DaySpec, results: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
+    """Each chart the spec asks for at its own size; the LinkedIn image again at LinkedIn's."""
     if not spec.charts:
         return []
     from engine import charts
+    from engine.platforms import registry as platforms
 
-    drawn = []
-    jobs = [(name, None) for name in spec.charts]
+    jobs: list[tuple[str, str | None]] = [(name, None) for name in spec.charts]
     if spec.linkedin_image is not None:
-        jobs.append((spec.linkedin_image, LINKEDIN_IMAGE_SIZE))
-    for name, size in jobs:
-        chart = charts.draw(name, results, folder, size=size)
-        drawn.append(
-            {
-                "name": chart.name,
-                "file": chart.path.name,
-                "alt_text": chart.alt_text,
-                "width": chart.width,
-                "height": chart.height,
-                "platform": chart.platform,
-            }
-        )
-    return drawn
+        jobs.append((spec.linkedin_image, platforms.get("linkedin").image_size))
+    return [charts.draw(name, results, folder, size=size).to_dict() for name, size in jobs]
 
 
 def headline(results: dict[str, Any]) -> list[str]:
     """A few lines for the terminal: the numbers the post leans on."""
     lines = []
-    kv = results.get("kv_cache")
-    if kv:
-        fits = ", ".join(f"{r['context']:,} → {r['max_requests']:,}" for r in kv["highlight_rows"])
-        lines.append(f"kv cache ({kv['source']}): requests that fit: {fits}")
-    bt = results.get("batching")
-    if bt:
-        parts = [
-            f"{name} {p['steps']:,} steps {p['utilisation'] * 100:.1f}%"
-            for name, p in bt["policies"].items()
-        ]
-        multiple = f", {bt['multiple']:.2f}x" if "multiple" in bt else ""
-        lines.append(f"batching ({bt['source']}): " + ", ".join(parts) + multiple)
+    for section in sections():
+        result = results.get(section.key)
+        if result and section.headline is not None:
+            line = section.headline(result)
+            if line:
+                lines.append(line)
     me = results.get("measured")
     if me:
         lines.append(f"measured: {me['source']} ({me['file']})")
-    qu = results.get("queueing")
-    if qu and "lines" in qu:
-        lines.append(f"queueing ({qu['source']}): separate lines wait {qu['lines']['wait_ratio']:.1f}x")
     return lines

@@ -147,7 +147,7 @@ class UnformattedNumber(Exception):
 
 def _finalize(value: Any) -> Any:
     """Every printed fraction, and every whole number from 1,000 up, must come through a filter:
-    `{{ bt.multiple }}` would otherwise put 5.049651567944251 on a post, 13280 without its comma."""
+    `{{ batching.multiple }}` would otherwise put 5.049651567944251 on a post, 13280 without its comma."""
     if isinstance(value, float) or (
         isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1000
     ):

@@ -8,9 +8,9 @@ number's origin (calculated, simulated, measured on a named device), so a wrong 
 buried hook is seen before it is posted.
 
 Static files, no server, nothing fetched from the network: CSS is inline, images are the PNGs
-beside the page, and Jinja autoescapes every string. Counts come from engine.platforms run on
-the draft text shown (so a hand-edited draft is counted as edited); when that module cannot be
-imported the page falls back to the counts the build stored in results['checks'].
+beside the page, and Jinja autoescapes every string. Counts come from each registered platform's
+rules run on the draft text shown, so a hand-edited draft is counted as edited. The page loops
+over the registries: one column per platform, one table set per section.
 """
 from __future__ import annotations
 
@@ -21,11 +21,23 @@ from typing import Any
 
 import jinja2
 
+from engine.platforms.linkedin import FOLD, fold_index
+from engine.platforms.registry import Platform, platforms
+from engine.review_tables import source_kind
+from engine.sections import sections
+
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "review"
 RESULTS = "results.json"
-DRAFTS = ("linkedin.md", "x-thread.md")
 PAGE = "index.html"
-FOLD = 210  # LinkedIn's feed shows about this much before "…see more" (platform-rules.md)
+
+__all__ = ["FOLD", "fold_index", "render_day_page", "render_index", "write_day_page",
+           "write_index", "write_review", "built_days", "source_kind", "sources", "inputs"]
+
+
+def drafts_of(day_dir: Path) -> dict[str, str]:
+    """Every registered platform's draft found in day_dir, by file name."""
+    return {p.draft: (day_dir / p.draft).read_text(encoding="utf-8")
+            for p in platforms() if (day_dir / p.draft).is_file()}
 _DAY_DIR = re.compile(r"^day(\d+)$")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)\)")  # a Markdown image in a draft: an attachment marker
 
@@ -47,7 +59,7 @@ def write_day_page(day_dir: Path) -> Path:
     """(Re)write day_dir/index.html from what is on disk: results.json, the drafts, the charts."""
     day_dir = Path(day_dir)
     results = json.loads((day_dir / RESULTS).read_text(encoding="utf-8"))
-    drafts = {name: (day_dir / name).read_text(encoding="utf-8") for name in DRAFTS if (day_dir / name).is_file()}
+    drafts = drafts_of(day_dir)
     path = day_dir / PAGE
     path.write_text(render_day_page(day_dir, results, drafts), encoding="utf-8")
     return path
@@ -96,23 +108,16 @@ def _environment() -> jinja2.Environment:
 
 
 def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) -> dict[str, Any]:
-    checks = results.get("checks") or {}
     charts = _charts(results, day_dir)
-    linkedin = _linkedin(drafts.get("linkedin.md"), checks, day_dir, charts)
-    linkedin["images"] = _unique(linkedin["images"] + linkedin_images(results, charts))
-    thread = _thread(drafts.get("x-thread.md"), checks, day_dir, charts)
-    violations = linkedin.pop("violations") + thread.pop("violations")
-    counted_here = linkedin["counted_here"] or thread["counted_here"]
-    if not counted_here:
-        violations = list(checks.get("violations", []))
+    columns = [_platform(p, drafts.get(p.draft), day_dir, charts, results) for p in platforms()]
+    violations = [v for column in columns for v in column.pop("violations")]
     return {
         "day": results.get("day"),
         "title": results.get("title", ""),
         "series": results.get("series") or {},
         "repository": results.get("repository", ""),
         "hashtags": results.get("hashtags", []),
-        "linkedin": linkedin,
-        "thread": thread,
+        "platforms": columns,
         "violations": violations,
         "charts": charts,
         "sources": sources(results),
@@ -136,7 +141,7 @@ def index_context(out_root: Path) -> dict[str, Any]:
             "folder": folder.name,
             "title": results.get("title", "(results.json unreadable)"),
             "page": f"{folder.name}/{PAGE}",
-            "drafts": [name for name in DRAFTS if (folder / name).is_file()],
+            "drafts": [p.draft for p in platforms() if (folder / p.draft).is_file()],
             "charts": len(results.get("charts") or []),
             "violations": len(checks.get("violations") or []),
             "sources": sources(results),
@@ -144,40 +149,8 @@ def index_context(out_root: Path) -> dict[str, Any]:
     return {"days": days}
 
 
-def _platforms() -> Any:
-    """engine.platforms, imported only when a page is rendered; None if it is not available."""
-    try:
-        import engine.platforms as platforms
-    except ImportError:
-        return None
-    return platforms
-
-
 def _count_dicts(counts: list[Any]) -> list[dict[str, Any]]:
-    return [c if isinstance(c, dict) else {"name": c.name, "value": c.value, "limit": c.limit, "ok": c.ok}
-            for c in counts]
-
-
-def fold_index(text: str, fold: int = FOLD) -> int:
-    """How many characters of `text` the collapsed feed shows before "…see more".
-
-    Uses the platform model (a line break spends the rest of its line) when engine.platforms is
-    there, otherwise a plain character cut. The feed position only grows as text is added, so
-    the cut is found by bisection.
-    """
-    platforms = _platforms()
-    if platforms is None:
-        return min(len(text), fold)
-    from engine.platforms.linkedin import feed_position
-
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if feed_position(text[:mid], fold) <= fold:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return [{"name": c.name, "value": c.value, "limit": c.limit, "ok": c.ok} for c in counts]
 
 
 def _newer(day_dir: Path, name: str) -> str | None:
@@ -187,46 +160,34 @@ def _newer(day_dir: Path, name: str) -> str | None:
     return candidate if (day_dir / candidate).is_file() else None
 
 
-def _linkedin(text: str | None, checks: dict[str, Any], day_dir: Path,
-              charts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"present": text is not None, "newer": _newer(day_dir, "linkedin.md"),
-                           "violations": [], "counted_here": False, "counts": [], "images": []}
+def _platform(platform: Platform, text: str | None, day_dir: Path, charts: list[dict[str, Any]],
+              results: dict[str, Any]) -> dict[str, Any]:
+    """One platform's column: its posts as the feed shows them, each with its counts."""
+    out: dict[str, Any] = {"name": platform.name, "title": platform.title, "draft": platform.draft,
+                           "thread": platform.thread, "present": text is not None,
+                           "newer": _newer(day_dir, platform.draft), "violations": [], "posts": [],
+                           "images": [], "chosen_image": platform.name == "linkedin"}
     if text is None:
         return out
-    # An image line in the draft is an attachment, not text: shown as an image, folded without it.
-    out["images"] = _attachments(text, day_dir, charts or [])
-    shown = _without_markers(text) if out["images"] else text
-    cut = fold_index(shown)
+    per_post, violations = platform.check_draft(text)
+    out["violations"] = [str(v) for v in violations]
+    if platform.thread:
+        posts = platform.posts(text)
+        for k, (post, counts) in enumerate(zip(posts, per_post), start=1):
+            out["posts"].append({"number": k, "total": len(posts), "text": _without_markers(post),
+                                 "images": _attachments(post, day_dir, charts),
+                                 "counts": _count_dicts(counts)})
+        return out
+    # A single post: an image line in it is an attachment, not text, shown as an image and
+    # folded without it.
+    markers = _attachments(text, day_dir, charts)
+    chosen = linkedin_images(results, charts) if out["chosen_image"] else []
+    out["images"] = _unique(markers + chosen)
+    shown = _without_markers(text) if markers else text
+    cut = platform.fold_at(shown) if platform.fold_at is not None else len(shown)
     # Line breaks at the cut are shown by the fold marker itself, not as empty lines around it.
-    out.update(visible=shown[:cut].rstrip("\n"), rest=shown[cut:].lstrip("\n"), fold=FOLD)
-    platforms = _platforms()
-    if platforms is not None:
-        counts, violations = platforms.check_linkedin(text, draft="linkedin.md")
-        out.update(counts=_count_dicts(counts), violations=[str(v) for v in violations], counted_here=True)
-    else:
-        out["counts"] = _count_dicts(checks.get("linkedin") or [])
-    return out
-
-
-def _thread(text: str | None, checks: dict[str, Any], day_dir: Path,
-            charts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"present": text is not None, "newer": _newer(day_dir, "x-thread.md"),
-                           "violations": [], "counted_here": False, "posts": []}
-    if text is None:
-        return out
-    platforms = _platforms()
-    posts = platforms.split_thread(text) if platforms else _split_thread(text)
-    if platforms is not None:
-        per_post, violations = platforms.check_x_thread(posts, draft="x-thread.md")
-        out.update(violations=[str(v) for v in violations], counted_here=True)
-    else:
-        stored = checks.get("x") or []
-        per_post = stored if len(stored) == len(posts) else [[] for _ in posts]
-    for k, (post, counts) in enumerate(zip(posts, per_post), start=1):
-        images = _attachments(post, day_dir, charts or [])
-        body = _without_markers(post)
-        out["posts"].append({"number": k, "total": len(posts), "text": body, "images": images,
-                             "counts": _count_dicts(counts)})
+    out.update(visible=shown[:cut].rstrip("\n"), rest=shown[cut:].lstrip("\n"), fold=FOLD,
+               counts=_count_dicts(per_post[0]))
     return out
 
 
@@ -289,19 +250,6 @@ def _unique(images: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [i for i in images if not (i["src"] in seen or seen.add(i["src"]))]
 
 
-def _split_thread(markdown: str) -> list[str]:
-    """Posts separated by lines that are exactly '---' (used only without engine.platforms)."""
-    posts, current = [], []
-    for line in markdown.replace("\r\n", "\n").split("\n"):
-        if line == "---":
-            posts.append("\n".join(current).strip("\n"))
-            current = []
-        else:
-            current.append(line)
-    posts.append("\n".join(current).strip("\n"))
-    return [p for p in posts if p.strip()]
-
-
 def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
     """The charts the build recorded; without a record, the PNGs on disk with their .alt.txt."""
     recorded = results.get("charts")
@@ -323,22 +271,14 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
 
 # ---- where the numbers came from, and what went in --------------------------------------------
 
-SECTIONS = (("kv_cache", "KV cache"), ("batching", "Batching"), ("queueing", "Queueing"))
-
-
-def source_kind(source: str) -> str:
-    """'measured on NVIDIA H100' → 'measured': the CSS class of a source badge."""
-    first = (source.split() or ["other"])[0].lower()
-    return first if first in {"calculated", "simulated", "measured"} else "other"
-
-
 def sources(results: dict[str, Any]) -> list[dict[str, str]]:
+    """Where each section's numbers came from (calculated, simulated, measured on …)."""
     found = []
-    for key, label in SECTIONS:
-        section = results.get(key)
-        if section and section.get("source"):
-            found.append({"section": label, "source": str(section["source"]),
-                          "kind": source_kind(str(section["source"]))})
+    for section in sections():
+        result = results.get(section.key)
+        if result and result.get("source"):
+            found.append({"section": section.title, "source": str(result["source"]),
+                          "kind": source_kind(str(result["source"]))})
     measured = results.get("measured")
     if isinstance(measured, dict) and measured.get("source"):
         found.append({"section": "Measurement", "source": str(measured["source"]),
@@ -346,100 +286,12 @@ def sources(results: dict[str, Any]) -> list[dict[str, str]]:
     return found
 
 
-def _num(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return "—" if value is None else ("yes" if value else "no")
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.0f}" if value.is_integer() and abs(value) >= 1 else f"{value:,.4g}"
-    return str(value)
-
-
-def _gib(num_bytes: Any) -> str:
-    return f"{num_bytes / 2**30:,.2f} GiB" if isinstance(num_bytes, (int, float)) else "—"
-
-
-def e2e_latency(policies: dict[str, Any]) -> tuple[str, dict[str, dict[str, Any]]]:
-    """(unit, {policy: {'p50': …, 'p99': …}}) for the end-to-end latency columns.
-
-    The simulator writes latency.seconds.e2e when steps are priced, and latency.steps.e2e always;
-    older results carry e2e (in steps). Seconds are shown when every policy has them, so one
-    column never mixes units; otherwise steps. A policy with neither shows '—'.
-    """
-    def pick(p: dict[str, Any], unit: str) -> dict[str, Any] | None:
-        latency = p.get("latency") or {}
-        found = (latency.get(unit) or {}).get("e2e")
-        if found is None and unit == "steps":
-            found = p.get("e2e")
-        return found if isinstance(found, dict) else None
-
-    policies = {name: p for name, p in policies.items() if isinstance(p, dict)}
-    if policies and all(pick(p, "seconds") for p in policies.values()):
-        return "s", {name: pick(p, "seconds") or {} for name, p in policies.items()}
-    return "steps", {name: pick(p, "steps") or {} for name, p in policies.items()}
-
-
 def inputs(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Tables of the inputs and assumptions behind each section: name → value rows, plus a
-    table of per-row results where the section has one."""
+    table of per-row results where the section has one (each section's review_tables)."""
     tables: list[dict[str, Any]] = []
-    kv = results.get("kv_cache")
-    if kv:
-        for view in [kv["main"], *kv.get("compare", [])]:
-            plan, model, gpu = view.get("plan", {}), view.get("model", {}), view.get("gpu", {})
-            rows = [(k.replace("_", " "), _num(v)) for k, v in model.items()]
-            rows += [("GPU", gpu.get("name", "—")), ("GPU memory", _gib(gpu.get("memory_bytes")))]
-            if view.get("budget"):
-                rows.append(("budget", ", ".join(f"{k} {_num(v)}" for k, v in view["budget"].items())))
-            rows += [("bytes per token", _num(plan.get("bytes_per_token"))),
-                     ("KV cache memory", _gib(plan.get("kv_memory_bytes"))),
-                     ("block size (tokens)", _num(plan.get("block_size"))),
-                     ("blocks", _num(plan.get("num_blocks")))]
-            highlight = set(kv.get("highlight", []))
-            table = {"head": ["context", "blocks per request", "memory per request", "requests that fit"],
-                     "rows": [{"cells": [_num(r["context"]), _num(r.get("blocks_per_request")),
-                                         _gib(r.get("bytes_per_request")), _num(r["max_requests"])],
-                               "highlight": r["context"] in highlight} for r in plan.get("contexts", [])]}
-            tables.append({"title": f"KV cache: {view.get('label') or model.get('name', '')}",
-                           "source": kv.get("source", ""), "kind": source_kind(kv.get("source", "")),
-                           "rows": rows, "table": table})
-    bt = results.get("batching")
-    if bt:
-        rows = [("slots", _num(bt.get("slots")))]
-        rows += [(f"workload: {k.replace('_', ' ')}", _num(v)) for k, v in (bt.get("workload") or {}).items()
-                 if not isinstance(v, (list, dict))]
-        for key in ("multiple", "ideal_steps"):
-            if key in bt:
-                rows.append((key.replace("_", " "), _num(bt[key])))
-        policies = bt.get("policies") or {}
-        unit, latency = e2e_latency(policies)
-        head = ["policy", "steps", "GPU busy", "tokens / step", "makespan (s)", "requests / s",
-                f"p50 end-to-end ({unit})", f"p99 end-to-end ({unit})"]
-        table = {"head": head, "rows": [{"highlight": False, "cells": [
-            name, _num(p.get("steps")), f"{p['utilisation'] * 100:.1f}%" if "utilisation" in p else "—",
-            _num(p.get("throughput_tokens_per_step")), _num(p.get("makespan_seconds")),
-            _num(p.get("requests_per_second")), _num(latency[name].get("p50")),
-            _num(latency[name].get("p99"))]} for name, p in policies.items()]}
-        tables.append({"title": "Batching", "source": bt.get("source", ""),
-                       "kind": source_kind(bt.get("source", "")), "rows": rows, "table": table})
-    qu = results.get("queueing")
-    if qu:
-        lines = qu.get("lines") or {}
-        rows = [(k, _num(v)) for k, v in lines.items() if not isinstance(v, (dict, list))]
-        head = ["arrangement", "mean wait (ms)", "p99 wait (ms)"]
-        table = {"head": head, "rows": [{"highlight": False, "cells": [
-            k.replace("_", " "), _num(v.get("mean_wait_ms")), _num(v.get("p99_wait_ms"))]}
-            for k, v in lines.items() if isinstance(v, dict) and "mean_wait_ms" in v]}
-        tables.append({"title": "Queueing: shared line against separate lines", "source": qu.get("source", ""),
-                       "kind": source_kind(qu.get("source", "")), "rows": rows, "table": table})
-        if qu.get("mm1"):
-            head = ["utilisation", "mean time in system (ms)", "closed form (ms)"]
-            table = {"head": head, "rows": [{"highlight": False, "cells": [
-                f"{r['utilisation'] * 100:.0f}%",
-                _num(r.get("mean_time_in_system_ms", r.get("mean_sojourn_ms"))),
-                _num(r.get("closed_form_mean_ms", (r.get("expected") or {}).get("mean_sojourn_ms")))]}
-                for r in qu["mm1"]]}
-            tables.append({"title": "Queueing: one server (M/M/1)", "source": qu.get("source", ""),
-                           "kind": source_kind(qu.get("source", "")), "rows": [], "table": table})
+    for section in sections():
+        result = results.get(section.key)
+        if result and section.review_tables is not None:
+            tables += section.review_tables(result)
     return tables

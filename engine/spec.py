@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from engine.errors import UserError
 from engine.workload import WorkloadSpec
@@ -263,37 +272,29 @@ class QueueingSection(_Strict):
 
 # ---- the day --------------------------------------------------------------------------------
 
-ChartName = Literal[
-    "scoreboard",
-    "kv_fit",
-    "memory_breakdown",
-    "slot_timeline",
-    "utilisation",
-    "latency_cdf",
-    "kv_blocks",
-    "queue_hockey_stick",
-    "shared_vs_separate",
-]
+
+def _known_chart(name: str) -> str:
+    """A chart name must be registered (engine.charts); the list of names lives there alone."""
+    from engine.charts import registry
+
+    known = registry.names()
+    if name not in known:
+        expected = ", ".join(repr(k) for k in known[:-1]) + f" or {known[-1]!r}" if known else "none"
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+    return name
 
 
-# Which spec sections a chart draws from: asking for a chart without its data is a spec error.
-CHART_NEEDS: dict[str, tuple[str, ...]] = {
-    "scoreboard": ("kv_cache", "batching"),
-    "kv_fit": ("kv_cache",),
-    "memory_breakdown": ("kv_cache",),
-    "slot_timeline": ("batching",),
-    "utilisation": ("batching",),
-    "latency_cdf": ("batching",),
-    "kv_blocks": ("batching",),
-    "queue_hockey_stick": ("queueing",),
-    "shared_vs_separate": ("queueing",),
-}
+ChartName = Annotated[str, AfterValidator(_known_chart)]
 
 # One word each, CamelCase for screen readers; LinkedIn wants 3 to 5 at the end of a post.
 Hashtag = Annotated[str, Field(pattern=r"^#?[A-Za-z][A-Za-z0-9_]*$")]
 
 
 class DaySpec(_Strict):
+    """A day's metadata; each registered section (engine.sections) adds an optional field of
+    its own model under its key, so ``spec.batching`` is there when batching is registered.
+    Validate through :func:`day_spec_model`, which builds that full model from the registry."""
+
     day: PositiveInt
     series: Series
     title: str
@@ -303,23 +304,45 @@ class DaySpec(_Strict):
     charts: list[ChartName] = []
     linkedin_image: ChartName | None = None  # drawn again at LinkedIn's portrait size
     measured: str | None = None
-    kv_cache: KvCacheSection | None = None
-    batching: BatchingSection | None = None
-    queueing: QueueingSection | None = None
+
+    def section(self, key: str) -> Any:
+        """The validated model of section ``key``, or None when the spec does not have it."""
+        return getattr(self, key, None)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "DaySpec":
+    def _consistent(self) -> DaySpec:
         if self.day > self.series.length:
             raise ValueError(f"day {self.day} is past the series' length {self.series.length}")
-        for chart in self.charts:
-            missing = [need for need in CHART_NEEDS[chart] if getattr(self, need) is None]
-            if missing:
-                raise ValueError(f"chart '{chart}' needs a '{missing[0]}' section")
-        if "kv_blocks" in self.charts and "paged" not in (self.batching.policies if self.batching else []):
-            raise ValueError("chart 'kv_blocks' needs the 'paged' policy")
+        if self.charts:
+            from engine.charts import registry
+
+            for name in self.charts:
+                chart = registry.get(name)
+                missing = [need for need in chart.needs if self.section(need) is None]
+                if missing:
+                    raise ValueError(f"chart '{name}' needs a '{missing[0]}' section")
+                problem = chart.check(self) if chart.check is not None else None
+                if problem:
+                    raise ValueError(f"chart '{name}' {problem}")
         if self.linkedin_image is not None and self.linkedin_image not in self.charts:
             raise ValueError(f"linkedin_image '{self.linkedin_image}' must be one of charts")
         return self
+
+
+_MODEL: tuple[int, type[DaySpec]] | None = None
+
+
+def day_spec_model() -> type[DaySpec]:
+    """DaySpec with one optional field per registered section, rebuilt when the registry changes."""
+    global _MODEL
+    from engine import sections
+
+    registered = sections.sections()
+    if _MODEL is None or _MODEL[0] != sections.generation:
+        fields: dict[str, Any] = {s.key: (s.model | None, None) for s in registered}
+        model = create_model("DaySpec", __base__=DaySpec, **fields)
+        _MODEL = (sections.generation, model)
+    return _MODEL[1]
 
 
 # ---- loading --------------------------------------------------------------------------------
@@ -359,7 +382,7 @@ def load_spec(path: str | Path) -> DaySpec:
     if not isinstance(data, dict):
         raise UserError("the spec must be a mapping of fields", file=path)
     try:
-        return DaySpec.model_validate(data)
+        return day_spec_model().model_validate(data)
     except ValidationError as exc:
         raise _first_error(exc, path, data) from None
 
@@ -446,7 +469,7 @@ def _unknown_field(loc: list[str]) -> str:
 
 def _fields_at(loc: list[str]) -> list[str]:
     """The field names valid at a location, for the 'did you mean' hint."""
-    model: Any = DaySpec
+    model: Any = day_spec_model()
     for part in loc:
         fields = getattr(model, "model_fields", {})
         if part not in fields:

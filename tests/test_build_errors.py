@@ -29,12 +29,12 @@ def break_thread(templates: Path, old: str, new: str) -> None:
 @pytest.mark.parametrize(
     "old, new, expected",
     [
-        ("{{ bt.slots }}", "{{ bt.slots }", "templates/day37/x-thread.md.j2: line "),
+        ("{{ batching.slots }}", "{{ batching.slots }", "templates/day37/x-thread.md.j2: line "),
         ("| multiple }}", "| multipel }}", "No filter named 'multipel'"),
-        ("{{ bt.multiple | multiple }}", "{{ bt.multipel | multiple }}", "has no attribute 'multipel'"),
-        ("{{ bt.multiple | multiple }}", "{{ bt.multipel | fixed }}", "has no attribute 'multipel'"),
+        ("{{ batching.multiple | multiple }}", "{{ batching.multipel | multiple }}", "has no attribute 'multipel'"),
+        ("{{ batching.multiple | multiple }}", "{{ batching.multipel | fixed }}", "has no attribute 'multipel'"),
         ("Second fact:", "Second fact, on 8 slots:", "a number typed into a template"),
-        ("{{ bt.multiple | multiple }}", "{{ bt.multiple }}", "printed without a filter"),
+        ("{{ batching.multiple | multiple }}", "{{ batching.multiple }}", "printed without a filter"),
     ],
     ids=["syntax", "unknown-filter", "misspelt-variable", "misspelt-into-format", "typed-number",
          "unformatted-number"],

@@ -183,13 +183,6 @@ def test_over_limit_post_is_flagged_and_listed(out: Path) -> None:
     assert "x-thread.md post 1: length" in page
 
 
-def test_stored_checks_are_used_when_platform_rules_are_unavailable(out: Path, monkeypatch) -> None:
-    monkeypatch.setattr(review, "_platforms", lambda: None)
-    parsed = Elements(day_page(out))
-    values = [a["data-value"] for _, a in parsed.tags if a.get("data-name") == "length"]
-    assert values == ["999", "111", "111", "111"]  # the numbers in results['checks'], not recounted
-
-
 # ---- images, sources, inputs ------------------------------------------------------------------
 
 

@@ -5,23 +5,20 @@ text generated from the same numbers, so the picture and its description cannot 
 ``draw`` saves both beside the drafts (``<name>.png``, ``<name>.alt.txt``) and checks the alt
 text against the platform's limit before anything is posted.
 
-Importing this package imports matplotlib (Agg); the build imports it only when it draws.
+Importing this package imports matplotlib (Agg): the build imports it only when a spec lists charts.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any
 
-from engine.charts import batching, kv, queueing, scoreboard, style
+from engine.charts.registry import CHARTS, Chart, register_chart
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+# The chart modules register their charts as they are imported (engine.charts.registry).
+from engine.charts import batching, kv, queueing, scoreboard, style  # noqa: E402,F401
 
-ChartFn = Callable[..., tuple["Figure", str]]  # (results, size=None) -> (figure, alt text)
-
-# Alt-text limits: X allows 1,000 characters; LinkedIn's is undocumented, 250 is the safe default.
-ALT_LIMITS = {"x": 1000, "linkedin": 250}
+__all__ = ["CHARTS", "Chart", "ChartFile", "draw", "register_chart"]
 
 
 @dataclass(frozen=True)
@@ -47,32 +44,6 @@ class ChartFile:
         }
 
 
-CHARTS: dict[str, ChartFn] = {
-    "scoreboard": scoreboard.scoreboard,
-    "kv_fit": kv.kv_fit,
-    "memory_breakdown": kv.memory_breakdown,
-    "slot_timeline": batching.slot_timeline,
-    "utilisation": batching.utilisation,
-    "latency_cdf": batching.latency_cdf,
-    "kv_blocks": batching.kv_blocks,
-    "queue_hockey_stick": queueing.queue_hockey_stick,
-    "shared_vs_separate": queueing.shared_vs_separate,
-}
-
-# The size each chart is drawn at unless the caller asks for another (style.SIZES keys).
-DEFAULT_SIZE: dict[str, str] = {
-    "scoreboard": "x",
-    "kv_fit": "linkedin",
-    "memory_breakdown": "linkedin",
-    "slot_timeline": "x",
-    "utilisation": "linkedin",
-    "latency_cdf": "linkedin",
-    "kv_blocks": "linkedin",
-    "queue_hockey_stick": "linkedin",
-    "shared_vs_separate": "linkedin",
-}
-
-
 def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = None) -> ChartFile:
     """Draw chart `name` into out_dir/<name>.png and out_dir/<name>.alt.txt.
 
@@ -81,14 +52,15 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     """
     if name not in CHARTS:
         raise ValueError(f"unknown chart '{name}'; known: {', '.join(sorted(CHARTS))}")
-    key = size or DEFAULT_SIZE[name]
+    chart = CHARTS[name]
+    key = size or chart.size
     if key not in style.SIZES:
         raise ValueError(f"unknown size '{key}'; known: {', '.join(style.SIZES)}")
-    stem = name if key == DEFAULT_SIZE[name] else f"{name}-{key}"
+    stem = name if key == chart.size else f"{name}-{key}"
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with style.theme():
-        fig, alt = CHARTS[name](results, size=style.SIZES[key])
+        fig, alt = chart.draw(results, size=style.SIZES[key])
         drawn = style.size_of(fig)
         _check_alt(name, alt)
         path = out_dir / f"{stem}.png"
@@ -99,7 +71,9 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
 
 def _check_alt(name: str, alt: str) -> None:
     """Alt text is generated, so a failure here is a bug in the chart, not the user's spec."""
-    limit = min(ALT_LIMITS.values())  # one text that fits both platforms
+    from engine.platforms import registry
+
+    limit = registry.strictest_alt_limit()  # one text that fits every platform
     if not alt.strip():
         raise ValueError(f"chart '{name}' produced no alt text")
     if len(alt) > limit:

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from engine.charts import labels, style
+from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, POLICY_COLOURS, Size
 
 SHORT, LONG = OKABE_ITO["blue"], OKABE_ITO["orange"]
@@ -48,6 +49,7 @@ def back_to_back(timeline: dict[str, list[int]]) -> list[tuple[int, int]]:
                    if (int(s), int(b)) in ends})
 
 
+@register_chart("slot_timeline", needs=("batching",), size="x")
 def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Slots × steps, one bar per request: the idle slot-steps of static batching in grey.
 
@@ -132,6 +134,7 @@ def _timeline_alt(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any
 # ---- utilisation and throughput ---------------------------------------------------------------
 
 
+@register_chart("utilisation", needs=("batching",), size="linkedin")
 def utilisation(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Per policy: share of slot-steps doing work, and tokens produced per step."""
     batching = labels.section(results, "batching", "utilisation")
@@ -199,6 +202,7 @@ def e2e_curve(pol: dict[str, Any]) -> tuple[list[float], list[float]] | None:
     return None
 
 
+@register_chart("latency_cdf", needs=("batching",), size="linkedin")
 def latency_cdf(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """End-to-end latency CDF per policy, in decode steps: the full curve when the results carry
     one, otherwise a line through the p50/p90/p99 points (said so on the chart)."""
@@ -263,6 +267,12 @@ def kv_series(pol: dict[str, Any]) -> tuple[list[float], list[float], int | None
     return None
 
 
+def _needs_paged(spec: Any) -> str | None:
+    """The spec-time rule of the kv_blocks chart: only the paged policy has blocks to draw."""
+    return None if "paged" in spec.batching.policies else "needs the 'paged' policy"
+
+
+@register_chart("kv_blocks", needs=("batching",), size="linkedin", check=_needs_paged)
 def kv_blocks(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Paged KV blocks in use per step against the cache's capacity."""
     batching = labels.section(results, "batching", "kv_blocks")

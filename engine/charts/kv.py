@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from engine.charts import labels, style
+from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
 
 
@@ -34,6 +35,7 @@ def halves_per_doubling(kv: dict[str, Any]) -> bool:
 COMPARE_DASHES = [(0, (5, 2.5)), (0, (1.5, 1.5)), (0, (6, 2, 1.5, 2))]
 
 
+@register_chart("kv_fit", needs=("kv_cache",), size="linkedin")
 def kv_fit(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Requests that fit vs context, log-log: the 'halves when the context doubles' slope.
 
@@ -180,6 +182,7 @@ SEGMENTS = (
 )
 
 
+@register_chart("memory_breakdown", needs=("kv_cache",), size="linkedin")
 def memory_breakdown(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """One stacked bar per view: weights, activations + overhead, KV cache, unused (GiB)."""
     kv = labels.section(results, "kv_cache", "memory_breakdown")

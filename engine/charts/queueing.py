@@ -13,6 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from engine.charts import labels, style
+from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
 
 
@@ -37,6 +38,7 @@ def _closed(row: dict[str, Any]) -> float | None:
     return _first(row, "closed_form_mean_ms", "expected.mean_sojourn_ms")
 
 
+@register_chart("queue_hockey_stick", needs=("queueing",), size="linkedin")
 def queue_hockey_stick(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Mean time in system vs utilisation: simulated points on the curve S / (1 − ρ)."""
     queueing = labels.section(results, "queueing", "queue_hockey_stick")
@@ -93,6 +95,7 @@ ARRANGEMENTS = (
 METRICS = (("mean_wait_ms", "mean wait"), ("p99_wait_ms", "p99 wait"))
 
 
+@register_chart("shared_vs_separate", needs=("queueing",), size="linkedin")
 def shared_vs_separate(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Mean and p99 wait: one shared line feeding every server against a line per server."""
     queueing = labels.section(results, "queueing", "shared_vs_separate")

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 
 from engine.charts import labels, style
+from engine.charts.registry import register_chart
 from engine.charts.batching import policy_colour, ordered_policies
 from engine.charts.kv import halves_per_doubling
 from engine.charts.style import FONT, OKABE_ITO, Size
@@ -25,6 +26,7 @@ Box = tuple[float, float, float, float]  # left, bottom, width, height in figure
 PORTRAIT_SCALE = 1.25
 
 
+@register_chart("scoreboard", needs=("kv_cache", "batching"), size="x")
 def scoreboard(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Utilisation bars with the multiple, beside the requests-that-fit table."""
     batching, kv = results.get("batching"), results.get("kv_cache")

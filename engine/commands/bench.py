@@ -36,22 +36,24 @@ class DayInputs:
 
 def _day_inputs(spec_path: Path) -> DayInputs:
     """The spec's day, contexts, slots and workload, validated by the same loader as a build."""
-    from engine.experiments import Context, blame
-    from engine.spec import load_spec
+    from engine.sections import SpecLocation, blame
+    from engine.spec import BatchingSection, KvCacheSection, load_spec
     from engine.workload import build_workload
 
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
-    if spec.kv_cache is None or spec.batching is None:
-        missing = "kv_cache" if spec.kv_cache is None else "batching"
+    kv_cache: KvCacheSection | None = spec.section("kv_cache")
+    batching: BatchingSection | None = spec.section("batching")
+    if kv_cache is None or batching is None:
+        missing = "kv_cache" if kv_cache is None else "batching"
         raise UserError("missing (the bench needs it)", file=spec_path, field=missing)
-    with blame(Context(spec_path=spec_path), "batching.workload"):
-        workload = build_workload(spec.batching.workload, spec_path.parent)
+    with blame(SpecLocation(spec_path=spec_path), "batching.workload"):
+        workload = build_workload(batching.workload, spec_path.parent)
     return DayInputs(
         spec_path,
         spec.day,
-        list(spec.kv_cache.contexts),
-        spec.batching.slots,
+        list(kv_cache.contexts),
+        batching.slots,
         [int(n) for n in workload.output_tokens],
     )
 

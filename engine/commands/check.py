@@ -29,21 +29,23 @@ def format_counts(draft: str, counts: list) -> str:
 
 
 def _is_draft(name: str) -> bool:
-    return name.endswith(".md") and name.split(".")[0] in ("linkedin", "x-thread") or name.endswith(
-        ".alt.txt"
-    )
+    """A registered platform's draft (or its kept render, linkedin.new.md), or an alt text."""
+    from engine.platforms import platforms
+
+    stems = {p.draft.split(".")[0] for p in platforms()}
+    return name.endswith(".md") and name.split(".")[0] in stems or name.endswith(".alt.txt")
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.platforms import check_day_dir
+    from engine.platforms import check_day_dir, platforms
 
     failed = 0
     for path in args.folders:
         folder, only = (path.parent, path.name) if path.is_file() else (path, None)
         if only is not None and not _is_draft(only):
             raise UserError(
-                "not a draft: give a day's folder (out/day37), or linkedin.md, x-thread.md "
-                "or a chart's .alt.txt in it",
+                "not a draft: give a day's folder (out/day37), or "
+                f"{', '.join(p.draft for p in platforms())} or a chart's .alt.txt in it",
                 file=path,
             )
         report = check_day_dir(folder)

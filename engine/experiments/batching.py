@@ -9,7 +9,8 @@ import numpy as np
 
 from engine import batching, workload
 from engine.errors import UserError
-from engine.experiments import Context, blame
+from engine.review_tables import num_cell, source_kind
+from engine.sections import Inputs, SpecLocation, blame, register_section
 from engine.spec import BatchingSection, RooflineStepTimeSpec, UnitStepTimeSpec
 
 # Per-request timelines feed the slot-timeline chart; past this many requests the chart would be
@@ -33,20 +34,20 @@ def policy_of(name: str, section: BatchingSection) -> Any:
     )
 
 
-def step_time_of(section: BatchingSection, ctx: Context, measurement: Path | None) -> Any:
+def step_time_of(section: BatchingSection, location: SpecLocation, measurement: Path | None) -> Any:
     spec = section.step_time
     if spec is None:
         return None
     if isinstance(spec, UnitStepTimeSpec):
         return batching.UnitStepTime(seconds_per_step=spec.seconds_per_step)
     if isinstance(spec, RooflineStepTimeSpec):
-        with blame(ctx, "batching.step_time"):
+        with blame(location, "batching.step_time"):
             return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype)
     if measurement is None:
         raise UserError(
             "kind 'measured' needs a measurement file: set measured: latest (or a file name) "
             "and run the bench first",
-            file=ctx.spec_path,
+            file=location.spec_path,
             field="batching.step_time",
         )
     from engine.batching.loaders import load_measured_step_time
@@ -81,23 +82,22 @@ def head_of_line_example(output_tokens: np.ndarray, group_sizes: list[int]) -> d
     return best
 
 
-def run(
-    section: BatchingSection, ctx: Context, measurement: Path | None = None
-) -> dict[str, Any]:
+def run(section: BatchingSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
+    measurement = inputs.measurement
     trace = getattr(section.workload, "trace", None)
-    if trace is not None and not (ctx.spec_dir / trace).is_file():
+    if trace is not None and not (location.spec_dir / trace).is_file():
         raise UserError(
-            f"no such workload file {ctx.spec_dir / trace}",
-            file=ctx.spec_path,
+            f"no such workload file {location.spec_dir / trace}",
+            file=location.spec_path,
             field="batching.workload.trace",
         )
-    with blame(ctx, "batching.workload"):
-        load = workload.build_workload(section.workload, ctx.spec_dir)
-    step_time = step_time_of(section, ctx, measurement)
+    with blame(location, "batching.workload"):
+        load = workload.build_workload(section.workload, location.spec_dir)
+    step_time = step_time_of(section, location, measurement)
     policies: dict[str, Any] = {}
     runs: dict[str, batching.PolicyResult] = {}
     for name in section.policies:
-        with blame(ctx, f"batching.policies.{name}"):
+        with blame(location, f"batching.policies.{name}"):
             result = batching.simulate(
                 load, policy_of(name, section), slots=section.slots, step_time=step_time
             )
@@ -129,3 +129,82 @@ def run(
     if "static" in policies and "continuous" in policies:
         out["multiple"] = batching.throughput_multiple(runs["static"], runs["continuous"])
     return out
+
+
+def headline(result: dict[str, Any]) -> str:
+    parts = [
+        f"{name} {p['steps']:,} steps {p['utilisation'] * 100:.1f}%"
+        for name, p in result["policies"].items()
+    ]
+    multiple = f", {result['multiple']:.2f}x" if "multiple" in result else ""
+    return f"batching ({result['source']}): " + ", ".join(parts) + multiple
+
+
+def e2e_latency(policies: dict[str, Any]) -> tuple[str, dict[str, dict[str, Any]]]:
+    """(unit, {policy: {'p50': …, 'p99': …}}) for the end-to-end latency columns.
+
+    The simulator writes latency.seconds.e2e when steps are priced, and latency.steps.e2e always.
+    Seconds are shown when every policy has them, so one column never mixes units; otherwise
+    steps.
+    """
+
+    def pick(p: dict[str, Any], unit: str) -> dict[str, Any]:
+        found = ((p.get("latency") or {}).get(unit) or {}).get("e2e")
+        return found if isinstance(found, dict) else {}
+
+    if policies and all(pick(p, "seconds") for p in policies.values()):
+        return "s", {name: pick(p, "seconds") for name, p in policies.items()}
+    return "steps", {name: pick(p, "steps") for name, p in policies.items()}
+
+
+def review_tables(bt: dict[str, Any]) -> list[dict[str, Any]]:
+    """The workload and the headline figures, then one row per policy."""
+    rows = [("slots", num_cell(bt.get("slots")))]
+    rows += [
+        (f"workload: {k.replace('_', ' ')}", num_cell(v))
+        for k, v in (bt.get("workload") or {}).items()
+        if not isinstance(v, (list, dict))
+    ]
+    for key in ("multiple", "ideal_steps"):
+        if key in bt:
+            rows.append((key.replace("_", " "), num_cell(bt[key])))
+    policies = bt.get("policies") or {}
+    unit, latency = e2e_latency(policies)
+    head = ["policy", "steps", "GPU busy", "tokens / step", "makespan (s)", "requests / s",
+            f"p50 end-to-end ({unit})", f"p99 end-to-end ({unit})"]
+    body = [
+        {
+            "highlight": False,
+            "cells": [
+                name,
+                num_cell(p.get("steps")),
+                f"{p['utilisation'] * 100:.1f}%" if "utilisation" in p else "—",
+                num_cell(p.get("throughput_tokens_per_step")),
+                num_cell(p.get("makespan_seconds")),
+                num_cell(p.get("requests_per_second")),
+                num_cell(latency[name].get("p50")),
+                num_cell(latency[name].get("p99")),
+            ],
+        }
+        for name, p in policies.items()
+    ]
+    return [
+        {
+            "title": "Batching",
+            "source": bt.get("source", ""),
+            "kind": source_kind(bt.get("source", "")),
+            "rows": rows,
+            "table": {"head": head, "rows": body},
+        }
+    ]
+
+
+register_section(
+    "batching",
+    model=BatchingSection,
+    run=run,
+    title="Batching",
+    headline=headline,
+    review_tables=review_tables,
+    order=20,
+)

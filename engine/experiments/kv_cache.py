@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from engine import catalog, kvcache
-from engine.experiments import Context, blame
+from engine.review_tables import gib_cell, num_cell, source_kind
+from engine.sections import Inputs, SpecLocation, blame, register_section
 from engine.spec import (
     GivenBudgetSpec,
     GpuRef,
@@ -18,20 +19,20 @@ from engine.spec import (
 GIB = 2**30
 
 
-def resolve_model(ref: ModelRef, ctx: Context, field: str) -> catalog.ModelArch:
-    with blame(ctx, field):
+def resolve_model(ref: ModelRef, location: SpecLocation, field: str) -> catalog.ModelArch:
+    with blame(location, field):
         if ref.catalog is not None:
             return catalog.load_model(ref.catalog)
         if ref.config is not None:
-            return catalog.load_model(str(ctx.resolve(ref.config)))
+            return catalog.load_model(str(location.resolve(ref.config)))
         assert ref.inline is not None
         inline = ref.inline.model_dump(exclude_none=True)
         return catalog.model_from_fields(**inline)
 
 
-def resolve_gpu(ref: GpuRef, ctx: Context, field: str) -> tuple[str, int, catalog.GpuSpec | None]:
+def resolve_gpu(ref: GpuRef, location: SpecLocation, field: str) -> tuple[str, int, catalog.GpuSpec | None]:
     """(display name, memory in bytes, catalog entry when there is one)."""
-    with blame(ctx, field):
+    with blame(location, field):
         if ref.catalog is not None:
             gpu = catalog.load_gpu(ref.catalog)
             return gpu.display_name, gpu.memory_bytes, gpu
@@ -52,10 +53,10 @@ def budget_of(spec: ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec) -> Any
     return kvcache.GivenBudget(kv_memory_bytes=int(spec.kv_memory_gib * GIB))
 
 
-def run_view(view: KvView, contexts: list[int], ctx: Context, field: str) -> dict[str, Any]:
-    model = resolve_model(view.model, ctx, f"{field}.model")
-    gpu_name, gpu_bytes, _ = resolve_gpu(view.gpu, ctx, f"{field}.gpu")
-    with blame(ctx, field):
+def run_view(view: KvView, contexts: list[int], location: SpecLocation, field: str) -> dict[str, Any]:
+    model = resolve_model(view.model, location, f"{field}.model")
+    gpu_name, gpu_bytes, _ = resolve_gpu(view.gpu, location, f"{field}.gpu")
+    with blame(location, field):
         plan = kvcache.plan_kv_cache(
             model,
             gpu_bytes,
@@ -82,10 +83,10 @@ def run_view(view: KvView, contexts: list[int], ctx: Context, field: str) -> dic
     }
 
 
-def run(section: KvCacheSection, ctx: Context) -> dict[str, Any]:
-    main = run_view(section, section.contexts, ctx, "kv_cache")
+def run(section: KvCacheSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
+    main = run_view(section, section.contexts, location, "kv_cache")
     compare = [
-        run_view(view, section.contexts, ctx, f"kv_cache.compare.{i}")
+        run_view(view, section.contexts, location, f"kv_cache.compare.{i}")
         for i, view in enumerate(section.compare)
     ]
     main["headline_row"] = headline_row(main["plan"]["contexts"], section.highlight)
@@ -142,3 +143,62 @@ def halves_when_context_doubles(rows: list[dict[str, Any]]) -> bool:
         and by_context[big] in (by_context[small] // 2, (by_context[small] + 1) // 2)
         for small, big in pairs
     )
+
+
+def headline(result: dict[str, Any]) -> str:
+    fits = ", ".join(f"{r['context']:,} → {r['max_requests']:,}" for r in result["highlight_rows"])
+    return f"kv cache ({result['source']}): requests that fit: {fits}"
+
+
+def review_tables(kv: dict[str, Any]) -> list[dict[str, Any]]:
+    """One table per view: the model, card and budget, then requests that fit per context."""
+    tables = []
+    for view in [kv["main"], *kv.get("compare", [])]:
+        plan, model, gpu = view.get("plan", {}), view.get("model", {}), view.get("gpu", {})
+        rows = [(k.replace("_", " "), num_cell(v)) for k, v in model.items()]
+        rows += [("GPU", gpu.get("name", "—")), ("GPU memory", gib_cell(gpu.get("memory_bytes")))]
+        if view.get("budget"):
+            rows.append(("budget", ", ".join(f"{k} {num_cell(v)}" for k, v in view["budget"].items())))
+        rows += [
+            ("bytes per token", num_cell(plan.get("bytes_per_token"))),
+            ("KV cache memory", gib_cell(plan.get("kv_memory_bytes"))),
+            ("block size (tokens)", num_cell(plan.get("block_size"))),
+            ("blocks", num_cell(plan.get("num_blocks"))),
+        ]
+        highlight = set(kv.get("highlight", []))
+        table = {
+            "head": ["context", "blocks per request", "memory per request", "requests that fit"],
+            "rows": [
+                {
+                    "cells": [
+                        num_cell(r["context"]),
+                        num_cell(r.get("blocks_per_request")),
+                        gib_cell(r.get("bytes_per_request")),
+                        num_cell(r["max_requests"]),
+                    ],
+                    "highlight": r["context"] in highlight,
+                }
+                for r in plan.get("contexts", [])
+            ],
+        }
+        tables.append(
+            {
+                "title": f"KV cache: {view.get('label') or model.get('name', '')}",
+                "source": kv.get("source", ""),
+                "kind": source_kind(kv.get("source", "")),
+                "rows": rows,
+                "table": table,
+            }
+        )
+    return tables
+
+
+register_section(
+    "kv_cache",
+    model=KvCacheSection,
+    run=run,
+    title="KV cache",
+    headline=headline,
+    review_tables=review_tables,
+    order=10,
+)

@@ -9,33 +9,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.experiments import Context, blame
+from engine.sections import SpecLocation, blame, sections
 from engine.spec import DaySpec, load_spec
 
 
-def run(spec: DaySpec, ctx: Context) -> list[dict[str, Any]]:
+def run(spec: DaySpec, location: SpecLocation) -> list[dict[str, Any]]:
     links = []
     for i, link in enumerate(spec.links_back):
         entry: dict[str, Any] = {"day": link.day, "claim": link.claim, "figure": None}
         if link.spec is not None:
-            with blame(ctx, f"links_back.{i}.spec"):
-                earlier = load_spec(ctx.spec_dir / link.spec)
-            entry["figure"] = figure_of(earlier, Context(spec_path=ctx.spec_dir / link.spec))
+            with blame(location, f"links_back.{i}.spec"):
+                earlier = load_spec(location.spec_dir / link.spec)
+            entry["figure"] = figure_of(earlier, SpecLocation(spec_path=location.spec_dir / link.spec))
         links.append(entry)
     return links
 
 
-def figure_of(earlier: DaySpec, ctx: Context) -> dict[str, Any] | None:
-    """The headline figure of an earlier day, when its spec has one to give."""
-    if earlier.queueing is not None:
-        from engine.experiments.queueing import compare_lines
-
-        section = earlier.queueing
-        lines = compare_lines(section, section.service_ms / 1000.0)
-        return {
-            "source": "simulated",
-            "servers": lines["servers"],
-            "load": lines["load"],
-            "wait_ratio": lines["wait_ratio"],
-        }
+def figure_of(earlier: DaySpec, location: SpecLocation) -> dict[str, Any] | None:
+    """The headline figure of an earlier day: the first of its sections that has one to give."""
+    for section in sections():
+        model = earlier.section(section.key)
+        if model is not None and section.link_figure is not None:
+            figure = section.link_figure(model, location)
+            if figure is not None:
+                return figure
     return None

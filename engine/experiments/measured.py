@@ -10,31 +10,32 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.experiments import Context, blame
+from engine.sections import SpecLocation, blame
 from engine.spec import DaySpec
 
 
-def resolve(spec: DaySpec, ctx: Context) -> Path | None:
+def resolve(spec: DaySpec, location: SpecLocation) -> Path | None:
     """The measurement file the spec's ``measured:`` key picks, or None for simulated only."""
     choice = spec.measured
     if choice is None or choice == "none":
         return None
     from engine import measured
 
-    folder = measured.measured_dir(ctx.spec_path, spec.day)
-    with blame(ctx, "measured"):
+    folder = measured.measured_dir(location.spec_path, spec.day)
+    with blame(location, "measured"):
         return measured.resolve_measurement(folder, choice)
 
 
-def run(spec: DaySpec, ctx: Context, path: Path | None) -> dict[str, Any] | None:
+def run(spec: DaySpec, location: SpecLocation, path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
     from engine import measured
 
     folder = path.parent
     doc = measured.load_measurement(path, day=spec.day)
-    slots = spec.batching.slots if spec.batching else None
-    highlight = spec.kv_cache.highlight if spec.kv_cache else []
+    # The figures a post quotes are picked by the day's own settings, when it has them.
+    slots = getattr(spec.section("batching"), "slots", None)
+    highlight = getattr(spec.section("kv_cache"), "highlight", [])
     return {
         "file": f"{folder.name}/{path.name}",
         "source": f"measured on {doc['device']['name']}",

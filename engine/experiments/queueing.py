@@ -5,7 +5,8 @@ from typing import Any
 
 from engine import queueing
 from engine.errors import UserError
-from engine.experiments import Context
+from engine.review_tables import num_cell, source_kind
+from engine.sections import Inputs, SpecLocation, register_section
 from engine.spec import QueueingSection
 
 
@@ -34,7 +35,7 @@ def settled(simulated: float, theory: float | None) -> bool | None:
     return abs(simulated - theory) <= SETTLED_WITHIN * theory
 
 
-def run(section: QueueingSection, ctx: Context) -> dict[str, Any]:
+def run(section: QueueingSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
     service = section.service_ms / 1000.0
     common = dict(
         service_mean=service,
@@ -52,7 +53,7 @@ def run(section: QueueingSection, ctx: Context) -> dict[str, Any]:
         )
         lines = compare_lines(section, service)
     except ValueError as exc:  # e.g. a service law that needs a cv
-        raise UserError(str(exc), file=ctx.spec_path, field="queueing") from None
+        raise UserError(str(exc), file=location.spec_path, field="queueing") from None
     mm1_rows = [_mm1_row(r.to_dict()) for r in mm1]
     unsettled = [r["utilisation"] for r in mm1_rows if r["settled"] is False]
     return {
@@ -123,3 +124,88 @@ def matches_theory(row: dict[str, Any]) -> bool | None:
         return None
     gap = abs(row["mean_wait_ms"] - expected["mean_wait_ms"])
     return bool(gap <= MATCH_SIGMAS * row["mean_wait_se_ms"])
+
+
+def headline(result: dict[str, Any]) -> str | None:
+    if "lines" not in result:
+        return None
+    return f"queueing ({result['source']}): separate lines wait {result['lines']['wait_ratio']:.1f}x"
+
+
+def link_figure(section: QueueingSection, location: SpecLocation) -> dict[str, Any]:
+    """What a later day cites from this one: how much longer separate lines wait."""
+    lines = compare_lines(section, section.service_ms / 1000.0)
+    return {
+        "source": "simulated",
+        "servers": lines["servers"],
+        "load": lines["load"],
+        "wait_ratio": lines["wait_ratio"],
+    }
+
+
+def review_tables(qu: dict[str, Any]) -> list[dict[str, Any]]:
+    """Shared against separate lines at the spec's load, then the M/M/1 sweep."""
+    source, kind = qu.get("source", ""), source_kind(qu.get("source", ""))
+    lines = qu.get("lines") or {}
+    rows = [(k, num_cell(v)) for k, v in lines.items() if not isinstance(v, (dict, list))]
+    arrangements = {
+        "head": ["arrangement", "mean wait (ms)", "p99 wait (ms)"],
+        "rows": [
+            {
+                "highlight": False,
+                "cells": [
+                    k.replace("_", " "),
+                    num_cell(v.get("mean_wait_ms")),
+                    num_cell(v.get("p99_wait_ms")),
+                ],
+            }
+            for k, v in lines.items()
+            if isinstance(v, dict) and "mean_wait_ms" in v
+        ],
+    }
+    tables = [
+        {
+            "title": "Queueing: shared line against separate lines",
+            "source": source,
+            "kind": kind,
+            "rows": rows,
+            "table": arrangements,
+        }
+    ]
+    if qu.get("mm1"):
+        sweep = {
+            "head": ["utilisation", "mean time in system (ms)", "closed form (ms)"],
+            "rows": [
+                {
+                    "highlight": False,
+                    "cells": [
+                        f"{r['utilisation'] * 100:.0f}%",
+                        num_cell(r.get("mean_time_in_system_ms")),
+                        num_cell(r.get("closed_form_mean_ms")),
+                    ],
+                }
+                for r in qu["mm1"]
+            ],
+        }
+        tables.append(
+            {
+                "title": "Queueing: one server (M/M/1)",
+                "source": source,
+                "kind": kind,
+                "rows": [],
+                "table": sweep,
+            }
+        )
+    return tables
+
+
+register_section(
+    "queueing",
+    model=QueueingSection,
+    run=run,
+    title="Queueing",
+    headline=headline,
+    review_tables=review_tables,
+    link_figure=link_figure,
+    order=30,
+)

@@ -1,6 +1,4 @@
-"""Alt text limits: X takes up to 1,000 characters; LinkedIn's limit is a setting (250 default).
-
-LinkedIn's figure is quoted anywhere from 120 to 1,000, so it is a parameter, not a fact. Both are
+"""Alt text: each registered platform holds its limit (X 1,000; LinkedIn 250, a setting). Both are
 counted in UTF-16 units, the larger of the plausible counts, so a text that passes here is not
 cut there.
 """
@@ -9,14 +7,13 @@ from __future__ import annotations
 from engine.platforms.linkedin import utf16_length
 from engine.platforms.rules import Count, Violation
 
-LIMITS = {"x": 1000, "linkedin": 250}
-
 
 def alt_text_limit(platform: str, limit: int | None = None) -> int:
-    """The limit for ``platform`` ('x' or 'linkedin'), or ``limit`` when one is given."""
-    if platform not in LIMITS:
-        raise ValueError(f"unknown platform {platform!r}; expected one of {sorted(LIMITS)}")
-    return LIMITS[platform] if limit is None else limit
+    """The registered platform's limit (engine.platforms.registry), or ``limit`` when given."""
+    from engine.platforms import registry
+
+    cap = registry.get(platform).alt_limit
+    return cap if limit is None else limit
 
 
 def alt_text_count(text: str, *, platform: str, limit: int | None = None) -> Count:

@@ -1,11 +1,12 @@
 """Check a built day folder (out/dayNN) the way the build does: every draft, every alt text.
 
-Reads linkedin.md, x-thread.md and every ``<image>.alt.txt``; an image (``*.png``, ``*.jpg``)
-with no alt text beside it is a violation too, since the image would go out undescribed.
+Reads each registered platform's draft (linkedin.md, x-thread.md) and every ``<image>.alt.txt``;
+an image (``*.png``, ``*.jpg``) with no alt text beside it is a violation too, since the image
+would go out undescribed.
 
-Which platform an alt text is for comes from its name: a ``linkedin`` or ``li`` part means
-LinkedIn, an ``x`` or ``twitter`` part means X (``latency.x.alt.txt``, ``kv-linkedin.alt.txt``);
-a name with neither is held to both limits, since such a chart may be posted on either.
+Which platform an alt text is for comes from its name: a part that is one of a platform's
+``alt_tags`` means that platform (``latency.x.alt.txt``, ``kv-linkedin.alt.txt``); a name with
+none is held to every platform's limit, since such a chart may be posted on any.
 """
 from __future__ import annotations
 
@@ -15,12 +16,9 @@ from pathlib import Path
 
 from engine.errors import UserError
 from engine.platforms.alt_text import alt_text_count, check_alt_text
-from engine.platforms.linkedin import check_linkedin
+from engine.platforms.registry import platforms
 from engine.platforms.rules import Count, Violation
-from engine.platforms.x import check_x_thread, split_thread
 
-LINKEDIN_DRAFT = "linkedin.md"
-X_DRAFT = "x-thread.md"
 ALT_SUFFIX = ".alt.txt"
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
@@ -45,10 +43,11 @@ def _read(path: Path) -> str:
 
 
 def alt_text_platforms(name: str) -> tuple[str, ...]:
-    """The platforms an alt text file is for, from the parts of its name."""
+    """The platforms an alt text file is for, from the parts of its name; the most lenient
+    limit first."""
     parts = set(re.split(r"[._\-]", name.lower()))
-    platforms = tuple(p for p, tags in (("x", {"x", "twitter"}), ("linkedin", {"linkedin", "li"})) if parts & tags)
-    return platforms or ("x", "linkedin")
+    every = sorted(platforms(), key=lambda p: -p.alt_limit)
+    return tuple(p.name for p in every if parts & set(p.alt_tags)) or tuple(p.name for p in every)
 
 
 def check_day_dir(path: Path) -> Report:
@@ -59,22 +58,18 @@ def check_day_dir(path: Path) -> Report:
     counts: dict[str, list[Count]] = {}
     violations: list[Violation] = []
 
-    linkedin = path / LINKEDIN_DRAFT
-    if linkedin.is_file():
-        counts[LINKEDIN_DRAFT], found = check_linkedin(_read(linkedin), draft=LINKEDIN_DRAFT)
+    for platform in platforms():
+        draft = path / platform.draft
+        if not draft.is_file():
+            violations.append(Violation(platform.draft, None, "missing", f"no {platform.draft} in {path}"))
+            continue
+        per_post, found = platform.check_draft(_read(draft))
+        if platform.thread:
+            for k, post_counts in enumerate(per_post, start=1):
+                counts[f"{platform.draft} post {k}/{len(per_post)}"] = post_counts
+        else:
+            counts[platform.draft] = per_post[0]
         violations += found
-    else:
-        violations.append(Violation(LINKEDIN_DRAFT, None, "missing", f"no {LINKEDIN_DRAFT} in {path}"))
-
-    thread = path / X_DRAFT
-    if thread.is_file():
-        posts = split_thread(_read(thread))
-        per_post, found = check_x_thread(posts, draft=X_DRAFT)
-        for k, post_counts in enumerate(per_post, start=1):
-            counts[f"{X_DRAFT} post {k}/{len(posts)}"] = post_counts
-        violations += found
-    else:
-        violations.append(Violation(X_DRAFT, None, "missing", f"no {X_DRAFT} in {path}"))
 
     for alt in sorted(path.glob(f"*{ALT_SUFFIX}")):
         text = _read(alt)

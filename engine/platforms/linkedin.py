@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 
+from engine.platforms.registry import Platform, register_platform
 from engine.platforms.rules import Count, Violation
 
 MAX_LENGTH = 3000
@@ -48,6 +49,21 @@ def feed_position(text: str, fold: int = FOLD) -> int:
     lines = _lines(text)
     used = sum(max(1, math.ceil(utf16_length(line) / width)) * width for line in lines[:-1])
     return used + utf16_length(lines[-1])
+
+
+def fold_index(text: str, fold: int = FOLD) -> int:
+    """How many characters of ``text`` the collapsed feed shows before "…see more".
+
+    The feed position only grows as text is added, so the cut is found by bisection.
+    """
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if feed_position(text[:mid], fold) <= fold:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _closing_paragraph(text: str) -> tuple[str, str]:
@@ -107,3 +123,21 @@ def check_linkedin(
         Count("hashtags", len(tags), high, low <= len(tags) <= high and not stray),
     ]
     return counts, violations
+
+
+LINKEDIN = register_platform(
+    Platform(
+        name="linkedin",
+        title="LinkedIn",
+        draft="linkedin.md",
+        thread=False,
+        check=lambda text, draft: check_linkedin(text, draft=draft),
+        # Undocumented (quoted anywhere from 120 to 1,000): 250 is the safe reading.
+        alt_limit=250,
+        # The feed gives a portrait image the most room on a phone (4:5, 1080 x 1350).
+        image_size="linkedin_portrait",
+        alt_tags=("linkedin", "li"),
+        fold_at=fold_index,
+        order=10,
+    )
+)

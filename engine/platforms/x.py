@@ -18,6 +18,8 @@ import unicodedata
 from engine.platforms._twitter_text import V3, extract_urls_with_indices, invalid_chars, library_emoji
 from engine.platforms.emoji import EMOJI_SEQUENCE
 from engine.platforms.rules import Count, Violation
+from engine.platforms.registry import Platform, register_platform
+from engine.platforms.thread import images_in, numbering, post_text
 
 MAX_WEIGHTED_LENGTH: int = V3["max_weighted_tweet_length"]  # 280
 MAX_IMAGES_PER_POST = 4
@@ -27,13 +29,6 @@ _URL_WEIGHT: int = V3["transformed_url_length"] * _SCALE
 _EMOJI_WEIGHT: int = V3["default_weight"]
 _DEFAULT_WEIGHT: int = V3["default_weight"]
 _RANGES: tuple[tuple[int, int, int], ...] = tuple((r["start"], r["end"], r["weight"]) for r in V3["ranges"])
-
-# A post separator in x-thread.md, and a Markdown image (an attachment, not text).
-_SEPARATOR = "---"
-_IMAGE = re.compile(r"!\[[^\]]*\]\([^)\s]*\)")
-# "k/n" as the first or the last thing in a post: "1/7 …", "(1/7) …", "1/7: …", "… 7/7."
-_MARKER_AT_START = re.compile(r"^\s*\(?(\d{1,3})/(\d{1,3})\)?[.:]?(?=\s|$)")
-_MARKER_AT_END = re.compile(r"(?:^|\s)\(?(\d{1,3})/(\d{1,3})\)?[.:]?\s*$")
 
 
 def _normalise(text: str) -> str:
@@ -72,48 +67,6 @@ def invalid_characters(text: str) -> list[str]:
 def x_post_valid(text: str) -> bool:
     """Whether X accepts the text as one post: 1..280 weighted and no invalid character."""
     return 0 < x_weighted_length(text) <= MAX_WEIGHTED_LENGTH and not invalid_characters(text)
-
-
-def split_thread(markdown: str) -> list[str]:
-    """The posts of an x-thread.md: separated by lines that are exactly '---'.
-
-    Blank lines around each post are dropped; a document with no text at all has no posts. An
-    empty post between two separators is kept, so that the check can name it.
-    """
-    lines = markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    posts: list[list[str]] = [[]]
-    for line in lines:
-        if line == _SEPARATOR:
-            posts.append([])
-        else:
-            posts[-1].append(line)
-    stripped = ["\n".join(_strip_blank_lines(p)) for p in posts]
-    return [] if not any(stripped) else stripped
-
-
-def _strip_blank_lines(lines: list[str]) -> list[str]:
-    start, end = 0, len(lines)
-    while start < end and not lines[start].strip():
-        start += 1
-    while end > start and not lines[end - 1].strip():
-        end -= 1
-    return lines[start:end]
-
-
-def post_text(post: str) -> str:
-    """The text X counts: the post without its Markdown image references (they are attachments)."""
-    return "\n".join(_strip_blank_lines([_IMAGE.sub("", line).rstrip() for line in post.split("\n")]))
-
-
-def images_in(post: str) -> int:
-    """How many images a post attaches, written as Markdown images in x-thread.md."""
-    return len(_IMAGE.findall(post))
-
-
-def numbering(post: str) -> tuple[int, int] | None:
-    """The post's 'k/n' marker, looked for at its start, then at its end; None if it has none."""
-    match = _MARKER_AT_START.search(post) or _MARKER_AT_END.search(post)
-    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def check_x_thread(
@@ -163,3 +116,18 @@ def check_x_thread(
             elif marker != (k, total):
                 fail("numbering", f"numbered {marker[0]}/{marker[1]}, expected {k}/{total}")
     return counts, violations
+
+
+X = register_platform(
+    Platform(
+        name="x",
+        title="X thread",
+        draft="x-thread.md",
+        thread=True,
+        check=lambda posts, draft: check_x_thread(posts, draft=draft),
+        alt_limit=1000,  # X's documented limit for an image description
+        image_size="x",
+        alt_tags=("x", "twitter"),
+        order=20,
+    )
+)

@@ -1,0 +1,69 @@
+"""The chart registry: a chart registers beside its function, with what it needs.
+
+A registration holds the chart's name (what a spec lists under ``charts:``), the spec sections
+whose results it draws from, the size it is drawn at unless asked for another (a
+``style.SIZES`` key), the draw function ``(results, size=None) -> (figure, alt text)`` and,
+optionally, a further check on the spec (``kv_blocks`` needs the paged policy). The spec's valid
+chart names, its "chart needs a section" rule and the pipeline's drawing all read this one
+table, so a new chart is one decorated function in any module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+DrawFn = Callable[..., "tuple[Figure, str]"]  # (results, size=None) -> (figure, alt text)
+SpecCheck = Callable[[Any], "str | None"]  # DaySpec -> a problem ("needs the 'paged' policy")
+
+
+@dataclass(frozen=True)
+class Chart:
+    name: str
+    draw: DrawFn
+    needs: tuple[str, ...]
+    size: str
+    check: SpecCheck | None = None
+
+    def __call__(self, results: dict[str, Any], size: Any = None) -> tuple[Figure, str]:
+        """Draw the figure: a registered chart is called as its function is."""
+        return self.draw(results, size=size)
+
+
+CHARTS: dict[str, Chart] = {}
+
+
+def register_chart(
+    name: str, *, needs: tuple[str, ...], size: str, check: SpecCheck | None = None
+) -> Callable[[DrawFn], DrawFn]:
+    """Decorator: register the function as chart ``name``; the function is returned unchanged."""
+
+    def register(fn: DrawFn) -> DrawFn:
+        CHARTS[name] = Chart(name, fn, tuple(needs), size, check)
+        return fn
+
+    return register
+
+
+def unregister_chart(name: str) -> None:
+    """Remove a registration (for tests that register a toy chart)."""
+    CHARTS.pop(name, None)
+
+
+def names() -> list[str]:
+    """Every registered chart name, the built-in charts included."""
+    _load_builtins()
+    return list(CHARTS)
+
+
+def get(name: str) -> Chart:
+    _load_builtins()
+    return CHARTS[name]
+
+
+def _load_builtins() -> None:
+    import engine.charts  # noqa: F401  (its modules register the built-in charts)

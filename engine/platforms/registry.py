@@ -1,0 +1,93 @@
+"""The platform registry: one ``Platform`` object per place a day is posted.
+
+A platform says, once: its name, the draft file it reads (``linkedin.md``), whether that draft
+is a single post or a thread of posts separated by ``---`` lines (threads are numbered k/n by
+the build), how a post is counted and checked, the size its images are drawn at, its alt-text
+limit and the words in an alt-text file's name that mean "for this platform". The build, the
+``check`` command, the day-folder check and the review page loop over this registry, so a new
+platform is one module that calls :func:`register_platform`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.platforms.rules import Count, Violation
+
+# (a post's text, its draft's file name) -> (its counts, the rules it breaks)
+CheckFn = Callable[[str, str], "tuple[list[Count], list[Violation]]"]
+# (the posts of a thread, its draft's file name) -> (counts per post, the rules it breaks)
+ThreadCheckFn = Callable[[list[str], str], "tuple[list[list[Count]], list[Violation]]"]
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str  # 'x', 'linkedin': results['checks'] keys, chart sizes' platform
+    title: str  # how the review page names it
+    draft: str  # the draft's file name in out/dayNN/, rendered from <draft>.j2
+    thread: bool  # posts separated by '---' lines and numbered k/n, or one post
+    check: CheckFn | ThreadCheckFn  # a ThreadCheckFn when ``thread``, else a CheckFn
+    alt_limit: int  # the longest alt text it takes, in UTF-16 units
+    image_size: str  # the style.SIZES key its images are drawn at
+    alt_tags: tuple[str, ...]  # parts of an alt-text file's name that mean this platform
+    # Where a feed folds a single post ("…see more"), as a character index; None: no fold.
+    fold_at: Callable[[str], int] | None = None
+    order: int = 100  # where drafts are listed (check output, review page)
+
+    def posts(self, text: str) -> list[str]:
+        """The draft's posts: a thread split on its '---' lines, or the single post."""
+        if not self.thread:
+            return [text]
+        from engine.platforms.thread import split_thread
+
+        return split_thread(text)
+
+    def check_draft(self, text: str, draft: str | None = None) -> tuple[list[list[Count]], list[Violation]]:
+        """Counts per post and every broken rule, for the draft's whole text."""
+        name = draft or self.draft
+        if self.thread:
+            return self.check(self.posts(text), name)  # type: ignore[arg-type,return-value]
+        counts, violations = self.check(text, name)  # type: ignore[arg-type]
+        return [counts], violations  # type: ignore[list-item]
+
+
+_REGISTRY: dict[str, Platform] = {}
+
+
+def register_platform(platform: Platform) -> Platform:
+    """Register (or replace, by name) a platform; returns it, so a module can keep a handle."""
+    _REGISTRY[platform.name] = platform
+    return platform
+
+
+def unregister_platform(name: str) -> None:
+    """Remove a registration (for tests that register a toy platform)."""
+    _REGISTRY.pop(name, None)
+
+
+def platforms() -> list[Platform]:
+    """Every registered platform, in draft order."""
+    _load_builtins()
+    return sorted(_REGISTRY.values(), key=lambda p: (p.order, p.name))
+
+
+def get(name: str) -> Platform:
+    _load_builtins()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown platform {name!r}; expected one of {sorted(_REGISTRY)}")
+    return _REGISTRY[name]
+
+
+def by_draft(file_name: str) -> Platform | None:
+    """The platform whose draft this file is, or None."""
+    return next((p for p in platforms() if p.draft == file_name), None)
+
+
+def strictest_alt_limit() -> int:
+    """The alt-text length every platform accepts: one generated text serves them all."""
+    return min(p.alt_limit for p in platforms())
+
+
+def _load_builtins() -> None:
+    import engine.platforms  # noqa: F401  (its modules register X and LinkedIn)

@@ -1,0 +1,56 @@
+"""Threads: posts separated by lines '---', attachments written as Markdown images, and the
+'k/n' numbering. Nothing here is particular to X; any platform whose draft is a thread uses it.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A post separator in a thread's draft, and a Markdown image (an attachment, not text).
+_SEPARATOR = "---"
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)\s]*\)")
+# "k/n" as the first or the last thing in a post: "1/7 …", "(1/7) …", "1/7: …", "… 7/7."
+_MARKER_AT_START = re.compile(r"^\s*\(?(\d{1,3})/(\d{1,3})\)?[.:]?(?=\s|$)")
+_MARKER_AT_END = re.compile(r"(?:^|\s)\(?(\d{1,3})/(\d{1,3})\)?[.:]?\s*$")
+
+
+def split_thread(markdown: str) -> list[str]:
+    """The posts of a thread's draft: separated by lines that are exactly '---'.
+
+    Blank lines around each post are dropped; a document with no text at all has no posts. An
+    empty post between two separators is kept, so that the check can name it.
+    """
+    lines = markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    posts: list[list[str]] = [[]]
+    for line in lines:
+        if line == _SEPARATOR:
+            posts.append([])
+        else:
+            posts[-1].append(line)
+    stripped = ["\n".join(_strip_blank_lines(p)) for p in posts]
+    return [] if not any(stripped) else stripped
+
+
+def _strip_blank_lines(lines: list[str]) -> list[str]:
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return lines[start:end]
+
+
+def post_text(post: str) -> str:
+    """The text X counts: the post without its Markdown image references (they are attachments)."""
+    return "\n".join(_strip_blank_lines([_IMAGE.sub("", line).rstrip() for line in post.split("\n")]))
+
+
+def images_in(post: str) -> int:
+    """How many images a post attaches, written as Markdown images in the draft."""
+    return len(_IMAGE.findall(post))
+
+
+def numbering(post: str) -> tuple[int, int] | None:
+    """The post's 'k/n' marker, looked for at its start, then at its end; None if it has none."""
+    match = _MARKER_AT_START.search(post) or _MARKER_AT_END.search(post)
+    return (int(match.group(1)), int(match.group(2))) if match else None

@@ -1,0 +1,156 @@
+"""The section registry: one registration per kind of experiment a day's spec can ask for.
+
+A section is a top-level key of the spec (``kv_cache``, ``batching``, ``queueing``, …). Its
+registration says everything the rest of the engine needs to know about it, once:
+
+- ``key``: the spec's key, the key in results.json and the name templates see;
+- ``model``: the pydantic model its part of the spec validates against;
+- ``run(section, location, inputs)``: the experiment, one signature for all (measurements and
+  other files arrive through ``inputs``), returning a JSON-ready dict with a ``source``;
+- ``title``: how the review page names it;
+- ``headline(result)``: the line the terminal prints after a build (optional);
+- ``review_tables(result)``: the review page's tables of inputs and results (optional);
+- ``link_figure(section, location)``: the figure a later day may cite from this one (optional).
+
+The spec, the pipeline, the review page and the links back all loop over this registry, so a
+new kind of experiment is one module that calls :func:`register_section`; nothing else is
+edited. The built-in sections live in ``engine/experiments/`` and register themselves when
+that package's modules are imported (:func:`sections` imports them all on first use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel
+
+from engine.errors import UserError
+
+
+@dataclass(frozen=True)
+class SpecLocation:
+    """Where the spec lives: relative paths in it are resolved against its folder."""
+
+    spec_path: Path
+
+    @property
+    def spec_dir(self) -> Path:
+        return self.spec_path.parent
+
+    def resolve(self, relative: str) -> Path:
+        return (self.spec_dir / relative).resolve()
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Files a section reads besides the spec: today, the measurement the spec's ``measured:``
+    key picks (None for simulated only)."""
+
+    measurement: Path | None = None
+
+
+@contextmanager
+def blame(location: SpecLocation, field: str) -> Iterator[None]:
+    """Re-raise a UserError from deeper code as one about this spec file and field."""
+    try:
+        yield
+    except UserError as err:
+        if err.file and err.file != str(location.spec_path):
+            raise  # already names the file at fault (e.g. a workload CSV)
+        raise UserError(err.message, file=location.spec_path, field=field) from None
+
+
+Result = dict[str, Any]
+RunFn = Callable[[Any, SpecLocation, Inputs], Result]
+HeadlineFn = Callable[[Result], "str | None"]
+TablesFn = Callable[[Result], list[dict[str, Any]]]
+LinkFigureFn = Callable[[Any, SpecLocation], "dict[str, Any] | None"]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One kind of experiment; see the module docstring for what each field is for."""
+
+    key: str
+    model: type[BaseModel]
+    run: RunFn
+    title: str
+    headline: HeadlineFn | None = None
+    review_tables: TablesFn | None = None
+    link_figure: LinkFigureFn | None = None
+    order: int = 100  # where the review page and the terminal list it; ties in key order
+
+
+_REGISTRY: dict[str, Section] = {}
+_loaded = False
+# The metadata keys of a day's spec: a section may not take one of these names.
+RESERVED = frozenset(
+    {"day", "series", "title", "repository", "hashtags", "links_back", "charts",
+     "linkedin_image", "measured", "inputs", "checks", "links"}
+)
+
+
+def register_section(
+    key: str,
+    *,
+    model: type[BaseModel],
+    run: RunFn,
+    title: str,
+    headline: HeadlineFn | None = None,
+    review_tables: TablesFn | None = None,
+    link_figure: LinkFigureFn | None = None,
+    order: int = 100,
+) -> Section:
+    """Register a kind of experiment under its spec key; registering a key again replaces it
+    (a module reloaded in a test), a reserved key is refused."""
+    if not key.isidentifier() or key in RESERVED:
+        raise ValueError(f"section key {key!r} must be a Python name and not one of {sorted(RESERVED)}")
+    section = Section(key, model, run, title, headline, review_tables, link_figure, order)
+    _REGISTRY[key] = section
+    _bump()
+    return section
+
+
+def unregister_section(key: str) -> None:
+    """Remove a registration (for tests that register a toy section)."""
+    if _REGISTRY.pop(key, None) is not None:
+        _bump()
+
+
+def sections() -> list[Section]:
+    """Every registered section, in display order (built-ins loaded on first use)."""
+    _load_builtins()
+    return sorted(_REGISTRY.values(), key=lambda s: (s.order, s.key))
+
+
+def get(key: str) -> Section:
+    _load_builtins()
+    return _REGISTRY[key]
+
+
+# A counter that changes whenever a registry changes, so models built from it can be rebuilt.
+generation = 0
+
+
+def _bump() -> None:
+    global generation
+    generation += 1
+
+
+def _load_builtins() -> None:
+    """Import every module of engine/experiments once, so the built-in sections register."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+    import pkgutil
+
+    import engine.experiments as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
