@@ -138,7 +138,7 @@ class _Simulation:
         self.cap = cap
         self.bs = policy.block_size
         self.limited = policy.num_blocks is not None
-        self.free = policy.num_blocks if self.limited else 0
+        self.free = policy.num_blocks or 0  # blocks left; unused when not limited
         self.budget = policy.max_num_batched_tokens
         self.chunked = policy.chunked_prefill
         # per request
