@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEVICE ?=
 
-.PHONY: venv test all review bench bench-day37 clean
+.PHONY: venv test lint all review bench bench-day37 clean
 .DEFAULT_GOAL := day37
 
 venv: $(STAMP)
@@ -14,7 +14,7 @@ venv: $(STAMP)
 # Re-runs only when pyproject.toml changes: a warm `make venv` does nothing.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench]"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,lint,bench]"
 	@touch $(STAMP)
 
 # `make day37`, `make day04`, …: any days/dayNN.yaml.
@@ -29,6 +29,12 @@ review: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# Lint rules, formatting and types: what CI runs beside the tests.
+lint: $(STAMP)
+	$(PY) -m ruff check engine tests
+	$(PY) -m ruff format --check engine tests
+	$(PY) -m mypy
 
 bench: $(STAMP)
 	$(PY) tests/bench/bench_simulator.py

@@ -60,5 +60,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     except BrokenPipeError:
         # `python -m engine kv --json | head`: the reader left; that is not an error of ours.
-        sys.stdout = None  # type: ignore[assignment]  (no flush at exit into the closed pipe)
+        # No flush at exit into the closed pipe.
+        sys.stdout = None
         return 0

@@ -43,15 +43,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engine.errors import UserError
+from engine.validation import Strict as _Strict
+from engine.validation import validate
 
 SCHEMA = 1
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Device(_Strict):
@@ -83,7 +81,9 @@ class Settings(BaseModel):
     repeats: int = Field(gt=0)
 
 
-class ContextFit(_Strict):
+class MemoryFit(_Strict):
+    """One context's row of the memory probe; engine.gpubench.memory builds these."""
+
     context: int = Field(gt=0)
     max_requests_measured: int = Field(ge=0)
     max_requests_calculated: int = Field(ge=0)
@@ -93,7 +93,7 @@ class Memory(_Strict):
     weights_bytes: int = Field(gt=0)
     free_after_weights_bytes: int
     kv_bytes_per_token: int | None = Field(default=None, gt=0)
-    contexts: list[ContextFit]
+    contexts: list[MemoryFit]
 
 
 class StepPoint(_Strict):
@@ -104,13 +104,13 @@ class StepPoint(_Strict):
     achieved_bytes_per_s: float = Field(gt=0)
 
 
-class StepTime(_Strict):
+class StepTimings(_Strict):
     points: list[StepPoint] = Field(min_length=1)
     hbm_peak_bytes_per_s: float | None = Field(gt=0)
     share_of_peak_at_slots: float | None = Field(ge=0)
 
 
-class PolicyResult(_Strict):
+class PolicyTiming(_Strict):
     wall_seconds: float = Field(gt=0)
     steps: int = Field(gt=0)
     tokens: int = Field(gt=0)
@@ -119,8 +119,8 @@ class PolicyResult(_Strict):
 
 
 class Policies(_Strict):
-    static: PolicyResult
-    continuous: PolicyResult
+    static: PolicyTiming
+    continuous: PolicyTiming
 
 
 class Batching(_Strict):
@@ -142,20 +142,16 @@ class Measurement(_Strict):
     note: str
     notes: list[str] = Field(default_factory=list)
     memory: Memory
-    step_time: StepTime
+    step_time: StepTimings
     batching: Batching
 
     @field_validator("date")
     @classmethod
     def _utc_iso(cls, value: str) -> str:
-        when = datetime.fromisoformat(value)  # ValueError → a validation error
-        if when.utcoffset() is None or when.utcoffset().total_seconds() != 0:
+        offset = datetime.fromisoformat(value).utcoffset()  # ValueError → a validation error
+        if offset is None or offset.total_seconds() != 0:
             raise ValueError("must be ISO-8601 in UTC, e.g. 2026-01-31T12:00:00Z")
         return value
-
-
-def _where(error: dict) -> str:
-    return ".".join("schema" if part == "schema_" else str(part) for part in error["loc"]) or "-"
 
 
 def validate_measurement(doc: object, *, file: str | Path) -> dict:
@@ -164,12 +160,7 @@ def validate_measurement(doc: object, *, file: str | Path) -> dict:
     if isinstance(doc, dict) and doc.get("schema") != SCHEMA:
         raise UserError(f"schema {doc.get('schema')!r} is not {SCHEMA}; re-run the bench with this "
                         "version of the engine", file=file, field="schema")
-    try:
-        model = Measurement.model_validate(doc)
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise UserError(first["msg"], file=file, field=_where(first)) from None
-    return model.model_dump(by_alias=True)
+    return validate(Measurement, doc, file=file).model_dump(by_alias=True)
 
 
 def read_document(path: Path | str) -> dict:

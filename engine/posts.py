@@ -15,8 +15,7 @@ from typing import Any
 import jinja2
 
 from engine.errors import UserError
-
-GIB = 2**30
+from engine.units import format_gib
 
 
 def thousands(value: int | float) -> str:
@@ -38,7 +37,7 @@ def multiple(ratio: float, digits: int = 1) -> str:
 
 def gib(num_bytes: int | float, digits: int = 2) -> str:
     """1073741824 → '1.00 GiB' (GiB = 2**30 bytes, as the lab)."""
-    return f"{num_bytes / GIB:.{digits}f} GiB"
+    return format_gib(num_bytes, digits)
 
 
 def fixed(value: float, digits: int = 1) -> str:
@@ -69,18 +68,16 @@ def _strict(fn: Callable[..., str]) -> Callable[..., str]:
     return wrapper
 
 
-FILTERS = {
-    name: _strict(fn)
-    for name, fn in {
-        "thousands": thousands,
-        "pct": pct,
-        "multiple": multiple,
-        "gib": gib,
-        "fixed": fixed,
-        "ms": ms,
-        "hashtag": hashtag,
-    }.items()
+_FORMATS: dict[str, Callable[..., str]] = {
+    "thousands": thousands,
+    "pct": pct,
+    "multiple": multiple,
+    "gib": gib,
+    "fixed": fixed,
+    "ms": ms,
+    "hashtag": hashtag,
 }
+FILTERS = {name: _strict(fn) for name, fn in _FORMATS.items()}
 
 # The rule that keeps numbers out of templates: once Jinja's own constructs are removed, no
 # digit may remain. Checked by every build (and by the tests), so a typed number cannot ship.
@@ -105,12 +102,12 @@ def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
 
     tree = jinja2.Environment().parse(source)
     allowed: set[int] = set()
-    for node in tree.find_all((nodes.Import, nodes.FromImport, nodes.Include, nodes.Extends)):
-        allowed.add(id(node.template))  # a template's file name, e.g. "_macros.j2"
-    for node in tree.find_all(nodes.Compare):  # `x > 0` decides what to say, prints nothing
-        allowed |= {id(c) for c in node.find_all(nodes.Const)}
+    for imported in tree.find_all((nodes.Import, nodes.FromImport, nodes.Include, nodes.Extends)):
+        allowed.add(id(imported.template))  # type: ignore[attr-defined]  # a file name: "_macros.j2"
+    for compare in tree.find_all(nodes.Compare):  # `x > 0` decides what to say, prints nothing
+        allowed |= {id(c) for c in compare.find_all(nodes.Const)}
     for node in tree.find_all((nodes.Filter, nodes.Getitem)):
-        parts = node.args if isinstance(node, nodes.Filter) else [node.arg]
+        parts = node.args if isinstance(node, nodes.Filter) else [node.arg]  # type: ignore[attr-defined]
         for part in parts:
             allowed |= {id(c) for c in part.find_all(nodes.Const)} | {id(part)}
     found = []

@@ -246,8 +246,10 @@ def linkedin_images(results: dict[str, Any], charts: list[dict[str, Any]]) -> li
 
 
 def _unique(images: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    seen: set[str] = set()
-    return [i for i in images if not (i["src"] in seen or seen.add(i["src"]))]
+    by_src: dict[str, dict[str, Any]] = {}
+    for image in images:
+        by_src.setdefault(image["src"], image)
+    return list(by_src.values())
 
 
 def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
@@ -256,14 +258,15 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
     if recorded is None:
         recorded = []
         for png in sorted(day_dir.glob("*.png")):
-            alt = png.with_name(f"{png.stem}.alt.txt")
+            alt_file = png.with_name(f"{png.stem}.alt.txt")
             recorded.append({"name": png.stem, "file": png.name, "platform": "",
-                             "alt_text": alt.read_text(encoding="utf-8").strip() if alt.is_file() else "",
+                             "alt_text": alt_file.read_text(encoding="utf-8").strip()
+                             if alt_file.is_file() else "",
                              "width": None, "height": None})
     charts = []
     for chart in recorded:
-        alt_file = day_dir / f"{Path(chart['file']).stem}.alt.txt"
-        alt = alt_file.read_text(encoding="utf-8").strip() if alt_file.is_file() else chart.get("alt_text", "")
+        alt_path = day_dir / f"{Path(chart['file']).stem}.alt.txt"
+        alt = alt_path.read_text(encoding="utf-8").strip() if alt_path.is_file() else chart.get("alt_text", "")
         charts.append({**chart, "alt_text": alt, "alt_length": len(alt),
                        "exists": (day_dir / chart["file"]).is_file()})
     return charts

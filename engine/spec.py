@@ -1,53 +1,36 @@
 """A day's spec: the YAML file a person writes, validated into typed models.
 
 Why pydantic: every mistake must come back as one line naming the file and the field
-(``days/day37.yaml: batching.slots: must be at least 1, got 0``), unknown keys must fail
-(a typo silently ignored is a wrong post), and the models double as documentation of what a
-day can ask for. Sections are optional: a day runs the experiments whose sections it has.
+(``days/day37.yaml: batching.slots: must be at least 1, got 0``; engine.validation writes it),
+unknown keys must fail (a typo silently ignored is a wrong post), and the models double as
+documentation of what a day can ask for. Sections are optional and registered
+(engine.sections): a day runs the experiments whose sections it has.
 """
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    create_model,
-    model_validator,
-)
+from pydantic import AfterValidator, Field, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
 from engine.errors import UserError
+from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
 from engine.workload import WorkloadSpec
 
-# strict: YAML's `true` must not pass for 1, nor 16.5 for 16.
-PositiveInt = Annotated[int, Field(ge=1, strict=True)]
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-# Memory sizes in GiB: no device holds a pebibyte, so anything larger is a typo.
-GiB = Annotated[float, Field(ge=0, le=2**20, allow_inf_nan=False)]
-
-
-class _Strict(BaseModel):
-    """Unknown keys are errors, and models are immutable once loaded."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+__all__ = ["DaySpec", "GiB", "PositiveFloat", "PositiveInt", "day_spec_model", "load_spec"]
 
 
 # ---- metadata -------------------------------------------------------------------------------
 
 
-class Series(_Strict):
+class Series(Strict):
     name: str
     length: PositiveInt
 
 
-class LinkBack(_Strict):
+class LinkBack(Strict):
     """An earlier day this post refers to; its spec, when given, supplies a figure to cite."""
 
     day: PositiveInt
@@ -58,7 +41,7 @@ class LinkBack(_Strict):
 # ---- kv_cache -------------------------------------------------------------------------------
 
 
-class InlineModel(_Strict):
+class InlineModel(Strict):
     """A model described by its shape alone, as the lab's '7B-class' model is."""
 
     name: str
@@ -71,7 +54,7 @@ class InlineModel(_Strict):
     num_params: PositiveInt | None = None
 
 
-class ModelRef(_Strict):
+class ModelRef(Strict):
     """Exactly one of: a catalog name, a Hugging Face config.json path, or an inline shape.
 
     A bare string in YAML is a catalog name, or a config path when it ends in ``.json``.
@@ -98,12 +81,12 @@ class ModelRef(_Strict):
         return self
 
 
-class InlineGpu(_Strict):
+class InlineGpu(Strict):
     name: str
     memory_gib: Annotated[GiB, Field(gt=0)]
 
 
-class GpuRef(_Strict):
+class GpuRef(Strict):
     """A catalog GPU by name, or an inline one: a name and the memory it offers."""
 
     catalog: str | None = None
@@ -125,7 +108,7 @@ class GpuRef(_Strict):
         return self
 
 
-class ReserveBudgetSpec(_Strict):
+class ReserveBudgetSpec(Strict):
     """The lab's budget: the card's memory minus a fixed reserve for weights and overhead."""
 
     kind: Literal["reserve"]
@@ -139,7 +122,7 @@ class ReserveBudgetSpec(_Strict):
         return self
 
 
-class VllmBudgetSpec(_Strict):
+class VllmBudgetSpec(Strict):
     """vLLM's own accounting: utilisation × memory − weights − activations − non-torch."""
 
     kind: Literal["vllm"]
@@ -148,7 +131,7 @@ class VllmBudgetSpec(_Strict):
     max_num_seqs: PositiveInt = 256
 
 
-class GivenBudgetSpec(_Strict):
+class GivenBudgetSpec(Strict):
     """A KV budget taken as given, as vLLM's 'Available KV cache memory' log line reports it."""
 
     kind: Literal["given"]
@@ -161,7 +144,7 @@ BudgetSpec = Annotated[
 KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8", "int4"]
 
 
-class KvView(_Strict):
+class KvView(Strict):
     """One way of sizing the cache: a model on a GPU under a budget."""
 
     label: str | None = None
@@ -193,19 +176,19 @@ class KvCacheSection(KvView):
 # ---- batching -------------------------------------------------------------------------------
 
 
-class UnitStepTimeSpec(_Strict):
+class UnitStepTimeSpec(Strict):
     kind: Literal["unit"]
     seconds_per_step: PositiveFloat
 
 
-class RooflineStepTimeSpec(_Strict):
+class RooflineStepTimeSpec(Strict):
     kind: Literal["roofline"]
     model: str
     gpu: str
     kv_dtype: KvDtype = "auto"
 
 
-class MeasuredStepTimeSpec(_Strict):
+class MeasuredStepTimeSpec(Strict):
     """Step time fitted to the device measurement the spec's ``measured:`` key picks."""
 
     kind: Literal["measured"]
@@ -217,7 +200,7 @@ StepTimeSpec = Annotated[
 PolicyName = Literal["static", "continuous", "paged"]
 
 
-class PagedSpec(_Strict):
+class PagedSpec(Strict):
     num_blocks: PositiveInt
     block_size: PositiveInt = 16
     max_num_seqs: PositiveInt | None = None
@@ -225,7 +208,7 @@ class PagedSpec(_Strict):
     chunked_prefill: bool = False
 
 
-class BatchingSection(_Strict):
+class BatchingSection(Strict):
     slots: PositiveInt
     workload: WorkloadSpec
     policies: Annotated[list[PolicyName], Field(min_length=1)] = ["static", "continuous"]
@@ -245,21 +228,21 @@ class BatchingSection(_Strict):
 # ---- queueing (Day 4) -----------------------------------------------------------------------
 
 
-class SharedLineSpec(_Strict):
+class SharedLineSpec(Strict):
     """One shared line feeding c servers, at a fixed arrival rate (the lab's M/M/c table)."""
 
     arrival_rate: PositiveFloat
     servers: Annotated[list[PositiveInt], Field(min_length=1)]
 
 
-class LinesSpec(_Strict):
+class LinesSpec(Strict):
     """One shared line against c separate lines, at the same load per server."""
 
     servers: Annotated[int, Field(ge=2)]
     load: Annotated[float, Field(gt=0, lt=1)]
 
 
-class QueueingSection(_Strict):
+class QueueingSection(Strict):
     service_ms: PositiveFloat
     requests: Annotated[int, Field(ge=1000)]
     seed: int = 0
@@ -290,7 +273,7 @@ ChartName = Annotated[str, AfterValidator(_known_chart)]
 Hashtag = Annotated[str, Field(pattern=r"^#?[A-Za-z][A-Za-z0-9_]*$")]
 
 
-class DaySpec(_Strict):
+class DaySpec(Strict):
     """A day's metadata; each registered section (engine.sections) adds an optional field of
     its own model under its key, so ``spec.batching`` is there when batching is registered.
     Validate through :func:`day_spec_model`, which builds that full model from the registry."""
@@ -381,109 +364,4 @@ def load_spec(path: str | Path) -> DaySpec:
         raise UserError(f"malformed YAML: {problem}", file=path, field=where) from None
     if not isinstance(data, dict):
         raise UserError("the spec must be a mapping of fields", file=path)
-    try:
-        return day_spec_model().model_validate(data)
-    except ValidationError as exc:
-        raise _first_error(exc, path, data) from None
-
-
-def _first_error(exc: ValidationError, path: Path, data: Any) -> UserError:
-    """Turn pydantic's report into one line: the first error, in the spec's own words."""
-    errors = exc.errors()
-    # A typo shows up twice (the unknown key, and the real key missing): name the typo.
-    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = list(err["loc"])
-    shown = _user_path(data, loc, missing=err["type"] == "missing")
-    return UserError(_message(err, [str(p) for p in loc]), file=path, field=".".join(shown) or None)
-
-
-def _user_path(data: Any, loc: list[Any], *, missing: bool) -> list[str]:
-    """The part of pydantic's location the user wrote: keys found in their own YAML.
-
-    pydantic inserts names of its own into locations (a union member's tag, a validator's
-    name, our shorthand's 'inline'); walking the user's data tells them apart from real keys.
-    """
-    shown: list[str] = []
-    node = data
-    for i, part in enumerate(loc):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        elif not (missing and i == len(loc) - 1):
-            continue  # inserted by pydantic, not a key of the user's
-        shown.append(str(part))
-    return shown
-
-
-def _message(err: dict[str, Any], loc: list[str]) -> str:
-    kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
-    if kind == "missing":
-        return "required field is missing"
-    if kind == "extra_forbidden":
-        return _unknown_field(loc)
-    if kind == "greater_than_equal":
-        return f"must be at least {_num(ctx['ge'])}, got {got!r}"
-    if kind == "greater_than":
-        return f"must be greater than {_num(ctx['gt'])}, got {got!r}"
-    if kind == "less_than_equal":
-        return f"must be at most {_num(ctx['le'])}, got {got!r}"
-    if kind == "less_than":
-        return f"must be less than {_num(ctx['lt'])}, got {got!r}"
-    if kind in {"int_type", "int_parsing", "int_from_float", "bool_type"}:
-        return f"must be a whole number, got {got!r}"
-    if kind in {"float_type", "float_parsing"}:
-        return f"must be a number, got {got!r}"
-    if kind in {"string_type"}:
-        return f"must be text, got {got!r}"
-    if kind in {"list_type"}:
-        return f"must be a list, got {got!r}"
-    if kind in {"too_short"}:
-        return f"must have at least {ctx.get('min_length')} item(s)"
-    if kind in {"too_long"}:
-        return f"must have at most {ctx.get('max_length')} item(s)"
-    if kind == "string_pattern_mismatch":
-        return f"{got!r} is not one word (letters, digits, underscores; CamelCase reads best)"
-    if kind == "literal_error":
-        return f"must be one of {ctx.get('expected')}, got {got!r}"
-    if kind == "union_tag_invalid":
-        return f"kind must be one of {ctx.get('expected_tags')}, got {ctx.get('tag')!r}"
-    if kind == "union_tag_not_found":
-        return "needs a 'kind'"
-    msg = err["msg"]
-    return msg.removeprefix("Value error, ")
-
-
-def _num(value: Any) -> Any:
-    """0.0 → 0 in messages: bounds are written as the user would write them."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-def _unknown_field(loc: list[str]) -> str:
-    name = loc[-1] if loc else "?"
-    known = _fields_at(loc[:-1])
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else f"; known fields: {', '.join(known)}"
-    return f"unknown field '{name}'{hint}"
-
-
-def _fields_at(loc: list[str]) -> list[str]:
-    """The field names valid at a location, for the 'did you mean' hint."""
-    model: Any = day_spec_model()
-    for part in loc:
-        fields = getattr(model, "model_fields", {})
-        if part not in fields:
-            return sorted(getattr(model, "model_fields", {}))
-        model = _model_of(fields[part].annotation)
-    return sorted(getattr(model, "model_fields", {}))
-
-
-def _model_of(annotation: Any) -> Any:
-    """The BaseModel inside Optional[...] / list[...] annotations, if there is one."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_of(arg)
-        if found is not None:
-            return found
-    return None
+    return validate(day_spec_model(), data, file=path)

@@ -235,8 +235,8 @@ def model_from_config(config: Mapping[str, Any], name: str, *, source: str | Non
         window = None
     window = int(window) if window else None
 
-    kv_lora = c.get("kv_lora_rank")
-    rope = c.get("qk_rope_head_dim")
+    kv_lora: Any = c.get("kv_lora_rank")
+    rope: Any = c.get("qk_rope_head_dim")
     if kv_lora and not rope:
         raise UserError("MLA config has kv_lora_rank but no qk_rope_head_dim", file=file,
                         field="qk_rope_head_dim")

@@ -153,7 +153,7 @@ def utilisation(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
         ax.bar(x, values, color=colours, width=0.62)
         top = max(max(values), ceiling) * 1.18
         for xi, v in zip(x, values):
-            ax.text(xi, v + top * 0.02, fmt(v), ha="center", va="bottom", fontweight="bold",
+            ax.text(float(xi), v + top * 0.02, fmt(v), ha="center", va="bottom", fontweight="bold",
                     fontsize=FONT["callout"] if len(pols) < 3 else FONT["base"] + 2)
         if ceiling:
             ax.axhline(ceiling, color=style.MUTED, linewidth=1, linestyle="--")
@@ -276,7 +276,7 @@ def _needs_paged(spec: Any) -> str | None:
 def kv_blocks(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Paged KV blocks in use per step against the cache's capacity."""
     batching = labels.section(results, "batching", "kv_blocks")
-    found = [(n, kv_series(p)) for n, p in ordered_policies(batching) if kv_series(p)]
+    found = [(n, s) for n, p in ordered_policies(batching) if (s := kv_series(p)) is not None]
     if not found:
         raise ValueError(
             "chart 'kv_blocks' needs a policy's KV block usage per step (kv_blocks_used, or "

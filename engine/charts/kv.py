@@ -102,8 +102,8 @@ def kv_fit(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
         ax.set_yticklabels([f"{t:,}" for t in ticks])
         # headroom above the data for the legend, one doubling per legend row, and below it
         # for the callouts that hang under the main line
-        rows = len(views) if len(views) > 1 else 0
-        ax.set_ylim(ticks[0] / (4 if highlight else 1.3), ticks[-1] * 2.0 ** (1 + 1.1 * rows))
+        legend_rows = len(views) if len(views) > 1 else 0
+        ax.set_ylim(ticks[0] / (4 if highlight else 1.3), ticks[-1] * 2.0 ** (1 + 1.1 * legend_rows))
     ax.set_xlim(contexts[0] / 1.4, contexts[-1] * 1.4)
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("requests that fit at once")
@@ -217,9 +217,8 @@ def memory_breakdown(results: dict[str, Any], size: Size | None = None) -> tuple
     ax.spines["left"].set_visible(False)
     ax.set_xlabel("GiB")
     order = {name: i for i, (_, name, _) in enumerate(SEGMENTS)}
-    handles, names = ax.get_legend_handles_labels()
-    handles, names = zip(*sorted(zip(handles, names), key=lambda hn: order[hn[1]]))
-    fig.legend(handles, names, loc="upper left", bbox_to_anchor=(0.02, 0.9), ncol=4,
+    pairs = sorted(zip(*ax.get_legend_handles_labels()), key=lambda hn: order[hn[1]])
+    fig.legend([h for h, _ in pairs], [n for _, n in pairs], loc="upper left", bbox_to_anchor=(0.02, 0.9), ncol=4,
                handlelength=1.2, columnspacing=1.2)
     style.heading(fig, "Where the GPU's memory goes")
     _write_sources(fig, notes)

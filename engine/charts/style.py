@@ -21,6 +21,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402  (after choosing the backend)
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
@@ -83,7 +84,7 @@ VIEW_MARKERS = ["o", "s", "^", "D", "v", "P"]
 FONT = {"base": 14, "small": 12, "title": 19, "callout": 22, "source": 11.5}
 MIN_FONT_PT = 11  # nothing smaller: it would not be legible on a phone
 
-THEME = {
+THEME: dict[Any, Any] = {
     "font.family": "DejaVu Sans",  # ships with matplotlib: same glyphs on every machine
     "font.size": FONT["base"],
     "axes.titlesize": FONT["title"],
@@ -95,7 +96,7 @@ THEME = {
     "axes.linewidth": 1.0,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "axes.prop_cycle": matplotlib.cycler(color=VIEW_COLOURS),
+    "axes.prop_cycle": cycler(color=VIEW_COLOURS),
     "xtick.labelsize": FONT["small"],
     "ytick.labelsize": FONT["small"],
     "xtick.color": MUTED,
@@ -149,10 +150,12 @@ def save_png(fig: Figure, path: Path) -> None:
 def fit_width(fig: Figure, text: Text, left: float = 0.012, right: float = 0.988) -> Text:
     """Shrink `text` (down to MIN_FONT_PT), then shorten it with '…', until it fits between
     left and right: titles and sources come from results and can be any length."""
-    renderer = fig.canvas.get_renderer()
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)  # new_figure draws on Agg
+    renderer = canvas.get_renderer()
     room = (right - left) * fig.bbox.width
-    while text.get_window_extent(renderer).width > room and text.get_fontsize() > MIN_FONT_PT:
-        text.set_fontsize(max(MIN_FONT_PT, text.get_fontsize() - 0.5))
+    while text.get_window_extent(renderer).width > room and float(text.get_fontsize()) > MIN_FONT_PT:
+        text.set_fontsize(max(MIN_FONT_PT, float(text.get_fontsize()) - 0.5))
     while text.get_window_extent(renderer).width > room and len(text.get_text()) > 2:
         text.set_text(text.get_text()[:-2].rstrip() + "…")
     return text
@@ -189,12 +192,13 @@ def fit_alt(sentences: list[str], limit: int = 250) -> str:
 
 # One spelling of a figure on every surface: the posts' own formatters.
 from engine.posts import pct, thousands  # noqa: E402
+from engine.units import GIB, format_gib  # noqa: E402
 
 
 def gib(num_bytes: float) -> str:
     """85899345920 → '80 GiB'; one decimal below 10 GiB."""
-    value = num_bytes / 2**30
-    return f"{value:.1f} GiB" if value < 9.95 and not float(value).is_integer() else f"{value:.0f} GiB"
+    value = num_bytes / GIB
+    return format_gib(num_bytes, 1 if value < 9.95 and not float(value).is_integer() else 0)
 
 
 def context_label(tokens: int) -> str:

@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from engine.errors import UserError
+from engine.units import GIB
 
-GIB = 1 << 30
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,9 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 MAX_GIB = 2**20
 
 
-def _gib(value: float | None, flag: str) -> int | None:
-    if value is None:
-        return None
+def _gib(value: float, flag: str) -> int:
     if not math.isfinite(value) or value <= 0 or value > MAX_GIB:
         raise UserError(f"must be a positive size up to {MAX_GIB:,} GiB, got {value:g}", field=flag)
     return int(round(value * GIB))
@@ -104,7 +102,11 @@ def run(args: argparse.Namespace) -> int:
     gpu = load_gpu(args.gpu) if args.gpu else None
     if gpu is None and args.gpu_memory_gib is None:
         raise UserError("name a GPU (--gpu) or give its memory (--gpu-memory-gib)", field="--gpu")
-    memory = _gib(args.gpu_memory_gib, "--gpu-memory-gib") or gpu.memory_bytes  # type: ignore[union-attr]
+    if args.gpu_memory_gib is not None:
+        memory = _gib(args.gpu_memory_gib, "--gpu-memory-gib")
+    else:
+        assert gpu is not None  # refused above without one
+        memory = gpu.memory_bytes
     plan = plan_kv_cache(model, memory, _budget(args), kv_dtype=args.kv_dtype, tp=args.tp,
                          block_size=args.block_size, contexts=args.context,
                          max_model_len=args.max_model_len, weight_dtype=args.weight_dtype)

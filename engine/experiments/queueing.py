@@ -37,7 +37,7 @@ def settled(simulated: float, theory: float | None) -> bool | None:
 
 def run(section: QueueingSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
     service = section.service_ms / 1000.0
-    common = dict(
+    common: dict[str, Any] = dict(
         service_mean=service,
         requests=section.requests,
         seed=section.seed,

@@ -111,7 +111,7 @@ class _Slots:
             replay = None
         if replay is None:
             self.graphs = None
-        else:
+        elif self.graphs is not None:
             self.graphs[(n, attn_len)] = replay
         return replay
 

@@ -136,7 +136,7 @@ def cuda_graph(step: Callable[[], object], *, warmup: int = 0,
                 (warmup_step or step)()
         torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, pool=pool):
+    with torch.cuda.graph(graph, pool=pool):  # type: ignore[arg-type]  # a graph_pool() handle
         step()
     return graph.replay
 

@@ -13,20 +13,13 @@ same loop (tests also inject an allocator that runs out, to prove the out-of-mem
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
 from engine.gpubench.device import release
+from engine.measured import MemoryFit
 
 Allocate = Callable[[int], object]
-
-
-@dataclass(frozen=True)
-class ContextFit:
-    context: int
-    max_requests_measured: int
-    max_requests_calculated: int
 
 
 def calculated_max_requests(free_bytes: int, context: int, kv_bytes_per_token: int) -> int:
@@ -69,15 +62,16 @@ def probe_max_requests(request_bytes: int, device: torch.device, *, budget_bytes
 def measure_fits(contexts: list[int], kv_bytes_per_token: int, free_after_weights: int,
                  device: torch.device, *, budget_bytes: int | None,
                  allocate: Allocate | None = None,
-                 on_context: Callable[[int], None] | None = None) -> list[ContextFit]:
-    """One ContextFit per context: measured by allocation, calculated by the formula."""
+                 on_context: Callable[[int], None] | None = None) -> list[MemoryFit]:
+    """One MemoryFit per context: measured by allocation, calculated by the formula."""
     fits = []
     for context in contexts:
         request_bytes = context * kv_bytes_per_token
         measured = probe_max_requests(request_bytes, device, budget_bytes=budget_bytes,
                                       allocate=allocate)
-        fits.append(ContextFit(context, measured, calculated_max_requests(
-            free_after_weights, context, kv_bytes_per_token)))
+        calculated = calculated_max_requests(free_after_weights, context, kv_bytes_per_token)
+        fits.append(MemoryFit(context=context, max_requests_measured=measured,
+                              max_requests_calculated=calculated))
         if on_context:
             on_context(context)
     return fits

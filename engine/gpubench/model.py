@@ -153,6 +153,10 @@ class Decoder(nn.Module):
         self.output = nn.Parameter(make.linear(shape.vocab_size, shape.hidden_size),
                                    requires_grad=False)
 
+    def blocks(self) -> list[Block]:
+        """The layers, typed: a ModuleList hands its items out as plain Modules."""
+        return [layer for layer in self.layers if isinstance(layer, Block)]
+
     @property
     def device(self) -> torch.device:
         return self.norm.device
@@ -186,7 +190,7 @@ class Decoder(nn.Module):
         positions = torch.arange(n, device=tokens.device)
         cos, sin = rope_angles(positions, s.head_dim)
         x = F.embedding(tokens, self.tok_embeddings)
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(self.blocks()):
             q, k, v = layer.qkv(x, s, cos, sin)
             cache.k[i][slot, :, :n] = k.transpose(0, 1)
             cache.v[i][slot, :, :n] = v.transpose(0, 1)
@@ -220,7 +224,7 @@ class Decoder(nn.Module):
         bias = bias.masked_fill_(~visible, float("-inf"))[:, None, None, :]  # [n, 1, 1, L]
         scale = 1.0 / math.sqrt(s.head_dim)
         x = F.embedding(tokens, self.tok_embeddings)
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(self.blocks()):
             q, k, v = layer.qkv(x, s, cos, sin)
             cache.k[i][rows, :, positions] = k
             cache.v[i][rows, :, positions] = v

@@ -86,30 +86,31 @@ def _run_policies(model: Decoder, config: BenchConfig, lengths: list[int], conte
     device = torch.device(config.device)
 
     def run_all(names: list[str], cuda_graphs: bool) -> dict[str, batching.PolicyRun]:
-        out = {}
+        out: dict[str, batching.PolicyRun] = {}
         for name, run in POLICIES:
             if name not in names:
                 continue
             bar.set_postfix_str(f"batching: {name}")
             cache = model.new_cache(config.slots, context)
+            result: batching.PolicyRun | None
             try:
-                out[name] = run(model, cache, lengths, prompt_tokens=config.prompt_tokens,
-                                seed=config.seed, on_done=bar.update, cuda_graphs=cuda_graphs)
+                result = run(model, cache, lengths, prompt_tokens=config.prompt_tokens,
+                             seed=config.seed, on_done=bar.update, cuda_graphs=cuda_graphs)
             except torch.OutOfMemoryError:
-                out[name] = None
+                result = None
             del cache
             dev.release(device)
-            if out[name] is None:
+            if result is None:
                 bar.close()
                 raise UserError(f"out of device memory running {name} batching with "
                                 f"{config.slots} slots × {context} positions; use --quick, a "
                                 "smaller --scale or --eager", field="batching")
+            out[name] = result
         return out
 
     runs = run_all([name for name, _ in POLICIES], config.cuda_graphs)
     fell_back = [name for name, r in runs.items() if r.note]
-    for name in fell_back:
-        notes.append(runs[name].note)
+    notes += [note for name in fell_back if (note := runs[name].note)]
     graphed = [name for name in runs if name not in fell_back]
     if config.cuda_graphs and dev.graphs_supported(device) and fell_back and graphed:
         runs.update(run_all(graphed, cuda_graphs=False))
@@ -130,7 +131,8 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
     lengths = batching.scale_lengths(config.output_tokens, config.workload_scale)
     points_total = len(config.contexts) * len(steptime.batch_sizes(config.slots))
     weights = config.shape.param_count() * dtype.itemsize
-    capacity = info.memory_bytes if device.type == "cuda" else config.memory_budget_bytes
+    budget = config.memory_budget_bytes
+    capacity = info.memory_bytes if device.type == "cuda" or budget is None else budget
     if weights >= capacity:
         raise UserError(f"{config.shape.name} needs {weights / 2**30:.1f} GiB of {config.dtype} "
                         f"weights; {info.name} has {capacity / 2**30:.1f} GiB"
@@ -145,8 +147,9 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
     model = Decoder(config.shape, device=device, dtype=dtype, seed=config.seed)
     warm_runtime(model)
     free = dev.free_bytes(device)  # releases the warm-up's cache first
-    if free is None:  # CPU: the budget plays the device's memory
-        free = config.memory_budget_bytes - model.weight_bytes
+    if free is None:  # CPU: the budget plays the device's memory (required above)
+        assert budget is not None
+        free = budget - model.weight_bytes
     kv_budget = kv_budget_bytes(free)
     notes.append(f"step-time and batching caches limited to the memory free after the weights "
                  f"less {(free - kv_budget) / 2**20:,.0f} MiB for activations and CUDA graphs")
@@ -202,7 +205,7 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
             "weights_bytes": model.weight_bytes,
             "free_after_weights_bytes": free,
             "kv_bytes_per_token": kv_per_token,
-            "contexts": [asdict(f) for f in fits],
+            "contexts": [f.model_dump() for f in fits],
         },
         "step_time": {
             "points": [asdict(p) for p in points],

@@ -118,7 +118,7 @@ def _time_context(model: Decoder, context: int, batches: list[int], *, graphs: b
         # nothing a timed step reads.
         def step(b: int = batch) -> torch.Tensor:
             return model.decode(cache, tokens[:b], positions[:b], attn_len=context)
-        run: Callable[[], object] | None = step
+        run: Callable[[], object] = step
         try:
             if graphs:
                 try:
@@ -136,7 +136,7 @@ def _time_context(model: Decoder, context: int, batches: list[int], *, graphs: b
             notes.append(_oom_note(context, batch))
             break
         finally:
-            run = None  # this batch's graph goes before the next one is captured
+            del run  # this batch's graph goes before the next one is captured
         if on_point:
             on_point()
     return seconds, graphs

@@ -74,9 +74,9 @@ def check_day_dir(path: Path) -> Report:
     for alt in sorted(path.glob(f"*{ALT_SUFFIX}")):
         text = _read(alt)
         counts[alt.name] = []
-        for platform in alt_text_platforms(alt.name[: -len(ALT_SUFFIX)]):
-            counts[alt.name].append(alt_text_count(text, platform=platform))
-            violations += check_alt_text(text, platform=platform, draft=alt.name)
+        for name in alt_text_platforms(alt.name[: -len(ALT_SUFFIX)]):
+            counts[alt.name].append(alt_text_count(text, platform=name))
+            violations += check_alt_text(text, platform=name, draft=alt.name)
 
     for image in sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES):
         if not (path / f"{image.stem}{ALT_SUFFIX}").is_file():

@@ -38,7 +38,7 @@ def shared_line_starts(arrivals: np.ndarray, services: np.ndarray, servers: int)
     if servers == 1:
         return single_server_starts(arrivals, services)
     free_at = [-np.inf] * servers  # a min-heap of the times the servers become free
-    starts = []
+    starts: list[float] = []
     push = starts.append
     replace = heapq.heapreplace
     for arrival, work in zip(arrivals.tolist(), services.tolist()):
