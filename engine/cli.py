@@ -36,11 +36,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, (module_name, help_text) in COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text, description=help_text)
         if only in (None, name):
-            try:
-                importlib.import_module(module_name).add_arguments(cmd)
-            except ModuleNotFoundError as exc:
-                if exc.name != module_name:
-                    raise
+            importlib.import_module(module_name).add_arguments(cmd)
     return parser
 
 

@@ -35,9 +35,6 @@ DEFAULT_BLOCK_SIZE = 16
 DEFAULT_PREFILL_CHUNK = 2048
 
 KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "int8", "int4")
-# Bytes per cached element; ``auto`` means the model's serving dtype (2 bytes).
-KV_DTYPE_BYTES: dict[str, float | None] = {"auto": None, "fp16": 2, "bf16": 2, "fp8": 1,
-                                           "int8": 1, "int4": 0.5}
 _KV_BITS = {"fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 _KV_ALIASES = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "fp8_e4m3": "fp8",
                "fp8_e5m2": "fp8", "fp8_inc": "fp8", "float8": "fp8"}

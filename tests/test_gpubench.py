@@ -1,4 +1,4 @@
-"""The torch benchmark (issue 5) on the CPU with tiny shapes, against independent truth:
+"""The torch benchmark on the CPU with tiny shapes, against independent truth:
 
 - the cached, batched, ragged decode against a plain full recompute of attention written here;
 - the batching runs' step counts against the lab's rules computed here, and each running

@@ -86,11 +86,8 @@ def _shape(name: str | None, device_type: str, spec_path: Path):
         return SEVEN_B if device_type == "cuda" else TINY
     if name in BUILTIN:
         return BUILTIN[name]
-    try:
-        from engine import catalog
-    except ImportError:
-        raise UserError(f"unknown model {name!r}: {', '.join(BUILTIN)} (no catalog here)",
-                        file=spec_path, field="--model") from None
+    from engine import catalog
+
     try:
         return shape_from_arch(name, catalog.load_model(name))
     except ValueError as err:

@@ -1,4 +1,4 @@
-"""The optional real-device benchmark for Day 37 (issue 5), in torch.
+"""The optional real-device benchmark for Day 37, in torch.
 
 torch is imported only inside this package, and this package is imported only by
 ``python -m engine bench`` (engine/commands/bench.py) and by its tests, so a build never needs torch.

@@ -169,10 +169,8 @@ def catalog_candidates(device_name: str) -> list[str]:
 
 def catalog_peak(device_name: str) -> tuple[float | None, str | None]:
     """The catalog's HBM bandwidth for this device (bytes/s), or None and a note saying why not."""
-    try:
-        from engine import catalog  # written beside this package; absent in early checkouts
-    except ImportError:
-        return None, "no catalog in this checkout: share of HBM peak not computed"
+    from engine import catalog
+
     # The catalog matches aliases too, so the CUDA name itself is tried first.
     for name in [device_name, *catalog_candidates(device_name)]:
         try:

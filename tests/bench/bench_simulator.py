@@ -1,6 +1,6 @@
 """Benchmark of the batching simulator (run by `make bench`; not a test).
 
-Prints, in one run, each figure beside its target (issue 4, point 8):
+Prints, in one run, each figure beside its target:
 - static and continuous batching on 1,000,000 requests and 256 slots: < 2 s each;
 - paged batching on 100,000 requests with prompts and a cache tight enough to preempt: < 10 s;
 - the speed-up over the naive per-step loop (tests/naive_batching.py) on the same kind of
