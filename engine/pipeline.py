@@ -63,7 +63,7 @@ def compute(spec: DaySpec, ctx: Context) -> dict[str, Any]:
         from engine.experiments import kv_cache
 
         results["kv_cache"] = kv_cache.run(spec.kv_cache, ctx)
-    measurement = measured.resolve(spec, ctx)
+    measurement = measured.resolve(spec, ctx) if spec.lab is None else None  # a lab reads its own
     if spec.batching is not None:
         from engine.experiments import batching
 
@@ -72,6 +72,10 @@ def compute(spec: DaySpec, ctx: Context) -> dict[str, Any]:
         from engine.experiments import queueing
 
         results["queueing"] = queueing.run(spec.queueing, ctx)
+    if spec.lab is not None:
+        from engine.lab import section as lab_section
+
+        results["lab"] = lab_section.run(spec.lab, ctx, {"day": spec.day, "measured": spec.measured})
     results["measured"] = measured.run(spec, ctx, measurement)
     results["links_back"] = links.run(spec, ctx)
     return results
@@ -112,6 +116,7 @@ def template_context(results: dict[str, Any]) -> dict[str, Any]:
         "kv": results.get("kv_cache"),
         "bt": results.get("batching"),
         "qu": results.get("queueing"),
+        "lab": results.get("lab"),
         "charts": results["inputs"]["charts"],  # names the spec asked for, to attach images
     }
 
@@ -243,4 +248,7 @@ def headline(results: dict[str, Any]) -> list[str]:
     qu = results.get("queueing")
     if qu and "lines" in qu:
         lines.append(f"queueing ({qu['source']}): separate lines wait {qu['lines']['wait_ratio']:.1f}x")
+    from engine.lab import section as lab_section
+
+    lines += lab_section.headline(results)
     return lines

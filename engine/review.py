@@ -114,6 +114,7 @@ def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) 
         "linkedin": linkedin,
         "thread": thread,
         "violations": violations,
+        "warnings": _lab_section().review_warnings(results),
         "charts": charts,
         "sources": sources(results),
         "inputs": inputs(results),
@@ -323,7 +324,7 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
 
 # ---- where the numbers came from, and what went in --------------------------------------------
 
-SECTIONS = (("kv_cache", "KV cache"), ("batching", "Batching"), ("queueing", "Queueing"))
+SECTIONS = (("kv_cache", "KV cache"), ("batching", "Batching"), ("queueing", "Queueing"), ("lab", "Lab"))
 
 
 def source_kind(source: str) -> str:
@@ -442,4 +443,11 @@ def inputs(results: dict[str, Any]) -> list[dict[str, Any]]:
                 for r in qu["mm1"]]}
             tables.append({"title": "Queueing: one server (M/M/1)", "source": qu.get("source", ""),
                            "kind": source_kind(qu.get("source", "")), "rows": [], "table": table})
+    tables += _lab_section().review_tables(results)
     return tables
+
+
+def _lab_section() -> Any:
+    from engine.lab import section
+
+    return section
