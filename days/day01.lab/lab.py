@@ -46,9 +46,8 @@ def main() -> None:
     parser.add_argument("--scratch", type=Path, default=HERE, help="folder for the scratch file")
     args = parser.parse_args()
 
-    print("Day 1 lab: latency numbers, measured on this machine")
-    print(f"machine  {cpu_name()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
-    print()
+    print(f"Day 1: latency numbers on {cpu_name()}, {os.cpu_count()} cores, "
+          f"{platform.system()} {platform.release().split('-')[0]}")
     ram_ns = measure_ram(args.ram_mib)
     disk = measure_disk(args.scratch, args.file_mib, args.reads)
     rtt_us = measure_round_trip(args.round_trips)
@@ -63,17 +62,17 @@ def main() -> None:
     figure("ram_array", args.ram_mib, "MiB")
     figure("scratch_file", args.file_mib, "MiB")
     print()
-    print(f"{'what':<32}{'median':>12}")
+    print(f"{'what':<30}{'measured':>12}")
     for label, value, unit in rows:
-        print(f"{label:<32}{value:>9,.1f} {unit}")
+        print(f"{label:<30}{value:>9,.1f} {unit}")
     print()
     in_ram_rtt = figure("round_trip_in_ram_reads", rtt_us * 1000 / ram_ns, "x")
     in_ram_disk = figure("disk_read_in_ram_reads", disk["random"] * 1000 / ram_ns, "x")
     in_rtt_disk = figure("disk_read_in_round_trips", disk["random"] / rtt_us, "x")
     rand_seq = figure("random_over_sequential", disk["random"] / disk["sequential"], "x")
-    print(f"1 loopback round trip      = {in_ram_rtt:,.0f} RAM reads")
-    print(f"1 random 4 KiB disk read   = {in_ram_disk:,.0f} RAM reads = {in_rtt_disk:,.1f} round trips")
-    print(f"random / sequential 4 KiB  = {rand_seq:,.2f}x")
+    print(f"1 loopback round trip    = {in_ram_rtt:,.0f} RAM reads")
+    print(f"1 random 4 KiB disk read = {in_ram_disk:,.0f} RAM reads = {in_rtt_disk:,.1f} round trips")
+    print(f"random / sequential 4 KiB reads = {rand_seq:,.2f}x")
 
 
 def cpu_name() -> str:
@@ -90,7 +89,8 @@ def cpu_name() -> str:
 
 
 def measure_ram(mib: int, steps: int = 1_000_000, runs: int = 7) -> float:
-    """Nanoseconds per dependent load: the median of `runs` timed chases of `steps` loads."""
+    """Nanoseconds per dependent load: the fastest of `runs` timed chases of `steps` loads (the
+    run least disturbed by whatever else the machine was doing; every run is kept in a note)."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc:
         with tempfile.TemporaryDirectory() as tmp:
@@ -101,13 +101,13 @@ def measure_ram(mib: int, steps: int = 1_000_000, runs: int = 7) -> float:
                 out = subprocess.run([str(binary), str(mib), str(steps), str(runs), "1"],
                                      capture_output=True, text=True, check=True).stdout
                 per_run = [float(x) for x in out.split()]
-                print(f"RAM      C pointer chase ({Path(cc).name} -O2): {steps:,} dependent loads x {runs} runs,")
-                print(f"         one 64-byte node per cache line, one random cycle over {mib} MiB")
-                print(f"         runs: {', '.join(f'{x:.1f}' for x in per_run)} ns per load")
-                note(f"RAM: C pointer chase over {mib} MiB, {steps:,} loads x {runs} runs, median; "
-                     f"transparent huge pages: {thp_mode()}")
-                return statistics.median(per_run)
-            print(f"RAM      {cc} could not build chase.c: falling back to Python")
+                print(f"RAM   C pointer chase ({Path(cc).name} -O2), one random cycle over {mib} MiB,")
+                print(f"      {steps:,} dependent loads x {runs} runs, fastest run")
+                note(f"RAM: C pointer chase over {mib} MiB, one 64-byte node per cache line, "
+                     f"{steps:,} loads x {runs} runs; ns per load by run: "
+                     f"{', '.join(f'{x:.1f}' for x in per_run)}; transparent huge pages: {thp_mode()}")
+                return min(per_run)
+            print(f"RAM   {cc} could not build chase.c: falling back to Python")
     return ram_python(mib, steps // 10)
 
 
@@ -144,8 +144,8 @@ def ram_python(mib: int, steps: int) -> float:
 
     big, small = chain(mib * 2**20 // 64), chain(64)
     took, base = chase(big, steps), chase(small, steps)
-    print(f"RAM      no C compiler: Python chase over {mib} MiB minus the same loop in L1 "
-          f"({took:.0f} - {base:.0f} ns per step)")
+    print(f"RAM   no C compiler: Python chase over {mib} MiB minus the same loop in L1")
+    print(f"      ({took:.0f} - {base:.0f} ns per step): coarse")
     note("RAM: Python pointer chase minus an in-cache baseline (no C compiler): coarse")
     return max(took - base, 0.1)
 
@@ -181,9 +181,9 @@ def measure_disk(scratch: Path, mib: int, reads: int) -> dict[str, float]:
             os.close(fd)
     finally:
         os.unlink(name)
-    print(f"disk     {mib} MiB scratch file on {filesystem(scratch)}, {how};")
-    print(f"         {reads:,} reads of 4 KiB at random offsets, {len(sequential_offsets):,} in a row, "
-          f"{min(mib, 64)} of 1 MiB in a row")
+    print(f"disk  {mib} MiB file on {filesystem(scratch)}, {how},")
+    print(f"      {reads:,} random + {len(sequential_offsets):,} sequential 4 KiB reads, "
+          f"{min(mib, 64)} x 1 MiB; medians")
     return {"random": statistics.median(rand), "sequential": statistics.median(seq),
             "mib": statistics.median(mib_reads)}
 
@@ -192,7 +192,7 @@ def open_uncached(path: str) -> tuple[int, str]:
     """A read-only descriptor that bypasses the page cache, and how that was done."""
     if hasattr(os, "O_DIRECT"):
         try:
-            return os.open(path, os.O_RDONLY | os.O_DIRECT), "O_DIRECT (page cache bypassed)"
+            return os.open(path, os.O_RDONLY | os.O_DIRECT), "O_DIRECT: page cache bypassed"
         except OSError as err:
             reason = err.strerror
         note(f"disk: O_DIRECT refused ({reason}); page cache dropped with posix_fadvise instead")
@@ -200,11 +200,11 @@ def open_uncached(path: str) -> tuple[int, str]:
     if hasattr(os, "posix_fadvise"):
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        return fd, "no O_DIRECT here: page cache dropped with fadvise (DONTNEED), readahead off"
+        return fd, "no O_DIRECT: cache dropped with fadvise"
     import fcntl
 
     fcntl.fcntl(fd, getattr(fcntl, "F_NOCACHE", 48), 1)  # macOS
-    return fd, "no O_DIRECT here: F_NOCACHE (macOS) keeps reads out of the cache"
+    return fd, "no O_DIRECT: F_NOCACHE (macOS)"
 
 
 def timed_reads(fd: int, buffer: memoryview, offsets: list[int]) -> list[float]:
@@ -256,8 +256,8 @@ def measure_round_trip(count: int, warmup: int = 500) -> float:
                 took.append((time.perf_counter_ns() - start) / 1000)
     server.join(timeout=5)
     listener.close()
-    print(f"net      TCP over 127.0.0.1, 64-byte ping-pong between two Python processes, "
-          f"{count:,} round trips")
+    print(f"net   TCP on 127.0.0.1, 64-byte ping-pong between two Python")
+    print(f"      processes, median of {count:,} (loopback: no wire, no NIC)")
     note("net: loopback only; no wire, NIC or switch is in this round trip")
     return statistics.median(took)
 

@@ -49,7 +49,8 @@ def run(section: LabSection, location: Any, inputs: dict[str, Any]) -> dict[str,
         except ValueError as err:
             raise UserError(f"{path.name} holds it in {got['unit']}, the spec says {wanted.unit} "
                             f"({err}): {rerun}", file=spec_path, field=f"lab.figures.{name}.unit") from None
-        fig = {"value": value, "unit": wanted.unit, "about": wanted.about, "source": source}
+        fig = {"value": value, "unit": wanted.unit, "about": wanted.about,
+               "label": wanted.label or wanted.about, "source": source}
         figures[name] = {**fig, "text": units.figure_text(fig)}
     changed = _changed(section, spec_path, doc)
     return {

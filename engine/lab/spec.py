@@ -27,6 +27,7 @@ class LabFigure(_Strict):
 
     unit: str
     about: OneLine
+    label: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")] | None = None  # short, for tables
 
     @field_validator("unit")
     @classmethod
