@@ -121,6 +121,14 @@ def test_a_lab_past_its_timeout_is_stopped_and_nothing_is_written(tmp_path: Path
     assert stored(spec) == []
 
 
+def test_a_child_left_behind_does_not_hold_the_run_until_its_timeout(tmp_path: Path) -> None:
+    spec = make_day(tmp_path, mode="orphan", timeout=20)
+    start = time.monotonic()
+    doc, _ = run_lab(spec)
+    assert time.monotonic() - start < 10
+    assert doc["figures"]["wait"]["value"] == pytest.approx(1500)
+
+
 def test_the_command_line_says_one_line_and_exits_2(tmp_path: Path) -> None:
     spec = make_day(tmp_path, mode="fail")
     out = subprocess.run([sys.executable, "-m", "engine", "lab", str(spec), "--quiet"], cwd=REPO,
@@ -278,3 +286,13 @@ def test_long_output_is_elided_visibly() -> None:
     assert marker == [f"⋯ {50 - 9} lines not shown ⋯"]
     assert elide(lines[:5], 10) == lines[:5]
     assert clip("abcdef", 4) == "abc…" and clip("abc", 4) == "abc"
+
+
+def test_terminal_shows_the_lines_as_a_terminal_would_and_the_selection() -> None:
+    from engine.charts.terminal import transcript_lines
+
+    lab = {"transcript": {"text": "a\tb\n10%\r50%\r100%\n\x1b[32mgreen\x1b[0m\nlast\n\n\n"},
+           "terminal": {}}
+    assert transcript_lines(lab) == ["a       b", "100%", "green", "last"]
+    lab["terminal"] = {"first_line": 2, "last_line": 3}
+    assert transcript_lines(lab) == ["100%", "green"]

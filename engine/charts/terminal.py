@@ -87,8 +87,8 @@ def transcript_lines(lab: dict[str, Any]) -> list[str]:
     to its last state, colour codes removed, tabs expanded, trailing blank lines dropped; then
     the spec's first_line..last_line selection."""
     out = []
-    for raw in lab["transcript"]["text"].splitlines():
-        line = _ANSI.sub("", raw.rsplit("\r", 1)[-1]).expandtabs(8).rstrip()
+    for raw in lab["transcript"]["text"].split("\n"):  # not splitlines: a lone \r is progress
+        line = _ANSI.sub("", raw.rstrip("\r").rsplit("\r", 1)[-1]).expandtabs(8).rstrip()
         out.append(line)
     while out and not out[-1]:
         out.pop()

@@ -28,6 +28,7 @@ from engine.lab.store import MAX_TRANSCRIPT_CHARS
 
 KIT_DIR = Path(__file__).resolve().parent / "kit"
 FIGURES_ENV = "LABKIT_FIGURES"
+LEFTOVER_GRACE_S = 2.0  # output still arriving after the lab exited: its children, briefly
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,14 @@ def _pump(proc: subprocess.Popen, start: float, timeout_s: float, echo: TextIO |
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
         open_pipe = True
+        exited_at: float | None = None
         while True:
             elapsed = time.monotonic() - start
+            if exited_at is None and proc.poll() is not None:
+                exited_at = elapsed
+            if exited_at is not None and elapsed - exited_at > LEFTOVER_GRACE_S:
+                _stop(proc)  # the lab is done; a child it left behind holds the pipe open
+                break
             if elapsed > timeout_s:
                 _stop(proc)
                 ticker.clear()

@@ -15,6 +15,10 @@ if mode == "fail":
     sys.exit(3)
 if mode == "sleep":
     time.sleep(30)
+if mode == "orphan":  # leaves a child holding the output pipe open after the lab exits
+    import subprocess
+
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
 if mode == "none":
     sys.exit(0)
 if mode == "wrong_unit":
