@@ -271,7 +271,7 @@ def test_terminal_chart_is_the_same_bytes_every_time_at_both_sizes(tmp_path: Pat
     assert (first.width, first.height) == (1600, 900)
     portrait = charts.draw("terminal", results, tmp_path / "a", size="linkedin_portrait")
     assert (portrait.width, portrait.height) == (1080, 1350)
-    assert first.alt_text.startswith("Terminal output of `python lab.py --quick` in day02.lab, "
+    assert first.alt_text.startswith('Terminal output of "python lab.py --quick" in day02.lab, '
                                      "measured on Test CPU, 2 cores:")
     assert first.alt_text.endswith("line 8: some output") and len(first.alt_text) <= 250
 

@@ -99,4 +99,5 @@ def _alt(lab: dict[str, Any], names: list[str], compare: dict[str, Any], source:
         f = lab["figures"][name]
         tail = f" (published: {compare[name]['text']})" if name in compare else ""
         rows.append(f"{f['label']}, {f['text']}{tail};")
-    return style.fit_alt([intro, *rows])
+    text = style.fit_alt([intro, *rows])
+    return text[:-1] + "." if text.endswith(";") else text

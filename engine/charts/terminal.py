@@ -5,11 +5,12 @@ window size, changes on every run, and cannot be rebuilt from the stored measure
 is drawn from the transcript kept with the figures, at each platform's size, in a monospace
 font that ships with matplotlib, so the same measurement gives the same bytes on any machine.
 Long output is elided in the middle, visibly ("… 9 lines not shown …"), never silently; lines
-too wide for the window end in "…".
+too wide for the window wrap onto the next row, as in a terminal.
 """
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 from matplotlib.figure import Figure
@@ -27,7 +28,7 @@ DIM = "#9AA0A6"
 PROMPT = "#7EE787"  # the prompt's green
 ELIDED = "#F0C674"
 DOTS = ("#FF5F57", "#FEBC2E", "#28C840")
-MAX_FONT_PT = 15
+MAX_FONT_PT = 17
 LINE_SPACING = 1.32
 CHAR_WIDTH_EM = 0.602  # DejaVu Sans Mono's advance width per point of size
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -50,7 +51,7 @@ def terminal(results: dict[str, Any], size: Size | None = None) -> tuple[Figure,
     body_w = win_right - win_left - 2 * pad
     body_h = win_top - bar_pt - win_bottom - 2 * pad
     font, cols, rows = _fit(body_w, body_h, [prompt, *lines])
-    shown = elide([prompt, *lines], rows)
+    shown = elide(wrap([prompt, *lines], cols), rows)
     # A short transcript gets a window its own height, centred in the room, not a tall empty one.
     spare = body_h - len(shown) * font * LINE_SPACING
     if spare > 0:
@@ -115,9 +116,23 @@ def clip(line: str, cols: int) -> str:
     return line if len(line) <= cols else line[: max(cols - 1, 1)] + "…"
 
 
+def wrap(lines: list[str], cols: int) -> list[str]:
+    """Lines wider than the window continue on the next row, broken at a space where there is
+    one and indented like the line they continue, so a wrapped line still reads as one."""
+    out = []
+    for line in lines:
+        if len(line) <= cols:
+            out.append(line)
+            continue
+        indent = " " * min(len(line) - len(line.lstrip(" ")), cols // 2)
+        out += textwrap.wrap(line, cols, subsequent_indent=indent, drop_whitespace=True) or [""]
+    return out
+
+
 def _fit(body_w: float, body_h: float, lines: list[str]) -> tuple[float, int, int]:
-    """The largest font (MIN_FONT_PT..MAX_FONT_PT) at which the widest line and every line fit;
-    else the smallest legible one, with clipping and elision doing the rest."""
+    """The largest font (MIN_FONT_PT..MAX_FONT_PT) at which the widest line and every line fit
+    unwrapped (a table's columns stay columns); else the smallest legible one, where wrapping
+    and elision do the rest."""
     widest = max((len(line) for line in lines), default=1)
     font = MAX_FONT_PT
     while font > MIN_FONT_PT:
@@ -169,9 +184,9 @@ def _window(fig: Figure, width_pt: float, height_pt: float, left: float, right: 
 
 
 def alt_text(lab: dict[str, Any], shown: list[str], limit: int = 250) -> str:
-    """'Terminal output of `python lab.py` in day01.lab, measured on …:' then the last output
+    """'Terminal output of "python lab.py" in day01.lab, measured on …:' then the last output
     lines that fit the limit, in order: a lab's summary is at its end."""
-    intro = f"Terminal output of `{lab['command']}` in {lab['lab_folder']}, {lab['source']}:"
+    intro = f"Terminal output of \"{lab['command']}\" in {lab['lab_folder']}, {lab['source']}:"
     body = [" ".join(line.split()) for line in shown[1:]
             if line.strip() and not line.startswith(_ELISION_MARK)]
     picked: list[str] = []
