@@ -46,8 +46,8 @@ def main() -> None:
     parser.add_argument("--scratch", type=Path, default=HERE, help="folder for the scratch file")
     args = parser.parse_args()
 
-    print(f"Day 1: latency numbers on {cpu_name()}, {os.cpu_count()} cores, "
-          f"{platform.system()} {platform.release().split('-')[0]}")
+    print("Day 1 lab: latency numbers, measured here")
+    print(f"on {cpu_name()}, {os.cpu_count()} cores, {platform.system()} {platform.release().split('-')[0]}")
     ram_ns = measure_ram(args.ram_mib)
     disk = measure_disk(args.scratch, args.file_mib, args.reads)
     rtt_us = measure_round_trip(args.round_trips)
@@ -71,8 +71,9 @@ def main() -> None:
     in_rtt_disk = figure("disk_read_in_round_trips", disk["random"] / rtt_us, "x")
     rand_seq = figure("random_over_sequential", disk["random"] / disk["sequential"], "x")
     print(f"1 loopback round trip    = {in_ram_rtt:,.0f} RAM reads")
-    print(f"1 random 4 KiB disk read = {in_ram_disk:,.0f} RAM reads = {in_rtt_disk:,.1f} round trips")
-    print(f"random / sequential 4 KiB reads = {rand_seq:,.2f}x")
+    print(f"1 random 4 KiB disk read = {in_ram_disk:,.0f} RAM reads")
+    print(f"                         = {in_rtt_disk:,.1f} loopback round trips")
+    print(f"random / sequential 4 KiB read = {rand_seq:,.2f}x")
 
 
 def cpu_name() -> str:
@@ -88,7 +89,7 @@ def cpu_name() -> str:
 # ---- RAM --------------------------------------------------------------------------------------
 
 
-def measure_ram(mib: int, steps: int = 1_000_000, runs: int = 7) -> float:
+def measure_ram(mib: int, steps: int = 500_000, runs: int = 15) -> float:
     """Nanoseconds per dependent load: the fastest of `runs` timed chases of `steps` loads (the
     run least disturbed by whatever else the machine was doing; every run is kept in a note)."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -101,8 +102,8 @@ def measure_ram(mib: int, steps: int = 1_000_000, runs: int = 7) -> float:
                 out = subprocess.run([str(binary), str(mib), str(steps), str(runs), "1"],
                                      capture_output=True, text=True, check=True).stdout
                 per_run = [float(x) for x in out.split()]
-                print(f"RAM   C pointer chase ({Path(cc).name} -O2), one random cycle over {mib} MiB,")
-                print(f"      {steps:,} dependent loads x {runs} runs, fastest run")
+                print(f"RAM   C pointer chase over {mib} MiB ({Path(cc).name} -O2),")
+                print(f"      {steps:,} dependent loads x {runs}, fastest run")
                 note(f"RAM: C pointer chase over {mib} MiB, one 64-byte node per cache line, "
                      f"{steps:,} loads x {runs} runs; ns per load by run: "
                      f"{', '.join(f'{x:.1f}' for x in per_run)}; transparent huge pages: {thp_mode()}")
@@ -145,7 +146,7 @@ def ram_python(mib: int, steps: int) -> float:
     big, small = chain(mib * 2**20 // 64), chain(64)
     took, base = chase(big, steps), chase(small, steps)
     print(f"RAM   no C compiler: Python chase over {mib} MiB minus the same loop in L1")
-    print(f"      ({took:.0f} - {base:.0f} ns per step): coarse")
+    print(f"      ({took:.0f} - {base:.0f} ns a step): coarse")
     note("RAM: Python pointer chase minus an in-cache baseline (no C compiler): coarse")
     return max(took - base, 0.1)
 
@@ -182,8 +183,8 @@ def measure_disk(scratch: Path, mib: int, reads: int) -> dict[str, float]:
     finally:
         os.unlink(name)
     print(f"disk  {mib} MiB file on {filesystem(scratch)}, {how},")
-    print(f"      {reads:,} random + {len(sequential_offsets):,} sequential 4 KiB reads, "
-          f"{min(mib, 64)} x 1 MiB; medians")
+    print(f"      {reads:,} x 4 KiB random and sequential, {min(mib, 64)} x 1 MiB,")
+    print("      median read")
     return {"random": statistics.median(rand), "sequential": statistics.median(seq),
             "mib": statistics.median(mib_reads)}
 
@@ -192,7 +193,7 @@ def open_uncached(path: str) -> tuple[int, str]:
     """A read-only descriptor that bypasses the page cache, and how that was done."""
     if hasattr(os, "O_DIRECT"):
         try:
-            return os.open(path, os.O_RDONLY | os.O_DIRECT), "O_DIRECT: page cache bypassed"
+            return os.open(path, os.O_RDONLY | os.O_DIRECT), "O_DIRECT (no page cache)"
         except OSError as err:
             reason = err.strerror
         note(f"disk: O_DIRECT refused ({reason}); page cache dropped with posix_fadvise instead")
@@ -200,7 +201,7 @@ def open_uncached(path: str) -> tuple[int, str]:
     if hasattr(os, "posix_fadvise"):
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        return fd, "no O_DIRECT: cache dropped with fadvise"
+        return fd, "no O_DIRECT: cache dropped (fadvise)"
     import fcntl
 
     fcntl.fcntl(fd, getattr(fcntl, "F_NOCACHE", 48), 1)  # macOS
@@ -256,8 +257,8 @@ def measure_round_trip(count: int, warmup: int = 500) -> float:
                 took.append((time.perf_counter_ns() - start) / 1000)
     server.join(timeout=5)
     listener.close()
-    print(f"net   TCP on 127.0.0.1, 64-byte ping-pong between two Python")
-    print(f"      processes, median of {count:,} (loopback: no wire, no NIC)")
+    print("net   TCP on 127.0.0.1 between two processes, 64 bytes,")
+    print(f"      median of {count:,} round trips (no wire, no NIC)")
     note("net: loopback only; no wire, NIC or switch is in this round trip")
     return statistics.median(took)
 
