@@ -134,7 +134,7 @@ def _fit(body_w: float, body_h: float, lines: list[str]) -> tuple[float, int, in
     unwrapped (a table's columns stay columns); else the smallest legible one, where wrapping
     and elision do the rest."""
     widest = max((len(line) for line in lines), default=1)
-    font = MAX_FONT_PT
+    font = float(MAX_FONT_PT)
     while font > MIN_FONT_PT:
         cols = int(body_w / (font * CHAR_WIDTH_EM))
         rows = int(body_h / (font * LINE_SPACING))

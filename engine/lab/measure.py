@@ -6,7 +6,7 @@ refused run leaves the earlier measurement in place.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -36,7 +36,7 @@ def measure(spec_path: Path, *, machine_name: str | None = None, out_dir: Path |
         raise UserError(str(err), file=spec_path, field="lab.script") from None
     target_dir = out_dir if out_dir is not None else measured_dir(spec_path, spec.day)
     about = machine.describe(machine_name)
-    date = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    date = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     shown = runner.display_command(script, list(section.args))
     if status is not None:
         status.write(f"running {folder.name}/: {shown} (timeout {section.timeout_s:g} s)\n")

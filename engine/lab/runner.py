@@ -234,7 +234,7 @@ def _value_unit(got: Any) -> tuple[float, str | None]:
     """(value, unit) from a recorded figure; unit None when either is missing or not finite."""
     if isinstance(got, dict):
         value, unit = got.get("value"), got.get("unit")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(unit, str):
-            if math.isfinite(value):
-                return float(value), unit
+        if (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and isinstance(unit, str) and math.isfinite(value)):
+            return float(value), unit
     return 0.0, None

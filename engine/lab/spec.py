@@ -43,7 +43,7 @@ class TerminalSpec(_Strict):
     last_line: Annotated[int, Field(ge=1, le=100_000, strict=True)] | None = None
 
     @model_validator(mode="after")
-    def _ordered(self) -> "TerminalSpec":
+    def _ordered(self) -> TerminalSpec:
         if self.last_line is not None and self.last_line < self.first_line:
             raise ValueError(f"last_line {self.last_line} is before first_line {self.first_line}")
         return self
@@ -75,7 +75,7 @@ class LabSection(_Strict):
         return value
 
     @model_validator(mode="after")
-    def _names_known(self) -> "LabSection":
+    def _names_known(self) -> LabSection:
         for name in [*self.compare, *self.table]:
             if name not in self.figures:
                 raise ValueError(f"figure '{name}' is not among the lab's figures {sorted(self.figures)}")
