@@ -77,7 +77,7 @@ def figures_table(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
 
 
 def _published_heading(source: dict[str, Any]) -> str:
-    return f"{source['year']}'s figure" if source.get("year") else "published"
+    return f"the table, ~{source['year']}" if source.get("year") else "published"
 
 
 def _columns(with_published: bool, portrait: bool) -> dict[str, tuple[float, str]]:
