@@ -17,6 +17,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,lint,bench]"
 	@touch $(STAMP)
 
+# `make lab-day01`: run the day's own lab once; writes days/day01.measured/<machine>.json.
+lab-day%: $(STAMP)
+	@$(PY) -m engine lab days/day$*.yaml $(ARGS)
+
 # `make day37`, `make day04`, …: any days/dayNN.yaml.
 day%: $(STAMP)
 	@$(PY) -m engine build days/day$*.yaml $(ARGS)

@@ -57,12 +57,13 @@ def compute(spec: DaySpec, location: SpecLocation) -> dict[str, Any]:
         "hashtags": list(spec.hashtags),
         "inputs": spec.model_dump(mode="json"),
     }
-    measurement = measured.resolve(spec, location)
-    inputs = Inputs(measurement=measurement)
-    for section in sections():
-        model = spec.section(section.key)
-        if model is not None:
-            results[section.key] = section.run(model, location, inputs)
+    present = [(section, spec.section(section.key)) for section in sections()]
+    present = [(section, model) for section, model in present if model is not None]
+    owned = any(section.owns_measurement for section, _ in present)
+    measurement = None if owned else measured.resolve(spec, location)
+    inputs = Inputs(measurement=measurement, day=spec.day, measured=spec.measured)
+    for section, model in present:
+        results[section.key] = section.run(model, location, inputs)
     results["measured"] = measured.run(spec, location, measurement)
     results["links_back"] = links.run(spec, location)
     return results
@@ -209,8 +210,7 @@ def headline(results: dict[str, Any]) -> list[str]:
         result = results.get(section.key)
         if result and section.headline is not None:
             line = section.headline(result)
-            if line:
-                lines.append(line)
+            lines += [line] if isinstance(line, str) else list(line or [])
     me = results.get("measured")
     if me:
         lines.append(f"measured: {me['source']} ({me['file']})")

@@ -50,6 +50,38 @@ def ms(seconds: float, digits: int = 0) -> str:
     return f"{seconds * 1000:.{digits}f} ms"
 
 
+# ---- unit-aware filters: a lab's figures ({value, unit}) or plain base-unit numbers ------------
+
+
+def duration(value: Any) -> str:
+    """A time in its best unit: 9.2e-08 (seconds) or {value: 92, unit: ns} → '92 ns';
+    1.5e-05 → '15 µs'. Two or three significant figures, as a measurement deserves."""
+    from engine.lab import units
+
+    return units.seconds_text(units.figure_base(value, "time"))
+
+
+def bytesize(value: Any) -> str:
+    """A size in binary units: 4096 or {value: 4, unit: KiB} → '4.0 KiB'; 2**28 → '256 MiB'."""
+    from engine.lab import units
+
+    return units.bytes_text(units.figure_base(value, "bytes"))
+
+
+def ratio(numerator: Any, denominator: Any) -> str:
+    """How many of one fit in the other: tcp_rtt | ratio(ram_random) → '110' (same dimension)."""
+    from engine.lab import units
+
+    return units.number(units.ratio_of(numerator, denominator))
+
+
+def figure(fig: dict[str, Any]) -> str:
+    """A lab figure in its own dimension's best unit: '92 ns', '256 MiB', '1.6 GiB/s', '3.4x'."""
+    from engine.lab import units
+
+    return units.figure_text(fig)
+
+
 def hashtag(word: str) -> str:
     """'SystemDesign' → '#SystemDesign' (CamelCase reads better with screen readers)."""
     return "#" + word.lstrip("#")
@@ -76,6 +108,10 @@ _FORMATS: dict[str, Callable[..., str]] = {
     "fixed": fixed,
     "ms": ms,
     "hashtag": hashtag,
+    "duration": duration,
+    "bytesize": bytesize,
+    "ratio": ratio,
+    "figure": figure,
 }
 FILTERS = {name: _strict(fn) for name, fn in _FORMATS.items()}
 

@@ -119,6 +119,7 @@ def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) 
         "hashtags": results.get("hashtags", []),
         "platforms": columns,
         "violations": violations,
+        "warnings": warnings(results),
         "charts": charts,
         "sources": sources(results),
         "inputs": inputs(results),
@@ -273,6 +274,16 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
 
 
 # ---- where the numbers came from, and what went in --------------------------------------------
+
+def warnings(results: dict[str, Any]) -> list[str]:
+    """Notices a section wants above everything else (a lab changed since it was measured)."""
+    found: list[str] = []
+    for section in sections():
+        result = results.get(section.key)
+        if result and section.review_warnings is not None:
+            found += section.review_warnings(result)
+    return found
+
 
 def sources(results: dict[str, Any]) -> list[dict[str, str]]:
     """Where each section's numbers came from (calculated, simulated, measured on …)."""

@@ -47,10 +47,13 @@ class SpecLocation:
 
 @dataclass(frozen=True)
 class Inputs:
-    """Files a section reads besides the spec: today, the measurement the spec's ``measured:``
-    key picks (None for simulated only)."""
+    """What a section reads besides its own part of the spec: the day's number, the spec's
+    ``measured:`` choice as written, and the GPU-bench measurement that choice picks (None for
+    simulated only, or when a present section reads the day's measurement itself)."""
 
     measurement: Path | None = None
+    day: int = 0
+    measured: str | None = None
 
 
 @contextmanager
@@ -66,8 +69,9 @@ def blame(location: SpecLocation, field: str) -> Iterator[None]:
 
 Result = dict[str, Any]
 RunFn = Callable[[Any, SpecLocation, Inputs], Result]
-HeadlineFn = Callable[[Result], "str | None"]
+HeadlineFn = Callable[[Result], "str | list[str] | None"]
 TablesFn = Callable[[Result], list[dict[str, Any]]]
+WarningsFn = Callable[[Result], list[str]]
 LinkFigureFn = Callable[[Any, SpecLocation], "dict[str, Any] | None"]
 
 
@@ -83,6 +87,10 @@ class Section:
     review_tables: TablesFn | None = None
     link_figure: LinkFigureFn | None = None
     order: int = 100  # where the review page and the terminal list it; ties in key order
+    review_warnings: WarningsFn | None = None
+    # True for a section that reads days/dayNN.measured/ in its own format (a lab): the build
+    # then does not read that folder as a GPU benchmark's.
+    owns_measurement: bool = False
 
 
 _REGISTRY: dict[str, Section] = {}
@@ -104,12 +112,17 @@ def register_section(
     review_tables: TablesFn | None = None,
     link_figure: LinkFigureFn | None = None,
     order: int = 100,
+    review_warnings: WarningsFn | None = None,
+    owns_measurement: bool = False,
 ) -> Section:
     """Register a kind of experiment under its spec key; registering a key again replaces it
     (a module reloaded in a test), a reserved key is refused."""
     if not key.isidentifier() or key in RESERVED:
         raise ValueError(f"section key {key!r} must be a Python name and not one of {sorted(RESERVED)}")
-    section = Section(key, model, run, title, headline, review_tables, link_figure, order)
+    section = Section(
+        key, model, run, title, headline, review_tables, link_figure, order, review_warnings,
+        owns_measurement,
+    )
     _REGISTRY[key] = section
     _bump()
     return section

@@ -150,7 +150,28 @@ def day37_results() -> dict:
                       "separate_random": _wait_row(90.1, 450.2),
                       "separate_round_robin": _wait_row(61.0, 318.0), "wait_ratio": 2.1},
         },
+        "lab": _lab(),
     }
+
+
+def _lab() -> dict:
+    """A lab's results as engine.lab.section.run shapes them: a transcript and two figures."""
+    source = "measured on Test CPU, 2 cores"
+    figures = {
+        "ram_random": {"value": 92.0, "unit": "ns", "label": "RAM, random read", "about": "a load",
+                       "source": source, "text": "92 ns"},
+        "tcp_round_trip": {"value": 11.0, "unit": "us", "label": "TCP round trip", "about": "a trip",
+                           "source": source, "text": "11 µs"},
+    }
+    text = "".join(f"step {i}: done\n" for i in range(30)) + "RAM 92 ns\nTCP 11 us\n"
+    return {"source": source, "when": "2026-01-31 12:00 UTC", "lab_folder": "day01.lab",
+            "command": "python lab.py", "stale": False, "stale_message": None,
+            "machine": {"name": "Test CPU, 2 cores", "os": "Linux", "kernel": "6.1.0"},
+            "transcript": {"text": text, "lines": 32, "truncated": False}, "terminal": {},
+            "table": ["ram_random", "tcp_round_trip"], "figures": figures,
+            "reference": {"source": {"short": "Dean and Norvig (~2012)", "year": 2012,
+                                     "url": "https://gist.github.com/jboner/2841832"},
+                          "compare": {"ram_random": {"value": 100, "unit": "ns", "text": "100 ns"}}}}
 
 
 @pytest.fixture(scope="module")
@@ -300,6 +321,7 @@ def test_each_chart_names_where_its_numbers_came_from(results: dict) -> None:
         "slot_timeline": ["simulated, 200 requests, 16 slots"], "utilisation": ["simulated"],
         "latency_cdf": ["simulated"], "kv_blocks": ["simulated"],
         "queue_hockey_stick": ["simulated, M/M/1"], "shared_vs_separate": ["simulated, 2 servers at 90% load"],
+        "terminal": ["measured on Test CPU, 2 cores"], "figures_table": ["Measured on Test CPU, 2 cores"],
     }
     assert set(expected) == set(charts.CHARTS)
     for name, needles in expected.items():

@@ -16,7 +16,9 @@ from typing import Any
 from engine.charts.registry import CHARTS, Chart, register_chart
 
 # The chart modules register their charts as they are imported (engine.charts.registry).
-from engine.charts import batching, kv, queueing, scoreboard, style  # noqa: E402,F401
+from engine.charts import (  # noqa: E402,F401
+    batching, figures_table, kv, queueing, scoreboard, style, terminal,
+)
 
 __all__ = ["CHARTS", "Chart", "ChartFile", "draw", "register_chart"]
 

@@ -1,0 +1,64 @@
+"""``make lab-dayNN``: run the day's lab once and keep what it measured, with provenance.
+
+Nothing is written unless the run is good: it exited 0 within its timeout, reported every
+figure the spec lists in a unit of the right kind, and left its own files as they were. A
+refused run leaves the earlier measurement in place.
+"""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+
+from engine.errors import UserError
+from engine.lab import labfiles, machine, runner, store
+
+
+def measure(spec_path: Path, *, machine_name: str | None = None, out_dir: Path | None = None,
+            echo: TextIO | None = None, status: TextIO | None = None) -> tuple[dict, Path]:
+    """Run the lab of ``spec_path``; return the measurement and where it was written."""
+    from engine.measured import measured_dir
+    from engine.spec import load_spec
+
+    spec_path = Path(spec_path)
+    spec = load_spec(spec_path)
+    section = spec.lab
+    if section is None:
+        raise UserError("this day has no lab section to run", file=spec_path, field="lab")
+    script = spec_path.parent / section.script
+    if not script.is_file():
+        raise UserError(f"no such file {script}", file=spec_path, field="lab.script")
+    folder = labfiles.lab_dir(spec_path.parent, section.script)
+    try:
+        before = labfiles.content_hash(folder)
+        command = runner.command_for(script, list(section.args))
+    except ValueError as err:
+        raise UserError(str(err), file=spec_path, field="lab.script") from None
+    target_dir = out_dir if out_dir is not None else measured_dir(spec_path, spec.day)
+    about = machine.describe(machine_name)
+    date = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    shown = runner.display_command(script, list(section.args))
+    if status is not None:
+        status.write(f"running {folder.name}/: {shown} (timeout {section.timeout_s:g} s)\n")
+    run = runner.run_lab(command, folder, section.timeout_s, echo=echo, status=status)
+    figures, notes = runner.judge(run, section, spec_path)
+    if labfiles.content_hash(folder) != before:
+        raise UserError("the lab changed files in its own folder while it ran; write scratch files "
+                        "elsewhere or with a name starting with '.'; no file written",
+                        file=spec_path, field="lab.script")
+    text, truncated = runner.clip_transcript(run.text)
+    doc = {
+        "schema": store.SCHEMA,
+        "day": spec.day,
+        "date": date,
+        "machine": about,
+        "command": shown,
+        "lab": {"script": section.script, "files_sha256": before,
+                "files": [p.relative_to(folder).as_posix() for p in labfiles.lab_files(folder)]},
+        "wall_seconds": round(run.wall_seconds, 3),
+        "figures": figures,
+        "notes": notes,
+        "transcript": {"text": text, "lines": len(run.text.splitlines()), "truncated": truncated},
+    }
+    path = store.write(doc, Path(target_dir) / f"{about['slug']}.json")
+    return doc, path

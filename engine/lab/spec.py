@@ -1,0 +1,86 @@
+"""The ``lab`` section of a day's spec: which script, how to run it, which figures it owes.
+
+Every figure the posts may quote is declared here with its unit and a one-line description,
+so a lab that reports something else, or forgets one, is caught when it runs, not on a post.
+"""
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from engine.lab import units
+
+FigureName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+OneLine = Annotated[str, Field(min_length=1, max_length=160, pattern=r"^[^\n\r]*$")]
+Arg = Annotated[str, Field(max_length=200, pattern=r"^[^\n\r\x00]*$")]
+MAX_TIMEOUT_S = 1800  # half an hour: a lab is a short experiment, not a batch job
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LabFigure(_Strict):
+    """One figure the lab must record: its unit and what it is, in one line."""
+
+    unit: str
+    about: OneLine
+    label: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")] | None = None  # short, for tables
+
+    @field_validator("unit")
+    @classmethod
+    def _known_unit(cls, value: str) -> str:
+        units.unit(value)  # ValueError names the known units
+        return value
+
+
+class TerminalSpec(_Strict):
+    """Which transcript lines the terminal screenshot shows (1-based, inclusive)."""
+
+    first_line: Annotated[int, Field(ge=1, le=100_000, strict=True)] = 1
+    last_line: Annotated[int, Field(ge=1, le=100_000, strict=True)] | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TerminalSpec:
+        if self.last_line is not None and self.last_line < self.first_line:
+            raise ValueError(f"last_line {self.last_line} is before first_line {self.first_line}")
+        return self
+
+
+class LabSection(_Strict):
+    """The day's own experiment. ``script`` is relative to the spec's folder and must sit in a
+    folder of its own (``day01.lab/lab.py``): that folder is the lab, hashed for staleness."""
+
+    script: Annotated[str, Field(min_length=1, max_length=300)]
+    args: Annotated[list[Arg], Field(max_length=32)] = []
+    timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = 120
+    figures: Annotated[dict[FigureName, LabFigure], Field(min_length=1, max_length=40)]
+    # Published figures to show beside measured ones: a file in engine/catalog/reference/
+    # (name without .yaml), and which measured figure each reference entry sits beside.
+    reference: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,60}$")] | None = None
+    compare: dict[FigureName, Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,59}$")]] = {}
+    table: list[FigureName] = []  # figures for the figures_table chart (default: all)
+    terminal: TerminalSpec = TerminalSpec()
+
+    @field_validator("script")
+    @classmethod
+    def _inside_a_folder(cls, value: str) -> str:
+        path = PurePosixPath(value)
+        if path.is_absolute() or ".." in path.parts:
+            raise ValueError(f"{value!r} must be a path inside the spec's folder, like day01.lab/lab.py")
+        if len(path.parts) < 2:
+            raise ValueError(f"{value!r} must sit in a folder of its own, like day01.lab/lab.py")
+        return value
+
+    @model_validator(mode="after")
+    def _names_known(self) -> LabSection:
+        for name in [*self.compare, *self.table]:
+            if name not in self.figures:
+                raise ValueError(f"figure '{name}' is not among the lab's figures {sorted(self.figures)}")
+        if self.compare and self.reference is None:
+            raise ValueError("compare needs a reference file to compare with")
+        if len(set(self.table)) != len(self.table):
+            raise ValueError("table names a figure twice")
+        return self

@@ -1,0 +1,145 @@
+"""A lab's measurement file: ``days/dayNN.measured/<machine>.json``, written once, read by builds.
+
+Schema ``lab/1`` (times in seconds, sizes in bytes)::
+
+    {"schema": "lab/1", "day": 1, "date": "2026-11-30T14:00:00Z" (UTC),
+     "machine": {"name", "slug", "cpu", "cores", "memory_bytes", "os", "kernel", "arch", "python"},
+     "command": "python day01.lab/lab.py --quick"  (as a person would type it, from days/),
+     "lab": {"script": "day01.lab/lab.py", "files_sha256": hex, "files": [relative paths]},
+     "wall_seconds": float,
+     "figures": {name: {"value": float, "unit": str, "about": str}},
+     "notes": [str],
+     "transcript": {"text": str, "lines": int, "truncated": bool}}
+
+It sits in the same folder as a GPU bench's files and is picked by the same ``measured:`` rule
+(engine.measured.resolve_measurement): ``latest`` is the newest by recorded date.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from engine.errors import UserError
+from engine.lab import units
+
+SCHEMA = "lab/1"
+MAX_TRANSCRIPT_CHARS = 200_000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Machine(_Strict):
+    name: str = Field(min_length=1, max_length=200)
+    slug: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
+    cpu: str
+    cores: int = Field(ge=0)
+    memory_bytes: int = Field(ge=0)
+    os: str
+    kernel: str
+    arch: str
+    python: str
+
+
+class LabFiles(_Strict):
+    script: str
+    files_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    files: list[str]
+
+
+class Figure(_Strict):
+    value: float
+    unit: str
+    about: str
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+    @field_validator("unit")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        units.unit(value)
+        return value
+
+
+class Transcript(_Strict):
+    text: str = Field(max_length=MAX_TRANSCRIPT_CHARS)
+    lines: int = Field(ge=0)
+    truncated: bool
+
+
+class LabMeasurement(_Strict):
+    schema_: Literal["lab/1"] = Field(alias="schema")
+    day: int = Field(ge=1)
+    date: str
+    machine: Machine
+    command: str
+    lab: LabFiles
+    wall_seconds: float = Field(ge=0)
+    figures: Annotated[dict[str, Figure], Field(min_length=1)]
+    notes: list[str] = []
+    transcript: Transcript
+
+    @field_validator("date")
+    @classmethod
+    def _utc(cls, value: str) -> str:
+        when = datetime.fromisoformat(value)
+        offset = when.utcoffset()
+        if offset is None or offset.total_seconds() != 0:
+            raise ValueError("must be ISO-8601 in UTC, e.g. 2026-01-31T12:00:00Z")
+        return value
+
+
+def validate(doc: object, *, file: str | Path) -> dict:
+    """The document as a plain dict if it is a valid lab measurement; else a UserError naming
+    the first bad field (a file from the GPU bench is told apart by its schema)."""
+    if isinstance(doc, dict) and doc.get("schema") != SCHEMA:
+        raise UserError(f"schema {doc.get('schema')!r} is not {SCHEMA!r}: not a lab measurement "
+                        "(run make lab-dayNN, or pick the file with measured:)", file=file, field="schema")
+    try:
+        model = LabMeasurement.model_validate(doc)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join("schema" if p == "schema_" else str(p) for p in first["loc"]) or None
+        raise UserError(first["msg"].removeprefix("Value error, "), file=file, field=where) from None
+    return model.model_dump(by_alias=True)
+
+
+def load(path: Path, *, day: int) -> dict:
+    from engine.measured import read_document
+
+    doc = validate(read_document(path), file=path)
+    if doc["day"] != day:
+        raise UserError(f"measured for day {doc['day']}, not day {day}", file=path, field="day")
+    return doc
+
+
+def write(doc: dict, path: Path) -> Path:
+    """Validate, then write atomically (a temporary file renamed over the target): a reader, or
+    a lab killed half-way, never leaves half a file, and a refused run leaves the old one."""
+    validate(doc, file=path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(doc, out, indent=2, sort_keys=True, ensure_ascii=False)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

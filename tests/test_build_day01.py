@@ -1,0 +1,56 @@
+"""Day 1 builds from the committed measurement of its lab, on any machine, without running it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.pipeline import build
+
+REPO = Path(__file__).resolve().parent.parent
+DAYS = REPO / "days"
+
+
+@pytest.fixture(scope="module")
+def day01(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("out")
+    build(DAYS / "day01.yaml", out)
+    return out / "day01"
+
+
+def test_drafts_quote_the_measured_figures_labelled_with_the_machine(day01: Path) -> None:
+    measured = sorted((DAYS / "day01.measured").glob("*.json"))
+    doc = json.loads(measured[-1].read_text())
+    results = json.loads((day01 / "results.json").read_text())
+    lab = results["lab"]
+    assert lab["source"] == f"measured on {doc['machine']['name']}"
+    assert lab["stale"] is False, "the committed lab differs from the measured one: run make lab-day01"
+    linkedin = (day01 / "linkedin.md").read_text()
+    thread = (day01 / "x-thread.md").read_text()
+    assert f"Measured on {doc['machine']['name']}" in linkedin
+    assert f"Measured on {doc['machine']['name']}" in thread
+    ram = lab["figures"]["ram_random"]
+    assert ram["value"] == pytest.approx(doc["figures"]["ram_random"]["value"])
+    assert f"{ram['label']}: {ram['text']}" in linkedin
+    # The published figure sits beside it, with its source named.
+    assert "(the table: 100 ns)" in linkedin and "Dean and Norvig" in linkedin
+
+
+def test_terminal_screenshot_and_alt_text_at_both_sizes(day01: Path) -> None:
+    results = json.loads((day01 / "results.json").read_text())
+    charts = {c["file"]: c for c in results["charts"]}
+    assert (charts["terminal.png"]["width"], charts["terminal.png"]["height"]) == (1600, 900)
+    portrait = charts["terminal-linkedin_portrait.png"]
+    assert (portrait["width"], portrait["height"]) == (1080, 1350)
+    for name in ("terminal", "terminal-linkedin_portrait", "figures_table"):
+        alt = (day01 / f"{name}.alt.txt").read_text().strip()
+        assert 0 < len(alt) <= 250
+    page = (day01 / "index.html").read_text()
+    assert "Lab: day01.lab" in page and "terminal.png" in page
+
+
+def test_day01s_labkit_is_the_engines() -> None:
+    """The lab carries its own copy so it runs anywhere; it must not drift from the engine's."""
+    assert (DAYS / "day01.lab" / "labkit.py").read_bytes() == (
+        REPO / "engine" / "lab" / "kit" / "labkit.py").read_bytes()
