@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from engine.errors import UserError
+from engine.lab.spec import LabSection
 from engine.lab import labfiles, machine, runner, store
 
 
@@ -22,8 +23,8 @@ def measure(spec_path: Path, *, machine_name: str | None = None, out_dir: Path |
 
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
-    section = spec.lab
-    if section is None:
+    section = spec.section("lab")
+    if not isinstance(section, LabSection):
         raise UserError("this day has no lab section to run", file=spec_path, field="lab")
     script = spec_path.parent / section.script
     if not script.is_file():
