@@ -1,32 +1,88 @@
-"""Writing a day's folder in out/ without ever losing a person's edits.
+"""Writing a day's folder in out/ without ever losing a person's file.
 
 A build renders everything into a staging folder first; nothing in out/ changes until the whole
 build (numbers, drafts, charts, platform checks) has succeeded. Then the staging folder replaces
-the day's folder in two renames.
+the day's folder in two renames, under a per-day lock (engine.lock).
 
-The manifest (``.manifest.json``) records the hash of every file the engine wrote. A file in
-out/ whose bytes no longer match its manifest hash was edited by hand: the rebuild keeps it
-and writes the fresh render beside it as ``<name>.new<suffix>`` unless ``force`` is set. Files
-the engine never wrote (a person's notes) are carried over untouched.
+The manifest (``.manifest.json``) records the hash of every file the engine wrote. Only those
+files, unedited, are the engine's to replace or drop. Everything else in the folder is the
+person's and is carried into the new folder (hard links, so it costs nothing): any name, any
+subfolder, a ``.new.md`` they edited.
+
+An engine file the person edited:
+- a draft or alt text (text): the new numbers are merged into it (engine.merge) with the render
+  they last saw (kept in ``.base.json``) as the merge base; a conflict leaves their file as it is and
+  writes the merge with conflict markers beside it as ``<name>.new<suffix>``;
+- anything else (results.json, a chart): the fresh file takes its place so the folder stays
+  consistent, and their version is kept beside it as ``<name>.edited<suffix>``.
+
+Crash safety: the old folder is moved to ``.<day>.old`` only for the instant between the two
+renames, and it is deleted only when every file in it is accounted for in the new folder (same
+bytes, the engine's own, or consumed by a merge and recorded in the new manifest). The next build
+finishes or undoes a swap that was cut short, and removes staging folders left by killed builds.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine import lock as day_lock
+from engine.errors import UserError
+
 MANIFEST = ".manifest.json"
+BASE = ".base.json"  # the render of each text file the person last saw: the next merge's base
+CHANGES = ".changes.json"  # what this build changed (engine.changes), for the review page
+INTERNAL = frozenset({MANIFEST, BASE, CHANGES})
 # Views rebuilt from the other files (``make review`` rewrites them in place): never a person's
 # edit to protect, so they are always replaced and left out of the manifest.
 DERIVED = frozenset({"index.html"})
+MERGEABLE = (".md", ".txt")  # text a person edits on purpose: merged, not set aside
 
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _pause(point: str) -> None:
+    """Test hook: stop here so a test can kill the process at a named moment of the swap."""
+    if os.environ.get("ENGINE_TEST_PAUSE_AT") == point:
+        Path(os.environ["ENGINE_TEST_PAUSE_FILE"]).write_text(point)
+        time.sleep(float(os.environ.get("ENGINE_TEST_PAUSE_SECONDS", "60")))
+
+
+# ---- errors a person can fix: one line each -------------------------------------------------
+
+
+def write_failed(exc: OSError, target: Path) -> UserError:
+    """An OSError while writing a day, as the one line the person sees."""
+    reasons = {
+        errno.ENOSPC: "the disk is full",
+        errno.EDQUOT: "the disk quota is used up",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+    }
+    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
+    where = exc.filename or target
+    return UserError(f"cannot write: {reason}; out/ was left as it was", file=where)
+
+
+def _check_target(target: Path) -> None:
+    parent = target.parent
+    if parent.exists() and not parent.is_dir():
+        raise UserError("--out names a file, not a folder", file=parent)
+    if target.exists() and not target.is_dir():
+        raise UserError("is a file, not a day folder: move it away and build again", file=target)
+
+
+# ---- staging ----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -35,80 +91,413 @@ class Staging:
 
     target: Path
     path: Path
+    lock: day_lock.DayLock | None = None
+    recovered: list[str] = field(default_factory=list)
 
     @classmethod
     def create(cls, target: Path) -> "Staging":
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
-        tmp.chmod(0o755)  # mkdtemp makes it private; the day folder is an ordinary one
-        return cls(target=target, path=tmp)
+        """Take the day's lock, repair what a killed build left, and make the staging folder."""
+        target = Path(target)
+        _check_target(target)
+        held = None
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            held = day_lock.for_folder(target).acquire()
+            recovered = recover(target)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
+            tmp.chmod(0o755)  # mkdtemp makes it private; the day folder is an ordinary one
+        except OSError as exc:
+            if held is not None:
+                held.release()
+            raise write_failed(exc, target) from exc
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+        return cls(target=target, path=tmp, lock=held, recovered=recovered)
 
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+        if self.lock is not None:
+            self.lock.release()
+
+
+def _old(target: Path) -> Path:
+    return target.with_name(f".{target.name}.old")
+
+
+def recover(target: Path) -> list[str]:
+    """Finish or undo a swap cut short by a killed build; drop its staging folders.
+
+    Called with the day's lock held, so no other build is using them.
+    """
+    notes = []
+    for leftover in sorted(target.parent.glob(f".{target.name}.staging-*")):
+        shutil.rmtree(leftover, ignore_errors=True)
+    old = _old(target)
+    if old.is_dir():
+        if not target.exists():
+            os.replace(old, target)  # killed between the two renames: the old folder comes back
+            notes.append(f"restored {target.name} from a build that was stopped mid-swap")
+        else:
+            kept = drop_old(old, target)
+            if kept is not None:
+                notes.append(f"an interrupted build left files not in {target.name}: kept in {kept}")
+    return notes
+
+
+# ---- commit -----------------------------------------------------------------------------------
 
 
 @dataclass
 class CommitReport:
     written: list[Path] = field(default_factory=list)
     kept_edits: list[tuple[Path, Path]] = field(default_factory=list)  # (kept, new render beside)
+    merged: list[Path] = field(default_factory=list)  # edited drafts that took the new numbers
+    unchanged_edits: list[Path] = field(default_factory=list)  # edits the new render did not touch
+    conflicts: list[tuple[Path, Path, str]] = field(default_factory=list)  # (kept, merge, where)
+    set_aside: list[tuple[Path, Path]] = field(default_factory=list)  # (replaced, their copy)
+    notes: list[str] = field(default_factory=list)
+    changes: dict = field(default_factory=dict)
+
+    def checked_edits(self) -> list[tuple[Path, Path]]:
+        """Every draft of the person's now in the folder, for the platform rules."""
+        return [*self.kept_edits, *((p, p) for p in [*self.merged, *self.unchanged_edits]),
+                *((kept, new) for kept, new, _ in self.conflicts)]
 
 
-def _read_manifest(folder: Path) -> dict[str, str]:
+def report_lines(report: CommitReport) -> list[str]:
+    """What the commit did with the person's files and what changed, for the terminal."""
+    from engine import changes
+
+    lines = list(report.notes)
+    summary = changes.summary(report.changes)
+    if summary:
+        lines.append(summary)
+    for path in report.merged:
+        lines.append(f"merged the new numbers into your edit of {path.name}")
+    for path in report.unchanged_edits:
+        lines.append(f"kept your edit of {path.name}; nothing in it had new numbers")
+    for kept, new, where in report.conflicts:
+        lines.append(
+            f"your edit of {kept.name} conflicts with the new numbers ({where} of {new.name}): "
+            f"{kept.name} is as you left it, {new.name} holds the merge with conflict markers"
+        )
+    for replaced, aside in report.set_aside:
+        lines.append(
+            f"{replaced.name} was edited by hand; replaced by the fresh one so the folder agrees "
+            f"with itself, your version kept as {aside.name}"
+        )
+    return lines
+
+
+def read_manifest(folder: Path) -> dict[str, str]:
+    """The engine's files and their hashes; an unreadable manifest stops the build (one line)."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        files = data["files"]
+        return {str(k): str(v) for k, v in files.items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UserError(
+            f"unreadable ({type(exc).__name__}), so the build cannot tell your edits from its own "
+            "files; restore it, or delete it to have every file there kept as yours",
+            file=path,
+        ) from exc
+
+
+def _consumed(folder: Path) -> dict[str, str]:
     try:
         data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        return {str(k): str(v) for k, v in data.get("files", {}).items()}
+        return {str(k): str(v) for k, v in data.get("consumed", {}).items()}
     except (OSError, ValueError, AttributeError):
         return {}
 
 
-def new_name(name: str) -> str:
+def new_name(name: str, tag: str = "new") -> str:
     """'linkedin.md' → 'linkedin.new.md'; 'scoreboard.alt.txt' → 'scoreboard.alt.new.txt'."""
     stem, dot, suffix = name.rpartition(".")
-    return f"{stem}.new.{suffix}" if dot else f"{name}.new"
+    return f"{stem}.{tag}.{suffix}" if dot else f"{name}.{tag}"
+
+
+def _free_name(folder: Path, name: str, tag: str) -> str:
+    """new_name, or new-2, new-3 … when a person's file already holds that name."""
+    candidate, n = new_name(name, tag), 1
+    while (folder / candidate).exists() or (folder / candidate).is_symlink():
+        n += 1
+        candidate = new_name(name, f"{tag}-{n}")
+    return candidate
 
 
 def _is_new_render(name: str) -> bool:
     return ".new." in name or name.endswith(".new")
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"your edit is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}), "
+            "so the new numbers cannot be merged into it; save it as UTF-8, or build with --force "
+            "to replace it",
+            file=path,
+        ) from exc
+
+
+def _carry(src: Path, dest: Path) -> None:
+    """A person's file or folder into the new folder: hard links where possible, else a copy."""
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dest)
+    elif src.is_dir():
+        dest.mkdir()
+        shutil.copystat(src, dest)
+        for child in sorted(src.iterdir()):
+            _carry(child, dest / child.name)
+    else:
+        try:
+            os.link(src, dest)
+        except FileExistsError:
+            raise
+        except OSError:
+            with src.open("rb") as data, dest.open("xb") as copy:  # "x": never over a file
+                shutil.copyfileobj(data, copy)
+            shutil.copystat(src, dest)
+
+
+def _same_json(a: Path, b: str) -> bool:
+    """results.json only re-indented or re-ordered is not an edit."""
+    try:
+        return bool(json.loads(a.read_text(encoding="utf-8")) == json.loads(b))
+    except (OSError, ValueError):
+        return False
+
+
+def read_base(folder: Path) -> dict[str, str]:
+    """The renders the person last saw; none (no merge, their edit kept whole) if unreadable."""
+    try:
+        data = json.loads((folder / BASE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, str)}
+
+
 def commit(staging: Staging, *, force: bool = False) -> CommitReport:
-    """Move a finished staging folder into place, keeping hand edits (see module docstring)."""
+    """Move a finished staging folder into place (see the module docstring); releases the lock."""
+    try:
+        return _commit(staging, force=force)
+    except OSError as exc:
+        raise write_failed(exc, staging.target) from exc
+    finally:
+        staging.discard()
+
+
+def _commit(staging: Staging, *, force: bool) -> CommitReport:
+    from engine import changes
+
     target, stage = staging.target, staging.path
-    report = CommitReport()
+    report = CommitReport(notes=list(staging.recovered))
     rendered = {
         p.name: sha256(p) for p in sorted(stage.iterdir()) if p.is_file() and p.name not in DERIVED
     }
-    previous = _read_manifest(target) if target.is_dir() else {}
+    exists = target.is_dir()
+    previous = read_manifest(target) if exists else {}
+    base = {
+        name: (stage / name).read_text(encoding="utf-8")
+        for name in rendered if name.endswith(MERGEABLE) or name.endswith(".json")
+    }
+    plan = _Plan(target=target, stage=stage, rendered=rendered, report=report,
+                 old_base=read_base(target) if exists else {}, base=base)
 
-    if target.is_dir():
-        for old in sorted(target.iterdir()):
-            if not old.is_file() or old.name in DERIVED or old.name == MANIFEST:
-                continue
-            if _is_new_render(old.name):
-                continue  # a '.new' render is stale once a fresh build exists: made again below
-            current = sha256(old)
-            ours = previous.get(old.name) == current  # still exactly what the engine wrote
-            if old.name not in rendered:
-                if not ours:
-                    shutil.copy2(old, stage / old.name)  # a person's own file: carried over
-                continue
-            if not ours and not force and current != rendered[old.name]:
-                os.replace(stage / old.name, stage / new_name(old.name))
-                shutil.copy2(old, stage / old.name)
-                report.kept_edits.append((target / old.name, target / new_name(old.name)))
+    edited: list[tuple[Path, str]] = []
+    for old in sorted(target.iterdir()) if exists else []:
+        name = old.name
+        if name in INTERNAL or name in DERIVED:
+            continue
+        if old.is_symlink() or not old.is_file():
+            _carry(old, stage / name)  # a person's folder (or link): theirs, as it is
+            continue
+        current = sha256(old)
+        if name.endswith(".md") and name in rendered:
+            plan.before[name] = old.read_text(encoding="utf-8", errors="replace")
+        ours = previous.get(name) == current or (
+            _is_new_render(name) and previous.get(name.replace(".new.", ".", 1)) == current
+        )
+        if ours:
+            continue  # the engine's own file: replaced by the fresh build, or gone with it
+        if name not in rendered:
+            _carry(old, stage / name)  # a person's own file, or an engine file they edited
+        else:
+            edited.append((old, current))
+    # Their own files are in place first, so a name chosen below never lands on one of them.
+    for old, current in edited:
+        plan.edited(old, current, force=force)
 
-    manifest = {"files": rendered}
+    if exists:
+        report.changes = changes.compare(plan.old_base.get(changes.RESULTS), stage, plan.before)
+        (stage / CHANGES).write_text(changes.dumps(report.changes), encoding="utf-8")
+    manifest = {"files": {**rendered, **plan.extra}, "consumed": plan.consumed}
     (stage / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    (stage / BASE).write_text(json.dumps(base, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    _pause("staged")
     _swap(stage, target)
+    kept = drop_old(_old(target), target)
+    if kept is not None:
+        report.notes.append(f"files changed while building; the folder as it was is kept in {kept}")
     report.written = [target / name for name in sorted(rendered)]
     return report
 
 
+@dataclass
+class _Plan:
+    """What one commit does with the engine files a person edited."""
+
+    target: Path
+    stage: Path
+    rendered: dict[str, str]
+    report: CommitReport
+    old_base: dict[str, str]  # the renders the person last saw, by name
+    base: dict[str, str]  # the same for the next build: the fresh renders, unless noted
+    consumed: dict[str, str] = field(default_factory=dict)  # old files the new folder answers for
+    extra: dict[str, str] = field(default_factory=dict)  # engine files beside renders (merges)
+    before: dict[str, str] = field(default_factory=dict)  # drafts as the person had them
+
+    def edited(self, old: Path, current: str, *, force: bool) -> None:
+        name, stage, target = old.name, self.stage, self.target
+        base = self.old_base.get(name)
+        if force or current == self.rendered[name] or (
+            name.endswith(".json") and base is not None and _same_json(old, base)
+        ):
+            self.consumed[name] = current  # overwritten on request, identical, or only re-indented
+            return
+        if not name.endswith(MERGEABLE):
+            aside = _free_name(stage, name, "edited")
+            _carry(old, stage / aside)
+            self.consumed[name] = current
+            self.report.set_aside.append((target / name, target / aside))
+            return
+        theirs = _read_text(old)
+        if base is None:
+            # No render on record to merge from (a file written before the engine's): keep it,
+            # and the fresh render beside it.
+            beside = _free_name(stage, name, "new")
+            os.replace(stage / name, stage / beside)
+            _carry(old, stage / name)
+            self.extra[beside] = self.rendered[name]
+            del self.base[name]
+            self.report.kept_edits.append((target / name, target / beside))
+            return
+        self._merge(old, current, theirs, base)
+
+    def _merge(self, old: Path, current: str, theirs: str, base: str) -> None:
+        from engine import merge
+
+        name, stage, target = old.name, self.stage, self.target
+        result = merge.three_way(base, theirs, (stage / name).read_text(encoding="utf-8"))
+        if result.clean:
+            (stage / name).write_text(result.text, encoding="utf-8")
+            self.consumed[name] = current
+            done = self.report.unchanged_edits if result.text == theirs else self.report.merged
+            done.append(target / name)
+            return
+        beside = _free_name(stage, name, "new")
+        (stage / beside).write_text(result.text, encoding="utf-8")
+        self.extra[beside] = sha256(stage / beside)
+        os.unlink(stage / name)
+        _carry(old, stage / name)
+        self.base[name] = base  # their file still answers to the old base
+        where = merge.describe(result.conflicts)
+        self.report.conflicts.append((target / name, target / beside, where))
+
+
 def _swap(stage: Path, target: Path) -> None:
     """Replace target by stage: two renames, so out/ never holds a half-written day."""
-    old = target.with_name(f".{target.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
+    old = _old(target)
     if target.exists():
         os.replace(target, old)
-    os.replace(stage, target)
-    shutil.rmtree(old, ignore_errors=True)
+    _pause("old-moved")
+    try:
+        os.replace(stage, target)
+    except BaseException:
+        if old.is_dir() and not target.exists():
+            os.replace(old, target)
+        raise
+    _pause("swapped")
+
+
+# ---- the old folder goes only when nothing in it would be lost -------------------------------
+
+
+def unaccounted(old: Path, new: Path) -> list[str]:
+    """Paths in the old folder whose bytes are in neither the new folder nor the engine's record.
+
+    A file is accounted for when it is the engine's own unedited file (old manifest), when the
+    new folder holds it byte for byte at the same place, or when the new manifest records it as
+    consumed (a draft merged with new numbers, an edited chart set aside beside the fresh one).
+    """
+    ours = read_manifest_quiet(old)
+    consumed = _consumed(new)
+    missing: list[str] = []
+
+    def walk(folder: Path, rel: str) -> None:
+        for entry in sorted(folder.iterdir()):
+            path = f"{rel}{entry.name}"
+            if not rel and (entry.name in INTERNAL or entry.name in DERIVED):
+                continue
+            there = new / path
+            if entry.is_symlink():
+                if not (there.is_symlink() and os.readlink(there) == os.readlink(entry)):
+                    missing.append(path)
+            elif entry.is_dir():
+                if there.is_dir() and not there.is_symlink():
+                    walk(entry, path + "/")
+                else:
+                    missing.append(path)
+            else:
+                if there.is_file() and not there.is_symlink() and _same_file(entry, there):
+                    continue
+                digest = sha256(entry)
+                if not rel and (ours.get(entry.name) == digest or consumed.get(entry.name) == digest):
+                    continue
+                if not rel and _is_new_render(entry.name) and (
+                    ours.get(entry.name.replace(".new.", ".", 1)) == digest
+                ):
+                    continue
+                missing.append(path)
+
+    walk(old, "")
+    return missing
+
+
+def read_manifest_quiet(folder: Path) -> dict[str, str]:
+    try:
+        return read_manifest(folder)
+    except UserError:
+        return {}
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if os.path.samefile(a, b):
+            return True
+    except OSError:
+        return False
+    return a.stat().st_size == b.stat().st_size and sha256(a) == sha256(b)
+
+
+def drop_old(old: Path, target: Path) -> Path | None:
+    """Delete the previous folder if nothing in it would be lost; else keep it, visibly named."""
+    if not old.is_dir():
+        return None
+    if not unaccounted(old, target):
+        shutil.rmtree(old, ignore_errors=True)
+        return None
+    n = 1
+    while (keep := target.with_name(f"{target.name}.kept-{n}")).exists():
+        n += 1
+    os.replace(old, keep)
+    return keep

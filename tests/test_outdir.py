@@ -32,19 +32,22 @@ def test_unedited_drafts_are_replaced(tmp_path):
     assert not (target / "linkedin.new.md").exists()
 
 
-def test_hand_edit_is_kept_and_new_render_goes_beside_it(tmp_path):
+def test_conflicting_hand_edit_is_kept_and_the_merge_goes_beside_it(tmp_path):
+    """Both sides changed the one line: their file stays, linkedin.new.md holds both versions
+    between standard conflict markers (a line-level and a word-level conflict)."""
     target = tmp_path / "day37"
     outdir.commit(stage(target, {"linkedin.md": "v1\n", "x-thread.md": "t1\n"}))
     (target / "linkedin.md").write_text("v1, tweaked by hand\n")
     report = outdir.commit(stage(target, {"linkedin.md": "v2\n", "x-thread.md": "t2\n"}))
     assert (target / "linkedin.md").read_text() == "v1, tweaked by hand\n"
-    assert (target / "linkedin.new.md").read_text() == "v2\n"
+    conflict = "<<<<<<< your edit\nv1, tweaked by hand\n=======\nv2\n>>>>>>> new numbers\n"
+    assert (target / "linkedin.new.md").read_text() == conflict
     assert (target / "x-thread.md").read_text() == "t2\n"
-    assert report.kept_edits == [(target / "linkedin.md", target / "linkedin.new.md")]
-    # A third build still recognises the edit (the manifest holds the engine's render).
+    assert report.conflicts == [(target / "linkedin.md", target / "linkedin.new.md", "line 1-5")]
+    # A third build still recognises the edit, and still merges from the render they last saw.
     outdir.commit(stage(target, {"linkedin.md": "v3\n", "x-thread.md": "t3\n"}))
     assert (target / "linkedin.md").read_text() == "v1, tweaked by hand\n"
-    assert (target / "linkedin.new.md").read_text() == "v3\n"
+    assert (target / "linkedin.new.md").read_text() == conflict.replace("v2", "v3")
 
 
 def test_force_overwrites_the_edit(tmp_path):
