@@ -21,6 +21,7 @@ IGNORED = frozenset({"inputs", "checks", "charts", "day", "series", "hashtags", 
 SILENT = frozenset({"policies", "plan", "main", "lines", "seconds", "e2e", "expected"})
 ROW_KEYS = ("context", "name", "policy", "label", "utilisation", "batch_size", "load")
 _TOKEN = re.compile(r"\s+|\S+")
+MAX_ROWS = 50  # a longer list is data for a chart, not a table a post quotes from
 
 
 def flatten(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], float]:
@@ -36,6 +37,8 @@ def flatten(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], flo
                 continue
             found.update(flatten(value[key], (*path, str(key))))
     elif isinstance(value, list):
+        if len(value) > MAX_ROWS or all(isinstance(v, (int, float)) for v in value):
+            return found  # a series behind a chart (a timeline, a CDF), not figures one quotes
         for k, item in enumerate(value):
             label = f"#{k + 1}"
             if isinstance(item, dict):
@@ -82,23 +85,31 @@ def format_value(path: tuple[str, ...], value: float | None) -> str:
     return text + "x" if key.endswith(("multiple", "ratio", "speedup")) else text
 
 
-def compare_figures(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The figures whose value differs, in the order results.json lists them."""
+def compare_figures(old: dict[str, Any] | None, new: dict[str, Any] | None,
+                    quoted: str = "") -> list[dict[str, Any]]:
+    """The figures whose value differs: first those the drafts quoted (their old value appears in
+    `quoted`, the previous drafts), then the rest, each group in results.json's order."""
     if old is None or new is None:
         return []
     before, after = flatten(old), flatten(new)
     changed = []
     for path in sorted(set(before) | set(after)):
-        a, b = before.get(path), after.get(path)
+        a, b = format_value(path, before.get(path)), format_value(path, after.get(path))
         if a == b:
-            continue
-        changed.append({"path": ".".join(path), "name": figure_name(path),
-                        "old": format_value(path, a), "new": format_value(path, b)})
+            continue  # float noise below the shown precision is not a change
+        changed.append({"path": ".".join(path), "name": figure_name(path), "old": a, "new": b,
+                        "quoted": _quotes(quoted, a), "depth": len(figure_name(path).split())})
+    changed.sort(key=lambda c: (not c["quoted"], c["depth"]))  # stable: results.json order within
     names = [c["name"] for c in changed]
     for c in changed:  # the same short name twice: say which section each belongs to
         if names.count(c["name"]) > 1:
             c["name"] = f"{c['path'].split('.')[0].replace('_', ' ')}: {c['name']}"
     return changed
+
+
+def _quotes(text: str, value: str) -> bool:
+    """Does the draft text show this number as a whole token ('31' not inside '2,031')?"""
+    return re.search(rf"(?<![\w.,]){re.escape(value)}(?![\w%]|[.,]\d)", text) is not None
 
 
 def word_diff(old: str, new: str) -> list[list[str]]:
@@ -151,7 +162,7 @@ def compare(old_results: str | None, new_folder: Path, before: dict[str, str]) -
     old = _parse(old_results)
     return {
         "previous": old is not None,
-        "figures": compare_figures(old, _load_json(new_folder / RESULTS)),
+        "figures": compare_figures(old, _load_json(new_folder / RESULTS), "\n".join(before.values())),
         "drafts": drafts,
     }
 
@@ -174,7 +185,12 @@ def summary(changes: dict[str, Any], limit: int = 4) -> str | None:
     figures = changes.get("figures") or []
     if not figures:
         return "no figure changed since the last build"
-    shown = ", ".join(f"{f['name']} {f['old']} → {f['new']}" for f in figures[:limit])
-    more = f", and {len(figures) - limit} more (see the review page)" if len(figures) > limit else ""
+    distinct, pairs = [], set()
+    for f in figures:  # one quantity under several names (steps, makespan steps): said once
+        if (f["old"], f["new"]) not in pairs:
+            pairs.add((f["old"], f["new"]))
+            distinct.append(f)
+    shown = ", ".join(f"{f['name']} {f['old']} → {f['new']}" for f in distinct[:limit])
+    more = f", … (all {len(figures)} on the review page)" if len(distinct) > limit else ""
     noun = "figure" if len(figures) == 1 else "figures"
     return f"{len(figures)} {noun} changed: {shown}{more}"

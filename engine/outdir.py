@@ -16,9 +16,10 @@ An engine file the person edited:
 - anything else (results.json, a chart): the fresh file takes its place so the folder stays
   consistent, and their version is kept beside it as ``<name>.edited<suffix>``.
 
-Crash safety: the old folder is moved to ``.<day>.old`` only for the instant between the two
-renames, and it is deleted only when every file in it is accounted for in the new folder (same
-bytes, the engine's own, or consumed by a merge and recorded in the new manifest). The next build
+Crash safety: the staging folder and the day's folder swap names in one atomic exchange (two
+renames through ``.<day>.old`` where the file system cannot), and the previous folder is deleted
+only when every file in it is accounted for in the new one (same bytes, the engine's own, or
+consumed by a merge and recorded in the new manifest). The next build
 finishes or undoes a swap that was cut short, and removes staging folders left by killed builds.
 """
 from __future__ import annotations
@@ -93,6 +94,7 @@ class Staging:
     path: Path
     lock: day_lock.DayLock | None = None
     recovered: list[str] = field(default_factory=list)
+    swapped: bool = False  # from then on self.path may hold the previous folder: never removed
 
     @classmethod
     def create(cls, target: Path) -> "Staging":
@@ -106,6 +108,7 @@ class Staging:
             recovered = recover(target)
             tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
             tmp.chmod(0o755)  # mkdtemp makes it private; the day folder is an ordinary one
+            _pause("staging")
         except OSError as exc:
             if held is not None:
                 held.release()
@@ -117,7 +120,8 @@ class Staging:
         return cls(target=target, path=tmp, lock=held, recovered=recovered)
 
     def discard(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        if not self.swapped:
+            shutil.rmtree(self.path, ignore_errors=True)
         if self.lock is not None:
             self.lock.release()
 
@@ -132,8 +136,14 @@ def recover(target: Path) -> list[str]:
     Called with the day's lock held, so no other build is using them.
     """
     notes = []
+    swapped_from = _manifest_field(target, "staged_as")
     for leftover in sorted(target.parent.glob(f".{target.name}.staging-*")):
-        shutil.rmtree(leftover, ignore_errors=True)
+        if leftover.name == swapped_from:  # the previous folder, after an exchange
+            kept = drop_old(leftover, target)
+            if kept is not None:
+                notes.append(f"an interrupted build left files not in {target.name}: kept in {kept}")
+        else:
+            shutil.rmtree(leftover, ignore_errors=True)  # a build that never finished staging
     old = _old(target)
     if old.is_dir():
         if not target.exists():
@@ -209,11 +219,16 @@ def read_manifest(folder: Path) -> dict[str, str]:
 
 
 def _consumed(folder: Path) -> dict[str, str]:
+    found = _manifest_field(folder, "consumed")
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def _manifest_field(folder: Path, key: str) -> object:
     try:
         data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        return {str(k): str(v) for k, v in data.get("consumed", {}).items()}
-    except (OSError, ValueError, AttributeError):
-        return {}
+        return data.get(key) if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
 
 
 def new_name(name: str, tag: str = "new") -> str:
@@ -340,12 +355,19 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
     if exists:
         report.changes = changes.compare(plan.old_base.get(changes.RESULTS), stage, plan.before)
         (stage / CHANGES).write_text(changes.dumps(report.changes), encoding="utf-8")
-    manifest = {"files": {**rendered, **plan.extra}, "consumed": plan.consumed}
+    # staged_as: after an exchange, a killed build leaves the old folder under this name, and
+    # the next build must check it rather than delete it as an unfinished staging folder.
+    manifest = {"files": {**rendered, **plan.extra}, "consumed": plan.consumed,
+                "staged_as": stage.name}
     (stage / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     (stage / BASE).write_text(json.dumps(base, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     _pause("staged")
-    _swap(stage, target)
-    kept = drop_old(_old(target), target)
+    staging.swapped = True  # set first: a failed swap leaves a leftover, never a removed folder
+    old = _swap(stage, target)
+    try:
+        kept = drop_old(old, target) if old is not None else None
+    except OSError:
+        kept = old  # left where it is; the next build checks it again
     if kept is not None:
         report.notes.append(f"files changed while building; the folder as it was is kept in {kept}")
     report.written = [target / name for name in sorted(rendered)]
@@ -414,19 +436,47 @@ class _Plan:
         self.report.conflicts.append((target / name, target / beside, where))
 
 
-def _swap(stage: Path, target: Path) -> None:
-    """Replace target by stage: two renames, so out/ never holds a half-written day."""
-    old = _old(target)
-    if target.exists():
-        os.replace(target, old)
-    _pause("old-moved")
-    try:
+def _swap(stage: Path, target: Path) -> Path | None:
+    """Put stage in target's place; return where the old folder now is.
+
+    One atomic exchange of the two names where the file system has it (Linux renameat2), so
+    out/<day> is at every instant a complete folder, old or new; elsewhere two renames, and a
+    build killed between them is undone by the next one (recover).
+    """
+    if not target.exists():
         os.replace(stage, target)
-    except BaseException:
-        if old.is_dir() and not target.exists():
-            os.replace(old, target)
-        raise
+        return None
+    if _exchange(stage, target):
+        old = stage  # the staging name now holds the previous folder
+    else:
+        old = _old(target)
+        os.replace(target, old)
+        _pause("old-moved")
+        try:
+            os.replace(stage, target)
+        except BaseException:
+            if old.is_dir() and not target.exists():
+                os.replace(old, target)
+            raise
     _pause("swapped")
+    return old
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (renameat2 RENAME_EXCHANGE); False where that is unsupported."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
 
 
 # ---- the old folder goes only when nothing in it would be lost -------------------------------
