@@ -51,14 +51,19 @@ def flatten(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], flo
 
 def figure_name(path: tuple[str, ...]) -> str:
     """('batching','policies','continuous','utilisation') → 'continuous utilisation'."""
-    words = []
-    rows = []
-    for part in path[1:] if len(path) > 1 else path:
-        if part in SILENT:
-            continue
+    words: list[str] = []
+    rows: list[str] = []
+    parts = path[1:] if len(path) > 1 else path
+    for k, part in enumerate(parts):
+        following = parts[k + 1] if k + 1 < len(parts) else ""
+        if part in SILENT or "=" in following:
+            continue  # a table's name is said by its row: "at context 8,192"
         if "=" in part:
             key, value = part.split("=", 1)
-            rows.append(f"at {key.replace('_', ' ')} {_pretty_key(value)}")
+            if key in ("name", "label", "policy"):
+                words.append(value)
+            else:
+                rows.append(f"at {key.replace('_', ' ')} {_pretty_key(value)}")
         elif part.startswith("#"):
             rows.append(part)
         else:
@@ -194,3 +199,19 @@ def summary(changes: dict[str, Any], limit: int = 4) -> str | None:
     more = f", … (all {len(figures)} on the review page)" if len(distinct) > limit else ""
     noun = "figure" if len(figures) == 1 else "figures"
     return f"{len(figures)} {noun} changed: {shown}{more}"
+
+
+def page_context(folder: Path) -> dict[str, Any] | None:
+    """The review page's "changed since the last build" panel; None after a first build."""
+    found = load(folder)
+    if not found or not found.get("previous"):
+        return None
+    return {
+        "figures": found.get("figures") or [],
+        "drafts": [{"name": name, "segments": segments}
+                   for name, segments in sorted((found.get("drafts") or {}).items())],
+        "merged": found.get("merged") or [],
+        "conflicts": found.get("conflicts") or [],
+        "set_aside": found.get("set_aside") or [],
+        "summary": summary(found),
+    }

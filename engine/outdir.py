@@ -354,6 +354,11 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
 
     if exists:
         report.changes = changes.compare(plan.old_base.get(changes.RESULTS), stage, plan.before)
+        report.changes.update(
+            merged=[p.name for p in report.merged],
+            conflicts=[[kept.name, new.name, where] for kept, new, where in report.conflicts],
+            set_aside=[[replaced.name, aside.name] for replaced, aside in report.set_aside],
+        )
         (stage / CHANGES).write_text(changes.dumps(report.changes), encoding="utf-8")
     # staged_as: after an exchange, a killed build leaves the old folder under this name, and
     # the next build must check it rather than delete it as an unfinished staging folder.

@@ -120,6 +120,7 @@ def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) 
         "links_back": results.get("links_back") or [],
         "spec_json": json.dumps(results["inputs"], indent=2, sort_keys=True, ensure_ascii=False)
         if results.get("inputs") else "",
+        "changes": _changes().page_context(day_dir),
     }
 
 
@@ -151,6 +152,12 @@ def _platforms() -> Any:
     except ImportError:
         return None
     return platforms
+
+
+def _changes() -> Any:
+    from engine import changes
+
+    return changes
 
 
 def _count_dicts(counts: list[Any]) -> list[dict[str, Any]]:
@@ -198,7 +205,7 @@ def _linkedin(text: str | None, checks: dict[str, Any], day_dir: Path,
     shown = _without_markers(text) if out["images"] else text
     cut = fold_index(shown)
     # Line breaks at the cut are shown by the fold marker itself, not as empty lines around it.
-    out.update(visible=shown[:cut].rstrip("\n"), rest=shown[cut:].lstrip("\n"), fold=FOLD)
+    out.update(visible=shown[:cut].rstrip("\n"), rest=shown[cut:].lstrip("\n"), fold=FOLD, paste=shown)
     platforms = _platforms()
     if platforms is not None:
         counts, violations = platforms.check_linkedin(text, draft="linkedin.md")
