@@ -108,7 +108,7 @@ def compare_figures(old: dict[str, Any] | None, new: dict[str, Any] | None,
     names = [c["name"] for c in changed]
     for c in changed:  # the same short name twice: say which section each belongs to
         if names.count(c["name"]) > 1:
-            c["name"] = f"{c['path'].split('.')[0].replace('_', ' ')}: {c['name']}"
+            c["name"] = f"{str(c['path']).split('.')[0].replace('_', ' ')}: {c['name']}"
     return changed
 
 

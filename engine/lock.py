@@ -19,7 +19,7 @@ class DayLock:
         self.path = path
         self._fd: int | None = None
 
-    def acquire(self) -> "DayLock":
+    def acquire(self) -> DayLock:
         told = False
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)

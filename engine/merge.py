@@ -12,6 +12,7 @@ that also conflicts are standard conflict markers written, around whole lines.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import merge3
@@ -69,7 +70,7 @@ def _lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-def _ending(part: list[str]) -> list[str]:
+def _ending(part: Sequence[str]) -> list[str]:
     """A conflict side whose last line had no newline (end of file) gets one before a marker."""
     if part and not part[-1].endswith("\n"):
         return [*part[:-1], part[-1] + "\n"]

@@ -61,7 +61,7 @@ def _pause(point: str) -> None:
 # ---- errors a person can fix: one line each -------------------------------------------------
 
 
-def write_failed(exc: OSError, target: Path) -> UserError:
+def write_failed(exc: OSError, target: Path, *, after: str = "out/ was left as it was") -> UserError:
     """An OSError while writing a day, as the one line the person sees."""
     reasons = {
         errno.ENOSPC: "the disk is full",
@@ -72,7 +72,7 @@ def write_failed(exc: OSError, target: Path) -> UserError:
     }
     reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
     where = exc.filename or target
-    return UserError(f"cannot write: {reason}; out/ was left as it was", file=where)
+    return UserError(f"cannot write: {reason}; {after}", file=where)
 
 
 def _check_target(target: Path) -> None:
@@ -97,7 +97,7 @@ class Staging:
     swapped: bool = False  # from then on self.path may hold the previous folder: never removed
 
     @classmethod
-    def create(cls, target: Path) -> "Staging":
+    def create(cls, target: Path) -> Staging:
         """Take the day's lock, repair what a killed build left, and make the staging folder."""
         target = Path(target)
         _check_target(target)
@@ -368,11 +368,11 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
     (stage / BASE).write_text(json.dumps(base, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     _pause("staged")
     staging.swapped = True  # set first: a failed swap leaves a leftover, never a removed folder
-    old = _swap(stage, target)
+    replaced = _swap(stage, target)
     try:
-        kept = drop_old(old, target) if old is not None else None
+        kept = drop_old(replaced, target) if replaced is not None else None
     except OSError:
-        kept = old  # left where it is; the next build checks it again
+        kept = None  # left where it is; the next build checks it again (recover)
     if kept is not None:
         report.notes.append(f"files changed while building; the folder as it was is kept in {kept}")
     report.written = [target / name for name in sorted(rendered)]

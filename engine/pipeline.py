@@ -179,7 +179,7 @@ def build(
         review.write_day_page(target)
         review.write_index(out_root)
     except OSError as exc:
-        raise outdir.write_failed(exc, target) from exc
+        raise outdir.write_failed(exc, target, after="the day is built, its review page is not") from exc
     return BuildReport(
         day=spec.day,
         folder=target,

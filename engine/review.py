@@ -46,7 +46,13 @@ def render_index(out_root: Path) -> str:
 def write_day_page(day_dir: Path) -> Path:
     """(Re)write day_dir/index.html from what is on disk: results.json, the drafts, the charts."""
     day_dir = Path(day_dir)
-    results = json.loads((day_dir / RESULTS).read_text(encoding="utf-8"))
+    try:
+        results = json.loads((day_dir / RESULTS).read_text(encoding="utf-8"))
+    except ValueError as exc:
+        from engine.errors import UserError
+
+        raise UserError(f"not readable JSON ({exc}); rebuild the day to replace it",
+                        file=day_dir / RESULTS) from exc
     drafts = {name: (day_dir / name).read_text(encoding="utf-8") for name in DRAFTS if (day_dir / name).is_file()}
     path = day_dir / PAGE
     path.write_text(render_day_page(day_dir, results, drafts), encoding="utf-8")

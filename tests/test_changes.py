@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from engine import changes
 
-
 OLD = {
     "day": 37, "inputs": {"batching": {"slots": 16}}, "checks": {"linkedin": [{"value": 1200}]},
     "batching": {

@@ -18,7 +18,7 @@ from engine import outdir
 
 ROOT = Path(__file__).resolve().parent.parent
 POST = "Hook.\n\nThe GPU is busy {u} of the time.\n\nThe end #tag\n"
-CHILD = """
+CHILD = f"""
 import sys
 from pathlib import Path
 from engine import outdir
@@ -26,11 +26,11 @@ if sys.argv[3] == "renames":
     outdir._exchange = lambda a, b: False  # a file system without an atomic exchange
 target, busy = Path(sys.argv[1]), sys.argv[2]
 staging = outdir.Staging.create(target)
-(staging.path / "linkedin.md").write_text({post!r}.format(u=busy))
+(staging.path / "linkedin.md").write_text({POST!r}.format(u=busy))
 (staging.path / "scoreboard.png").write_text("png " + busy)
 report = outdir.commit(staging)
 print("committed", [str(p) for p in report.merged])
-""".format(post=POST)
+"""
 
 
 def stage(target: Path, busy: str) -> None:

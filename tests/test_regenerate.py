@@ -115,7 +115,8 @@ def test_a_read_only_out_is_one_line_and_nothing_is_lost(spec, tmp_path, capsys)
     (out / "day37" / "linkedin.md").write_text("mine\n")
     before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     capsys.readouterr()
-    mount = subprocess.run(["mount", "--bind", "-o", "ro", str(out), str(out)], capture_output=True)
+    mount = subprocess.run(["mount", "--bind", "-o", "ro", str(out), str(out)], check=False,
+                           capture_output=True)
     if mount.returncode != 0:
         pytest.skip("cannot bind-mount read-only here; test_outdir covers EROFS by a stand-in")
     try:
@@ -135,3 +136,30 @@ def test_a_corrupt_manifest_is_one_line(spec, tmp_path, capsys):
     capsys.readouterr()
     assert main(["build", str(spec), "--out", str(out)]) == 2
     assert one_line(capsys).startswith(f"{out / 'day37' / '.manifest.json'}: unreadable")
+
+
+def test_review_of_a_corrupt_results_json_is_one_line(tmp_path, capsys):
+    day = tmp_path / "out" / "day37"
+    day.mkdir(parents=True)
+    (day / "results.json").write_text('{"day": 37,')
+    assert main(["review", "--out", str(tmp_path / "out")]) == 2
+    assert one_line(capsys).startswith(f"{day / 'results.json'}: not readable JSON")
+    assert (day / "results.json").read_text() == '{"day": 37,'
+
+
+def test_a_merged_draft_is_held_to_the_platform_rules(tmp_path):
+    """The merge is the person's text: the build checks it as it checks any kept edit."""
+    from engine import outdir, pipeline
+
+    target = tmp_path / "day37"
+    post = "Hook.\n\nBusy {u}.\n\n#SystemDesign #LLM #Inference\n"
+    staging = outdir.Staging.create(target)
+    (staging.path / "linkedin.md").write_text(post.format(u="72.3%"))
+    outdir.commit(staging)
+    (target / "linkedin.md").write_text(post.format(u="72.3%").replace("Hook.", "Hook. " + "word " * 700))
+    staging = outdir.Staging.create(target)
+    (staging.path / "linkedin.md").write_text(post.format(u="74.1%"))
+    report = outdir.commit(staging)
+    assert report.merged == [target / "linkedin.md"] and "74.1%" in (target / "linkedin.md").read_text()
+    warnings = pipeline.check_kept_edits(target, report.checked_edits())
+    assert any(w.startswith("linkedin.md") and "3000" in w for w in warnings), warnings

@@ -106,7 +106,7 @@ def affected(changed: list[Path], specs: list[Path], templates: Path) -> list[Pa
 
 def handler(out: Path, state: State) -> type[SimpleHTTPRequestHandler]:
     class Handler(SimpleHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the http.server name)
+        def do_GET(self) -> None:
             if self.path == VERSION_PATH:
                 self._send(str(state.version).encode(), "text/plain")
                 return
@@ -135,7 +135,7 @@ def handler(out: Path, state: State) -> type[SimpleHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # one line per page poll would bury the rebuild messages
 
     return functools.partial(Handler, directory=str(out))  # type: ignore[return-value]
