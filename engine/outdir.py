@@ -16,8 +16,8 @@ An engine file the person edited:
 - anything else (results.json, a chart): the fresh file takes its place so the folder stays
   consistent, and their version is kept beside it as ``<name>.edited<suffix>``.
 
-Crash safety: the staging folder and the day's folder swap names in one atomic exchange (two
-renames through ``.<day>.old`` where the file system cannot), and the previous folder is deleted
+Crash safety: the finished staging folder (``.<day>.ready``) and the day's folder swap names in
+one atomic exchange (two renames through ``.<day>.old`` where the file system cannot), and the previous folder is deleted
 only when every file in it is accounted for in the new one (same bytes, the engine's own, or
 consumed by a merge and recorded in the new manifest). The next build
 finishes or undoes a swap that was cut short, and removes staging folders left by killed builds.
@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,8 +105,8 @@ class Staging:
             target.parent.mkdir(parents=True, exist_ok=True)
             held = day_lock.for_folder(target).acquire()
             recovered = recover(target)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
-            tmp.chmod(0o755)  # mkdtemp makes it private; the day folder is an ordinary one
+            tmp = _staging(target)  # one name: the lock lets one build of the day at a time
+            tmp.mkdir()
             _pause("staging")
         except OSError as exc:
             if held is not None:
@@ -130,29 +129,51 @@ def _old(target: Path) -> Path:
     return target.with_name(f".{target.name}.old")
 
 
+def _staging(target: Path) -> Path:
+    return target.with_name(f".{target.name}.staging")
+
+
+def _ready(target: Path) -> Path:
+    """A finished staging folder waiting to be exchanged with the day's folder."""
+    return target.with_name(f".{target.name}.ready")
+
+
+def _build_number(folder: Path) -> int | None:
+    """Which build made this folder (1, 2, …): tells the newer of two folders after a crash."""
+    number = _manifest_field(folder, "build")
+    return number if isinstance(number, int) and not isinstance(number, bool) else None
+
+
 def recover(target: Path) -> list[str]:
     """Finish or undo a swap cut short by a killed build; drop its staging folders.
 
     Called with the day's lock held, so no other build is using them.
     """
-    notes = []
-    swapped_from = _manifest_field(target, "staged_as")
-    for leftover in sorted(target.parent.glob(f".{target.name}.staging-*")):
-        if leftover.name == swapped_from:  # the previous folder, after an exchange
-            kept = drop_old(leftover, target)
-            if kept is not None:
-                notes.append(f"an interrupted build left files not in {target.name}: kept in {kept}")
-        else:
-            shutil.rmtree(leftover, ignore_errors=True)  # a build that never finished staging
+    notes: list[str] = []
+
+    def check(previous: Path) -> None:
+        kept = drop_old(previous, target)
+        if kept is not None:
+            notes.append(f"an interrupted build left files not in {target.name}: kept in {kept}")
+
+    for leftover in sorted(target.parent.glob(f".{target.name}.staging*")):
+        shutil.rmtree(leftover, ignore_errors=True)  # a build that never finished staging
     old = _old(target)
     if old.is_dir():
         if not target.exists():
             os.replace(old, target)  # killed between the two renames: the old folder comes back
             notes.append(f"restored {target.name} from a build that was stopped mid-swap")
         else:
-            kept = drop_old(old, target)
-            if kept is not None:
-                notes.append(f"an interrupted build left files not in {target.name}: kept in {kept}")
+            check(old)
+    ready = _ready(target)
+    if ready.is_dir():
+        ours, theirs = _build_number(ready), _build_number(target)
+        if not target.exists():
+            os.replace(ready, target)  # complete, and nothing else is there
+        elif ours is not None and theirs is not None and ours > theirs:
+            shutil.rmtree(ready, ignore_errors=True)  # never swapped in: the day is as it was
+        else:
+            check(ready)  # swapped: this is the previous folder
     return notes
 
 
@@ -360,10 +381,9 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
             set_aside=[[replaced.name, aside.name] for replaced, aside in report.set_aside],
         )
         (stage / CHANGES).write_text(changes.dumps(report.changes), encoding="utf-8")
-    # staged_as: after an exchange, a killed build leaves the old folder under this name, and
-    # the next build must check it rather than delete it as an unfinished staging folder.
+    # build: counts the day's builds, so that after a crash the newer of two folders is known.
     manifest = {"files": {**rendered, **plan.extra}, "consumed": plan.consumed,
-                "staged_as": stage.name}
+                "build": (_build_number(target) or 0) + 1 if exists else 1}
     (stage / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     (stage / BASE).write_text(json.dumps(base, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     _pause("staged")
@@ -451,14 +471,17 @@ def _swap(stage: Path, target: Path) -> Path | None:
     if not target.exists():
         os.replace(stage, target)
         return None
-    if _exchange(stage, target):
-        old = stage  # the staging name now holds the previous folder
+    ready = _ready(target)
+    os.replace(stage, ready)
+    _pause("ready")
+    if _exchange(ready, target):
+        old = ready  # the ready name now holds the previous folder
     else:
         old = _old(target)
         os.replace(target, old)
         _pause("old-moved")
         try:
-            os.replace(stage, target)
+            os.replace(ready, target)
         except BaseException:
             if old.is_dir() and not target.exists():
                 os.replace(old, target)

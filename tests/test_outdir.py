@@ -283,7 +283,7 @@ def test_an_unwritable_out_is_one_line(tmp_path, monkeypatch, code, words):
     def refuse(*args, **kwargs):
         raise OSError(code, os.strerror(code), str(tmp_path))
 
-    monkeypatch.setattr(outdir.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(outdir.os, "mkdir", refuse)
     with pytest.raises(UserError, match=words):
         outdir.Staging.create(target)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["day37"]  # and the lock went with it

@@ -85,6 +85,7 @@ def complete(target: Path) -> str:
 @pytest.mark.parametrize("point, swap, expect", [
     ("staging", "exchange", "old"),
     ("staged", "exchange", "old"),
+    ("ready", "exchange", "old"),
     ("swapped", "exchange", "new"),
     ("old-moved", "renames", None),  # between two renames: .day37.old holds the whole old folder
     ("swapped", "renames", "new"),
