@@ -1,60 +1,49 @@
 """Writing a day's folder in out/ without ever losing a person's file.
 
 A build renders everything into a staging folder first; nothing in out/ changes until the whole
-build (numbers, drafts, charts, platform checks) has succeeded. Then the staging folder replaces
-the day's folder in two renames, under a per-day lock (engine.lock).
+build (numbers, drafts, charts, platform checks) has succeeded. Then engine.swap puts it in
+place, under a per-day lock (engine.lock), crash-safe.
 
-The manifest (``.manifest.json``) records the hash of every file the engine wrote. Only those
+The manifest (engine.manifest) records the hash of every file the engine wrote. Only those
 files, unedited, are the engine's to replace or drop. Everything else in the folder is the
 person's and is carried into the new folder (hard links, so it costs nothing): any name, any
 subfolder, a ``.new.md`` they edited.
 
 An engine file the person edited:
 - a draft or alt text (text): the new numbers are merged into it (engine.merge) with the render
-  they last saw (kept in ``.base.json``) as the merge base; a conflict leaves their file as it is and
+  they last saw (``.base.json``) as the merge base; a conflict leaves their file as it is and
   writes the merge with conflict markers beside it as ``<name>.new<suffix>``;
 - anything else (results.json, a chart): the fresh file takes its place so the folder stays
   consistent, and their version is kept beside it as ``<name>.edited<suffix>``.
-
-Crash safety: the finished staging folder (``.<day>.ready``) and the day's folder swap names in
-one atomic exchange (two renames through ``.<day>.old`` where the file system cannot), and the previous folder is deleted
-only when every file in it is accounted for in the new one (same bytes, the engine's own, or
-consumed by a merge and recorded in the new manifest). The next build
-finishes or undoes a swap that was cut short, and removes staging folders left by killed builds.
 """
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine import lock as day_lock
+from engine import swap
 from engine.errors import UserError
+from engine.manifest import (
+    BASE,
+    CHANGES,
+    DERIVED,
+    INTERNAL,
+    MANIFEST,
+    MERGEABLE,
+    read_base,
+    read_manifest,
+    sha256,
+)
+from engine.manifest import build_number as _build_number
+from engine.manifest import is_new_render as _is_new_render
 
-MANIFEST = ".manifest.json"
-BASE = ".base.json"  # the render of each text file the person last saw: the next merge's base
-CHANGES = ".changes.json"  # what this build changed (engine.changes), for the review page
-INTERNAL = frozenset({MANIFEST, BASE, CHANGES})
-# Views rebuilt from the other files (``make review`` rewrites them in place): never a person's
-# edit to protect, so they are always replaced and left out of the manifest.
-DERIVED = frozenset({"index.html"})
-MERGEABLE = (".md", ".txt")  # text a person edits on purpose: merged, not set aside
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _pause(point: str) -> None:
-    """Test hook: stop here so a test can kill the process at a named moment of the swap."""
-    if os.environ.get("ENGINE_TEST_PAUSE_AT") == point:
-        Path(os.environ["ENGINE_TEST_PAUSE_FILE"]).write_text(point)
-        time.sleep(float(os.environ.get("ENGINE_TEST_PAUSE_SECONDS", "60")))
+__all__ = ["BASE", "CHANGES", "DERIVED", "INTERNAL", "MANIFEST", "MERGEABLE", "CommitReport",
+           "Staging", "commit", "new_name", "read_manifest", "report_lines", "sha256", "write_failed"]
 
 
 # ---- errors a person can fix: one line each -------------------------------------------------
@@ -81,7 +70,6 @@ def _check_target(target: Path) -> None:
     if target.exists() and not target.is_dir():
         raise UserError("is a file, not a day folder: move it away and build again", file=target)
 
-
 # ---- staging ----------------------------------------------------------------------------------
 
 
@@ -104,10 +92,10 @@ class Staging:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             held = day_lock.for_folder(target).acquire()
-            recovered = recover(target)
-            tmp = _staging(target)  # one name: the lock lets one build of the day at a time
+            recovered = swap.recover(target)
+            tmp = swap.staging_path(target)  # one name: the lock lets one build of the day at a time
             tmp.mkdir()
-            _pause("staging")
+            swap.pause("staging")
         except OSError as exc:
             if held is not None:
                 held.release()
@@ -123,59 +111,6 @@ class Staging:
             shutil.rmtree(self.path, ignore_errors=True)
         if self.lock is not None:
             self.lock.release()
-
-
-def _old(target: Path) -> Path:
-    return target.with_name(f".{target.name}.old")
-
-
-def _staging(target: Path) -> Path:
-    return target.with_name(f".{target.name}.staging")
-
-
-def _ready(target: Path) -> Path:
-    """A finished staging folder waiting to be exchanged with the day's folder."""
-    return target.with_name(f".{target.name}.ready")
-
-
-def _build_number(folder: Path) -> int | None:
-    """Which build made this folder (1, 2, …): tells the newer of two folders after a crash."""
-    number = _manifest_field(folder, "build")
-    return number if isinstance(number, int) and not isinstance(number, bool) else None
-
-
-def recover(target: Path) -> list[str]:
-    """Finish or undo a swap cut short by a killed build; drop its staging folders.
-
-    Called with the day's lock held, so no other build is using them.
-    """
-    notes: list[str] = []
-
-    def check(previous: Path) -> None:
-        kept = drop_old(previous, target)
-        if kept is not None:
-            notes.append(f"an interrupted build left files not in {target.name}: kept in {kept}")
-
-    for leftover in sorted(target.parent.glob(f".{target.name}.staging*")):
-        shutil.rmtree(leftover, ignore_errors=True)  # a build that never finished staging
-    old = _old(target)
-    if old.is_dir():
-        if not target.exists():
-            os.replace(old, target)  # killed between the two renames: the old folder comes back
-            notes.append(f"restored {target.name} from a build that was stopped mid-swap")
-        else:
-            check(old)
-    ready = _ready(target)
-    if ready.is_dir():
-        ours, theirs = _build_number(ready), _build_number(target)
-        if not target.exists():
-            os.replace(ready, target)  # complete, and nothing else is there
-        elif ours is not None and theirs is not None and ours > theirs:
-            shutil.rmtree(ready, ignore_errors=True)  # never swapped in: the day is as it was
-        else:
-            check(ready)  # swapped: this is the previous folder
-    return notes
-
 
 # ---- commit -----------------------------------------------------------------------------------
 
@@ -222,36 +157,6 @@ def report_lines(report: CommitReport) -> list[str]:
     return lines
 
 
-def read_manifest(folder: Path) -> dict[str, str]:
-    """The engine's files and their hashes; an unreadable manifest stops the build (one line)."""
-    path = folder / MANIFEST
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        files = data["files"]
-        return {str(k): str(v) for k, v in files.items()}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UserError(
-            f"unreadable ({type(exc).__name__}), so the build cannot tell your edits from its own "
-            "files; restore it, or delete it to have every file there kept as yours",
-            file=path,
-        ) from exc
-
-
-def _consumed(folder: Path) -> dict[str, str]:
-    found = _manifest_field(folder, "consumed")
-    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
-
-
-def _manifest_field(folder: Path, key: str) -> object:
-    try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        return data.get(key) if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
-
-
 def new_name(name: str, tag: str = "new") -> str:
     """'linkedin.md' → 'linkedin.new.md'; 'scoreboard.alt.txt' → 'scoreboard.alt.new.txt'."""
     stem, dot, suffix = name.rpartition(".")
@@ -265,10 +170,6 @@ def _free_name(folder: Path, name: str, tag: str) -> str:
         n += 1
         candidate = new_name(name, f"{tag}-{n}")
     return candidate
-
-
-def _is_new_render(name: str) -> bool:
-    return ".new." in name or name.endswith(".new")
 
 
 def _read_text(path: Path) -> str:
@@ -311,17 +212,6 @@ def _same_json(a: Path, b: str) -> bool:
         return False
 
 
-def read_base(folder: Path) -> dict[str, str]:
-    """The renders the person last saw; none (no merge, their edit kept whole) if unreadable."""
-    try:
-        data = json.loads((folder / BASE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {str(k): v for k, v in data.items() if isinstance(v, str)}
-
-
 def commit(staging: Staging, *, force: bool = False) -> CommitReport:
     """Move a finished staging folder into place (see the module docstring); releases the lock."""
     try:
@@ -344,7 +234,7 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
     previous = read_manifest(target) if exists else {}
     base = {
         name: (stage / name).read_text(encoding="utf-8")
-        for name in rendered if name.endswith(MERGEABLE) or name.endswith(".json")
+        for name in rendered if name.endswith((*MERGEABLE, ".json"))
     }
     plan = _Plan(target=target, stage=stage, rendered=rendered, report=report,
                  old_base=read_base(target) if exists else {}, base=base)
@@ -386,11 +276,11 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
                 "build": (_build_number(target) or 0) + 1 if exists else 1}
     (stage / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     (stage / BASE).write_text(json.dumps(base, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-    _pause("staged")
+    swap.pause("staged")
     staging.swapped = True  # set first: a failed swap leaves a leftover, never a removed folder
-    replaced = _swap(stage, target)
+    replaced = swap.swap(stage, target)
     try:
-        kept = drop_old(replaced, target) if replaced is not None else None
+        kept = swap.drop_old(replaced, target) if replaced is not None else None
     except OSError:
         kept = None  # left where it is; the next build checks it again (recover)
     if kept is not None:
@@ -459,123 +349,3 @@ class _Plan:
         self.base[name] = base  # their file still answers to the old base
         where = merge.describe(result.conflicts)
         self.report.conflicts.append((target / name, target / beside, where))
-
-
-def _swap(stage: Path, target: Path) -> Path | None:
-    """Put stage in target's place; return where the old folder now is.
-
-    One atomic exchange of the two names where the file system has it (Linux renameat2), so
-    out/<day> is at every instant a complete folder, old or new; elsewhere two renames, and a
-    build killed between them is undone by the next one (recover).
-    """
-    if not target.exists():
-        os.replace(stage, target)
-        return None
-    ready = _ready(target)
-    os.replace(stage, ready)
-    _pause("ready")
-    if _exchange(ready, target):
-        old = ready  # the ready name now holds the previous folder
-    else:
-        old = _old(target)
-        os.replace(target, old)
-        _pause("old-moved")
-        try:
-            os.replace(ready, target)
-        except BaseException:
-            if old.is_dir() and not target.exists():
-                os.replace(old, target)
-            raise
-    _pause("swapped")
-    return old
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths atomically (renameat2 RENAME_EXCHANGE); False where that is unsupported."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is None:
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
-# ---- the old folder goes only when nothing in it would be lost -------------------------------
-
-
-def unaccounted(old: Path, new: Path) -> list[str]:
-    """Paths in the old folder whose bytes are in neither the new folder nor the engine's record.
-
-    A file is accounted for when it is the engine's own unedited file (old manifest), when the
-    new folder holds it byte for byte at the same place, or when the new manifest records it as
-    consumed (a draft merged with new numbers, an edited chart set aside beside the fresh one).
-    """
-    ours = read_manifest_quiet(old)
-    consumed = _consumed(new)
-    missing: list[str] = []
-
-    def walk(folder: Path, rel: str) -> None:
-        for entry in sorted(folder.iterdir()):
-            path = f"{rel}{entry.name}"
-            if not rel and (entry.name in INTERNAL or entry.name in DERIVED):
-                continue
-            there = new / path
-            if entry.is_symlink():
-                if not (there.is_symlink() and os.readlink(there) == os.readlink(entry)):
-                    missing.append(path)
-            elif entry.is_dir():
-                if there.is_dir() and not there.is_symlink():
-                    walk(entry, path + "/")
-                else:
-                    missing.append(path)
-            else:
-                if there.is_file() and not there.is_symlink() and _same_file(entry, there):
-                    continue
-                digest = sha256(entry)
-                if not rel and (ours.get(entry.name) == digest or consumed.get(entry.name) == digest):
-                    continue
-                if not rel and _is_new_render(entry.name) and (
-                    ours.get(entry.name.replace(".new.", ".", 1)) == digest
-                ):
-                    continue
-                missing.append(path)
-
-    walk(old, "")
-    return missing
-
-
-def read_manifest_quiet(folder: Path) -> dict[str, str]:
-    try:
-        return read_manifest(folder)
-    except UserError:
-        return {}
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        if os.path.samefile(a, b):
-            return True
-    except OSError:
-        return False
-    return a.stat().st_size == b.stat().st_size and sha256(a) == sha256(b)
-
-
-def drop_old(old: Path, target: Path) -> Path | None:
-    """Delete the previous folder if nothing in it would be lost; else keep it, visibly named."""
-    if not old.is_dir():
-        return None
-    if not unaccounted(old, target):
-        shutil.rmtree(old, ignore_errors=True)
-        return None
-    n = 1
-    while (keep := target.with_name(f"{target.name}.kept-{n}")).exists():
-        n += 1
-    os.replace(old, keep)
-    return keep

@@ -1,7 +1,7 @@
 """A build killed at any moment leaves a complete folder, and the next build loses no edit.
 
 Each test runs a commit in a child process that stops at a named point of the swap (the
-ENGINE_TEST_PAUSE_AT hook in engine.outdir), kills it with SIGKILL, then builds again here.
+ENGINE_TEST_PAUSE_AT hook in engine.swap), kills it with SIGKILL, then builds again here.
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ POST = "Hook.\n\nThe GPU is busy {u} of the time.\n\nThe end #tag\n"
 CHILD = f"""
 import sys
 from pathlib import Path
-from engine import outdir
+from engine import outdir, swap
 if sys.argv[3] == "renames":
-    outdir._exchange = lambda a, b: False  # a file system without an atomic exchange
+    swap._exchange = lambda a, b: False  # a file system without an atomic exchange
 target, busy = Path(sys.argv[1]), sys.argv[2]
 staging = outdir.Staging.create(target)
 (staging.path / "linkedin.md").write_text({POST!r}.format(u=busy))
