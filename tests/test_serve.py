@@ -77,13 +77,21 @@ def test_serve_rebuilds_on_a_template_change_and_stops_on_ctrl_c(project: Path) 
 
 def test_which_days_a_change_rebuilds(tmp_path: Path) -> None:
     templates = tmp_path / "templates"
-    days = [Path("days/day04.yaml"), Path("days/day37.yaml")]
+    (tmp_path / "days").mkdir()
+    days = [tmp_path / "days" / "day04.yaml", tmp_path / "days" / "day37.yaml"]
+    days[0].write_text("day: 4\n")
+    days[1].write_text("day: 37\nlinks_back:\n  - spec: day04.yaml\nbatching:\n  trace: lab.csv\n")
     assert affected([templates / "day37" / "x-thread.md.j2"], days, templates) == [days[1]]
-    assert affected([tmp_path / "days" / "day04.yaml"], days, templates) == [days[0]]
-    assert affected([tmp_path / "days" / "day37.measured" / "h100.json"], days, templates) == [days[1]]
-    assert affected([tmp_path / "days" / "day37.workload.csv"], days, templates) == [days[1]]
     assert affected([templates / "_macros.j2"], days, templates) == days  # shared: every day
+    assert affected([templates / "review" / "day.html.j2"], days, templates) == days
     assert affected([templates / "day05" / "linkedin.md.j2"], days, templates) == []  # not served
+    assert affected([days[1]], days, templates) == [days[1]]
+    assert affected([tmp_path / "days" / "day37.measured" / "h100.json"], days, templates) == [days[1]]
+    assert affected([tmp_path / "days" / "lab.csv"], days, templates) == [days[1]]  # named by it
+    assert affected([days[0]], days, templates) == days  # Day 37 cites Day 4's spec
+    assert affected([tmp_path / "days" / "notes.txt"], days, templates) == []
+    catalog = tmp_path / "engine" / "catalog"
+    assert affected([catalog / "gpus" / "h200.yaml"], days, templates, (catalog,)) == days
 
 
 def test_serves_loopback_only_and_injects_the_error_banner(tmp_path: Path) -> None:

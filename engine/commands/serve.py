@@ -79,29 +79,43 @@ def rebuild(spec: Path, out: Path, state: State) -> None:
     state.built(spec, error)
 
 
-def affected(changed: list[Path], specs: list[Path], templates: Path) -> list[Path]:
-    """The specs to rebuild for these changed files: the day a file names, else every day."""
-    by_day: dict[int, Path] = {}
-    for spec in specs:
-        match = _DAY.match(spec.name)
-        if match is None:
-            return list(specs)  # a spec not named dayNN: cannot tell, rebuild everything
-        by_day[int(match.group(1))] = spec
+def affected(changed: list[Path], specs: list[Path], templates: Path,
+             shared: tuple[Path, ...] = ()) -> list[Path]:
+    """The specs to rebuild for these changed files.
+
+    A template in templates/dayNN/ → that day; any other template (shared macros, the review
+    page) → every day. Any other file → the day its name or folder names (day37.yaml,
+    day37.workload.csv, day37.measured/…), and every spec that names the file (Day 37 cites
+    day04.yaml, so a change there rebuilds both). A file under a shared folder (the catalog of
+    models and GPUs) → every day.
+    """
+    days = {spec: _DAY.match(spec.name) for spec in specs}
+    if not all(days.values()):
+        return list(specs)  # a spec not named dayNN: cannot tell, rebuild everything
+    number = {spec: int(m.group(1)) for spec, m in days.items() if m}
     chosen: list[Path] = []
     for path in changed:
+        if any(root in path.parents for root in shared):
+            return list(specs)
         try:
-            within = path.relative_to(templates).parts[0]
+            top = path.relative_to(templates).parts[0]
         except (ValueError, IndexError):
-            within = path.name  # days/day37.yaml, days/day37.workload.csv, days/day37.measured/…
-            parts = [p for p in path.parts if _DAY.match(p)]
-            within = parts[-1] if parts else within
-        match = _DAY.match(within)
-        if match is None:
-            return list(specs)  # a shared template or file: every day may use it
-        day = by_day.get(int(match.group(1)))
-        if day is not None and day not in chosen:
-            chosen.append(day)
+            named = {int(m.group(1)) for part in path.parts if (m := _DAY.match(part))}
+            hits = [s for s in specs if number[s] in named or path.name in _text(s)]
+        else:
+            match = _DAY.fullmatch(top)
+            if match is None:
+                return list(specs)  # a shared template: every day may use it
+            hits = [s for s in specs if number[s] == int(match.group(1))]
+        chosen += [s for s in hits if s not in chosen]
     return chosen
+
+
+def _text(spec: Path) -> str:
+    try:
+        return spec.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def handler(out: Path, state: State) -> type[SimpleHTTPRequestHandler]:
@@ -142,7 +156,7 @@ def handler(out: Path, state: State) -> type[SimpleHTTPRequestHandler]:
 
 
 def watch(paths: list[Path], specs: list[Path], out: Path, templates: Path, state: State,
-          stop: threading.Event, ready: threading.Event) -> None:
+          stop: threading.Event, ready: threading.Event, shared: tuple[Path, ...] = ()) -> None:
     import watchfiles
 
     # yield_on_timeout: an empty batch every rust_timeout ms, the first of which says "watching".
@@ -154,7 +168,7 @@ def watch(paths: list[Path], specs: list[Path], out: Path, templates: Path, stat
         changed = [Path(p).resolve() for _, p in changes]
         out_root = out.resolve()
         changed = [p for p in changed if out_root not in p.parents]
-        for spec in affected(changed, specs, templates):
+        for spec in affected(changed, specs, templates, shared):
             rebuild(spec, out, state)
 
 
@@ -185,10 +199,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UserError(f"cannot listen on {HOST}:{args.port}: {exc.strerror}", field="--port") from exc
     templates = TEMPLATES.resolve()
-    watched = sorted({s.resolve().parent for s in specs} | {templates})
+    catalog = (Path(__file__).resolve().parent.parent / "catalog")  # models and GPUs: every day
+    shared = (catalog,) if catalog.is_dir() else ()
+    watched = sorted({s.resolve().parent for s in specs} | {templates, *shared})
     stop, ready = threading.Event(), threading.Event()
     watcher = threading.Thread(target=watch, name="watch", daemon=True,
-                               args=(watched, list(specs), out, templates, state, stop, ready))
+                               args=(watched, list(specs), out, templates, state, stop, ready, shared))
     watcher.start()
     ready.wait(timeout=10)  # a change saved right after "serving" is not missed
     _stop_on_sigterm()
