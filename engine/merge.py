@@ -6,7 +6,7 @@ The merging itself is merge3's (breezy's diff3), not ours.
 
 Drafts are paragraphs on long lines, so a line-level merge alone would call "I tightened the
 wording" plus "the number in that paragraph changed" a conflict. A line-level conflict is
-therefore merged again word by word (a word with its trailing spaces is one token); only when
+therefore merged again word by word; only when
 that also conflicts are standard conflict markers written, around whole lines.
 """
 from __future__ import annotations
@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 import merge3
 
 START, MIDDLE, END = "<<<<<<< your edit", "=======", ">>>>>>> new numbers"
-_WORD = re.compile(r"\S+\s*|\s+")
+# A word with the spaces after it; a line break on its own, so that it anchors the merge between
+# a change at the end of one line and a change on the next.
+_WORD = re.compile(r"\n|[^\S\n]+|\S+[^\S\n]*")
 
 
 @dataclass
