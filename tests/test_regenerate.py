@@ -163,3 +163,35 @@ def test_a_merged_draft_is_held_to_the_platform_rules(tmp_path):
     assert report.merged == [target / "linkedin.md"] and "74.1%" in (target / "linkedin.md").read_text()
     warnings = pipeline.check_kept_edits(target, report.checked_edits())
     assert any(w.startswith("linkedin.md") and "3000" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("point", ["swapped"])  # the other moments: test_outdir_crash
+def test_a_real_build_killed_mid_swap_then_rebuilt(spec, tmp_path, point):
+    """`python -m engine build` itself, killed with SIGKILL while it holds the day's lock."""
+    import os
+    import signal
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    assert main(["build", str(spec), "--out", str(out)]) == 0
+    draft = out / "day37" / "linkedin.md"
+    draft.write_text(draft.read_text().replace("I finally read", "This week I read"))
+    (out / "day37" / "mine.txt").write_text("keep me\n")
+    paused = tmp_path / "paused"
+    env = {**os.environ, "ENGINE_TEST_PAUSE_AT": point, "ENGINE_TEST_PAUSE_FILE": str(paused)}
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "build", str(spec), "--out", str(out)],
+                            cwd=Path(__file__).resolve().parent.parent, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not paused.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert "This week I read" in draft.read_text()  # old or new folder: the edit is there
+    assert main(["build", str(spec), "--out", str(out)]) == 0
+    assert "This week I read" in draft.read_text()
+    assert (out / "day37" / "mine.txt").read_text() == "keep me\n"
+    assert sorted(p.name for p in out.iterdir()) == ["day37", "index.html"]
