@@ -208,10 +208,34 @@ def page_context(folder: Path) -> dict[str, Any] | None:
         return None
     return {
         "figures": found.get("figures") or [],
-        "drafts": [{"name": name, "segments": segments}
+        "drafts": [{"name": name, "paragraphs": changed_paragraphs(segments),
+                    "edits": sum(1 for kind, _ in segments if kind == "+")}
                    for name, segments in sorted((found.get("drafts") or {}).items())],
         "merged": found.get("merged") or [],
         "conflicts": found.get("conflicts") or [],
         "set_aside": found.get("set_aside") or [],
         "summary": summary(found),
     }
+
+
+def changed_paragraphs(segments: list[list[str]]) -> list[dict[str, Any]]:
+    """Only the paragraphs of a word diff that changed, each with whether text was skipped before
+    it: a page shows what moved, not the whole post again."""
+    paragraphs: list[list[list[str]]] = [[]]
+    for kind, text in segments:
+        if kind != "=":
+            paragraphs[-1].append([kind, text])
+            continue
+        pieces = text.split("\n\n")
+        for k, piece in enumerate(pieces):
+            if k:
+                paragraphs.append([])
+            if piece:
+                paragraphs[-1].append(["=", piece])
+    shown: list[dict[str, Any]] = []
+    last = -1
+    for index, paragraph in enumerate(paragraphs):
+        if any(kind != "=" for kind, _ in paragraph):
+            shown.append({"skipped": index > last + 1, "segments": paragraph})
+            last = index
+    return shown

@@ -68,3 +68,14 @@ def test_word_diff_marks_only_the_changed_words():
     segments = changes.word_diff("a b c", "a x c d")
     assert "".join(t for k, t in segments if k != "+") == "a b c"
     assert "".join(t for k, t in segments if k != "-") == "a x c d"
+
+
+def test_only_the_paragraphs_that_changed_are_shown():
+    old = "Hook.\n\nBusy 72.3%.\n\nSame.\n\nStatic 14.3%.\n\nEnd."
+    new = "Hook.\n\nBusy 74.1%.\n\nSame.\n\nStatic 15.0%.\n\nEnd."
+    shown = changes.changed_paragraphs(changes.word_diff(old, new))
+    assert [p["skipped"] for p in shown] == [True, True]
+    assert shown[0]["segments"] == [["=", "Busy "], ["-", "72.3%."], ["+", "74.1%."]]
+    assert shown[1]["segments"] == [["=", "Static "], ["-", "14.3%."], ["+", "15.0%."]]
+    first = changes.changed_paragraphs(changes.word_diff("A b.\n\nC.", "A x.\n\nC."))
+    assert [p["skipped"] for p in first] == [False]
