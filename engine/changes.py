@@ -22,6 +22,7 @@ SILENT = frozenset({"policies", "plan", "main", "lines", "seconds", "e2e", "expe
 ROW_KEYS = ("context", "name", "policy", "label", "utilisation", "batch_size", "load")
 _TOKEN = re.compile(r"\s+|\S+")
 MAX_ROWS = 50  # a longer list is data for a chart, not a table a post quotes from
+MAX_DIFF_CHARS = 200_000  # drafts are a few kB; a word diff of a huge file would take minutes
 
 
 def flatten(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], float]:
@@ -160,7 +161,7 @@ def compare(old_results: str | None, new_folder: Path, before: dict[str, str]) -
     drafts = {}
     for name in sorted(before):
         path = new_folder / name
-        if path.is_file():
+        if path.is_file() and max(len(before[name]), path.stat().st_size) <= MAX_DIFF_CHARS:
             now = path.read_text(encoding="utf-8", errors="replace")
             if now != before[name]:
                 drafts[name] = word_diff(before[name], now)

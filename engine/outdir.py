@@ -42,6 +42,8 @@ from engine.manifest import (
 from engine.manifest import build_number as _build_number
 from engine.manifest import is_new_render as _is_new_render
 
+MAX_MERGE_BYTES = 1_000_000  # a draft is a few kB; a larger file is kept, never merged
+
 __all__ = ["BASE", "CHANGES", "DERIVED", "INTERNAL", "MANIFEST", "MERGEABLE", "CommitReport",
            "Staging", "commit", "new_name", "read_manifest", "report_lines", "sha256", "write_failed"]
 
@@ -317,15 +319,22 @@ class _Plan:
             self.consumed[name] = current
             self.report.set_aside.append((target / name, target / aside))
             return
-        theirs = _read_text(old)
-        if base is None:
-            # No render on record to merge from (a file written before the engine's): keep it,
-            # and the fresh render beside it.
+        too_big = old.stat().st_size > MAX_MERGE_BYTES
+        if too_big:
+            self.report.notes.append(
+                f"{name} is over {MAX_MERGE_BYTES:,} bytes, too large to merge: kept as it is")
+        theirs = "" if too_big else _read_text(old)
+        if base is None or too_big:
+            # No render on record to merge from (a file written before the engine's), or a file
+            # no draft could be: keep it, and the fresh render beside it.
             beside = _free_name(stage, name, "new")
             os.replace(stage / name, stage / beside)
             _carry(old, stage / name)
             self.extra[beside] = self.rendered[name]
-            del self.base[name]
+            if base is None:
+                self.base.pop(name, None)
+            else:
+                self.base[name] = base  # their file still answers to the render they saw
             self.report.kept_edits.append((target / name, target / beside))
             return
         self._merge(old, current, theirs, base)

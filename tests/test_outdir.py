@@ -337,3 +337,14 @@ def test_a_really_full_disk_is_one_line(tmp_path):
         assert sorted(p.name for p in mount.iterdir()) == ["day37"]
     finally:
         subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_huge_edit_is_kept_not_merged(tmp_path, monkeypatch):
+    monkeypatch.setattr(outdir, "MAX_MERGE_BYTES", 100)
+    target = tmp_path / "day37"
+    outdir.commit(stage(target, {"linkedin.md": "v1\n"}))
+    (target / "linkedin.md").write_text("x" * 101)
+    report = outdir.commit(stage(target, {"linkedin.md": "v2\n"}))
+    assert (target / "linkedin.md").read_text() == "x" * 101
+    assert (target / "linkedin.new.md").read_text() == "v2\n"
+    assert "linkedin.md is over 100 bytes, too large to merge: kept as it is" in report.notes
