@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEVICE ?=
 
-.PHONY: venv test lint all review bench bench-day37 clean
+.PHONY: venv test lint all review serve bench bench-day37 clean
 .DEFAULT_GOAL := day37
 
 venv: $(STAMP)
@@ -30,6 +30,11 @@ all: $(STAMP)
 
 review: $(STAMP)
 	@$(PY) -m engine review
+
+# Live preview on http://127.0.0.1:8000/: rebuilds a day when its spec, templates or measurements
+# change, and reloads the page. `make serve ARGS="--port 8001"`.
+serve: $(STAMP)
+	@$(PY) -m engine serve $(sort $(wildcard days/day[0-9]*.yaml)) $(ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("engine.commands.check", "check drafts against X and LinkedIn rules"),
     "review": ("engine.commands.review", "build the review pages for every day in out/"),
     "lab": ("engine.commands.lab", "run a day's own lab once and keep its figures"),
+    "serve": ("engine.commands.serve", "live preview: serve out/ locally, rebuild a day when its files change"),
 }
 
 

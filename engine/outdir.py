@@ -1,32 +1,78 @@
-"""Writing a day's folder in out/ without ever losing a person's edits.
+"""Writing a day's folder in out/ without ever losing a person's file.
 
 A build renders everything into a staging folder first; nothing in out/ changes until the whole
-build (numbers, drafts, charts, platform checks) has succeeded. Then the staging folder replaces
-the day's folder in two renames.
+build (numbers, drafts, charts, platform checks) has succeeded. Then engine.swap puts it in
+place, under a per-day lock (engine.lock), crash-safe.
 
-The manifest (``.manifest.json``) records the hash of every file the engine wrote. A file in
-out/ whose bytes no longer match its manifest hash was edited by hand: the rebuild keeps it
-and writes the fresh render beside it as ``<name>.new<suffix>`` unless ``force`` is set. Files
-the engine never wrote (a person's notes) are carried over untouched.
+The manifest (engine.manifest) records the hash of every file the engine wrote. Only those
+files, unedited, are the engine's to replace or drop. Everything else in the folder is the
+person's and is carried into the new folder (hard links, so it costs nothing): any name, any
+subfolder, a ``.new.md`` they edited.
+
+An engine file the person edited:
+- a draft or alt text (text): the new numbers are merged into it (engine.merge) with the render
+  they last saw (``.base.json``) as the merge base; a conflict leaves their file as it is and
+  writes the merge with conflict markers beside it as ``<name>.new<suffix>``;
+- anything else (results.json, a chart): the fresh file takes its place so the folder stays
+  consistent, and their version is kept beside it as ``<name>.edited<suffix>``.
 """
 from __future__ import annotations
 
-import hashlib
+import errno
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MANIFEST = ".manifest.json"
-# Views rebuilt from the other files (``make review`` rewrites them in place): never a person's
-# edit to protect, so they are always replaced and left out of the manifest.
-DERIVED = frozenset({"index.html"})
+from engine import lock as day_lock
+from engine import swap
+from engine.errors import UserError
+from engine.manifest import (
+    BASE,
+    CHANGES,
+    DERIVED,
+    INTERNAL,
+    MANIFEST,
+    MERGEABLE,
+    read_base,
+    read_manifest,
+    sha256,
+)
+from engine.manifest import build_number as _build_number
+from engine.manifest import is_new_render as _is_new_render
+
+MAX_MERGE_BYTES = 1_000_000  # a draft is a few kB; a larger file is kept, never merged
+
+__all__ = ["BASE", "CHANGES", "DERIVED", "INTERNAL", "MANIFEST", "MERGEABLE", "CommitReport",
+           "Staging", "commit", "new_name", "read_manifest", "report_lines", "sha256", "write_failed"]
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+# ---- errors a person can fix: one line each -------------------------------------------------
+
+
+def write_failed(exc: OSError, target: Path, *, after: str = "out/ was left as it was") -> UserError:
+    """An OSError while writing a day, as the one line the person sees."""
+    reasons = {
+        errno.ENOSPC: "the disk is full",
+        errno.EDQUOT: "the disk quota is used up",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+    }
+    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
+    where = exc.filename or target
+    return UserError(f"cannot write: {reason}; {after}", file=where)
+
+
+def _check_target(target: Path) -> None:
+    parent = target.parent
+    if parent.exists() and not parent.is_dir():
+        raise UserError("--out names a file, not a folder", file=parent)
+    if target.exists() and not target.is_dir():
+        raise UserError("is a file, not a day folder: move it away and build again", file=target)
+
+# ---- staging ----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -35,80 +81,280 @@ class Staging:
 
     target: Path
     path: Path
+    lock: day_lock.DayLock | None = None
+    recovered: list[str] = field(default_factory=list)
+    swapped: bool = False  # from then on self.path may hold the previous folder: never removed
 
     @classmethod
-    def create(cls, target: Path) -> "Staging":
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
-        tmp.chmod(0o755)  # mkdtemp makes it private; the day folder is an ordinary one
-        return cls(target=target, path=tmp)
+    def create(cls, target: Path) -> Staging:
+        """Take the day's lock, repair what a killed build left, and make the staging folder."""
+        target = Path(target)
+        _check_target(target)
+        held = None
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            held = day_lock.for_folder(target).acquire()
+            recovered = swap.recover(target)
+            tmp = swap.staging_path(target)  # one name: the lock lets one build of the day at a time
+            tmp.mkdir()
+            swap.pause("staging")
+        except OSError as exc:
+            if held is not None:
+                held.release()
+            raise write_failed(exc, target) from exc
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+        return cls(target=target, path=tmp, lock=held, recovered=recovered)
 
     def discard(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        if not self.swapped:
+            shutil.rmtree(self.path, ignore_errors=True)
+        if self.lock is not None:
+            self.lock.release()
+
+# ---- commit -----------------------------------------------------------------------------------
 
 
 @dataclass
 class CommitReport:
     written: list[Path] = field(default_factory=list)
     kept_edits: list[tuple[Path, Path]] = field(default_factory=list)  # (kept, new render beside)
+    merged: list[Path] = field(default_factory=list)  # edited drafts that took the new numbers
+    unchanged_edits: list[Path] = field(default_factory=list)  # edits the new render did not touch
+    conflicts: list[tuple[Path, Path, str]] = field(default_factory=list)  # (kept, merge, where)
+    set_aside: list[tuple[Path, Path]] = field(default_factory=list)  # (replaced, their copy)
+    notes: list[str] = field(default_factory=list)
+    changes: dict = field(default_factory=dict)
+
+    def checked_edits(self) -> list[tuple[Path, Path]]:
+        """Every draft of the person's now in the folder, for the platform rules."""
+        return [*self.kept_edits, *((p, p) for p in [*self.merged, *self.unchanged_edits]),
+                *((kept, new) for kept, new, _ in self.conflicts)]
 
 
-def _read_manifest(folder: Path) -> dict[str, str]:
-    try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        return {str(k): str(v) for k, v in data.get("files", {}).items()}
-    except (OSError, ValueError, AttributeError):
-        return {}
+def report_lines(report: CommitReport) -> list[str]:
+    """What the commit did with the person's files and what changed, for the terminal."""
+    from engine import changes
+
+    lines = list(report.notes)
+    summary = changes.summary(report.changes)
+    if summary:
+        lines.append(summary)
+    for path in report.merged:
+        lines.append(f"merged the new numbers into your edit of {path.name}")
+    for path in report.unchanged_edits:
+        lines.append(f"kept your edit of {path.name}; nothing in it had new numbers")
+    for kept, new, where in report.conflicts:
+        lines.append(
+            f"your edit of {kept.name} conflicts with the new numbers ({where} of {new.name}): "
+            f"{kept.name} is as you left it, {new.name} holds the merge with conflict markers"
+        )
+    for replaced, aside in report.set_aside:
+        lines.append(
+            f"{replaced.name} was edited by hand; replaced by the fresh one so the folder agrees "
+            f"with itself, your version kept as {aside.name}"
+        )
+    return lines
 
 
-def new_name(name: str) -> str:
+def new_name(name: str, tag: str = "new") -> str:
     """'linkedin.md' → 'linkedin.new.md'; 'scoreboard.alt.txt' → 'scoreboard.alt.new.txt'."""
     stem, dot, suffix = name.rpartition(".")
-    return f"{stem}.new.{suffix}" if dot else f"{name}.new"
+    return f"{stem}.{tag}.{suffix}" if dot else f"{name}.{tag}"
 
 
-def _is_new_render(name: str) -> bool:
-    return ".new." in name or name.endswith(".new")
+def _free_name(folder: Path, name: str, tag: str) -> str:
+    """new_name, or new-2, new-3 … when a person's file already holds that name."""
+    candidate, n = new_name(name, tag), 1
+    while (folder / candidate).exists() or (folder / candidate).is_symlink():
+        n += 1
+        candidate = new_name(name, f"{tag}-{n}")
+    return candidate
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"your edit is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}), "
+            "so the new numbers cannot be merged into it; save it as UTF-8, or build with --force "
+            "to replace it",
+            file=path,
+        ) from exc
+
+
+def _carry(src: Path, dest: Path) -> None:
+    """A person's file or folder into the new folder: hard links where possible, else a copy."""
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dest)
+    elif src.is_dir():
+        dest.mkdir()
+        shutil.copystat(src, dest)
+        for child in sorted(src.iterdir()):
+            _carry(child, dest / child.name)
+    else:
+        try:
+            os.link(src, dest)
+        except FileExistsError:
+            raise
+        except OSError:
+            with src.open("rb") as data, dest.open("xb") as copy:  # "x": never over a file
+                shutil.copyfileobj(data, copy)
+            shutil.copystat(src, dest)
+
+
+def _same_json(a: Path, b: str) -> bool:
+    """results.json only re-indented or re-ordered is not an edit."""
+    try:
+        return bool(json.loads(a.read_text(encoding="utf-8")) == json.loads(b))
+    except (OSError, ValueError):
+        return False
 
 
 def commit(staging: Staging, *, force: bool = False) -> CommitReport:
-    """Move a finished staging folder into place, keeping hand edits (see module docstring)."""
+    """Move a finished staging folder into place (see the module docstring); releases the lock."""
+    try:
+        return _commit(staging, force=force)
+    except OSError as exc:
+        raise write_failed(exc, staging.target) from exc
+    finally:
+        staging.discard()
+
+
+def _commit(staging: Staging, *, force: bool) -> CommitReport:
+    from engine import changes
+
     target, stage = staging.target, staging.path
-    report = CommitReport()
+    report = CommitReport(notes=list(staging.recovered))
     rendered = {
         p.name: sha256(p) for p in sorted(stage.iterdir()) if p.is_file() and p.name not in DERIVED
     }
-    previous = _read_manifest(target) if target.is_dir() else {}
+    exists = target.is_dir()
+    previous = read_manifest(target) if exists else {}
+    base = {
+        name: (stage / name).read_text(encoding="utf-8")
+        for name in rendered if name.endswith((*MERGEABLE, ".json"))
+    }
+    plan = _Plan(target=target, stage=stage, rendered=rendered, report=report,
+                 old_base=read_base(target) if exists else {}, base=base)
 
-    if target.is_dir():
-        for old in sorted(target.iterdir()):
-            if not old.is_file() or old.name in DERIVED or old.name == MANIFEST:
-                continue
-            if _is_new_render(old.name):
-                continue  # a '.new' render is stale once a fresh build exists: made again below
-            current = sha256(old)
-            ours = previous.get(old.name) == current  # still exactly what the engine wrote
-            if old.name not in rendered:
-                if not ours:
-                    shutil.copy2(old, stage / old.name)  # a person's own file: carried over
-                continue
-            if not ours and not force and current != rendered[old.name]:
-                os.replace(stage / old.name, stage / new_name(old.name))
-                shutil.copy2(old, stage / old.name)
-                report.kept_edits.append((target / old.name, target / new_name(old.name)))
+    edited: list[tuple[Path, str]] = []
+    for old in sorted(target.iterdir()) if exists else []:
+        name = old.name
+        if name in INTERNAL or name in DERIVED:
+            continue
+        if old.is_symlink() or not old.is_file():
+            _carry(old, stage / name)  # a person's folder (or link): theirs, as it is
+            continue
+        current = sha256(old)
+        if name.endswith(".md") and name in rendered:
+            plan.before[name] = old.read_text(encoding="utf-8", errors="replace")
+        ours = previous.get(name) == current or (
+            _is_new_render(name) and previous.get(name.replace(".new.", ".", 1)) == current
+        )
+        if ours:
+            continue  # the engine's own file: replaced by the fresh build, or gone with it
+        if name not in rendered:
+            _carry(old, stage / name)  # a person's own file, or an engine file they edited
+        else:
+            edited.append((old, current))
+    # Their own files are in place first, so a name chosen below never lands on one of them.
+    for old, current in edited:
+        plan.edited(old, current, force=force)
 
-    manifest = {"files": rendered}
+    if exists:
+        report.changes = changes.compare(plan.old_base.get(changes.RESULTS), stage, plan.before)
+        report.changes.update(
+            merged=[p.name for p in report.merged],
+            conflicts=[[kept.name, new.name, where] for kept, new, where in report.conflicts],
+            set_aside=[[replaced.name, aside.name] for replaced, aside in report.set_aside],
+        )
+        (stage / CHANGES).write_text(changes.dumps(report.changes), encoding="utf-8")
+    # build: counts the day's builds, so that after a crash the newer of two folders is known.
+    manifest = {"files": {**rendered, **plan.extra}, "consumed": plan.consumed,
+                "build": (_build_number(target) or 0) + 1 if exists else 1}
     (stage / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    _swap(stage, target)
+    (stage / BASE).write_text(json.dumps(base, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    swap.pause("staged")
+    staging.swapped = True  # set first: a failed swap leaves a leftover, never a removed folder
+    replaced = swap.swap(stage, target)
+    try:
+        kept = swap.drop_old(replaced, target) if replaced is not None else None
+    except OSError:
+        kept = None  # left where it is; the next build checks it again (recover)
+    if kept is not None:
+        report.notes.append(f"files changed while building; the folder as it was is kept in {kept}")
     report.written = [target / name for name in sorted(rendered)]
     return report
 
 
-def _swap(stage: Path, target: Path) -> None:
-    """Replace target by stage: two renames, so out/ never holds a half-written day."""
-    old = target.with_name(f".{target.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if target.exists():
-        os.replace(target, old)
-    os.replace(stage, target)
-    shutil.rmtree(old, ignore_errors=True)
+@dataclass
+class _Plan:
+    """What one commit does with the engine files a person edited."""
+
+    target: Path
+    stage: Path
+    rendered: dict[str, str]
+    report: CommitReport
+    old_base: dict[str, str]  # the renders the person last saw, by name
+    base: dict[str, str]  # the same for the next build: the fresh renders, unless noted
+    consumed: dict[str, str] = field(default_factory=dict)  # old files the new folder answers for
+    extra: dict[str, str] = field(default_factory=dict)  # engine files beside renders (merges)
+    before: dict[str, str] = field(default_factory=dict)  # drafts as the person had them
+
+    def edited(self, old: Path, current: str, *, force: bool) -> None:
+        name, stage, target = old.name, self.stage, self.target
+        base = self.old_base.get(name)
+        if force or current == self.rendered[name] or (
+            name.endswith(".json") and base is not None and _same_json(old, base)
+        ):
+            self.consumed[name] = current  # overwritten on request, identical, or only re-indented
+            return
+        if not name.endswith(MERGEABLE):
+            aside = _free_name(stage, name, "edited")
+            _carry(old, stage / aside)
+            self.consumed[name] = current
+            self.report.set_aside.append((target / name, target / aside))
+            return
+        too_big = old.stat().st_size > MAX_MERGE_BYTES
+        if too_big:
+            self.report.notes.append(
+                f"{name} is over {MAX_MERGE_BYTES:,} bytes, too large to merge: kept as it is")
+        theirs = "" if too_big else _read_text(old)
+        if base is None or too_big:
+            # No render on record to merge from (a file written before the engine's), or a file
+            # no draft could be: keep it, and the fresh render beside it.
+            beside = _free_name(stage, name, "new")
+            os.replace(stage / name, stage / beside)
+            _carry(old, stage / name)
+            self.extra[beside] = self.rendered[name]
+            if base is None:
+                self.base.pop(name, None)
+            else:
+                self.base[name] = base  # their file still answers to the render they saw
+            self.report.kept_edits.append((target / name, target / beside))
+            return
+        self._merge(old, current, theirs, base)
+
+    def _merge(self, old: Path, current: str, theirs: str, base: str) -> None:
+        from engine import merge
+
+        name, stage, target = old.name, self.stage, self.target
+        result = merge.three_way(base, theirs, (stage / name).read_text(encoding="utf-8"))
+        if result.clean:
+            (stage / name).write_text(result.text, encoding="utf-8")
+            self.consumed[name] = current
+            done = self.report.unchanged_edits if result.text == theirs else self.report.merged
+            done.append(target / name)
+            return
+        beside = _free_name(stage, name, "new")
+        (stage / beside).write_text(result.text, encoding="utf-8")
+        self.extra[beside] = sha256(stage / beside)
+        os.unlink(stage / name)
+        _carry(old, stage / name)
+        self.base[name] = base  # their file still answers to the old base
+        where = merge.describe(result.conflicts)
+        self.report.conflicts.append((target / name, target / beside, where))

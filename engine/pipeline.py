@@ -39,6 +39,7 @@ class BuildReport:
     kept_edits: list[tuple[Path, Path]] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    commit: outdir.CommitReport | None = None  # merges, conflicts, files set aside, what changed
 
 
 def day_folder_name(day: int) -> str:
@@ -159,19 +160,26 @@ def build(
             review.render_day_page(staging.path, results, drafts), encoding="utf-8"
         )
         committed = outdir.commit(staging, force=force)
+    except OSError as exc:
+        staging.discard()
+        raise outdir.write_failed(exc, target) from exc
     except BaseException:
         staging.discard()
         raise
     # Re-render the page from disk: where a hand edit was kept, it shows the edited draft.
-    review.write_day_page(target)
-    review.write_index(out_root)
+    try:
+        review.write_day_page(target)
+        review.write_index(out_root)
+    except OSError as exc:
+        raise outdir.write_failed(exc, target, after="the day is built, its review page is not") from exc
     return BuildReport(
         day=spec.day,
         folder=target,
         written=committed.written,
         kept_edits=committed.kept_edits,
         summary=headline(results),
-        warnings=check_kept_edits(target, committed.kept_edits),
+        warnings=check_kept_edits(target, committed.checked_edits()),
+        commit=committed,
     )
 
 

@@ -21,6 +21,8 @@ from typing import Any
 
 import jinja2
 
+from engine.errors import UserError
+
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
 from engine.review_tables import source_kind
@@ -58,7 +60,11 @@ def render_index(out_root: Path) -> str:
 def write_day_page(day_dir: Path) -> Path:
     """(Re)write day_dir/index.html from what is on disk: results.json, the drafts, the charts."""
     day_dir = Path(day_dir)
-    results = json.loads((day_dir / RESULTS).read_text(encoding="utf-8"))
+    try:
+        results = json.loads((day_dir / RESULTS).read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise UserError(f"not readable JSON ({exc}); rebuild the day to replace it",
+                        file=day_dir / RESULTS) from exc
     drafts = drafts_of(day_dir)
     path = day_dir / PAGE
     path.write_text(render_day_page(day_dir, results, drafts), encoding="utf-8")
@@ -126,6 +132,7 @@ def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) 
         "links_back": results.get("links_back") or [],
         "spec_json": json.dumps(results["inputs"], indent=2, sort_keys=True, ensure_ascii=False)
         if results.get("inputs") else "",
+        "changes": _changes().page_context(day_dir),
     }
 
 
@@ -148,6 +155,12 @@ def index_context(out_root: Path) -> dict[str, Any]:
             "sources": sources(results),
         })
     return {"days": days}
+
+
+def _changes() -> Any:
+    from engine import changes
+
+    return changes
 
 
 def _count_dicts(counts: list[Any]) -> list[dict[str, Any]]:
@@ -188,7 +201,7 @@ def _platform(platform: Platform, text: str | None, day_dir: Path, charts: list[
     cut = platform.fold_at(shown) if platform.fold_at is not None else len(shown)
     # Line breaks at the cut are shown by the fold marker itself, not as empty lines around it.
     out.update(visible=shown[:cut].rstrip("\n"), rest=shown[cut:].lstrip("\n"), fold=FOLD,
-               counts=_count_dicts(per_post[0]))
+               counts=_count_dicts(per_post[0]), paste=shown)
     return out
 
 

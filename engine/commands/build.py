@@ -14,6 +14,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def outdir_lines(commit: object) -> list[str]:
+    from engine.outdir import report_lines
+
+    return report_lines(commit)  # type: ignore[arg-type]
+
+
 def run(args: argparse.Namespace) -> int:
     from engine.pipeline import ChecksFailed, build
 
@@ -30,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {line}")
         for kept, new in report.kept_edits:
             print(f"  kept your edit of {kept.name}; the new render is {new.name} (--force overwrites)")
+        if report.commit is not None:
+            for line in outdir_lines(report.commit):
+                print(f"  {line}")
         for warning in report.warnings:
             print(f"  warning: your edited {warning}", file=sys.stderr)
         print(f"  drafts: {', '.join(p.name for p in report.written if p.suffix == '.md')}")

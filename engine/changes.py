@@ -1,0 +1,242 @@
+"""What a rebuild changed: the figures (old → new) and a word-level diff of each draft.
+
+The person rebuilds after new numbers arrive (a GPU run, a rerun lab) and must see at a glance
+which figures moved before they post. The previous results are the ones kept in the day's
+``.base.json``; the spec echo (``inputs``), the platform counts and the chart sizes are left
+out, so only the numbers the posts are made of are compared.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+RESULTS = "results.json"
+# Not figures: the spec echoed back, character counts of the drafts, image sizes, identity.
+IGNORED = frozenset({"inputs", "checks", "charts", "day", "series", "hashtags", "links_back"})
+# Containers that add nothing to a figure's name ("batching.policies.continuous.utilisation"
+# reads "continuous utilisation").
+SILENT = frozenset({"policies", "plan", "main", "lines", "seconds", "e2e", "expected"})
+ROW_KEYS = ("context", "name", "policy", "label", "utilisation", "batch_size", "load")
+_TOKEN = re.compile(r"\s+|\S+")
+MAX_ROWS = 50  # a longer list is data for a chart, not a table a post quotes from
+MAX_DIFF_CHARS = 200_000  # drafts are a few kB; a word diff of a huge file would take minutes
+
+
+def flatten(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], float]:
+    """Every numeric leaf, keyed by its path; a row of a table is named by its key column."""
+    found: dict[tuple[str, ...], float] = {}
+    if isinstance(value, bool) or value is None:
+        return found
+    if isinstance(value, (int, float)):
+        found[path] = value
+    elif isinstance(value, dict):
+        for key in sorted(value):
+            if not path and key in IGNORED:
+                continue
+            found.update(flatten(value[key], (*path, str(key))))
+    elif isinstance(value, list):
+        if len(value) > MAX_ROWS or all(isinstance(v, (int, float)) for v in value):
+            return found  # a series behind a chart (a timeline, a CDF), not figures one quotes
+        for k, item in enumerate(value):
+            label = f"#{k + 1}"
+            if isinstance(item, dict):
+                row_key = next((r for r in ROW_KEYS if isinstance(item.get(r), (str, int, float))), None)
+                if row_key is not None:
+                    label = f"{row_key}={item[row_key]}"
+            found.update(flatten(item, (*path, label)))
+    return found
+
+
+def figure_name(path: tuple[str, ...]) -> str:
+    """('batching','policies','continuous','utilisation') → 'continuous utilisation'."""
+    words: list[str] = []
+    rows: list[str] = []
+    parts = path[1:] if len(path) > 1 else path
+    for k, part in enumerate(parts):
+        following = parts[k + 1] if k + 1 < len(parts) else ""
+        if part in SILENT or "=" in following:
+            continue  # a table's name is said by its row: "at context 8,192"
+        if "=" in part:
+            key, value = part.split("=", 1)
+            if key in ("name", "label", "policy"):
+                words.append(value)
+            else:
+                rows.append(f"at {key.replace('_', ' ')} {_pretty_key(value)}")
+        elif part.startswith("#"):
+            rows.append(part)
+        else:
+            words.append(part.replace("_", " "))
+    return " ".join(words + rows)
+
+
+def _pretty_key(value: str) -> str:
+    try:
+        return f"{int(value):,}"
+    except ValueError:
+        return value
+
+
+def format_value(path: tuple[str, ...], value: float | None) -> str:
+    if value is None:
+        return "—"
+    key = path[-1] if path else ""
+    if isinstance(value, float) and ("utilisation" in key or key.endswith(("share", "fraction"))):
+        return f"{value * 100:.1f}%"
+    if isinstance(value, int):
+        return f"{value:,}"
+    text = f"{value:,.4g}"
+    return text + "x" if key.endswith(("multiple", "ratio", "speedup")) else text
+
+
+def compare_figures(old: dict[str, Any] | None, new: dict[str, Any] | None,
+                    quoted: str = "") -> list[dict[str, Any]]:
+    """The figures whose value differs: first those the drafts quoted (their old value appears in
+    `quoted`, the previous drafts), then the rest, each group in results.json's order."""
+    if old is None or new is None:
+        return []
+    before, after = flatten(old), flatten(new)
+    changed = []
+    for path in sorted(set(before) | set(after)):
+        a, b = format_value(path, before.get(path)), format_value(path, after.get(path))
+        if a == b:
+            continue  # float noise below the shown precision is not a change
+        changed.append({"path": ".".join(path), "name": figure_name(path), "old": a, "new": b,
+                        "quoted": _quotes(quoted, a), "depth": len(figure_name(path).split())})
+    changed.sort(key=lambda c: (not c["quoted"], c["depth"]))  # stable: results.json order within
+    names = [c["name"] for c in changed]
+    for c in changed:  # the same short name twice: say which section each belongs to
+        if names.count(c["name"]) > 1:
+            c["name"] = f"{str(c['path']).split('.')[0].replace('_', ' ')}: {c['name']}"
+    return changed
+
+
+def _quotes(text: str, value: str) -> bool:
+    """Does the draft text show this number as a whole token ('31' not inside '2,031')?"""
+    return re.search(rf"(?<![\w.,]){re.escape(value)}(?![\w%]|[.,]\d)", text) is not None
+
+
+def word_diff(old: str, new: str) -> list[list[str]]:
+    """[['=', text], ['-', removed], ['+', added], …]: what a page highlights."""
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    segments: list[list[str]] = []
+
+    def add(kind: str, text: str) -> None:
+        if not text:
+            return
+        if segments and segments[-1][0] == kind:
+            segments[-1][1] += text
+        else:
+            segments.append([kind, text])
+
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            add("=", "".join(a[i1:i2]))
+        else:
+            add("-", "".join(a[i1:i2]))
+            add("+", "".join(b[j1:j2]))
+    return segments
+
+
+def _load_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return _parse(path.read_text(encoding="utf-8"))
+    except OSError:
+        return None
+
+
+def _parse(text: str | None) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def compare(old_results: str | None, new_folder: Path, before: dict[str, str]) -> dict[str, Any]:
+    """The changes from the previous build (its results.json text; the drafts as the person had
+    them in `before`) to the folder about to be put in place."""
+    drafts = {}
+    for name in sorted(before):
+        path = new_folder / name
+        if path.is_file() and max(len(before[name]), path.stat().st_size) <= MAX_DIFF_CHARS:
+            now = path.read_text(encoding="utf-8", errors="replace")
+            if now != before[name]:
+                drafts[name] = word_diff(before[name], now)
+    old = _parse(old_results)
+    return {
+        "previous": old is not None,
+        "figures": compare_figures(old, _load_json(new_folder / RESULTS), "\n".join(before.values())),
+        "drafts": drafts,
+    }
+
+
+def dumps(changes: dict[str, Any]) -> str:
+    return json.dumps(changes, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def load(folder: Path) -> dict[str, Any] | None:
+    """What the last build of this folder changed, for its review page; None if not recorded."""
+    from engine.outdir import CHANGES
+
+    return _load_json(Path(folder) / CHANGES)
+
+
+def summary(changes: dict[str, Any], limit: int = 4) -> str | None:
+    """'3 figures changed: continuous utilisation 72.3% → 74.1%, …' for the terminal."""
+    if not changes or not changes.get("previous"):
+        return None
+    figures = changes.get("figures") or []
+    if not figures:
+        return "no figure changed since the last build"
+    distinct, pairs = [], set()
+    for f in figures:  # one quantity under several names (steps, makespan steps): said once
+        if (f["old"], f["new"]) not in pairs:
+            pairs.add((f["old"], f["new"]))
+            distinct.append(f)
+    shown = ", ".join(f"{f['name']} {f['old']} → {f['new']}" for f in distinct[:limit])
+    more = f", … (all {len(figures)} on the review page)" if len(distinct) > limit else ""
+    noun = "figure" if len(figures) == 1 else "figures"
+    return f"{len(figures)} {noun} changed: {shown}{more}"
+
+
+def page_context(folder: Path) -> dict[str, Any] | None:
+    """The review page's "changed since the last build" panel; None after a first build."""
+    found = load(folder)
+    if not found or not found.get("previous"):
+        return None
+    return {
+        "figures": found.get("figures") or [],
+        "drafts": [{"name": name, "paragraphs": changed_paragraphs(segments),
+                    "edits": sum(1 for kind, _ in segments if kind == "+")}
+                   for name, segments in sorted((found.get("drafts") or {}).items())],
+        "merged": found.get("merged") or [],
+        "conflicts": found.get("conflicts") or [],
+        "set_aside": found.get("set_aside") or [],
+        "summary": summary(found),
+    }
+
+
+def changed_paragraphs(segments: list[list[str]]) -> list[dict[str, Any]]:
+    """Only the paragraphs of a word diff that changed, each with whether text was skipped before
+    it: a page shows what moved, not the whole post again."""
+    paragraphs: list[list[list[str]]] = [[]]
+    for kind, text in segments:
+        if kind != "=":
+            paragraphs[-1].append([kind, text])
+            continue
+        pieces = text.split("\n\n")
+        for k, piece in enumerate(pieces):
+            if k:
+                paragraphs.append([])
+            if piece:
+                paragraphs[-1].append(["=", piece])
+    shown: list[dict[str, Any]] = []
+    last = -1
+    for index, paragraph in enumerate(paragraphs):
+        if any(kind != "=" for kind, _ in paragraph):
+            shown.append({"skipped": index > last + 1, "segments": paragraph})
+            last = index
+    return shown

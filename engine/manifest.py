@@ -1,0 +1,85 @@
+"""A day folder's record of what the engine wrote, and of the renders the person last saw.
+
+``.manifest.json`` holds the hash of every file the engine wrote (``files``), the person's files
+a build consumed (``consumed``: a draft merged with new numbers, an edited chart set aside) and
+the build's number (``build``, which tells the newer of two folders after a crash).
+``.base.json`` holds the text of each render as the person last saw it: the next merge's base.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from engine.errors import UserError
+
+MANIFEST = ".manifest.json"
+BASE = ".base.json"  # the render of each text file the person last saw: the next merge's base
+CHANGES = ".changes.json"  # what this build changed (engine.changes), for the review page
+INTERNAL = frozenset({MANIFEST, BASE, CHANGES})
+# Views rebuilt from the other files (``make review`` rewrites them in place): never a person's
+# edit to protect, so they are always replaced and left out of the manifest.
+DERIVED = frozenset({"index.html"})
+MERGEABLE = (".md", ".txt")  # text a person edits on purpose: merged, not set aside
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read_manifest(folder: Path) -> dict[str, str]:
+    """The engine's files and their hashes; an unreadable manifest stops the build (one line)."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        files = data["files"]
+        return {str(k): str(v) for k, v in files.items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UserError(
+            f"unreadable ({type(exc).__name__}), so the build cannot tell your edits from its own "
+            "files; restore it, or delete it to have every file there kept as yours",
+            file=path,
+        ) from exc
+
+
+def read_manifest_quiet(folder: Path) -> dict[str, str]:
+    try:
+        return read_manifest(folder)
+    except UserError:
+        return {}
+
+
+def consumed(folder: Path) -> dict[str, str]:
+    found = field(folder, "consumed")
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def field(folder: Path, key: str) -> object:
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        return data.get(key) if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def build_number(folder: Path) -> int | None:
+    """Which build made this folder (1, 2, …): tells the newer of two folders after a crash."""
+    number = field(folder, "build")
+    return number if isinstance(number, int) and not isinstance(number, bool) else None
+
+
+def read_base(folder: Path) -> dict[str, str]:
+    """The renders the person last saw; none (no merge, their edit kept whole) if unreadable."""
+    try:
+        data = json.loads((folder / BASE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, str)}
+
+
+def is_new_render(name: str) -> bool:
+    return ".new." in name or name.endswith(".new")

@@ -1,0 +1,143 @@
+"""A build killed at any moment leaves a complete folder, and the next build loses no edit.
+
+Each test runs a commit in a child process that stops at a named point of the swap (the
+ENGINE_TEST_PAUSE_AT hook in engine.swap), kills it with SIGKILL, then builds again here.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine import outdir
+
+ROOT = Path(__file__).resolve().parent.parent
+POST = "Hook.\n\nThe GPU is busy {u} of the time.\n\nThe end #tag\n"
+CHILD = f"""
+import sys
+from pathlib import Path
+from engine import outdir, swap
+if sys.argv[3] == "renames":
+    swap._exchange = lambda a, b: False  # a file system without an atomic exchange
+target, busy = Path(sys.argv[1]), sys.argv[2]
+staging = outdir.Staging.create(target)
+(staging.path / "linkedin.md").write_text({POST!r}.format(u=busy))
+(staging.path / "scoreboard.png").write_text("png " + busy)
+report = outdir.commit(staging)
+print("committed", [str(p) for p in report.merged])
+"""
+
+
+def stage(target: Path, busy: str) -> None:
+    staging = outdir.Staging.create(target)
+    (staging.path / "linkedin.md").write_text(POST.format(u=busy))
+    (staging.path / "scoreboard.png").write_text("png " + busy)
+    outdir.commit(staging)
+
+
+def child(target: Path, busy: str, *, pause: str | None = None, seconds: float = 60,
+          swap: str = "exchange") -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if pause:
+        env.update(ENGINE_TEST_PAUSE_AT=pause, ENGINE_TEST_PAUSE_FILE=str(target.parent.parent / "paused"),
+                   ENGINE_TEST_PAUSE_SECONDS=str(seconds))
+    return subprocess.Popen([sys.executable, "-c", CHILD, str(target), busy, swap], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"child ended before pausing: {proc.communicate()}")
+        assert time.monotonic() < deadline, "child never reached the pause point"
+        time.sleep(0.02)
+
+
+def a_day_with_an_edit(tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    target = out / "day37"
+    stage(target, "72.3%")
+    (target / "linkedin.md").write_text(POST.format(u="72.3%").replace("Hook.", "My hook."))
+    (target / "notes").mkdir()
+    (target / "notes" / "plan.txt").write_text("mine\n")
+    return target
+
+
+def complete(target: Path) -> str:
+    """'old' or 'new': the day's folder is whole, with the edit and the notes, at every moment."""
+    assert (target / "notes" / "plan.txt").read_text() == "mine\n"
+    draft = (target / "linkedin.md").read_text()
+    assert draft.startswith("My hook.")
+    png = (target / "scoreboard.png").read_text()
+    if "74.1%" in draft:
+        assert png == "png 74.1%"
+        return "new"
+    assert "72.3%" in draft and png == "png 72.3%"
+    return "old"
+
+
+@pytest.mark.parametrize("point, swap, expect", [
+    ("staging", "exchange", "old"),
+    ("staged", "exchange", "old"),
+    ("ready", "exchange", "old"),
+    ("swapped", "exchange", "new"),
+    ("old-moved", "renames", None),  # between two renames: .day37.old holds the whole old folder
+    ("swapped", "renames", "new"),
+])
+def test_killed_at_any_point_then_rebuilt(tmp_path, point, swap, expect):
+    target = a_day_with_an_edit(tmp_path)
+    proc = child(target, "74.1%", pause=point, swap=swap)
+    wait_for(target.parent.parent / "paused", proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if expect is None:
+        assert not target.exists() and complete(target.with_name(".day37.old")) == "old"
+    else:
+        assert complete(target) == expect
+    # The next build repairs what was left, merges the new numbers, and leaves nothing behind.
+    stage(target, "75.0%")
+    assert (target / "linkedin.md").read_text() == POST.format(u="75.0%").replace("Hook.", "My hook.")
+    assert (target / "notes" / "plan.txt").read_text() == "mine\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["day37"]
+
+
+def test_an_old_folder_with_an_edit_made_mid_build_is_kept_not_deleted(tmp_path):
+    target = a_day_with_an_edit(tmp_path)
+    proc = child(target, "74.1%", pause="staged", seconds=0.8)
+    wait_for(target.parent.parent / "paused", proc)
+    (target / "notes" / "plan.txt").write_text("edited while the build ran\n")  # after staging
+    assert proc.wait(timeout=20) == 0, proc.communicate()
+    # Carried by hard link, the late edit is in the new folder too; a late new file is not.
+    assert (target / "notes" / "plan.txt").read_text() == "edited while the build ran\n"
+
+
+def test_a_file_written_mid_build_survives_in_a_kept_folder(tmp_path):
+    target = a_day_with_an_edit(tmp_path)
+    proc = child(target, "74.1%", pause="staged", seconds=0.8)
+    wait_for(target.parent.parent / "paused", proc)
+    (target / "late.txt").write_text("written while the build ran\n")
+    assert proc.wait(timeout=20) == 0, proc.communicate()
+    kept = target.with_name("day37.kept-1")
+    assert (kept / "late.txt").read_text() == "written while the build ran\n"
+    assert complete(target) == "new"
+
+
+def test_two_builds_of_one_day_take_turns(tmp_path):
+    target = a_day_with_an_edit(tmp_path)
+    first = child(target, "74.1%", pause="staged", seconds=0.8)
+    wait_for(target.parent.parent / "paused", first)
+    second = child(target, "75.0%")
+    out2, err2 = second.communicate(timeout=30)
+    out1, _ = first.communicate(timeout=30)
+    assert first.returncode == 0 and second.returncode == 0, err2
+    assert "waiting for another build of day37" in err2
+    # The second staged after the first was in place, so it merged into the first's result.
+    assert (target / "linkedin.md").read_text() == POST.format(u="75.0%").replace("Hook.", "My hook.")
+    assert "linkedin.md" in out1 and "linkedin.md" in out2  # both merged the edit
+    assert sorted(p.name for p in target.parent.iterdir()) == ["day37"]
