@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.errors import UserError
+from engine.slides import CarouselSpec
 from engine.workload import WorkloadSpec
 
 # strict: YAML's `true` must not pass for 1, nor 16.5 for 16.
@@ -273,6 +274,7 @@ ChartName = Literal[
     "kv_blocks",
     "queue_hockey_stick",
     "shared_vs_separate",
+    "slot_timeline_animation",
 ]
 
 
@@ -287,6 +289,7 @@ CHART_NEEDS: dict[str, tuple[str, ...]] = {
     "kv_blocks": ("batching",),
     "queue_hockey_stick": ("queueing",),
     "shared_vs_separate": ("queueing",),
+    "slot_timeline_animation": ("batching",),
 }
 
 # One word each, CamelCase for screen readers; LinkedIn wants 3 to 5 at the end of a post.
@@ -306,6 +309,7 @@ class DaySpec(_Strict):
     kv_cache: KvCacheSection | None = None
     batching: BatchingSection | None = None
     queueing: QueueingSection | None = None
+    carousel: CarouselSpec | None = None  # a LinkedIn document: engine.slides
 
     @model_validator(mode="after")
     def _consistent(self) -> "DaySpec":
@@ -319,6 +323,8 @@ class DaySpec(_Strict):
             raise ValueError("chart 'kv_blocks' needs the 'paged' policy")
         if self.linkedin_image is not None and self.linkedin_image not in self.charts:
             raise ValueError(f"linkedin_image '{self.linkedin_image}' must be one of charts")
+        if self.carousel is not None:
+            self.carousel.check_sections(self)
         return self
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from engine.charts import batching, kv, queueing, scoreboard, style
+from engine.charts import animation, batching, kv, queueing, scoreboard, style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -59,6 +59,11 @@ CHARTS: dict[str, ChartFn] = {
     "shared_vs_separate": queueing.shared_vs_separate,
 }
 
+# Charts that write a file of their own (an animated GIF) rather than one still figure.
+ANIMATIONS: dict[str, Callable[..., tuple[Path, str, style.Size]]] = {
+    "slot_timeline_animation": animation.slot_timeline_animation,
+}
+
 # The size each chart is drawn at unless the caller asks for another (style.SIZES keys).
 DEFAULT_SIZE: dict[str, str] = {
     "scoreboard": "x",
@@ -79,6 +84,8 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     `size` (a style.SIZES key) overrides the chart's default; the file is then
     ``<name>-<size>.png`` so both renders can sit side by side.
     """
+    if name in ANIMATIONS:
+        return _animate(name, results, Path(out_dir))
     if name not in CHARTS:
         raise ValueError(f"unknown chart '{name}'; known: {', '.join(sorted(CHARTS))}")
     key = size or DEFAULT_SIZE[name]
@@ -95,6 +102,16 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
         style.save_png(fig, path)
     (out_dir / f"{stem}.alt.txt").write_text(alt + "\n", encoding="utf-8")
     return ChartFile(name, path, alt, drawn.width, drawn.height, drawn.platform)
+
+
+def _animate(name: str, results: dict[str, Any], out_dir: Path) -> ChartFile:
+    """An animation writes its own file; its alt text sits beside it like a chart's."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with style.theme():
+        path, alt, size = ANIMATIONS[name](results, out_dir)
+    _check_alt(name, alt)
+    (out_dir / f"{path.stem}.alt.txt").write_text(alt + "\n", encoding="utf-8")
+    return ChartFile(name, path, alt, size.width, size.height, size.platform)
 
 
 def _check_alt(name: str, alt: str) -> None:
