@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.animation import FuncAnimation, PillowWriter
+from matplotlib.animation import PillowWriter
 from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
-from engine.charts import labels, style
+from engine.charts import labels, memo, style
 from engine.charts.batching import LONG, NAMES, SHORT, ordered_policies, policy_colour
 from engine.charts.style import FONT, Size
 
@@ -33,26 +33,33 @@ HOLD_MS = 2500  # the finished picture stays up before the loop restarts
 
 
 class SteadyPaletteWriter(PillowWriter):
-    """matplotlib's Pillow GIF writer with one palette for all frames and a held last frame.
+    """matplotlib's Pillow GIF writer, fed by blitting, with one palette and a held last frame.
 
-    PillowWriter lets Pillow quantise each RGBA frame on its own: colours drift between frames
-    and the file grows. Here every frame is mapped to the palette of the final frame, which holds
-    every colour the animation ever shows.
+    - A frame is the canvas as the caller last blitted it (only the moving artists redrawn over
+      a saved background), not a fresh savefig: a whole-figure draw per frame costs ten times
+      as much and draws the same axes, ticks and legend every time.
+    - PillowWriter lets Pillow quantise each frame on its own: colours drift between frames and
+      the file grows. Here every frame is mapped to the palette of the final frame, which holds
+      every colour the animation settles on.
     """
 
     def __init__(self, *args: Any, hold_ms: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.hold_ms = hold_ms
 
+    def grab_frame(self, **savefig_kwargs: Any) -> None:
+        self._frames.append(np.array(self.fig.canvas.buffer_rgba())[..., :3])
+
     def finish(self) -> None:
         from PIL import Image
 
-        frames = [np.asarray(frame.convert("RGB")) for frame in self._frames]
-        colours = np.array([colour for _, colour in common_colours(Image.fromarray(frames[-1]))], dtype=np.int64)
+        colours = np.array([c for _, c in common_colours(Image.fromarray(self._frames[-1]))], dtype=np.int64)
+        mapper = PaletteMapper(colours)
+        flat = colours.astype(np.uint8).ravel().tolist()
         indexed = []
-        for frame in frames:
-            image = Image.fromarray(to_palette(frame, colours), mode="P")
-            image.putpalette(colours.astype(np.uint8).ravel().tolist())
+        for frame in self._frames:
+            image = Image.fromarray(mapper(frame), mode="P")
+            image.putpalette(flat)
             indexed.append(image)
         step_ms = int(1000 / self.fps)
         durations = [step_ms] * (len(indexed) - 1) + [step_ms + self.hold_ms]
@@ -67,16 +74,26 @@ def common_colours(image: Any, limit: int = 256) -> list[tuple[int, tuple[int, i
     return sorted(counts, key=lambda pair: (-pair[0], pair[1]))[:limit]
 
 
-def to_palette(frame: np.ndarray, colours: np.ndarray) -> np.ndarray:
+class PaletteMapper:
     """Each pixel's index in `colours`: the exact colour where it is there, else the nearest.
 
-    Pillow's own mapping to a given palette works at reduced precision (white came out 252);
-    here each distinct colour of the frame is matched once, by squared distance."""
-    codes = (frame[..., 0].astype(np.int64) << 16) | (frame[..., 1].astype(np.int64) << 8) | frame[..., 2]
-    unique, inverse = np.unique(codes.ravel(), return_inverse=True)
-    rgb = np.stack([(unique >> 16) & 255, (unique >> 8) & 255, unique & 255], axis=1)
-    nearest = np.argmin(((rgb[:, None, :] - colours[None, :, :]) ** 2).sum(axis=2), axis=1)
-    return nearest[inverse].reshape(codes.shape).astype(np.uint8)
+    Pillow's own mapping to a given palette works at reduced precision (white came out 252).
+    Here each distinct colour is matched once, by squared distance, and remembered in a table
+    over all 2^24 colours, so later frames (mostly the same colours) cost one lookup a pixel."""
+
+    def __init__(self, colours: np.ndarray):
+        self.colours = colours
+        self.table = np.zeros(1 << 24, dtype=np.uint8)
+        self.known = np.zeros(1 << 24, dtype=bool)
+
+    def __call__(self, frame: np.ndarray) -> np.ndarray:
+        codes = (frame[..., 0].astype(np.int32) << 16) | (frame[..., 1].astype(np.int32) << 8) | frame[..., 2]
+        new = np.unique(codes[~self.known[codes]])
+        if new.size:
+            rgb = np.stack([(new >> 16) & 255, (new >> 8) & 255, new & 255], axis=1).astype(np.int64)
+            self.table[new] = np.argmin(((rgb[:, None, :] - self.colours[None, :, :]) ** 2).sum(axis=2), axis=1)
+            self.known[new] = True
+        return self.table[codes]
 
 
 def _shown(results: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
@@ -95,6 +112,15 @@ def sample_steps(horizon: int, frames: int = FRAMES) -> list[int]:
 def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Path, str, Size]:
     """Write out_dir/slot_timeline_animation.gif; return (path, alt text, size)."""
     batching, shown = _shown(results)
+    path = Path(out_dir) / "slot_timeline_animation.gif"
+    digest = memo.key("slot_timeline_animation", batching, [SIZE.width, SIZE.height, FRAMES, FPS, HOLD_MS])
+    if not memo.recall(digest, out_dir):
+        _draw(batching, shown, path)
+        memo.remember(digest, out_dir, [path.name])
+    return path, _alt(batching, shown), SIZE
+
+
+def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], path: Path) -> None:
     slots = int(batching["slots"])
     horizon = max(int(p["steps"]) for _, p in shown)
     lengths = np.concatenate([np.subtract(p["timeline"]["end_step"], p["timeline"]["start_step"]) for _, p in shown])
@@ -156,13 +182,18 @@ def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Pat
             changed += [idle, *bars.values(), now, title]
         return changed
 
-    path = Path(out_dir) / "slot_timeline_animation.gif"
-    frames = sample_steps(horizon)
-    with style.theme():
-        animation = FuncAnimation(fig, draw, frames=frames, init_func=lambda: [], blit=False, repeat=False)
-        animation.save(path, writer=SteadyPaletteWriter(fps=FPS, hold_ms=HOLD_MS), dpi=SIZE.dpi,
-                       savefig_kwargs={"facecolor": "white"})
-    return path, _alt(batching, shown), SIZE
+    moving = [a for panel in panels for a in (panel[6], *panel[7].values(), panel[8], panel[9])]
+    for artist in moving:
+        artist.set_animated(True)  # left out of the full draw: the background holds the rest
+    writer = SteadyPaletteWriter(fps=FPS, hold_ms=HOLD_MS)
+    with writer.saving(fig, path, SIZE.dpi):
+        fig.canvas.draw()
+        background = fig.canvas.copy_from_bbox(fig.bbox)
+        for step in sample_steps(horizon):
+            fig.canvas.restore_region(background)
+            for artist in draw(step):
+                fig.draw_artist(artist)
+            writer.grab_frame()
 
 
 def _alt(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]]) -> str:

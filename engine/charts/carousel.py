@@ -12,7 +12,6 @@ images at twice the page's resolution.
 """
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 
-from engine.charts import style
+from engine.charts import memo, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
 from engine.slides import CarouselSpec, Slide, SlideText
 
@@ -71,15 +70,20 @@ def build(carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any
         "Creator": "sixty-days-engine",
         "CreationDate": None,  # no timestamp: same bytes every build
     }
-    with matplotlib.rc_context(RC), PdfPages(folder / FILE, metadata=meta) as pdf:
-        for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
-            fig = _page(slide, text, results, number, total)
-            pdf.savefig(fig)
-            preview = f"{PREVIEWS}/page-{number:02d}.png"
-            for image in fig.findobj(AxesImage):  # resample for the preview, embed as-is in the PDF
-                image.set_interpolation("antialiased")
-            fig.savefig(folder / preview, format="png", dpi=DPI, metadata={"Software": None})
-            pages.append(Page(number, slide.kind, slide.chart, text.headline, text.body, preview))
+    previews = [f"{PREVIEWS}/page-{number:02d}.png" for number in range(1, total + 1)]
+    drawn = {k: v for k, v in results.items() if k not in ("charts", "checks", "carousel")}
+    digest = memo.key("carousel", carousel.model_dump(), [vars(t) for t in texts], drawn)
+    if not memo.recall(digest, folder):
+        with matplotlib.rc_context(RC), PdfPages(folder / FILE, metadata=meta) as pdf:
+            for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
+                fig = _page(slide, text, results, number, total)
+                pdf.savefig(fig)
+                for image in fig.findobj(AxesImage):  # resample for the preview, embed as-is in the PDF
+                    image.set_interpolation("antialiased")
+                fig.savefig(folder / previews[number - 1], format="png", dpi=DPI, metadata={"Software": None})
+        memo.remember(digest, folder, [FILE, *previews])
+    for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
+        pages.append(Page(number, slide.kind, slide.chart, text.headline, text.body, previews[number - 1]))
     return {
         "file": FILE,
         "title": meta["Title"],
@@ -195,8 +199,6 @@ def _chart_slide(fig: Figure, slide: Slide, text: SlideText, results: dict[str, 
 
 def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
     """A registered chart drawn at its own platform size, as RGB pixels CHART_PX wide."""
-    from PIL import Image
-
     from engine import charts
 
     if name not in charts.CHARTS:
@@ -204,10 +206,9 @@ def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
     size = style.SIZES[charts.DEFAULT_SIZE.get(name, "x")]
     with style.theme():
         fig, _alt = charts.CHARTS[name](results, size=size)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=CHART_PX / style.WIDTH_IN, metadata={"Software": None})
-    with Image.open(io.BytesIO(buffer.getvalue())) as image:
-        return np.asarray(image.convert("RGB"))
+        fig.set_dpi(CHART_PX / style.WIDTH_IN)  # the chart's own layout, at twice the page's resolution
+        fig.canvas.draw()
+        return np.array(fig.canvas.buffer_rgba())[..., :3]
 
 
 # ---- text ---------------------------------------------------------------------------------------
