@@ -50,10 +50,11 @@ GIF_TARGET_BYTES = 5 * MB  # what X's mobile apps take: the size the build aims 
 
 
 def document_counts(
-    path: Path, pages: list[tuple[float, float]], rules: DocumentRules = LINKEDIN_DOCUMENT
+    path: Path, pages: list[tuple[float, float]], rules: DocumentRules | None = None
 ) -> tuple[list[Count], list[Violation]]:
     """A PDF against LinkedIn's document limits. `pages` are (width, height) in points, read
     from the file by the caller (the build reads what it wrote; the tests read it with pypdf)."""
+    rules = rules or LINKEDIN_DOCUMENT
     name = Path(path).name
     size = Path(path).stat().st_size
     counts = [
@@ -70,8 +71,9 @@ def document_counts(
     return counts, found
 
 
-def gif_counts(path: Path, rules: GifRules = X_GIF) -> tuple[list[Count], list[Violation]]:
+def gif_counts(path: Path, rules: GifRules | None = None) -> tuple[list[Count], list[Violation]]:
     """An animated GIF against X's limits, read with Pillow (matplotlib's own image library)."""
+    rules = rules or X_GIF
     from PIL import Image
 
     path = Path(path)
