@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import outdir, posts
+from engine import formats, outdir, posts
 from engine.errors import UserError
 from engine.experiments import Context
 from engine.spec import DaySpec, load_spec
@@ -140,36 +140,6 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
     return checks
 
 
-def draw_carousel(spec: DaySpec, results: dict[str, Any], folder: Path, templates_root: Path) -> dict[str, Any]:
-    """The LinkedIn carousel: slide words from the day's template, pages drawn to one PDF."""
-    from engine import slides
-    from engine.charts import carousel
-
-    assert spec.carousel is not None
-    texts = slides.render_text(spec.carousel, template_context(results), templates_root, day_folder_name(spec.day))
-    return carousel.build(spec.carousel, texts, results, folder)
-
-
-def check_media(folder: Path, results: dict[str, Any]) -> dict[str, Any]:
-    """The carousel PDF and any GIF against their platforms' file limits; ChecksFailed names the file."""
-    from engine.charts.carousel import page_sizes
-    from engine.platforms import media
-
-    checks: dict[str, Any] = {}
-    violations: list[Any] = []
-    files = [c["file"] for c in results.get("charts", []) if c["file"].endswith(".gif")]
-    if results.get("carousel"):
-        files.append(results["carousel"]["file"])
-    for name in files:
-        path = folder / name
-        found = media.gif_counts(path) if name.endswith(".gif") else media.document_counts(path, page_sizes(path))
-        checks[name] = [vars(c) for c in found[0]]
-        violations += found[1]
-    if violations:
-        raise ChecksFailed([str(v) for v in violations])
-    return checks
-
-
 def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
@@ -190,9 +160,9 @@ def build(
             (staging.path / name).write_text(text, encoding="utf-8")
         results["charts"] = draw_charts(spec, results, staging.path)
         if spec.carousel is not None:
-            results["carousel"] = draw_carousel(spec, results, staging.path, templates_root)
+            results["carousel"] = formats.draw_carousel(spec, results, staging.path, templates_root)
         results["checks"] = check_drafts(drafts, results["charts"])
-        results["checks"]["media"] = check_media(staging.path, results)
+        results["checks"]["media"] = formats.check_media(staging.path, results)
         write_json(staging.path / "results.json", results)
         from engine import review
 

@@ -164,7 +164,7 @@ def test_gif_first_and_last_frames_show_the_run(day37: Path) -> None:
 def test_same_bytes_when_drawn_again(day37: Path, results: dict, tmp_path: Path) -> None:
     """A second, real draw (the in-process memo emptied first) writes the same bytes."""
     from engine import charts
-    from engine.pipeline import draw_carousel
+    from engine.formats import draw_carousel
 
     memo.forget()
     spec = load_spec(DAYS / "day37.yaml")
@@ -293,3 +293,22 @@ def test_a_media_file_over_its_limit_fails_the_build_naming_it(tmp_path: Path, m
         build(DAYS / "day37.yaml", out)
     assert err.value.violations == [f"slot_timeline_animation.gif: animated GIF: frames {FRAMES}/10 FAIL"]
     assert not (out / "day37").exists()  # nothing written
+
+
+def test_check_command_holds_the_files_to_the_same_limits(day37: Path, tmp_path: Path, capsys) -> None:
+    """`engine check` on a day's folder: the built one passes; a GIF a person swapped in that is
+    too wide, and one with no alt text, are each named."""
+    from engine.cli import main
+    from engine.platforms import check_day_dir
+
+    day = tmp_path / "day37"
+    shutil.copytree(day37, day)
+    report = check_day_dir(day)
+    assert report.ok, report.violations
+    assert [c.name for c in report.counts["carousel.pdf"]] == ["document bytes", "pages"]
+    _gif(day / "slot_timeline_animation.gif", (1600, 900), 3)
+    _gif(day / "extra.gif", (8, 8), 2)
+    assert main(["check", str(day)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL slot_timeline_animation.gif: animated GIF: width px 1600/1280" in out
+    assert "FAIL extra.gif: alt text: no extra.alt.txt beside it" in out

@@ -12,7 +12,6 @@ images at twice the page's resolution.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,8 +70,7 @@ def build(carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any
         "CreationDate": None,  # no timestamp: same bytes every build
     }
     previews = [f"{PREVIEWS}/page-{number:02d}.png" for number in range(1, total + 1)]
-    drawn = {k: v for k, v in results.items() if k not in ("charts", "checks", "carousel")}
-    digest = memo.key("carousel", carousel.model_dump(), [vars(t) for t in texts], drawn)
+    digest = memo.key("carousel", carousel.model_dump(), [vars(t) for t in texts], drawn_from(carousel, results))
     if not memo.recall(digest, folder):
         with matplotlib.rc_context(RC), PdfPages(folder / FILE, metadata=meta) as pdf:
             for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
@@ -93,16 +91,15 @@ def build(carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any
     }
 
 
-_MEDIABOX = re.compile(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]")
+def drawn_from(carousel: CarouselSpec, results: dict[str, Any]) -> dict[str, Any]:
+    """The parts of results the pages show: the frame's fields and each slide chart's sections
+    (engine.spec.CHART_NEEDS), so a build that differs elsewhere (a measurement's label, the
+    inputs' paths) still finds the pages it drew before."""
+    from engine.spec import CHART_NEEDS
 
-
-def page_sizes(path: Path) -> list[tuple[float, float]]:
-    """(width, height) in points of each page, read from the PDF's MediaBox entries.
-
-    matplotlib writes one uncompressed MediaBox per page object; reading the file (not the
-    renderer's intent) is what the platform check should see."""
-    found = _MEDIABOX.findall(Path(path).read_bytes())
-    return [(float(x1) - float(x0), float(y1) - float(y0)) for x0, y0, x1, y1 in found]
+    needed = sorted({need for slide in carousel.slides for need in CHART_NEEDS.get(slide.chart or "", ())})
+    frame = {k: results.get(k) for k in ("day", "title", "series", "repository")}
+    return {"frame": frame, "sections": {need: results.get(need) for need in needed}}
 
 
 # ---- one page -----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ Each check returns Violations naming the file, as the draft checks do; the build
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -49,6 +50,32 @@ X_GIF = GifRules()
 GIF_TARGET_BYTES = 5 * MB  # what X's mobile apps take: the size the build aims under
 
 
+_MEDIABOX = re.compile(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]")
+
+
+def page_sizes(path: Path) -> list[tuple[float, float]]:
+    """(width, height) in points of each page, read from the PDF's MediaBox entries.
+
+    matplotlib writes one uncompressed MediaBox per page object, so a pattern finds them without
+    a PDF library at build time (the tests read the same file with pypdf). A PDF that keeps its
+    page objects compressed yields no sizes: the check then says it cannot read them."""
+    found = _MEDIABOX.findall(Path(path).read_bytes())
+    return [(float(x1) - float(x0), float(y1) - float(y0)) for x0, y0, x1, y1 in found]
+
+
+def check_folder(folder: Path) -> tuple[dict[str, list[Count]], list[Violation]]:
+    """Every carousel PDF and GIF at the top of a day's folder, as `engine check` reads it."""
+    counts: dict[str, list[Count]] = {}
+    violations: list[Violation] = []
+    for path in sorted(Path(folder).iterdir()):
+        suffix = path.suffix.lower()
+        if not path.is_file() or suffix not in (".pdf", ".gif"):
+            continue
+        found = gif_counts(path) if suffix == ".gif" else document_counts(path, page_sizes(path))
+        counts[path.name], violations = found[0], violations + found[1]
+    return counts, violations
+
+
 def document_counts(
     path: Path, pages: list[tuple[float, float]], rules: DocumentRules | None = None
 ) -> tuple[list[Count], list[Violation]]:
@@ -67,7 +94,8 @@ def document_counts(
         found.append(Violation(name, None, "document", f"pages differ in size: {shapes}"))
     for width, height in shapes:
         if height <= 0 or abs(width / height - float(rules.aspect)) > 0.005:
-            found.append(Violation(name, None, "document", f"page {width:g}×{height:g} pt is not {rules.aspect.numerator}:{rules.aspect.denominator}"))
+            ratio = f"{rules.aspect.numerator}:{rules.aspect.denominator}"
+            found.append(Violation(name, None, "document", f"page {width:g}×{height:g} pt is not {ratio}"))
     return counts, found
 
 
