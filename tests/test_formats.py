@@ -74,6 +74,19 @@ def test_slides_say_the_labs_numbers_as_text(pdf: PdfReader, results: dict) -> N
     assert [f"{k} / 5" in page_text(pdf, k - 1) for k in range(1, 6)] == [True] * 5
 
 
+def test_each_chart_slide_embeds_its_chart_at_twice_the_page_resolution(pdf: PdfReader) -> None:
+    """Cover and closing are text only; each chart slide carries one image, 1,824 pixels wide
+    (twice the 912 points between the margins), so it stays sharp when a reader zooms in."""
+    import re
+
+    drawn = [re.findall(rb"/(\w+) Do", page.get_contents().get_data()) for page in pdf.pages]
+    assert [len(names) for names in drawn] == [0, 1, 1, 1, 0]
+    assert len({names[0] for names in drawn if names}) == 3  # three different charts
+    xobjects = pdf.pages[1]["/Resources"]["/XObject"]  # matplotlib shares one resource dictionary
+    widths = {int(xobjects["/" + names[0].decode()].get_object()["/Width"]) for names in drawn if names}
+    assert widths == {1824}
+
+
 def _fonts(obj) -> list[dict]:
     """Every font dictionary on a page, with the CID fonts inside composite (Type 0) ones."""
     found = []
