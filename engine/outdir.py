@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 from engine import lock as day_lock
@@ -188,10 +189,11 @@ def _read_text(path: Path) -> str:
 
 def _carry(src: Path, dest: Path) -> None:
     """A person's file or folder into the new folder: hard links where possible, else a copy."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
     if src.is_symlink():
         os.symlink(os.readlink(src), dest)
     elif src.is_dir():
-        dest.mkdir()
+        dest.mkdir(exist_ok=True)
         shutil.copystat(src, dest)
         for child in sorted(src.iterdir()):
             _carry(child, dest / child.name)
@@ -204,6 +206,16 @@ def _carry(src: Path, dest: Path) -> None:
             with src.open("rb") as data, dest.open("xb") as copy:  # "x": never over a file
                 shutil.copyfileobj(data, copy)
             shutil.copystat(src, dest)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Every file and link below folder, and each empty folder as itself, in sorted order: a
+    generated subfolder (a carousel's page previews) is answered for file by file."""
+    for child in sorted(folder.iterdir()):
+        if child.is_dir() and not child.is_symlink() and any(child.iterdir()):
+            yield from _walk(child)
+        else:
+            yield child
 
 
 def _same_json(a: Path, b: str) -> bool:
@@ -230,7 +242,9 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
     target, stage = staging.target, staging.path
     report = CommitReport(notes=list(staging.recovered))
     rendered = {
-        p.name: sha256(p) for p in sorted(stage.iterdir()) if p.is_file() and p.name not in DERIVED
+        p.relative_to(stage).as_posix(): sha256(p)
+        for p in _walk(stage)
+        if p.is_file() and not p.is_symlink() and p.name not in DERIVED
     }
     exists = target.is_dir()
     previous = read_manifest(target) if exists else {}
@@ -241,9 +255,9 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
     plan = _Plan(target=target, stage=stage, rendered=rendered, report=report,
                  old_base=read_base(target) if exists else {}, base=base)
 
-    edited: list[tuple[Path, str]] = []
-    for old in sorted(target.iterdir()) if exists else []:
-        name = old.name
+    edited: list[tuple[str, Path, str]] = []
+    for old in _walk(target) if exists else []:
+        name = old.relative_to(target).as_posix()
         if name in INTERNAL or name in DERIVED:
             continue
         if old.is_symlink() or not old.is_file():
@@ -260,10 +274,10 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
         if name not in rendered:
             _carry(old, stage / name)  # a person's own file, or an engine file they edited
         else:
-            edited.append((old, current))
+            edited.append((name, old, current))
     # Their own files are in place first, so a name chosen below never lands on one of them.
-    for old, current in edited:
-        plan.edited(old, current, force=force)
+    for name, old, current in edited:
+        plan.edited(name, old, current, force=force)
 
     if exists:
         report.changes = changes.compare(plan.old_base.get(changes.RESULTS), stage, plan.before)
@@ -305,8 +319,9 @@ class _Plan:
     extra: dict[str, str] = field(default_factory=dict)  # engine files beside renders (merges)
     before: dict[str, str] = field(default_factory=dict)  # drafts as the person had them
 
-    def edited(self, old: Path, current: str, *, force: bool) -> None:
-        name, stage, target = old.name, self.stage, self.target
+    def edited(self, name: str, old: Path, current: str, *, force: bool) -> None:
+        """``name`` is the file's path below the day's folder (``carousel/page-01.png``)."""
+        stage, target = self.stage, self.target
         base = self.old_base.get(name)
         if force or current == self.rendered[name] or (
             name.endswith(".json") and base is not None and _same_json(old, base)
@@ -337,12 +352,12 @@ class _Plan:
                 self.base[name] = base  # their file still answers to the render they saw
             self.report.kept_edits.append((target / name, target / beside))
             return
-        self._merge(old, current, theirs, base)
+        self._merge(name, old, current, theirs, base)
 
-    def _merge(self, old: Path, current: str, theirs: str, base: str) -> None:
+    def _merge(self, name: str, old: Path, current: str, theirs: str, base: str) -> None:
         from engine import merge
 
-        name, stage, target = old.name, self.stage, self.target
+        stage, target = self.stage, self.target
         result = merge.three_way(base, theirs, (stage / name).read_text(encoding="utf-8"))
         if result.clean:
             (stage / name).write_text(result.text, encoding="utf-8")

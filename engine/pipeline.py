@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import outdir, posts
+from engine import formats, outdir, posts
 from engine.errors import UserError
 from engine.sections import Inputs, SpecLocation, sections
 from engine.spec import DaySpec, load_spec
@@ -152,7 +152,10 @@ def build(
         for name, text in drafts.items():
             (staging.path / name).write_text(text, encoding="utf-8")
         results["charts"] = draw_charts(spec, results, staging.path)
+        if spec.carousel is not None:
+            results["carousel"] = formats.draw_carousel(spec, results, staging.path, templates_root)
         results["checks"] = check_drafts(drafts, results["charts"])
+        results["checks"]["media"] = formats.check_media(staging.path, results)
         write_json(staging.path / "results.json", results)
         from engine import review
 

@@ -127,6 +127,7 @@ def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) 
         "violations": violations,
         "warnings": warnings(results),
         "charts": charts,
+        "carousel": carousel(results, day_dir),
         "sources": sources(results),
         "inputs": inputs(results),
         "links_back": results.get("links_back") or [],
@@ -284,6 +285,18 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
         charts.append({**chart, "alt_text": alt, "alt_length": len(alt),
                        "exists": (day_dir / chart["file"]).is_file()})
     return charts
+
+
+def carousel(results: dict[str, Any], day_dir: Path) -> dict[str, Any] | None:
+    """The LinkedIn carousel's pages in order (their PNG previews), its PDF and its file counts."""
+    record = results.get("carousel")
+    if not record:
+        return None
+    media = ((results.get("checks") or {}).get("media") or {}).get(record["file"], [])
+    pages = [{**page, "exists": (day_dir / page["preview"]).is_file()} for page in record.get("pages", [])]
+    return {"file": record["file"], "title": record.get("title", ""), "exists": (day_dir / record["file"]).is_file(),
+            "width": record.get("width_pt"), "height": record.get("height_pt"), "pages": pages,
+            "counts": list(media)}
 
 
 # ---- where the numbers came from, and what went in --------------------------------------------

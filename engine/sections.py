@@ -98,7 +98,7 @@ _loaded = False
 # The metadata keys of a day's spec: a section may not take one of these names.
 RESERVED = frozenset(
     {"day", "series", "title", "repository", "hashtags", "links_back", "charts",
-     "linkedin_image", "measured", "inputs", "checks", "links"}
+     "linkedin_image", "measured", "inputs", "checks", "links", "carousel"}
 )
 
 

@@ -17,6 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from engine.errors import UserError
 from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
+from engine.slides import CarouselSpec
 from engine.workload import WorkloadSpec
 
 __all__ = ["DaySpec", "GiB", "PositiveFloat", "PositiveInt", "day_spec_model", "load_spec"]
@@ -287,6 +288,7 @@ class DaySpec(Strict):
     charts: list[ChartName] = []
     linkedin_image: ChartName | None = None  # drawn again at LinkedIn's portrait size
     measured: str | None = None
+    carousel: CarouselSpec | None = None  # a LinkedIn document: engine.slides
 
     def section(self, key: str) -> Any:
         """The validated model of section ``key``, or None when the spec does not have it."""
@@ -309,6 +311,8 @@ class DaySpec(Strict):
                     raise ValueError(f"chart '{name}' {problem}")
         if self.linkedin_image is not None and self.linkedin_image not in self.charts:
             raise ValueError(f"linkedin_image '{self.linkedin_image}' must be one of charts")
+        if self.carousel is not None:
+            self.carousel.check_sections(self)
         return self
 
 

@@ -149,11 +149,9 @@ def unaccounted(old: Path, new: Path) -> list[str]:
                 if there.is_file() and not there.is_symlink() and _same_file(entry, there):
                     continue
                 digest = mf.sha256(entry)
-                if not rel and (ours.get(entry.name) == digest or consumed.get(entry.name) == digest):
+                if ours.get(path) == digest or consumed.get(path) == digest:
                     continue
-                if not rel and mf.is_new_render(entry.name) and (
-                    ours.get(entry.name.replace(".new.", ".", 1)) == digest
-                ):
+                if mf.is_new_render(path) and ours.get(path.replace(".new.", ".", 1)) == digest:
                     continue
                 missing.append(path)
 

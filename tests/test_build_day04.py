@@ -13,10 +13,29 @@ from conftest import DAYS
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory) -> dict:
+def built(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("out")
     build(DAYS / "day04.yaml", out)
-    return json.loads((out / "day04" / "results.json").read_text())
+    return out / "day04"
+
+
+@pytest.fixture(scope="module")
+def results(built: Path) -> dict:
+    return json.loads((built / "results.json").read_text())
+
+
+def test_day04_gets_a_carousel(built: Path, results: dict) -> None:
+    """Four slides, read back with pypdf; the wait ratio on the third is the post's own figure."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(built / "carousel.pdf")
+    assert len(reader.pages) == 4
+    assert {(float(p.mediabox.width), float(p.mediabox.height)) for p in reader.pages} == {(1080, 1350)}
+    ratio = results["queueing"]["lines"]["wait_ratio"]
+    said = f"Separate lines wait {ratio:.1f}x as long"
+    assert said in " ".join(reader.pages[2].extract_text().split())
+    assert said in (built / "linkedin.md").read_text()
+    assert not (built / "slot_timeline_animation.gif").exists()  # Day 4 asks for no animation
 
 
 def test_shared_line_agrees_with_erlang_c(results):

@@ -79,13 +79,18 @@ def test_scoreboard_and_alt_text(built):
     assert "72.3%" in alt or "72%" in alt
 
 
+def _files(folder: Path) -> dict[str, bytes]:
+    """Every file under a day's folder by its relative path (the carousel's pages sit in a folder)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def test_same_spec_same_bytes(built, tmp_path):
     build(DAYS / "day37.yaml", tmp_path)
-    again = tmp_path / "day37"
-    names = sorted(p.name for p in built.iterdir())
-    assert names == sorted(p.name for p in again.iterdir())
-    for name in names:
-        assert (built / name).read_bytes() == (again / name).read_bytes(), name
+    first, again = _files(built), _files(tmp_path / "day37")
+    assert sorted(first) == sorted(again)
+    assert "carousel/page-01.png" in first  # every file, the carousel's page previews too
+    for name in first:
+        assert first[name] == again[name], name
 
 
 def test_build_does_not_import_torch(tmp_path):
@@ -132,13 +137,13 @@ def test_a_post_over_the_limit_fails_the_build_and_leaves_out_alone(tmp_path, ca
     thread.write_text(thread.read_text() + "---\n" + "This post rambles on. " * 20 + "\n")
     out = tmp_path / "out"
     build(DAYS / "day37.yaml", out)
-    before = {p.name: p.read_bytes() for p in (out / "day37").iterdir()}
+    before = _files(out / "day37")
     from engine.pipeline import ChecksFailed
 
     with pytest.raises(ChecksFailed) as failed:
         build(DAYS / "day37.yaml", out, templates_root=templates)
     assert any("x-thread.md post 8" in v and "over" in v for v in failed.value.violations), failed.value
-    assert {p.name: p.read_bytes() for p in (out / "day37").iterdir()} == before
+    assert _files(out / "day37") == before
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
 
 
@@ -168,5 +173,7 @@ def test_same_bytes_whatever_path_the_spec_was_given_by(tmp_path, monkeypatch):
     monkeypatch.chdir(DAYS.parent)
     build(Path("days/day37.yaml"), tmp_path / "rel")
     build(DAYS.resolve() / "day37.yaml", tmp_path / "abs")
-    for path in sorted((tmp_path / "rel" / "day37").iterdir()):
-        assert path.read_bytes() == (tmp_path / "abs" / "day37" / path.name).read_bytes(), path.name
+    rel, abs_ = _files(tmp_path / "rel" / "day37"), _files(tmp_path / "abs" / "day37")
+    assert sorted(rel) == sorted(abs_)
+    for name in rel:
+        assert rel[name] == abs_[name], name

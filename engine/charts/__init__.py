@@ -17,7 +17,7 @@ from engine.charts.registry import CHARTS, Chart, register_chart
 
 # The chart modules register their charts as they are imported (engine.charts.registry).
 from engine.charts import (  # noqa: E402,F401
-    batching, figures_table, kv, queueing, scoreboard, style, terminal,
+    animation, batching, figures_table, kv, queueing, scoreboard, style, terminal,
 )
 
 __all__ = ["CHARTS", "Chart", "ChartFile", "draw", "register_chart"]
@@ -55,6 +55,8 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     if name not in CHARTS:
         raise ValueError(f"unknown chart '{name}'; known: {', '.join(sorted(CHARTS))}")
     chart = CHARTS[name]
+    if chart.animated:
+        return _animate(chart, results, Path(out_dir))
     key = size or chart.size
     if key not in style.SIZES:
         raise ValueError(f"unknown size '{key}'; known: {', '.join(style.SIZES)}")
@@ -69,6 +71,16 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
         style.save_png(fig, path)
     (out_dir / f"{stem}.alt.txt").write_text(alt + "\n", encoding="utf-8")
     return ChartFile(name, path, alt, drawn.width, drawn.height, drawn.platform)
+
+
+def _animate(chart: Chart, results: dict[str, Any], out_dir: Path) -> ChartFile:
+    """An animation writes its own file; its alt text sits beside it like a chart's."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with style.theme():
+        path, alt, size = chart.draw(results, out_dir)
+    _check_alt(chart.name, alt)
+    (out_dir / f"{path.stem}.alt.txt").write_text(alt + "\n", encoding="utf-8")
+    return ChartFile(chart.name, path, alt, size.width, size.height, size.platform)
 
 
 def _check_alt(name: str, alt: str) -> None:

@@ -28,6 +28,8 @@ class Chart:
     needs: tuple[str, ...]
     size: str
     check: SpecCheck | None = None
+    # An animation writes its own file: draw(results, out_dir) -> (path, alt text, style.Size).
+    animated: bool = False
 
     def __call__(self, results: dict[str, Any], size: Any = None) -> tuple[Figure, str]:
         """Draw the figure: a registered chart is called as its function is."""
@@ -38,12 +40,17 @@ CHARTS: dict[str, Chart] = {}
 
 
 def register_chart(
-    name: str, *, needs: tuple[str, ...], size: str, check: SpecCheck | None = None
+    name: str,
+    *,
+    needs: tuple[str, ...],
+    size: str,
+    check: SpecCheck | None = None,
+    animated: bool = False,
 ) -> Callable[[DrawFn], DrawFn]:
     """Decorator: register the function as chart ``name``; the function is returned unchanged."""
 
     def register(fn: DrawFn) -> DrawFn:
-        CHARTS[name] = Chart(name, fn, tuple(needs), size, check)
+        CHARTS[name] = Chart(name, fn, tuple(needs), size, check, animated)
         return fn
 
     return register

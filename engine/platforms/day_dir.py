@@ -1,8 +1,9 @@
 """Check a built day folder (out/dayNN) the way the build does: every draft, every alt text.
 
 Reads each registered platform's draft (linkedin.md, x-thread.md) and every ``<image>.alt.txt``;
-an image (``*.png``, ``*.jpg``) with no alt text beside it is a violation too, since the image
-would go out undescribed.
+an image (``*.png``, ``*.jpg``, ``*.gif``) with no alt text beside it is a violation too, since
+the image would go out undescribed. A carousel PDF and a GIF are held to their platforms' file
+limits (media.py).
 
 Which platform an alt text is for comes from its name: a part that is one of a platform's
 ``alt_tags`` means that platform (``latency.x.alt.txt``, ``kv-linkedin.alt.txt``); a name with
@@ -15,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import UserError
+from engine.platforms import media
 from engine.platforms.alt_text import alt_text_count, check_alt_text
 from engine.platforms.registry import platforms
 from engine.platforms.rules import Count, Violation
 
 ALT_SUFFIX = ".alt.txt"
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif")
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,9 @@ def check_day_dir(path: Path) -> Report:
         if not (path / f"{image.stem}{ALT_SUFFIX}").is_file():
             violations.append(Violation(image.name, None, "alt text", f"no {image.stem}{ALT_SUFFIX} beside it"))
 
+    media_counts, media_violations = media.check_folder(path)  # the carousel PDF, GIFs: file limits
+    counts.update(media_counts)
+    violations += media_violations
     return Report(counts=counts, violations=_unique(violations))
 
 

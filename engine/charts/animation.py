@@ -1,0 +1,212 @@
+"""The slot timeline as an animated GIF for X: static and continuous batching drawn step by step.
+
+Why motion: the still timeline shows the result; the animation shows the cause. Both policies
+start together on the same requests and slots; continuous batching refills freed slots and is
+done early, while static batching's slots sit grey behind its slowest request.
+
+How it stays small and the same bytes every build:
+- 1280 × 720 px: X's largest 16:9 GIF (its limit is 1280 × 1080, engine.platforms.media).
+- A few dozen frames sampled evenly over the run, not one per decode step, then the last frame
+  held; Pillow merges identical frames into one longer one.
+- One palette for every frame (built from the finished picture), no dithering: flat colours
+  compress well and never shimmer between frames.
+- No timestamps: GIF has no date field, and frames are rendered by Agg from the same numbers.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.animation import PillowWriter
+from matplotlib.collections import PolyCollection
+from matplotlib.patches import Patch
+
+from engine.charts import labels, memo, style
+from engine.charts.batching import LONG, NAMES, SHORT, ordered_policies, policy_colour
+from engine.charts.style import FONT, Size
+from engine.charts.registry import register_chart
+
+SIZE = Size("x_gif", 1280, 720, "x")
+FRAMES = 36  # progress frames, sampled evenly over the longest policy's run
+FPS = 12  # 36 frames ≈ 3 s of motion
+HOLD_MS = 2500  # the finished picture stays up before the loop restarts
+
+
+class SteadyPaletteWriter(PillowWriter):
+    """matplotlib's Pillow GIF writer, fed by blitting, with one palette and a held last frame.
+
+    - A frame is the canvas as the caller last blitted it (only the moving artists redrawn over
+      a saved background), not a fresh savefig: a whole-figure draw per frame costs ten times
+      as much and draws the same axes, ticks and legend every time.
+    - PillowWriter lets Pillow quantise each frame on its own: colours drift between frames and
+      the file grows. Here every frame is mapped to the palette of the final frame, which holds
+      every colour the animation settles on.
+    """
+
+    def __init__(self, *args: Any, hold_ms: int = 0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hold_ms = hold_ms
+
+    def grab_frame(self, **savefig_kwargs: Any) -> None:
+        self._frames.append(np.array(self.fig.canvas.buffer_rgba())[..., :3])
+
+    def finish(self) -> None:
+        from PIL import Image
+
+        colours = np.array([c for _, c in common_colours(Image.fromarray(self._frames[-1]))], dtype=np.int64)
+        mapper = PaletteMapper(colours)
+        flat = colours.astype(np.uint8).ravel().tolist()
+        indexed = []
+        for frame in self._frames:
+            image = Image.fromarray(mapper(frame), mode="P")
+            image.putpalette(flat)
+            indexed.append(image)
+        step_ms = int(1000 / self.fps)
+        durations = [step_ms] * (len(indexed) - 1) + [step_ms + self.hold_ms]
+        indexed[0].save(self.outfile, save_all=True, append_images=indexed[1:], duration=durations,
+                        loop=0, optimize=False, disposal=1)
+
+
+def common_colours(image: Any, limit: int = 256) -> list[tuple[int, tuple[int, int, int]]]:
+    """The picture's most frequent colours, exactly (white stays white, a policy's colour stays
+    its colour); ties are broken by the colour itself, so the palette is the same every build."""
+    counts = image.getcolors(maxcolors=image.width * image.height)
+    return sorted(counts, key=lambda pair: (-pair[0], pair[1]))[:limit]
+
+
+class PaletteMapper:
+    """Each pixel's index in `colours`: the exact colour where it is there, else the nearest.
+
+    Pillow's own mapping to a given palette works at reduced precision (white came out 252).
+    Here each distinct colour is matched once, by squared distance, and remembered in a table
+    over all 2^24 colours, so later frames (mostly the same colours) cost one lookup a pixel."""
+
+    def __init__(self, colours: np.ndarray):
+        self.colours = colours
+        self.table = np.zeros(1 << 24, dtype=np.uint8)
+        self.known = np.zeros(1 << 24, dtype=bool)
+
+    def __call__(self, frame: np.ndarray) -> np.ndarray:
+        codes = (frame[..., 0].astype(np.int32) << 16) | (frame[..., 1].astype(np.int32) << 8) | frame[..., 2]
+        new = np.unique(codes[~self.known[codes]])
+        if new.size:
+            rgb = np.stack([(new >> 16) & 255, (new >> 8) & 255, new & 255], axis=1).astype(np.int64)
+            self.table[new] = np.argmin(((rgb[:, None, :] - self.colours[None, :, :]) ** 2).sum(axis=2), axis=1)
+            self.known[new] = True
+        return self.table[codes]
+
+
+def _shown(results: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+    batching = labels.section(results, "batching", "slot_timeline_animation")
+    shown = [(n, p) for n, p in ordered_policies(batching) if n in ("static", "continuous") and p.get("timeline")]
+    if not shown:
+        raise ValueError("chart 'slot_timeline_animation' needs a per-request timeline for static or continuous")
+    return batching, shown
+
+
+def sample_steps(horizon: int, frames: int = FRAMES) -> list[int]:
+    """The decode steps the frames show: evenly spaced from 0 to the end of the longest run."""
+    return sorted({int(round(x)) for x in np.linspace(0, horizon, frames)})
+
+
+@register_chart("slot_timeline_animation", needs=("batching",), size="x", animated=True)
+def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Path, str, Size]:
+    """Write out_dir/slot_timeline_animation.gif; return (path, alt text, size)."""
+    batching, shown = _shown(results)
+    path = Path(out_dir) / "slot_timeline_animation.gif"
+    digest = memo.key("slot_timeline_animation", batching, [SIZE.width, SIZE.height, FRAMES, FPS, HOLD_MS])
+    if not memo.recall(digest, out_dir):
+        _draw(batching, shown, path)
+        memo.remember(digest, out_dir, [path.name])
+    return path, _alt(batching, shown), SIZE
+
+
+def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], path: Path) -> None:
+    slots = int(batching["slots"])
+    horizon = max(int(p["steps"]) for _, p in shown)
+    lengths = np.concatenate([np.subtract(p["timeline"]["end_step"], p["timeline"]["start_step"]) for _, p in shown])
+    long_from = 4 * float(np.median(lengths))
+    fig = style.new_figure(SIZE)
+    top, gap = 0.80, 0.13
+    height = (top - 0.2 - gap * (len(shown) - 1)) / len(shown)
+    panels = []
+    for i, (name, pol) in enumerate(shown):
+        ax = fig.add_axes((0.05, top - (i + 1) * height - i * gap, 0.93, height))
+        tl = pol["timeline"]
+        start = np.asarray(tl["start_step"], dtype=float)
+        end = np.asarray(tl["end_step"], dtype=float)
+        slot = np.asarray(tl["slot"], dtype=float)
+        is_long = (end - start) > long_from
+        idle = PolyCollection([], facecolors=style.LIGHT_GREY, edgecolors="none")
+        bars = {colour: PolyCollection([], facecolors=colour, edgecolors="white", linewidths=0.4)
+                for colour in (SHORT, LONG)}
+        ax.add_collection(idle)
+        for coll in bars.values():
+            ax.add_collection(coll)
+        now = ax.axvline(0, color=style.INK, linewidth=1.6)
+        ax.set_xlim(0, horizon * 1.005)
+        ax.set_ylim(0, slots)
+        ax.set_yticks([])
+        ax.set_ylabel(f"{slots} slots")
+        style.thousands_ticks(ax.xaxis)
+        if i == len(shown) - 1:
+            ax.set_xlabel("decode step")
+        else:
+            ax.tick_params(labelbottom=False)
+        title = ax.set_title("", fontsize=FONT["base"] + 2, color=policy_colour(name), pad=6)
+        panels.append((name, pol, start, end, slot, is_long, idle, bars, now, title))
+    handles = [Patch(color=SHORT, label="short request"), Patch(color=LONG, label="long request"),
+               Patch(color=style.LIGHT_GREY, label="idle slot")]
+    fig.legend(handles=handles, loc="lower right", bbox_to_anchor=(0.995, 0.0), ncol=3, handlelength=1.2,
+               columnspacing=1.0)
+    style.heading(fig, "Same requests, same slots: who is still working?")
+    style.source_note(fig, labels.batching_source(batching))
+
+    def rects(x0: np.ndarray, x1: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+        return [np.array([[a, s + 0.06], [b, s + 0.06], [b, s + 0.94], [a, s + 0.94]]) for a, b, s in zip(x0, x1, y)]
+
+    def draw(step: int) -> list[Any]:
+        changed: list[Any] = []
+        for name, pol, start, end, slot, is_long, idle, bars, now, title in panels:
+            steps = int(pol["steps"])
+            t = min(step, steps)
+            idle.set_verts(rects(np.zeros(slots), np.full(slots, float(t)), np.arange(slots)))
+            begun = start < t
+            for colour, mask in ((SHORT, begun & ~is_long), (LONG, begun & is_long)):
+                bars[colour].set_verts(rects(start[mask], np.minimum(end[mask], t), slot[mask]))
+            now.set_xdata([t, t])
+            done = int(np.sum(end <= t))
+            if step >= steps:
+                title.set_text(f"{NAMES[name]}: done at step {steps:,}, {style.pct(pol['utilisation'])} busy")
+            else:
+                title.set_text(f"{NAMES[name]}: step {t:,}, {done:,} of {len(end):,} requests done")
+            changed += [idle, *bars.values(), now, title]
+        return changed
+
+    moving = [a for panel in panels for a in (panel[6], *panel[7].values(), panel[8], panel[9])]
+    for artist in moving:
+        artist.set_animated(True)  # left out of the full draw: the background holds the rest
+    writer = SteadyPaletteWriter(fps=FPS, hold_ms=HOLD_MS)
+    with writer.saving(fig, path, SIZE.dpi):
+        fig.canvas.draw()
+        background = fig.canvas.copy_from_bbox(fig.bbox)
+        for step in sample_steps(horizon):
+            fig.canvas.restore_region(background)
+            for artist in draw(step):
+                fig.draw_artist(artist)
+            writer.grab_frame()
+
+
+def _alt(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]]) -> str:
+    pols = dict(shown)
+    sentences = [f"Animated slot timeline, {labels.batching_source(batching)}."]
+    if "continuous" in pols:
+        p = pols["continuous"]
+        sentences.append(f"Continuous batching refills freed slots and is done at step {p['steps']:,} "
+                         f"({style.pct(p['utilisation'])} busy).")
+    if "static" in pols:
+        p = pols["static"]
+        sentences.append(f"Static batching idles behind its slowest request until step {p['steps']:,} "
+                         f"({style.pct(p['utilisation'])} busy).")
+    return style.fit_alt(sentences)

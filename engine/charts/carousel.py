@@ -1,0 +1,254 @@
+"""The LinkedIn carousel: one PDF of 4:5 portrait slides, plus a PNG of each page for review.
+
+Why a PDF: LinkedIn shows a document post as slides the reader swipes through, and a PDF is the
+format it takes that every tool can check. Pages are 1080 × 1350 points, so the PNG previews at
+72 dpi are 1080 × 1350 pixels, LinkedIn's portrait size.
+
+Same bytes every build: fonts embedded as TrueType (``pdf.fonttype`` 42, which also keeps the
+text selectable and searchable), no creation date in the metadata, charts drawn from the same
+numbers. The slide words come from engine.slides (a template under the drafts' rules); the
+charts are the registered chart functions, drawn afresh at their own sizes and embedded as
+images at twice the page's resolution.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+from matplotlib.patches import Rectangle
+
+from engine.charts import memo, style
+from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
+from engine.slides import CarouselSpec, Slide, SlideText
+
+PAGE_W, PAGE_H = 1080, 1350  # points; at 72 dpi, pixels
+DPI = 72
+MARGIN = 84  # points: the same on every side of every slide
+ACCENT = OKABE_ITO["blue"]
+FILE = "carousel.pdf"
+PREVIEWS = "carousel"  # folder of page PNGs: derived views, not images to post (so no alt text)
+CHART_PX = 2 * (PAGE_W - 2 * MARGIN)  # chart images at twice the page's resolution
+
+# Type sizes in points on a 1080-point page: read on a phone at ~375 px wide, 30 pt ≈ 10 px.
+TYPE = {"kicker": 26, "day": 120, "title": 64, "headline": 50, "body": 34, "footer": 24}
+RC = {"pdf.fonttype": 42, "font.family": "DejaVu Sans", "text.color": INK}
+
+
+@dataclass(frozen=True)
+class Page:
+    """One rendered slide, as results['carousel']['pages'] records it."""
+
+    number: int
+    kind: str
+    chart: str | None
+    headline: str
+    body: str
+    preview: str  # path of the PNG, relative to the day's folder
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def build(carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Write folder/carousel.pdf and folder/carousel/page-NN.png; return the results record."""
+    import matplotlib
+
+    folder = Path(folder)
+    (folder / PREVIEWS).mkdir(parents=True, exist_ok=True)
+    pages: list[Page] = []
+    total = len(carousel.slides)
+    meta = {
+        "Title": f"Day {results['day']}: {results['title']}",
+        "Subject": results["series"]["name"],
+        "Creator": "sixty-days-engine",
+        "CreationDate": None,  # no timestamp: same bytes every build
+    }
+    previews = [f"{PREVIEWS}/page-{number:02d}.png" for number in range(1, total + 1)]
+    digest = memo.key("carousel", carousel.model_dump(), [vars(t) for t in texts], drawn_from(carousel, results))
+    if not memo.recall(digest, folder):
+        with matplotlib.rc_context(RC), PdfPages(folder / FILE, metadata=meta) as pdf:
+            for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
+                fig = _page(slide, text, results, number, total)
+                pdf.savefig(fig)
+                for image in fig.findobj(AxesImage):  # resample for the preview, embed as-is in the PDF
+                    image.set_interpolation("antialiased")
+                fig.savefig(folder / previews[number - 1], format="png", dpi=DPI, metadata={"Software": None})
+        memo.remember(digest, folder, [FILE, *previews])
+    for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
+        pages.append(Page(number, slide.kind, slide.chart, text.headline, text.body, previews[number - 1]))
+    return {
+        "file": FILE,
+        "title": meta["Title"],
+        "width_pt": PAGE_W,
+        "height_pt": PAGE_H,
+        "pages": [p.to_dict() for p in pages],
+    }
+
+
+def drawn_from(carousel: CarouselSpec, results: dict[str, Any]) -> dict[str, Any]:
+    """The parts of results the pages show: the frame's fields and each slide chart's sections
+    (the chart registry's needs), so a build that differs elsewhere (a measurement's label, the
+    inputs' paths) still finds the pages it drew before."""
+    from engine.charts import registry
+
+    needed = sorted({need for slide in carousel.slides if slide.chart for need in registry.get(slide.chart).needs})
+    frame = {k: results.get(k) for k in ("day", "title", "series", "repository")}
+    return {"frame": frame, "sections": {need: results.get(need) for need in needed}}
+
+
+# ---- one page -----------------------------------------------------------------------------------
+
+
+def _page(slide: Slide, text: SlideText, results: dict[str, Any], number: int, total: int) -> Figure:
+    fig = Figure(figsize=(PAGE_W / DPI, PAGE_H / DPI), dpi=DPI)
+    FigureCanvasAgg(fig)
+    fig.patch.set_facecolor("white")
+    _frame(fig, results, number, total)
+    if slide.kind == "cover":
+        _cover(fig, text, results)
+    elif slide.kind == "closing":
+        _closing(fig, text, results)
+    else:
+        _chart_slide(fig, slide, text, results)
+    return fig
+
+
+def _y(points_from_top: float) -> float:
+    return 1 - points_from_top / PAGE_H
+
+
+def _x(points_from_left: float) -> float:
+    return points_from_left / PAGE_W
+
+
+def _frame(fig: Figure, results: dict[str, Any], number: int, total: int) -> None:
+    """What every slide shares: the series line and page number on top, a progress bar below."""
+    series = results["series"]
+    fig.text(_x(MARGIN), _y(MARGIN), f"{series['name'].upper()}  ·  DAY {results['day']}",
+             fontsize=TYPE["kicker"], color=MUTED, fontweight="bold", va="top", ha="left")
+    fig.text(_x(PAGE_W - MARGIN), _y(MARGIN), f"{number} / {total}", fontsize=TYPE["kicker"], color=MUTED,
+             va="top", ha="right")
+    fig.add_artist(Rectangle((_x(MARGIN), _y(MARGIN + 52)), _x(96), 6 / PAGE_H, color=ACCENT,
+                             transform=fig.transFigure))
+    width = (PAGE_W - 2 * MARGIN - (total - 1) * 8) / total
+    for k in range(total):
+        left = MARGIN + k * (width + 8)
+        fig.add_artist(Rectangle((_x(left), _y(PAGE_H - 56)), _x(width), 8 / PAGE_H, transform=fig.transFigure,
+                                 color=ACCENT if k < number else LIGHT_GREY))
+    if number < total:  # the closing slide shows the repository large instead
+        fig.text(_x(MARGIN), _y(PAGE_H - 84), results["repository"], fontsize=TYPE["footer"], color=MUTED,
+                 va="center", ha="left")
+        fig.text(_x(PAGE_W - MARGIN), _y(PAGE_H - 84), "swipe →", fontsize=TYPE["footer"], color=ACCENT,
+                 fontweight="bold", va="center", ha="right")
+
+
+def _cover(fig: Figure, text: SlideText, results: dict[str, Any]) -> None:
+    fig.text(_x(MARGIN), _y(250), f"Day {results['day']}", fontsize=TYPE["day"], color=ACCENT,
+             fontweight="bold", va="top")
+    bottom = _block(fig, text.headline, 430, TYPE["title"], weight="bold", max_lines=6)
+    if text.body:
+        _block(fig, text.body, bottom + 48, TYPE["body"], color=MUTED, max_lines=7)
+    # The policies' colours as a quiet signature: the same colours the charts inside use.
+    for k, colour in enumerate(style.POLICY_COLOURS.values()):
+        fig.add_artist(Rectangle((_x(MARGIN + k * 72), _y(PAGE_H - 170)), _x(56), 56 / PAGE_H, color=colour,
+                                 transform=fig.transFigure))
+
+
+def _closing(fig: Figure, text: SlideText, results: dict[str, Any]) -> None:
+    bottom = _block(fig, text.headline, 300, TYPE["title"], weight="bold", max_lines=6)
+    if text.body:
+        bottom = _block(fig, text.body, bottom + 48, TYPE["body"], color=MUTED, max_lines=8)
+    fig.add_artist(Rectangle((_x(MARGIN), _y(bottom + 80)), _x(PAGE_W - 2 * MARGIN), 2 / PAGE_H, color=GREY,
+                             transform=fig.transFigure))
+    fig.text(_x(MARGIN), _y(bottom + 120), "Code", fontsize=TYPE["body"], color=MUTED, va="top")
+    link = fig.text(_x(MARGIN), _y(bottom + 170), results["repository"], fontsize=TYPE["headline"] - 8,
+                    color=ACCENT, fontweight="bold", va="top")
+    _shrink_to_width(fig, link)
+
+
+def _chart_slide(fig: Figure, slide: Slide, text: SlideText, results: dict[str, Any]) -> None:
+    bottom = _block(fig, text.headline, 190, TYPE["headline"], weight="bold", max_lines=4)
+    if text.body:
+        bottom = _block(fig, text.body, bottom + 28, TYPE["body"], color=MUTED, max_lines=5)
+    image = chart_pixels(slide.chart or "", results)
+    room_w = PAGE_W - 2 * MARGIN
+    room_h = (PAGE_H - 140) - (bottom + 48)
+    height_px, width_px = image.shape[:2]
+    w = room_w
+    h = w * height_px / width_px
+    if h > room_h:  # a tall chart: fit the height instead, centred
+        h = room_h
+        w = h * width_px / height_px
+    left = (PAGE_W - w) / 2
+    top = bottom + 48 + (room_h - h) / 2
+    ax = fig.add_axes((_x(left), _y(top + h), _x(w), h / PAGE_H))
+    ax.imshow(image, interpolation="none")
+    ax.set_axis_off()
+    fig.add_artist(Rectangle((_x(left), _y(top + h)), _x(w), h / PAGE_H, transform=fig.transFigure,
+                             fill=False, edgecolor=LIGHT_GREY, linewidth=2))
+
+
+def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
+    """A registered chart drawn at its own platform size, as RGB pixels CHART_PX wide."""
+    from engine import charts
+
+    if name not in charts.CHARTS:
+        raise ValueError(f"chart '{name}' cannot go on a slide; slides take: {', '.join(sorted(charts.CHARTS))}")
+    size = style.SIZES[charts.CHARTS[name].size]
+    with style.theme():
+        fig, _alt = charts.CHARTS[name](results, size=size)
+        fig.set_dpi(CHART_PX / style.WIDTH_IN)  # the chart's own layout, at twice the page's resolution
+        fig.canvas.draw()
+        return np.array(fig.canvas.buffer_rgba())[..., :3]
+
+
+# ---- text ---------------------------------------------------------------------------------------
+
+
+def _block(fig: Figure, text: str, top: float, size: float, *, weight: str = "normal", color: str = INK,
+           max_lines: int = 6) -> float:
+    """Wrap `text` to the page's width at `size` (smaller until it fits in max_lines); return the
+    block's bottom, in points from the top, so the next block starts below it."""
+    room = PAGE_W - 2 * MARGIN
+    while True:
+        lines = wrap(fig, text, size, weight, room)
+        if len(lines) <= max_lines or size <= 20:
+            break
+        size -= 2
+    spacing = 1.25
+    fig.text(_x(MARGIN), _y(top), "\n".join(lines), fontsize=size, fontweight=weight, color=color, va="top",
+             ha="left", linespacing=spacing)
+    return top + size * (1 + spacing * (len(lines) - 1)) * 1.05
+
+
+def wrap(fig: Figure, text: str, size: float, weight: str, room: float) -> list[str]:
+    """Greedy word wrap by measured width (points), with the font that will draw the text."""
+    renderer = fig.canvas.get_renderer()
+    probe = fig.text(0, 0, "", fontsize=size, fontweight=weight)
+    lines: list[str] = []
+    current = ""
+    for word in text.split():
+        candidate = f"{current} {word}".strip()
+        probe.set_text(candidate)
+        if current and probe.get_window_extent(renderer).width * 72 / fig.dpi > room:
+            lines.append(current)
+            current = word
+        else:
+            current = candidate
+    if current:
+        lines.append(current)
+    probe.remove()
+    return lines
+
+
+def _shrink_to_width(fig: Figure, text: Any) -> None:
+    renderer = fig.canvas.get_renderer()
+    room = (PAGE_W - 2 * MARGIN) * fig.dpi / 72
+    while text.get_window_extent(renderer).width > room and text.get_fontsize() > 20:
+        text.set_fontsize(text.get_fontsize() - 2)

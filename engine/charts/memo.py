@@ -1,0 +1,43 @@
+"""Files drawn earlier in this process, by the numbers they were drawn from.
+
+Why: the carousel and the animation take seconds to draw, and one process often builds the same
+day more than once (``make all`` with days that link back, the watch loop, the test suite).
+Drawing is deterministic (same numbers, same bytes), so the bytes drawn for one key are the
+bytes any later draw with that key would write. Memory only, never on disk: a new process, or
+new code, always draws afresh. ``forget`` empties it (the determinism tests draw twice).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+_STORE: dict[str, dict[str, bytes]] = {}
+
+
+def key(kind: str, *parts: Any) -> str:
+    """A digest of everything a drawing reads: JSON with sorted keys, so dict order is no input."""
+    text = json.dumps([kind, *parts], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def recall(digest: str, folder: Path) -> bool:
+    """Write the files remembered under `digest` into folder; False when there are none."""
+    files = _STORE.get(digest)
+    if files is None:
+        return False
+    for name, data in files.items():
+        path = Path(folder) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return True
+
+
+def remember(digest: str, folder: Path, names: list[str]) -> None:
+    """Keep the bytes of folder/<name> for each name (relative paths) under `digest`."""
+    _STORE[digest] = {name: (Path(folder) / name).read_bytes() for name in names}
+
+
+def forget() -> None:
+    _STORE.clear()

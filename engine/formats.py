@@ -1,0 +1,45 @@
+"""The formats beyond text: a LinkedIn carousel (PDF) and an animated GIF, drawn and checked.
+
+The pipeline calls two functions here and nothing else: ``draw_carousel`` (slide words from the
+day's template, engine.slides; pages drawn by engine.charts.carousel) and ``check_media`` (every
+such file against its platform's file limits, engine.platforms.media). The GIF itself is a chart
+(``slot_timeline_animation`` in engine.charts), drawn with the others.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.spec import DaySpec
+
+
+def draw_carousel(spec: DaySpec, results: dict[str, Any], folder: Path, templates_root: Path) -> dict[str, Any]:
+    """The LinkedIn carousel: slide words from the day's template, pages drawn to one PDF."""
+    from engine import pipeline, slides
+    from engine.charts import carousel
+
+    assert spec.carousel is not None
+    context = pipeline.template_context(results)
+    texts = slides.render_text(spec.carousel, context, templates_root, pipeline.day_folder_name(spec.day))
+    return carousel.build(spec.carousel, texts, results, folder)
+
+
+def check_media(folder: Path, results: dict[str, Any]) -> dict[str, Any]:
+    """The carousel PDF and any GIF against their platforms' file limits; ChecksFailed names the file."""
+    from engine.pipeline import ChecksFailed
+    from engine.platforms import media
+
+    checks: dict[str, Any] = {}
+    violations: list[Any] = []
+    files = [c["file"] for c in results.get("charts", []) if c["file"].endswith(".gif")]
+    if results.get("carousel"):
+        files.append(results["carousel"]["file"])
+    for name in files:
+        path = folder / name
+        found = media.gif_counts(path) if name.endswith(".gif") else media.document_counts(path, media.page_sizes(path))
+        checks[name] = [vars(c) for c in found[0]]
+        violations += found[1]
+    if violations:
+        raise ChecksFailed([str(v) for v in violations])
+    return checks

@@ -1,0 +1,327 @@
+"""The formats people post: the LinkedIn carousel (one PDF) and the animated timeline for X.
+
+The PDF is read back with pypdf, the GIF with Pillow: libraries that did not write them. The
+figures expected on the slides are the lab's (test_build_day37 pins them: 14.3%, 72.3%, 5.0x,
+5,797 and 1,148 steps); the limits are the platforms' published ones (engine.platforms.media).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from pypdf import PdfReader
+
+from engine import slides
+from engine.charts import memo
+from engine.charts.animation import FRAMES
+from engine.errors import UserError
+from engine.pipeline import ChecksFailed, build, template_context
+from engine.platforms import media
+from engine.spec import load_spec
+
+from conftest import DAYS, REPO
+
+TEMPLATES = REPO / "templates"
+
+
+@pytest.fixture(scope="module")
+def day37(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("out")
+    build(DAYS / "day37.yaml", out)
+    return out / "day37"
+
+
+@pytest.fixture(scope="module")
+def results(day37: Path) -> dict:
+    return json.loads((day37 / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def pdf(day37: Path) -> PdfReader:
+    return PdfReader(day37 / "carousel.pdf")
+
+
+def page_text(reader: PdfReader, k: int) -> str:
+    return " ".join(reader.pages[k].extract_text().split())
+
+
+# ---- the carousel ----------------------------------------------------------------------------
+
+
+def test_carousel_has_one_page_per_slide_at_linkedin_portrait_size(pdf: PdfReader) -> None:
+    spec = load_spec(DAYS / "day37.yaml")
+    assert spec.carousel is not None
+    assert len(pdf.pages) == len(spec.carousel.slides) == 5
+    for page in pdf.pages:
+        box = page.mediabox
+        # 1080 x 1350 points: at 72 dpi, LinkedIn's 4:5 portrait size in pixels.
+        assert (float(box.left), float(box.bottom), float(box.width), float(box.height)) == (0, 0, 1080, 1350)
+
+
+def test_slides_say_the_labs_numbers_as_text(pdf: PdfReader, results: dict) -> None:
+    cover, memory, batching, timeline, closing = (page_text(pdf, k) for k in range(5))
+    assert "Day 37" in cover and results["title"] in cover
+    assert "2,048-token chats: 64 requests fit" in memory and "8,192-token chats: 16" in memory
+    assert "calculated" in memory
+    for figure in ("200 requests", "16 slots", "14.3%", "72.3%", "5.0x", "simulated"):
+        assert figure in batching, figure
+    assert "Static batching waits for its slowest request" in timeline
+    assert "github.com/anurag629/system-design-60-days" in closing
+    assert [f"{k} / 5" in page_text(pdf, k - 1) for k in range(1, 6)] == [True] * 5
+
+
+def test_each_chart_slide_embeds_its_chart_at_twice_the_page_resolution(pdf: PdfReader) -> None:
+    """Cover and closing are text only; each chart slide carries one image, 1,824 pixels wide
+    (twice the 912 points between the margins), so it stays sharp when a reader zooms in."""
+    import re
+
+    drawn = [re.findall(rb"/(\w+) Do", page.get_contents().get_data()) for page in pdf.pages]
+    assert [len(names) for names in drawn] == [0, 1, 1, 1, 0]
+    assert len({names[0] for names in drawn if names}) == 3  # three different charts
+    xobjects = pdf.pages[1]["/Resources"]["/XObject"]  # matplotlib shares one resource dictionary
+    widths = {int(xobjects["/" + names[0].decode()].get_object()["/Width"]) for names in drawn if names}
+    assert widths == {1824}
+
+
+def _fonts(obj) -> list[dict]:
+    """Every font dictionary on a page, with the CID fonts inside composite (Type 0) ones."""
+    found = []
+    for font in obj.get("/Resources", {}).get("/Font", {}).values():
+        font = font.get_object()
+        found.append(font)
+        for child in font.get("/DescendantFonts", []):
+            found.append(child.get_object())
+    return found
+
+
+def test_fonts_are_embedded_truetype_and_there_is_no_creation_date(pdf: PdfReader) -> None:
+    fonts = [f for page in pdf.pages for f in _fonts(page)]
+    assert fonts
+    described = [f["/FontDescriptor"].get_object() for f in fonts if "/FontDescriptor" in f]
+    assert described and all("/FontFile2" in d for d in described)  # TrueType program embedded
+    assert not [f for f in fonts if f.get("/Subtype") == "/Type3"]  # no Type 3 bitmaps
+    info = pdf.metadata
+    assert "/CreationDate" not in info and "/ModDate" not in info
+    assert info["/Title"].startswith("Day 37: ")
+
+
+def test_previews_are_the_pages_in_order(day37: Path, results: dict) -> None:
+    pages = results["carousel"]["pages"]
+    assert [p["number"] for p in pages] == [1, 2, 3, 4, 5]
+    assert [p["kind"] for p in pages] == ["cover", "chart", "chart", "chart", "closing"]
+    assert [p["chart"] for p in pages[1:4]] == ["kv_fit", "utilisation", "slot_timeline"]
+    for page in pages:
+        with Image.open(day37 / page["preview"]) as image:
+            assert image.size == (1080, 1350)
+
+
+def test_review_page_shows_the_carousel_and_the_animation(day37: Path) -> None:
+    html = (day37 / "index.html").read_text()
+    section = html.split('<section id="carousel">', 1)[1].split("</section>", 1)[0]
+    assert 'href="carousel.pdf"' in section
+    shown = [line.split('src="', 1)[1].split('"', 1)[0] for line in section.splitlines() if "<img" in line]
+    assert shown == [f"carousel/page-{k:02d}.png" for k in range(1, 6)]
+    assert '<img src="slot_timeline_animation.gif"' in html and "animated GIF" in html
+
+
+# ---- the animation ---------------------------------------------------------------------------
+
+
+def test_gif_is_within_x_limits_and_loops(day37: Path, results: dict) -> None:
+    path = day37 / "slot_timeline_animation.gif"
+    assert path.stat().st_size < media.GIF_TARGET_BYTES  # well under X's 15 MB, under mobile's 5 MB
+    with Image.open(path) as gif:
+        assert gif.format == "GIF" and gif.size == (1280, 720)
+        assert 10 <= gif.n_frames <= 60  # sampled, not one frame per decode step
+        assert gif.info["loop"] == 0
+        durations = []
+        for k in range(gif.n_frames):
+            gif.seek(k)
+            durations.append(gif.info["duration"])
+    assert 2000 <= sum(durations) <= 10000  # a few seconds, the last frame held longest
+    assert durations[-1] == max(durations)
+    alt = (day37 / "slot_timeline_animation.alt.txt").read_text()
+    assert "5,797" in alt and "1,148" in alt and "14.3%" in alt and "72.3%" in alt
+    entry = next(c for c in results["charts"] if c["name"] == "slot_timeline_animation")
+    assert (entry["file"], entry["width"], entry["height"], entry["platform"]) == (
+        "slot_timeline_animation.gif", 1280, 720, "x")
+
+
+def test_gif_first_and_last_frames_show_the_run(day37: Path) -> None:
+    """Frame one has no request drawn yet; the last shows the continuous run ending near 1,148 of
+    5,797 steps: its panel is blank past about a fifth of the width."""
+    with Image.open(day37 / "slot_timeline_animation.gif") as gif:
+        first = gif.convert("RGB")
+        gif.seek(gif.n_frames - 1)
+        last = gif.convert("RGB")
+    blue = (0, 114, 178)  # a short request's colour (Okabe-Ito blue)
+
+    def share_of(image: Image.Image, colour: tuple, box: tuple) -> float:
+        pixels = np.asarray(image.crop(box)).reshape(-1, 3)
+        return float(np.mean(np.all(pixels == colour, axis=1)))
+
+    top_panel = (70, 150, 1250, 310)
+    assert share_of(first, blue, top_panel) == 0
+    assert share_of(last, blue, top_panel) > 0
+    past_continuous = (int(64 + 1190 * 0.3), 410, 1250, 570)  # x beyond ~30% of the axis
+    assert share_of(last, blue, past_continuous) == 0
+
+
+# ---- both: same bytes every build ------------------------------------------------------------
+
+
+def test_same_bytes_when_drawn_again(day37: Path, results: dict, tmp_path: Path) -> None:
+    """A second, real draw (the in-process memo emptied first) writes the same bytes."""
+    from engine import charts
+    from engine.formats import draw_carousel
+
+    memo.forget()
+    spec = load_spec(DAYS / "day37.yaml")
+    draw_carousel(spec, results, tmp_path, TEMPLATES)
+    charts.draw("slot_timeline_animation", results, tmp_path)
+    names = ["carousel.pdf", "slot_timeline_animation.gif"] + [p["preview"] for p in results["carousel"]["pages"]]
+    for name in names:
+        assert (tmp_path / name).read_bytes() == (day37 / name).read_bytes(), name
+
+
+# ---- the spec and the template ---------------------------------------------------------------
+
+
+def _spec_with(tmp_path: Path, old: str, new: str) -> Path:
+    days = tmp_path / "days"
+    shutil.copytree(DAYS, days, ignore=shutil.ignore_patterns("*.measured"))
+    path = days / "day37.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_a_slide_naming_an_unknown_chart_is_a_spec_error(tmp_path: Path) -> None:
+    path = _spec_with(tmp_path, "    - chart: utilisation", "    - chart: utilisaton")
+    with pytest.raises(UserError) as err:
+        load_spec(path)
+    assert err.value.field == "carousel.slides.2"
+    assert "unknown chart 'utilisaton'" in str(err.value)
+
+
+def test_a_slide_needs_its_charts_section(tmp_path: Path) -> None:
+    path = _spec_with(tmp_path, "    - chart: utilisation", "    - chart: queue_hockey_stick")
+    with pytest.raises(UserError, match="chart 'queue_hockey_stick' needs a 'queueing' section"):
+        load_spec(path)
+
+
+def test_too_many_slides_is_a_spec_error(tmp_path: Path) -> None:
+    many = "\n".join(["    - chart: kv_fit"] * (slides.MAX_SLIDES + 1))
+    path = _spec_with(tmp_path, "    - chart: utilisation", many)
+    with pytest.raises(UserError, match=f"at most {slides.MAX_SLIDES}"):
+        load_spec(path)
+
+
+@pytest.fixture(scope="module")
+def context(results: dict) -> dict:
+    return template_context(results)
+
+
+def _templates(tmp_path: Path, text: str) -> Path:
+    root = tmp_path / "templates"
+    shutil.copytree(TEMPLATES, root)
+    (root / "day37" / "carousel" / "slides.md.j2").write_text(text)
+    return root
+
+
+def test_a_number_typed_into_the_slide_template_is_refused(tmp_path: Path, context: dict) -> None:
+    source = (TEMPLATES / "day37" / "carousel" / "slides.md.j2").read_text()
+    root = _templates(tmp_path, source.replace("First: memory caps", "First: 64 requests, memory caps"))
+    spec = load_spec(DAYS / "day37.yaml")
+    with pytest.raises(UserError) as err:
+        slides.render_text(spec.carousel, context, root, "day37")
+    assert str(err.value.file) == "templates/day37/carousel/slides.md.j2"
+    assert "a number typed into a template" in str(err.value)
+
+
+def test_slide_template_sections_must_match_the_slides(tmp_path: Path, context: dict) -> None:
+    spec = load_spec(DAYS / "day37.yaml")
+    source = (TEMPLATES / "day37" / "carousel" / "slides.md.j2").read_text()
+    missing = _templates(tmp_path / "a", source.replace("## closing", "## closin"))
+    with pytest.raises(UserError, match="section 'closin' is not a slide"):
+        slides.render_text(spec.carousel, context, missing, "day37")
+    long_line = "word " * (slides.MAX_HEADLINE // 5 + 1)
+    too_long = _templates(tmp_path / "b", source.replace("## closing\n", f"## closing\n{long_line}\n"))
+    with pytest.raises(UserError, match=f"over {slides.MAX_HEADLINE}"):
+        slides.render_text(spec.carousel, context, too_long, "day37")
+    texts = slides.render_text(spec.carousel, context, TEMPLATES, "day37")
+    assert [t.headline for t in texts][0] == context["title"] + "."
+
+
+# ---- the platform rules on files ---------------------------------------------------------------
+
+
+def _gif(path: Path, size: tuple[int, int], frames: int, loop: int | None = 0) -> Path:
+    images = [Image.new("P", size, color=k % 2) for k in range(frames)]
+    for image in images:
+        image.putpalette([255, 255, 255, 0, 0, 0])
+    extra = {} if loop is None else {"loop": loop}
+    images[0].save(path, save_all=True, append_images=images[1:], duration=100, **extra)
+    return path
+
+
+def test_gif_rules_at_their_limits(tmp_path: Path) -> None:
+    ok = _gif(tmp_path / "ok.gif", (1280, 1080), 2)
+    assert media.gif_counts(ok)[1] == []
+    wide = media.gif_counts(_gif(tmp_path / "wide.gif", (1281, 10), 2))[1]
+    assert [str(v) for v in wide] == ["wide.gif: animated GIF: width px 1281/1280 FAIL"]
+    once = media.gif_counts(_gif(tmp_path / "once.gif", (8, 8), 2, loop=None))[1]
+    assert [v.detail for v in once] == ["does not loop forever (loop=None)"]
+    frames = media.gif_counts(_gif(tmp_path / "many.gif", (4, 4), 351))[1]
+    assert [v.detail for v in frames] == ["frames 351/350 FAIL"]
+    # The pixel budget counts every frame: two 1280 x 1080 frames are 2,764,800 pixels.
+    assert media.gif_counts(ok, media.GifRules(max_pixels=2_764_800))[1] == []
+    over = media.gif_counts(ok, media.GifRules(max_pixels=2_764_799))[1]
+    assert [v.detail for v in over] == ["pixels × frames 2764800/2764799 FAIL"]
+
+
+def test_document_rules_at_their_limits(tmp_path: Path) -> None:
+    path = tmp_path / "deck.pdf"
+    path.write_bytes(b"%PDF-1.4\n" + b"0" * 100)
+    portrait = (1080.0, 1350.0)
+    assert media.document_counts(path, [portrait] * 300)[1] == []
+    assert [v.detail for v in media.document_counts(path, [portrait] * 301)[1]] == ["pages 301/300 FAIL"]
+    square = media.document_counts(path, [(1080.0, 1080.0)])[1]
+    assert [v.detail for v in square] == ["page 1080×1080 pt is not 4:5"]
+    mixed = media.document_counts(path, [portrait, (540.0, 675.0)])[1]
+    assert [v.detail.split(":")[0] for v in mixed] == ["pages differ in size"]
+    small = media.DocumentRules(max_bytes=100)
+    assert [v.detail for v in media.document_counts(path, [portrait], small)[1]] == ["document bytes 109/100 FAIL"]
+
+
+def test_a_media_file_over_its_limit_fails_the_build_naming_it(tmp_path: Path, monkeypatch) -> None:
+    out = tmp_path / "out"
+    monkeypatch.setattr(media, "X_GIF", media.GifRules(max_frames=10))
+    with pytest.raises(ChecksFailed) as err:
+        build(DAYS / "day37.yaml", out)
+    assert err.value.violations == [f"slot_timeline_animation.gif: animated GIF: frames {FRAMES}/10 FAIL"]
+    assert not (out / "day37").exists()  # nothing written
+
+
+def test_check_command_holds_the_files_to_the_same_limits(day37: Path, tmp_path: Path, capsys) -> None:
+    """`engine check` on a day's folder: the built one passes; a GIF a person swapped in that is
+    too wide, and one with no alt text, are each named."""
+    from engine.cli import main
+    from engine.platforms import check_day_dir
+
+    day = tmp_path / "day37"
+    shutil.copytree(day37, day)
+    report = check_day_dir(day)
+    assert report.ok, report.violations
+    assert [c.name for c in report.counts["carousel.pdf"]] == ["document bytes", "pages"]
+    _gif(day / "slot_timeline_animation.gif", (1600, 900), 3)
+    _gif(day / "extra.gif", (8, 8), 2)
+    assert main(["check", str(day)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL slot_timeline_animation.gif: animated GIF: width px 1600/1280" in out
+    assert "FAIL extra.gif: alt text: no extra.alt.txt beside it" in out
