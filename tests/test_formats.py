@@ -325,3 +325,18 @@ def test_check_command_holds_the_files_to_the_same_limits(day37: Path, tmp_path:
     out = capsys.readouterr().out
     assert "FAIL slot_timeline_animation.gif: animated GIF: width px 1600/1280" in out
     assert "FAIL extra.gif: alt text: no extra.alt.txt beside it" in out
+
+
+def test_frames_are_thinned_until_the_gif_fits_the_margin(results: dict, tmp_path: Path, monkeypatch) -> None:
+    """With a margin the full animation overshoots, the frames are halved until it fits (or the
+    floor is reached): the file stays under the margin, with fewer frames than the default."""
+    from engine import charts
+    from engine.charts import animation
+
+    memo.forget()
+    size = charts.draw("slot_timeline_animation", results, tmp_path / "full").path.stat().st_size
+    monkeypatch.setattr(media, "GIF_TARGET_BYTES", size - 1)
+    thin = charts.draw("slot_timeline_animation", results, tmp_path / "thin").path
+    with Image.open(thin) as gif:
+        assert animation.MIN_FRAMES <= gif.n_frames < FRAMES
+    assert thin.stat().st_size < size

@@ -7,7 +7,8 @@ done early, while static batching's slots sit grey behind its slowest request.
 How it stays small and the same bytes every build:
 - 1280 × 720 px: X's largest 16:9 GIF (its limit is 1280 × 1080, engine.platforms.media).
 - A few dozen frames sampled evenly over the run, not one per decode step, then the last frame
-  held; Pillow merges identical frames into one longer one.
+  held. Should the file ever pass the margin under X's limits (media.GIF_TARGET_BYTES), the
+  frames are halved and it is drawn again.
 - One palette for every frame (built from the finished picture), no dithering: flat colours
   compress well and never shimmer between frames.
 - No timestamps: GIF has no date field, and frames are rendered by Agg from the same numbers.
@@ -29,6 +30,7 @@ from engine.charts.registry import register_chart
 
 SIZE = Size("x_gif", 1280, 720, "x")
 FRAMES = 36  # progress frames, sampled evenly over the longest policy's run
+MIN_FRAMES = 9  # below this the motion stops reading as motion
 FPS = 12  # 36 frames ≈ 3 s of motion
 HOLD_MS = 2500  # the finished picture stays up before the loop restarts
 
@@ -115,14 +117,21 @@ def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Pat
     """Write out_dir/slot_timeline_animation.gif; return (path, alt text, size)."""
     batching, shown = _shown(results)
     path = Path(out_dir) / "slot_timeline_animation.gif"
-    digest = memo.key("slot_timeline_animation", batching, [SIZE.width, SIZE.height, FRAMES, FPS, HOLD_MS])
+    from engine.platforms.media import GIF_TARGET_BYTES
+
+    budget = GIF_TARGET_BYTES
+    digest = memo.key("slot_timeline_animation", batching, [SIZE.width, SIZE.height, FRAMES, FPS, HOLD_MS, budget])
     if not memo.recall(digest, out_dir):
-        _draw(batching, shown, path)
+        frames = FRAMES
+        _draw(batching, shown, path, frames)
+        while path.stat().st_size > budget and frames > MIN_FRAMES:  # over the margin: fewer frames
+            frames = max(MIN_FRAMES, frames // 2)
+            _draw(batching, shown, path, frames)
         memo.remember(digest, out_dir, [path.name])
     return path, _alt(batching, shown), SIZE
 
 
-def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], path: Path) -> None:
+def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], path: Path, frames: int) -> None:
     slots = int(batching["slots"])
     horizon = max(int(p["steps"]) for _, p in shown)
     lengths = np.concatenate([np.subtract(p["timeline"]["end_step"], p["timeline"]["start_step"]) for _, p in shown])
@@ -191,7 +200,7 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
     with writer.saving(fig, path, SIZE.dpi):
         fig.canvas.draw()
         background = fig.canvas.copy_from_bbox(fig.bbox)
-        for step in sample_steps(horizon):
+        for step in sample_steps(horizon, frames):
             fig.canvas.restore_region(background)
             for artist in draw(step):
                 fig.draw_artist(artist)
