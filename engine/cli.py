@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("engine.commands.bench", "measure on a real device with torch"),
     "check": ("engine.commands.check", "check drafts against X and LinkedIn rules"),
     "review": ("engine.commands.review", "build the review pages for every day in out/"),
+    "sweep": ("engine.commands.sweep", "capacity planning: a grid of serving configs against latency targets"),
 }
 
 

@@ -72,6 +72,10 @@ def compute(spec: DaySpec, ctx: Context) -> dict[str, Any]:
         from engine.experiments import queueing
 
         results["queueing"] = queueing.run(spec.queueing, ctx)
+    if spec.sweep is not None:
+        from engine.experiments import sweep
+
+        results["sweep"] = sweep.run(spec.sweep, ctx)
     results["measured"] = measured.run(spec, ctx, measurement)
     results["links_back"] = links.run(spec, ctx)
     return results
@@ -112,6 +116,7 @@ def template_context(results: dict[str, Any]) -> dict[str, Any]:
         "kv": results.get("kv_cache"),
         "bt": results.get("batching"),
         "qu": results.get("queueing"),
+        "sw": results.get("sweep"),
         "charts": results["inputs"]["charts"],  # names the spec asked for, to attach images
     }
 

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.errors import UserError
+from engine.sweep.grid import SweepSection
 from engine.workload import WorkloadSpec
 
 # strict: YAML's `true` must not pass for 1, nor 16.5 for 16.
@@ -273,6 +274,8 @@ ChartName = Literal[
     "kv_blocks",
     "queue_hockey_stick",
     "shared_vs_separate",
+    "pareto",
+    "cheapest_table",
 ]
 
 
@@ -287,6 +290,8 @@ CHART_NEEDS: dict[str, tuple[str, ...]] = {
     "kv_blocks": ("batching",),
     "queue_hockey_stick": ("queueing",),
     "shared_vs_separate": ("queueing",),
+    "pareto": ("sweep",),
+    "cheapest_table": ("sweep",),
 }
 
 # One word each, CamelCase for screen readers; LinkedIn wants 3 to 5 at the end of a post.
@@ -306,6 +311,7 @@ class DaySpec(_Strict):
     kv_cache: KvCacheSection | None = None
     batching: BatchingSection | None = None
     queueing: QueueingSection | None = None
+    sweep: SweepSection | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "DaySpec":

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from engine.charts import batching, kv, queueing, scoreboard, style
+from engine.charts import batching, kv, pareto, queueing, scoreboard, style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -57,6 +57,8 @@ CHARTS: dict[str, ChartFn] = {
     "kv_blocks": batching.kv_blocks,
     "queue_hockey_stick": queueing.queue_hockey_stick,
     "shared_vs_separate": queueing.shared_vs_separate,
+    "pareto": pareto.pareto,
+    "cheapest_table": pareto.cheapest_table,
 }
 
 # The size each chart is drawn at unless the caller asks for another (style.SIZES keys).
@@ -70,6 +72,8 @@ DEFAULT_SIZE: dict[str, str] = {
     "kv_blocks": "linkedin",
     "queue_hockey_stick": "linkedin",
     "shared_vs_separate": "linkedin",
+    "pareto": "x",
+    "cheapest_table": "linkedin",
 }
 
 
