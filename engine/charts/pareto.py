@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from engine.charts import labels, style
 from engine.charts.style import FONT, OKABE_ITO, Size
@@ -37,10 +38,12 @@ def pareto(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
     front = sw["pareto"]
     ax.plot([r[metric] for r in front], [r["throughput_tok_s_per_gpu"] for r in front], color=FRONT,
             linewidth=2.5, marker="o", markersize=7, drawstyle="steps-post", label="Pareto front", zorder=4)
-    if sw["cheapest"]:
-        best = sw["cheapest"][0]
-        ax.scatter([best[metric]], [best["throughput_tok_s_per_gpu"]], s=260, marker="*",
-                   color=CHEAPEST, zorder=5, label="cheapest meeting the targets")
+    per_rate = len(sw["grid"].get("arrival_rate") or []) > 1
+    stars = sw["cheapest_per_rate"] if per_rate else sw["cheapest"][:1]
+    if stars:
+        ax.scatter([r[metric] for r in stars], [r["throughput_tok_s_per_gpu"] for r in stars], s=260,
+                   marker="*", color=CHEAPEST, zorder=5,
+                   label="cheapest meeting the targets" + (", per rate" if per_rate else ""))
     target = sw["targets"].get(metric)
     if target is not None:
         ax.axvline(target, color=style.MUTED, linestyle="--", linewidth=1.5, zorder=1)
@@ -49,6 +52,7 @@ def pareto(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
                     color=style.MUTED)
     if ok and max(r[metric] for r in ok) > 20 * min(r[metric] for r in ok):
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
     ax.set_xlabel(f"{_metric_words(metric)} (s)")
     ax.set_ylabel("output tokens/s per GPU")
     style.thousands_ticks(ax.yaxis)
@@ -69,10 +73,12 @@ def cheapest_table(results: dict[str, Any], size: Size | None = None) -> tuple[F
     """The cheapest setups that meet the targets: configuration, cost, and the latencies."""
     sw = labels.section(results, "sweep", "cheapest_table")
     fig = style.new_figure(size or "linkedin")
-    style.heading(fig, "The cheapest setups that meet the target")
+    per_rate = len(sw["grid"].get("arrival_rate") or []) > 1
+    style.heading(fig, "The cheapest setup that meets the target, at each rate" if per_rate
+                  else "The cheapest setups that meet the target")
     targets = ", ".join(f"{_metric_words(k)} ≤ {_ms(v)}" for k, v in sw["targets"].items())
     fig.text(0.012, 0.86, f"targets: {targets}", fontsize=FONT["small"], color=style.MUTED, va="top")
-    rows = sw["cheapest"][:TABLE_ROWS]
+    rows = (sw["cheapest_per_rate"] if per_rate else sw["cheapest"])[:TABLE_ROWS]
     if not rows:
         fig.text(0.5, 0.5, _wrap(sw["statement"] or "No configuration has a list price.", 55),
                  ha="center", va="center", fontsize=FONT["base"] + 2, fontweight="bold",
@@ -99,8 +105,8 @@ def cheapest_table(results: dict[str, Any], size: Size | None = None) -> tuple[F
 
 def source(sw: dict[str, Any]) -> str:
     w = sw["workload"]
-    return (f"Simulated: {sw['points']:,} configurations, {w['requests']:,} requests each. "
-            "Cost: on-demand list prices per GPU-hour (see prices.yaml for each source and date).")
+    return (f"Simulated: {sw['points']:,} configurations × {w['requests']:,} requests, roofline step times. "
+            "Cost: on-demand list prices (source and date in prices.yaml).")
 
 
 def _setup_head(r: dict[str, Any]) -> str:

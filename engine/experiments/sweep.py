@@ -65,6 +65,8 @@ def summarise(
         "feasible": sum(r["status"] == "ok" for r in rows),
         "meeting": meeting,
         "targets": targets,
+        "grid": section.grid.model_dump(),
+        "names": _display_names(section),
         "pareto_latency": section.pareto_latency,
         "workload": load_summary,
         "prices": used,
@@ -76,6 +78,16 @@ def summarise(
         "statement": analysis.nobody_meets(rows, targets),
         "rows": rows if full or len(rows) <= ROWS_IN_RESULTS else None,
     }
+
+
+def _display_names(section: SweepSection) -> dict[str, str]:
+    """Catalog name → the name people use ('llama-3-8b' → 'Llama-3-8B'), for posts and charts."""
+    from engine.catalog import load_gpu, load_model
+
+    names = {g: load_gpu(g).display_name for g in section.grid.gpu}
+    for m in section.grid.model:
+        names[m] = load_model(m).display_name or m
+    return names
 
 
 def _short(row: dict[str, Any]) -> dict[str, Any]:
