@@ -20,6 +20,8 @@ import pytest
 from engine import charts
 from engine.charts import style
 
+from sweep_fixture import sweep_results
+
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
 SLOTS = 16
@@ -150,6 +152,7 @@ def day37_results() -> dict:
                       "separate_random": _wait_row(90.1, 450.2),
                       "separate_round_robin": _wait_row(61.0, 318.0), "wait_ratio": 2.1},
         },
+        "sweep": sweep_results(),
     }
 
 
@@ -254,6 +257,9 @@ def test_alt_text_is_made_from_the_numbers(results: dict, drawn: dict[str, chart
     assert "64 GiB KV cache" in alt["memory_breakdown"] and "14 GiB weights" in alt["memory_breakdown"]
     assert "98.1 ms" in alt["queue_hockey_stick"]
     assert "42.6 ms" in alt["shared_vs_separate"] and "2.1x longer" in alt["shared_vs_separate"]
+    assert "8 simulated serving configurations" in alt["pareto"] and "6 meet the targets" in alt["pareto"]
+    # at 5 req/s both A100 40GB rows cost $1.99 an hour; 256 seqs moves more tokens (1,046/s vs 1,044/s)
+    assert "1× a100-40gb, seqs 256, batch 4,096, 5 req/s: $1.99 an hour" in alt["cheapest_table"]
     # a different number gives a different alt text: nothing is typed in
     changed = copy.deepcopy(results)
     changed["batching"]["policies"]["static"]["utilisation"] = 0.2
@@ -300,6 +306,8 @@ def test_each_chart_names_where_its_numbers_came_from(results: dict) -> None:
         "slot_timeline": ["simulated, 200 requests, 16 slots"], "utilisation": ["simulated"],
         "latency_cdf": ["simulated"], "kv_blocks": ["simulated"],
         "queue_hockey_stick": ["simulated, M/M/1"], "shared_vs_separate": ["simulated, 2 servers at 90% load"],
+        "pareto": ["Simulated: 8 configurations", "list prices"],
+        "cheapest_table": ["Simulated: 8 configurations", "list prices"],
     }
     assert set(expected) == set(charts.CHARTS)
     for name, needles in expected.items():
