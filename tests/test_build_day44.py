@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import DAYS
 
 from engine.pipeline import build
 from engine.spec import load_spec
-
-from conftest import DAYS
 
 
 def test_the_real_day44_spec_is_valid_and_asks_for_the_sweep_charts():

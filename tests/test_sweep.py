@@ -112,7 +112,8 @@ def test_a_point_is_the_simulator_run_on_the_same_workload(tmp_path):
     """The adapter's numbers are batching.simulate's own on the workload at the point's rate."""
     import numpy as np
 
-    from engine import batching, workload as wl
+    from engine import batching
+    from engine import workload as wl
     from engine.batching.loaders import num_blocks_from_catalog
 
     sec = section()
@@ -278,14 +279,14 @@ def test_pareto_front_matches_the_naive_definition():
                     status=rng.choice(["ok", "ok", "infeasible"])) for i in range(rng.randint(0, 25))]
         ok = [i for i, r in enumerate(rows) if r["status"] == "ok"]
 
-        def dominated(i: int) -> bool:
-            a = rows[i]
+        def dominated(a: dict[str, Any], others: list[dict[str, Any]]) -> bool:
             return any((b["e2e_p99"] <= a["e2e_p99"] and b["throughput_tok_s_per_gpu"] >= a["throughput_tok_s_per_gpu"])
                        and (b["e2e_p99"] < a["e2e_p99"] or b["throughput_tok_s_per_gpu"] > a["throughput_tok_s_per_gpu"])
-                       for b in (rows[j] for j in ok))
+                       for b in others)
 
         front = analysis.pareto_front(rows, "e2e_p99")
-        naive = {(rows[i]["e2e_p99"], rows[i]["throughput_tok_s_per_gpu"]) for i in ok if not dominated(i)}
+        alive = [rows[j] for j in ok]
+        naive = {(rows[i]["e2e_p99"], rows[i]["throughput_tok_s_per_gpu"]) for i in ok if not dominated(rows[i], alive)}
         assert {(rows[i]["e2e_p99"], rows[i]["throughput_tok_s_per_gpu"]) for i in front} == naive
         assert len(front) == len(naive)  # one point per non-dominated spot, the first in grid order
 

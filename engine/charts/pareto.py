@@ -147,8 +147,9 @@ def _wrap(text: str, width: int) -> str:
 
 
 def _pareto_alt(sw: dict[str, Any], metric: str, ok: int, met: int) -> str:
-    sentences = [f"Scatter of {ok:,} simulated serving configurations: output tokens per second per GPU "
-                 f"against {_metric_words(metric)} latency."]
+    first = (f"Scatter of {ok:,} simulated serving configurations: output tokens per second per GPU "
+             f"against {_metric_words(metric)} latency.")
+    sentences = [first]
     if sw["statement"]:
         sentences.append("None meets the latency targets.")
     else:

@@ -120,10 +120,8 @@ def report(summary: dict[str, Any]) -> str:
     """What the terminal shows: the sweep in one line, then the cheapest configurations."""
     w = summary["workload"]
     targets = ", ".join(f"{k} ≤ {_seconds(v)}" for k, v in summary["targets"].items())
-    lines = [
-        f"{summary['points']:,} points ({summary['feasible']:,} feasible, {summary['meeting']:,} meet "
-        f"the targets) over {w['requests']:,} requests from {w['source']}; targets: {targets}",
-    ]
+    lines = [(f"{summary['points']:,} points ({summary['feasible']:,} feasible, {summary['meeting']:,} meet "
+              f"the targets) over {w['requests']:,} requests from {w['source']}; targets: {targets}")]
     if summary["unpriced"]:
         lines.append(f"no list price in the catalog for {', '.join(summary['unpriced'])}: "
                      "those points are not ranked by cost")

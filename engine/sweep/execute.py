@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from engine.errors import UserError
 from engine.sweep import adapter
@@ -93,7 +94,11 @@ def run(
     pending = list(dict(pending).items())  # a key once, even if two points share it
     if pending:
         bar = _progress(len(pending), len(the_plan.points), progress)
-        done = lambda key, point, metrics: (store.add(key, point.to_dict(), metrics), bar.update(1))  # noqa: E731
+
+        def done(key: str, point: Point, metrics: dict[str, Any]) -> None:
+            store.add(key, point.to_dict(), metrics)
+            bar.update(1)
+
         try:
             if ray_address is not None:
                 _run_ray(the_plan, pending, ray_address, done)
@@ -113,7 +118,7 @@ def _cores() -> int:
 
 
 def _progress(total: int, points: int, enabled: bool) -> Any:
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]
 
     resumed = points - total
     desc = f"sweep ({resumed:,} of {points:,} from the results file)" if resumed else "sweep"

@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import json
 from dataclasses import asdict, dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -23,8 +23,10 @@ from engine.workload import GeneratedWorkload, WorkloadSpec
 
 MAX_POINTS = 1_000_000  # a typo in an axis should not queue a year of simulation
 MAX_AXIS_VALUES = 1000
-KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "int8", "int4")
-ROUTERS = ("random", "round_robin", "least_outstanding", "shared_queue")
+KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8", "int4"]
+Router = Literal["random", "round_robin", "least_outstanding", "shared_queue"]
+KV_DTYPES = get_args(KvDtype)
+ROUTERS = get_args(Router)
 LATENCY_METRICS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "e2e_p99")
 # The order of a point's fields, of the CSV's first columns, and of the product's nesting.
 AXES = (
@@ -35,10 +37,12 @@ AXES = (
 PositiveInt = Annotated[int, Field(ge=1, le=1_000_000, strict=True)]
 Seconds = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
 Rate = Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)]
-
-
-def _values(kind: Any) -> Any:
-    return Annotated[list[kind], Field(min_length=1, max_length=MAX_AXIS_VALUES)]
+AxisLength = Field(min_length=1, max_length=MAX_AXIS_VALUES)
+Names = Annotated[list[str], AxisLength]
+Ints = Annotated[list[PositiveInt], AxisLength]
+Routers = Annotated[list[Router], AxisLength]
+KvDtypes = Annotated[list[KvDtype], AxisLength]
+Rates = Annotated[list[Rate], AxisLength]
 
 
 class _Strict(BaseModel):
@@ -48,17 +52,17 @@ class _Strict(BaseModel):
 class Grid(_Strict):
     """Each axis is a list of values; a missing axis has the one default value shown."""
 
-    gpu: _values(str)
-    model: _values(str)
-    tp: _values(PositiveInt) = [1]
-    replicas: _values(PositiveInt) = [1]
-    router: _values(Literal[ROUTERS]) = ["round_robin"]  # type: ignore[valid-type]
-    max_num_seqs: _values(PositiveInt) = [256]
-    max_num_batched_tokens: _values(PositiveInt) = [8192]
-    kv_dtype: _values(Literal[KV_DTYPES]) = ["auto"]  # type: ignore[valid-type]
+    gpu: Names
+    model: Names
+    tp: Ints = [1]
+    replicas: Ints = [1]
+    router: Routers = ["round_robin"]
+    max_num_seqs: Ints = [256]
+    max_num_batched_tokens: Ints = [8192]
+    kv_dtype: KvDtypes = ["auto"]
     # roofline | unit[:SECONDS] | measured:FILE (relative to the spec's folder)
-    step_time: _values(str) = ["roofline"]
-    arrival_rate: _values(Rate) | None = None  # requests/s; None: the workload's own arrivals
+    step_time: Names = ["roofline"]
+    arrival_rate: Rates | None = None  # requests/s; None: the workload's own arrivals
 
     @field_validator("step_time")
     @classmethod
@@ -68,7 +72,7 @@ class Grid(_Strict):
         return values
 
     @model_validator(mode="after")
-    def _distinct(self) -> "Grid":
+    def _distinct(self) -> Grid:
         for axis in AXES:
             values = getattr(self, axis)
             if values is not None and len(set(values)) != len(values):
@@ -87,7 +91,7 @@ class Targets(_Strict):
     e2e_p99: Seconds | None = None
 
     @model_validator(mode="after")
-    def _at_least_one(self) -> "Targets":
+    def _at_least_one(self) -> Targets:
         if not self.given():
             raise ValueError(f"give at least one target: {', '.join(LATENCY_METRICS)}")
         return self
@@ -116,7 +120,7 @@ class SweepSection(_Strict):
     ray: RayOptions | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> "SweepSection":
+    def _consistent(self) -> SweepSection:
         if self.grid.arrival_rate is not None and not isinstance(self.workload, GeneratedWorkload):
             raise ValueError("grid.arrival_rate needs a generated workload (a trace has its own arrivals)")
         total = count_points(self.grid)
