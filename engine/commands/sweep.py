@@ -12,10 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from engine.errors import UserError
+
+EXIT_INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,10 +48,15 @@ def run(args: argparse.Namespace) -> int:
     results_path = Path(args.results) if args.results else out_dir / "points.jsonl"
     if args.fresh and results_path.exists():
         results_path.rename(results_path.with_suffix(results_path.suffix + ".old"))
-    summary = experiment.run(
-        section, Context(spec_path=spec_path), store_path=results_path, workers=args.workers,
-        ray_address=args.ray, progress=not args.no_progress, full=True,
-    )
+    try:
+        summary = experiment.run(
+            section, Context(spec_path=spec_path), store_path=results_path, workers=args.workers,
+            ray_address=args.ray, progress=not args.no_progress, full=True,
+        )
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished points are in {results_path}; run the same command again "
+              "to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
     written = write_outputs(summary, out_dir, title=f"Capacity sweep: {spec_path.stem}", charts=not args.no_charts)
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=2, sort_keys=True))

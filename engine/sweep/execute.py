@@ -134,6 +134,9 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(workload: dict[str, Any], options: dict[str, Any]) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle, once
     _WORKER.update(workload=workload, options=options)
 
 
@@ -147,23 +150,28 @@ def _run_local(the_plan: Plan, pending: list[tuple[str, Point]], workers: int, d
             done(key, point, adapter.evaluate(point, the_plan.workload, the_plan.options))
         return
     workers = min(workers, len(pending))
-    with ProcessPoolExecutor(workers, initializer=_init_worker,
-                             initargs=(the_plan.workload, the_plan.options)) as pool:
-        # At most a few points in flight per worker: an interrupt then loses little work, and
-        # finished points reach the results file as they finish.
-        queue = iter(pending)
-        running: dict[Future[dict[str, Any]], tuple[str, Point]] = {}
-        try:
+    pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(the_plan.workload, the_plan.options))
+    # At most a few points in flight per worker: an interrupt then loses little work, and
+    # finished points reach the results file as they finish.
+    queue = iter(pending)
+    running: dict[Future[dict[str, Any]], tuple[str, Point]] = {}
+    try:
+        _top_up(pool, queue, running, 4 * workers)
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                key, point = running.pop(future)
+                done(key, point, future.result())
             _top_up(pool, queue, running, 4 * workers)
-            while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    key, point = running.pop(future)
-                    done(key, point, future.result())
-                _top_up(pool, queue, running, 4 * workers)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    except BaseException:
+        # Interrupted (or a bug): stop now rather than after the points in flight, which may
+        # take minutes each; what finished is already in the results file.
+        processes = list(getattr(pool, "_processes", {}).values())  # no public API before 3.14
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        raise
+    pool.shutdown()
 
 
 def _top_up(pool: ProcessPoolExecutor, queue: Any, running: dict[Any, Any], limit: int) -> None:
