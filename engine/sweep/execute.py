@@ -190,27 +190,37 @@ def _run_ray(the_plan: Plan, pending: list[tuple[str, Point]], address: str, don
         import ray
     except ImportError:
         raise UserError(f"--ray needs the optional 'ray' extra: {RAY_EXTRA}", field="ray.address") from None
-    if not ray.is_initialized():
-        if address == "local":  # start a one-machine Ray instance here
-            ray.init(include_dashboard=False, log_to_driver=False)
-        else:
-            import engine
+    started = not ray.is_initialized()
+    if started:
+        import engine
 
-            try:  # ship this checkout's engine package to the cluster's workers
-                ray.init(address=address, runtime_env={"py_modules": [str(Path(engine.__file__).parent)]},
-                         log_to_driver=False)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise UserError(f"cannot connect to the Ray cluster at {address!r}: {exc}",
-                                field="ray.address") from None
+        # The workers run this checkout's engine package, shipped by Ray, whatever version (if
+        # any) the cluster has installed: the table must not depend on where a point ran. (A
+        # caller who started Ray itself has set up its workers' environment already.)
+        package = {"py_modules": [str(Path(engine.__file__).parent)], "excludes": ["__pycache__"]}
+        try:
+            if address == "local":  # start a one-machine Ray instance here
+                ray.init(include_dashboard=False, log_to_driver=False, runtime_env=package)
+            else:
+                ray.init(address=address, log_to_driver=False, runtime_env=package)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise UserError(f"cannot connect to the Ray cluster at {address!r}: {exc}",
+                            field="ray.address") from None
     remote = ray.remote(_evaluate_ray)
     workload, options = ray.put(the_plan.workload), ray.put(the_plan.options)
     by_ref = {remote.remote(point, workload, options): (key, point) for key, point in pending}
     waiting = list(by_ref)
-    while waiting:
-        ready, waiting = ray.wait(waiting, num_returns=min(len(waiting), 64), timeout=1.0)
-        for ref in ready:
-            key, point = by_ref.pop(ref)
-            done(key, point, ray.get(ref))
+    try:
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=min(len(waiting), 64), timeout=1.0)
+            for ref in ready:
+                key, point = by_ref.pop(ref)
+                done(key, point, ray.get(ref))
+    finally:
+        for ref in waiting:
+            ray.cancel(ref)
+        if started:
+            ray.shutdown()
 
 
 def _evaluate_ray(point: Point, workload: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
