@@ -50,14 +50,11 @@ def check_supported(point: Point) -> None:
 def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     """Simulate one point: paged (vLLM-style) batching of the workload on the point's engine."""
     from engine import batching
-    from engine.batching.loaders import num_blocks_from_catalog
 
     load = workload_for(workload_doc, point.arrival_rate)
     try:
-        blocks = num_blocks_from_catalog(
-            point.model, point.gpu, options["block_size"], point.kv_dtype, point.tp,
-            options["gpu_memory_utilization"],
-        )
+        blocks = _num_blocks(point.model, point.gpu, options["block_size"], point.kv_dtype, point.tp,
+                             options["gpu_memory_utilization"])
         policy = batching.PagedPolicy(
             num_blocks=blocks,
             block_size=options["block_size"],
@@ -108,8 +105,23 @@ def _step_time(point: Point, options: dict[str, Any]) -> Any:
     if kind == "unit":
         return batching.UnitStepTime(float(rest) if rest else 0.02)
     if kind == "roofline":
-        return batching.roofline_from_catalog(point.model, point.gpu, kv_dtype=point.kv_dtype, tp=point.tp)
+        return _roofline(point.model, point.gpu, point.kv_dtype, point.tp)
     return _measured(str(Path(options["base_dir"]) / rest))
+
+
+# Catalog look-ups repeat across thousands of points: once per process each.
+@lru_cache(maxsize=1024)
+def _num_blocks(model: str, gpu: str, block_size: int, kv_dtype: str, tp: int, utilisation: float) -> int:
+    from engine.batching.loaders import num_blocks_from_catalog
+
+    return num_blocks_from_catalog(model, gpu, block_size, kv_dtype, tp, utilisation)
+
+
+@lru_cache(maxsize=1024)
+def _roofline(model: str, gpu: str, kv_dtype: str, tp: int) -> Any:
+    from engine import batching
+
+    return batching.roofline_from_catalog(model, gpu, kv_dtype=kv_dtype, tp=tp)
 
 
 @lru_cache(maxsize=8)
