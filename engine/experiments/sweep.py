@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.errors import UserError
 from engine.experiments import Context, blame
 from engine.sweep import adapter, analysis, execute
 from engine.sweep.grid import SweepSection, count_points
@@ -105,7 +104,3 @@ def _workload_summary(section: SweepSection, the_plan: execute.Plan) -> dict[str
     summary["arrival_rates"] = list(rates) if rates else None
     return summary
 
-
-def check_section(section: SweepSection | None, spec_path: Path) -> None:
-    if section is None:
-        raise UserError("has no 'sweep' section", file=spec_path, field="sweep")
