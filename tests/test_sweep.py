@@ -211,6 +211,8 @@ def test_ray_address_without_ray_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_ray)
     with pytest.raises(UserError, match="needs the optional 'ray' extra"):
         run(section(), tmp_path, ray_address="ray://head:10001")
+    with pytest.raises(UserError, match="needs the optional 'ray' extra"):  # the spec's own ray: key
+        run(section(ray={"address": "auto"}), tmp_path)
 
 
 # ---- pricing and ranking ----------------------------------------------------------------------
