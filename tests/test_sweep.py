@@ -73,6 +73,7 @@ def test_point_key_depends_on_point_and_context_only():
 @pytest.mark.parametrize("change, field", [
     ({"grid.tp": [1, 2]}, "grid.tp"),
     ({"grid.replicas": [2]}, "grid.replicas"),
+    ({"grid.step_time": ["calibrated:bench.json"]}, "grid.step_time"),
 ])
 def test_axes_the_simulator_cannot_express_yet_are_refused_before_work(tmp_path, change, field):
     with pytest.raises(UserError, match="not supported by this simulator yet") as err:
@@ -97,7 +98,7 @@ def test_spec_mistakes_are_one_line_naming_the_field(tmp_path, capsys):
     bad["sweep"] = {**SMALL, "grid": {**SMALL["grid"], "step_time": ["rooflin"]}}
     path.write_text(yaml.safe_dump(bad))
     assert cli.main(["sweep", str(path)]) == 2
-    assert "use roofline, unit[:SECONDS] or measured:FILE" in capsys.readouterr().err
+    assert "use roofline, unit[:SECONDS], measured:FILE or calibrated:FILE" in capsys.readouterr().err
 
 
 def test_arrival_rates_need_a_generated_workload():

@@ -10,6 +10,12 @@ A configuration that cannot run (the model does not fit on the card, a request l
 KV cache) is a result, not an error: its row says ``infeasible`` and why, and the sweep goes on.
 An axis value this simulator cannot express yet is an error before any work starts.
 
+Re-pointing at the simulator with tensor parallelism, replicas and a calibrated step time: the
+catalog loaders already take ``tp`` (KV blocks, and a roofline with the all-reduce cost), so the
+tp refusal goes; replicas become a cluster run (route, then one engine per replica) whose
+per-request latencies and makespan give the same metrics; ``calibrated:FILE`` becomes a step
+time fitted to that file. ``check_supported`` lists what is still refused.
+
 Workloads are built once per process and arrival rate (``workload_for``), not once per point:
 with thousands of points per process that is the difference between generating 10,000 requests
 once and a thousand times.
@@ -39,6 +45,11 @@ def check_supported(point: Point) -> None:
         raise UserError(
             f"tp {point.tp} is not supported by this simulator yet (no all-reduce cost per layer); "
             "use tp: [1]", field="grid.tp",
+        )
+    if point.step_time.startswith("calibrated:"):
+        raise UserError(
+            f"step_time {point.step_time!r} is not supported by this simulator yet (no calibrated "
+            "step time); use roofline, unit or measured:FILE", field="grid.step_time",
         )
     if point.replicas != 1:
         raise UserError(

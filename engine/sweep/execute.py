@@ -72,7 +72,7 @@ def _measured_files(step_times: Iterable[str], base_dir: Path) -> dict[str, str]
     out = {}
     for text in step_times:
         kind, rest = parse_step_time(text)
-        if kind == "measured":
+        if kind in ("measured", "calibrated"):
             path = base_dir / rest
             try:
                 out[text] = hashlib.sha256(path.read_bytes()).hexdigest()

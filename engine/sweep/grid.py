@@ -60,7 +60,7 @@ class Grid(_Strict):
     max_num_seqs: Ints = [256]
     max_num_batched_tokens: Ints = [8192]
     kv_dtype: KvDtypes = ["auto"]
-    # roofline | unit[:SECONDS] | measured:FILE (relative to the spec's folder)
+    # roofline | unit[:SECONDS] | measured:FILE | calibrated:FILE (files relative to the spec)
     step_time: Names = ["roofline"]
     arrival_rate: Rates | None = None  # requests/s; None: the workload's own arrivals
 
@@ -182,9 +182,9 @@ def parse_step_time(text: str) -> tuple[str, str]:
         if not 0 < seconds <= 1e3:
             raise ValueError(f"step_time {text!r}: seconds per step must be in (0, 1000]")
         return kind, rest
-    if kind == "measured" and rest:
+    if kind in ("measured", "calibrated") and rest:
         return kind, rest
-    raise ValueError(f"step_time {text!r}: use roofline, unit[:SECONDS] or measured:FILE")
+    raise ValueError(f"step_time {text!r}: use roofline, unit[:SECONDS], measured:FILE or calibrated:FILE")
 
 
 def point_key(point: Point, context: dict[str, Any]) -> str:
