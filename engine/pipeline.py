@@ -245,6 +245,9 @@ def headline(results: dict[str, Any]) -> list[str]:
     me = results.get("measured")
     if me:
         lines.append(f"measured: {me['source']} ({me['file']})")
+    sw = results.get("sweep")
+    if sw:
+        lines.append(f"sweep ({sw['source']}): {sw['points']:,} points, {sw['meeting']:,} meet the targets")
     qu = results.get("queueing")
     if qu and "lines" in qu:
         lines.append(f"queueing ({qu['source']}): separate lines wait {qu['lines']['wait_ratio']:.1f}x")
