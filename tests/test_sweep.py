@@ -321,3 +321,14 @@ def test_the_command_prints_the_cheapest_and_writes_the_table(tmp_path, capsys):
     best = summary["cheapest"][0]
     assert best["meets_targets"] and best["gpu"] in text.split("\n")[4]
     assert len((out / "points.jsonl").read_text().splitlines()) == 8
+
+
+def test_measured_step_times_are_read_once_and_a_bad_file_stops_the_sweep_first(tmp_path):
+    points = [{"batch": b, "context": c, "seconds": 0.01 + 0.0001 * b + 1e-7 * b * c}
+              for b in (1, 8, 32) for c in (128, 1024)]
+    (tmp_path / "bench.json").write_text(json.dumps({"step_time": {"points": points}}))
+    out = run(section(**{"grid.step_time": ["measured:bench.json"]}), tmp_path, workers=1)
+    assert all(r["status"] == "ok" for r in out["rows"])
+    (tmp_path / "bench.json").write_text(json.dumps({"step_time": {"points": []}}))
+    with pytest.raises(UserError, match="needs a non-empty list of points"):
+        execute.plan(section(**{"grid.step_time": ["measured:bench.json"]}), tmp_path)

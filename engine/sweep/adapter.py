@@ -63,6 +63,7 @@ def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]
     from engine import batching
 
     load = workload_for(workload_doc, point.arrival_rate)
+    step_time = _step_time(point, options)  # a bad file is the user's error, not the point's
     try:
         blocks = _num_blocks(point.model, point.gpu, options["block_size"], point.kv_dtype, point.tp,
                              options["gpu_memory_utilization"])
@@ -73,7 +74,6 @@ def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]
             max_num_batched_tokens=point.max_num_batched_tokens,
             chunked_prefill=options["chunked_prefill"],
         )
-        step_time = _step_time(point, options)
         result = batching.simulate(load, policy, slots=point.max_num_seqs, step_time=step_time)
     except UserError as err:
         return _infeasible(err.line())
@@ -117,7 +117,7 @@ def _step_time(point: Point, options: dict[str, Any]) -> Any:
         return batching.UnitStepTime(float(rest) if rest else 0.02)
     if kind == "roofline":
         return _roofline(point.model, point.gpu, point.kv_dtype, point.tp)
-    return _measured(str(Path(options["base_dir"]) / rest))
+    return measured_step_time(str(Path(options["base_dir"]) / rest), options["files"][point.step_time])
 
 
 # Catalog look-ups repeat across thousands of points: once per process each.
@@ -136,7 +136,9 @@ def _roofline(model: str, gpu: str, kv_dtype: str, tp: int) -> Any:
 
 
 @lru_cache(maxsize=8)
-def _measured(path: str) -> Any:
+def measured_step_time(path: str, sha256: str) -> Any:
+    """A measured step time from a benchmark file, fitted once per process and file content
+    (the hash is the cache's key: a file re-measured in place is read again)."""
     from engine.batching.loaders import load_measured_step_time
 
     return load_measured_step_time(path)

@@ -51,24 +51,27 @@ def plan(section: SweepSection, base_dir: Path) -> Plan:
                 load(name)
             except UserError as err:
                 raise UserError(err.message, field=field) from None
+    files = _measured_files(section.grid.step_time, base_dir)
     options = {
         "block_size": section.block_size,
         "chunked_prefill": section.chunked_prefill,
         "gpu_memory_utilization": section.gpu_memory_utilization,
         "base_dir": str(base_dir),
+        "files": files,  # step-time file → its content's hash
     }
     context = {
         "simulator": adapter.SIMULATOR,
         "workload": adapter.workload_fingerprint(section.workload, base_dir),
-        "options": {k: v for k, v in options.items() if k != "base_dir"},
-        "measured": _measured_files(section.grid.step_time, base_dir),
+        "options": {k: v for k, v in options.items() if k not in ("base_dir", "files")},
+        "measured": files,
     }
     keys = [point_key(p, context) for p in points]
     return Plan(points, keys, adapter.workload_doc(section.workload, base_dir), options)
 
 
 def _measured_files(step_times: Iterable[str], base_dir: Path) -> dict[str, str]:
-    """Each measured step-time file's hash: a re-measured file must not reuse old results."""
+    """Each step-time file's hash (a re-measured file must not reuse old results), after
+    checking that a measured one reads, so that a bad file stops the sweep before it starts."""
     out = {}
     for text in step_times:
         kind, rest = parse_step_time(text)
@@ -78,6 +81,8 @@ def _measured_files(step_times: Iterable[str], base_dir: Path) -> dict[str, str]
                 out[text] = hashlib.sha256(path.read_bytes()).hexdigest()
             except OSError as exc:
                 raise UserError(f"cannot read {path}: {exc.strerror}", field="grid.step_time") from None
+            if kind == "measured":
+                adapter.measured_step_time(str(path), out[text])
     return out
 
 
