@@ -51,11 +51,6 @@ def ms(seconds: float, digits: int = 0) -> str:
     return f"{seconds * 1000:.{digits}f} ms"
 
 
-def usd(value: float) -> str:
-    """3.99 → '$3.99'; 1234.5 → '$1,234.50': dollars, to the cent."""
-    return f"${value:,.2f}"
-
-
 def hashtag(word: str) -> str:
     """'SystemDesign' → '#SystemDesign' (CamelCase reads better with screen readers)."""
     return "#" + word.lstrip("#")
@@ -83,7 +78,6 @@ FILTERS = {
         "gib": gib,
         "fixed": fixed,
         "ms": ms,
-        "usd": usd,
         "hashtag": hashtag,
     }.items()
 }
