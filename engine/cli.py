@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("engine.commands.review", "build the review pages for every day in out/"),
     "lab": ("engine.commands.lab", "run a day's own lab once and keep its figures"),
     "serve": ("engine.commands.serve", "live preview: serve out/ locally, rebuild a day when its files change"),
+    "sweep": ("engine.commands.sweep", "capacity planning: a grid of serving configs against latency targets"),
 }
 
 

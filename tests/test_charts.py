@@ -20,6 +20,8 @@ import pytest
 from engine import charts
 from engine.charts import style
 
+from sweep_fixture import sweep_results
+
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
 SLOTS = 16
@@ -151,6 +153,7 @@ def day37_results() -> dict:
                       "separate_round_robin": _wait_row(61.0, 318.0), "wait_ratio": 2.1},
         },
         "lab": _lab(),
+        "sweep": sweep_results(),
     }
 
 
@@ -281,6 +284,9 @@ def test_alt_text_is_made_from_the_numbers(results: dict, drawn: dict[str, chart
     assert "64 GiB KV cache" in alt["memory_breakdown"] and "14 GiB weights" in alt["memory_breakdown"]
     assert "98.1 ms" in alt["queue_hockey_stick"]
     assert "42.6 ms" in alt["shared_vs_separate"] and "2.1x longer" in alt["shared_vs_separate"]
+    assert "8 simulated serving configurations" in alt["pareto"] and "6 meet the targets" in alt["pareto"]
+    # at 5 req/s both A100 40GB rows cost $1.99 an hour; 256 seqs moves more tokens (1,046/s vs 1,044/s)
+    assert "1× a100-40gb, seqs 256, batch 4,096, 5 req/s: $1.99 an hour" in alt["cheapest_table"]
     # a different number gives a different alt text: nothing is typed in
     changed = copy.deepcopy(results)
     changed["batching"]["policies"]["static"]["utilisation"] = 0.2
@@ -328,6 +334,8 @@ def test_each_chart_names_where_its_numbers_came_from(results: dict) -> None:
         "latency_cdf": ["simulated"], "kv_blocks": ["simulated"],
         "queue_hockey_stick": ["simulated, M/M/1"], "shared_vs_separate": ["simulated, 2 servers at 90% load"],
         "terminal": ["measured on Test CPU, 2 cores"], "figures_table": ["Measured on Test CPU, 2 cores"],
+        "pareto": ["Simulated: 8 configurations", "list prices"],
+        "cheapest_table": ["Simulated: 8 configurations", "list prices"],
     }
     assert set(expected) == {n for n, c in charts.CHARTS.items() if not c.animated}
     for name, needles in expected.items():

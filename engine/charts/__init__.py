@@ -17,7 +17,7 @@ from engine.charts.registry import CHARTS, Chart, register_chart
 
 # The chart modules register their charts as they are imported (engine.charts.registry).
 from engine.charts import (  # noqa: E402,F401
-    animation, batching, figures_table, kv, queueing, scoreboard, style, terminal,
+    animation, batching, figures_table, kv, pareto, queueing, scoreboard, style, terminal,
 )
 
 __all__ = ["CHARTS", "Chart", "ChartFile", "draw", "register_chart"]

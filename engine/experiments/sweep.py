@@ -1,0 +1,120 @@
+"""Capacity planning: the spec's sweep section through the simulator, priced and ranked.
+
+The build and ``python -m engine sweep`` both come here, so a day's post and the command line
+quote the same table. The build keeps no results file (a build is a pure function of the spec);
+the command keeps one so that a long sweep resumes.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.sections import Inputs, SpecLocation, blame, register_section
+from engine.sweep import adapter, analysis, execute
+from engine.sweep.grid import SweepSection, count_points
+from engine.sweep.prices import load_prices, price_of
+from engine.sweep.store import ResultStore
+
+# The full table goes to results.json only up to this many points; beyond it, the CSV has them.
+ROWS_IN_RESULTS = 2000
+
+
+def run(
+    section: SweepSection,
+    ctx: SpecLocation,
+    *,
+    store_path: Path | None = None,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: bool = False,
+    full: bool = False,
+) -> dict[str, Any]:
+    with blame(ctx, "sweep"):
+        the_plan = execute.plan(section, ctx.spec_dir)
+    address = ray_address if ray_address is not None else (section.ray.address if section.ray else None)
+    store = ResultStore(store_path)
+    with blame(ctx, "sweep"):
+        raw = execute.run(the_plan, store, workers=workers or section.workers, ray_address=address,
+                          progress=progress)
+    return summarise(section, raw, the_plan, full=full)
+
+
+def summarise(
+    section: SweepSection, raw: list[dict[str, Any]], the_plan: execute.Plan, *, full: bool = False
+) -> dict[str, Any]:
+    """The priced table and what it says, as plain JSON types; `rows` only up to ROWS_IN_RESULTS
+    points unless `full` (the command writes them all to its CSV)."""
+    prices = load_prices()
+    targets = section.targets.given()
+    rows = analysis.with_costs(raw, prices, targets)
+    front = analysis.pareto_front(rows, section.pareto_latency)
+    cheapest = analysis.cheapest(rows, section.cheapest)
+    used = {}
+    for gpu in section.grid.gpu:
+        price = price_of(gpu, prices)
+        used[gpu] = None if price is None else {
+            "usd_per_gpu_hour": price.usd_per_gpu_hour, "source": price.source(), "offer": price.offer,
+        }
+    meeting = sum(r["meets_targets"] for r in rows)
+    load_summary = _workload_summary(section, the_plan)
+    return {
+        "source": "simulated",
+        "simulator": adapter.SIMULATOR,
+        "points": count_points(section.grid),
+        "feasible": sum(r["status"] == "ok" for r in rows),
+        "meeting": meeting,
+        "targets": targets,
+        "grid": section.grid.model_dump(),
+        "names": _display_names(section),
+        "pareto_latency": section.pareto_latency,
+        "workload": load_summary,
+        "prices": used,
+        "unpriced": [g for g, p in used.items() if p is None],
+        "cheapest": [_short(r) for r in cheapest],
+        "cheapest_per_rate": [_short(r) for r in analysis.cheapest_per_rate(rows)],
+        "pareto": [_short(rows[i]) for i in front],
+        "pareto_index": front,
+        "statement": analysis.nobody_meets(rows, targets),
+        "rows": rows if full or len(rows) <= ROWS_IN_RESULTS else None,
+    }
+
+
+def _display_names(section: SweepSection) -> dict[str, str]:
+    """Catalog name → the name people use ('llama-3-8b' → 'Llama-3-8B'), for posts and charts."""
+    from engine.catalog import load_gpu, load_model
+
+    names = {g: load_gpu(g).display_name for g in section.grid.gpu}
+    for m in section.grid.model:
+        names[m] = load_model(m).display_name or m
+    return names
+
+
+def _short(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "config": analysis.describe(row)}
+
+
+def _workload_summary(section: SweepSection, the_plan: execute.Plan) -> dict[str, Any]:
+    """The workload as the posts describe it (at the grid's first arrival rate)."""
+    rates = section.grid.arrival_rate
+    load = adapter.workload_for(the_plan.workload, rates[0] if rates else None)
+    summary = load.summary()
+    trace = getattr(section.workload, "trace", None)
+    if trace is not None:
+        summary["source"] = f"trace {trace}"  # as the spec writes it: same bytes from any cwd
+    summary["arrival_rates"] = list(rates) if rates else None
+    return summary
+
+
+
+def headline(sweep: dict[str, Any]) -> str:
+    return f"sweep ({sweep['source']}): {sweep['points']:,} points, {sweep['meeting']:,} meet the targets"
+
+
+def _run_for_build(section: SweepSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
+    """A day's build: every core, no results file kept (a build is a pure function of the spec)."""
+    return run(section, location)
+
+
+register_section(
+    "sweep", model=SweepSection, run=_run_for_build, title="Capacity sweep", headline=headline, order=50
+)

@@ -1,0 +1,334 @@
+"""The capacity sweep: grid, execution (local pool, Ray), resume, pricing, Pareto, charts, CLI."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from engine import cli
+from engine.errors import UserError
+from engine.sections import SpecLocation
+from engine.experiments import sweep as experiment
+from engine.sweep import adapter, analysis, execute
+from engine.sweep.grid import SweepSection, expand, point_key
+from engine.sweep.prices import PRICES_FILE, load_prices
+from engine.sweep.store import ResultStore
+from engine.sweep.table import to_csv
+
+SMALL: dict[str, Any] = {
+    "workload": {
+        "requests": 40, "seed": 3,
+        "output_tokens": {"kind": "uniform", "low": 5, "high": 30},
+        "prompt_tokens": {"kind": "uniform", "low": 10, "high": 60},
+    },
+    "grid": {
+        "gpu": ["h100-80gb", "a10g"],
+        "model": ["llama-3-8b"],
+        "max_num_seqs": [4, 16],
+        "max_num_batched_tokens": [256],
+        "step_time": ["unit:0.02"],
+        "arrival_rate": [5, 50],
+    },
+    "targets": {"ttft_p99": 0.5},
+}
+
+
+def section(**changes: Any) -> SweepSection:
+    doc = json.loads(json.dumps(SMALL))
+    for key, value in changes.items():
+        node = doc
+        *path, last = key.split(".")
+        for part in path:
+            node = node[part]
+        node[last] = value
+    return SweepSection.model_validate(doc)
+
+
+def run(sec: SweepSection, tmp_path: Path, **kwargs: Any) -> dict[str, Any]:
+    return experiment.run(sec, SpecLocation(spec_path=tmp_path / "spec.yaml"), full=True, **kwargs)
+
+
+# ---- the grid ---------------------------------------------------------------------------------
+
+
+def test_points_come_in_product_order_with_defaults():
+    points = expand(section().grid)
+    assert len(points) == 8
+    assert [(p.gpu, p.max_num_seqs, p.arrival_rate) for p in points[:4]] == [
+        ("h100-80gb", 4, 5), ("h100-80gb", 4, 50), ("h100-80gb", 16, 5), ("h100-80gb", 16, 50)]
+    assert {(p.tp, p.replicas, p.router, p.kv_dtype) for p in points} == {(1, 1, "round_robin", "auto")}
+
+
+def test_point_key_depends_on_point_and_context_only():
+    p, q = expand(section().grid)[:2]
+    assert point_key(p, {"a": 1}) == point_key(p, {"a": 1})
+    assert point_key(p, {"a": 1}) != point_key(q, {"a": 1})
+    assert point_key(p, {"a": 1}) != point_key(p, {"a": 2})
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"grid.tp": [1, 2]}, "grid.tp"),
+    ({"grid.replicas": [2]}, "grid.replicas"),
+    ({"grid.step_time": ["calibrated:bench.json"]}, "grid.step_time"),
+])
+def test_axes_the_simulator_cannot_express_yet_are_refused_before_work(tmp_path, change, field):
+    with pytest.raises(UserError, match="not supported by this simulator yet") as err:
+        execute.plan(section(**change), tmp_path)
+    assert err.value.field == field
+
+
+def test_unknown_gpu_is_named_before_work(tmp_path):
+    with pytest.raises(UserError, match="unknown GPU 'h1000'") as err:
+        execute.plan(section(**{"grid.gpu": ["h1000"]}), tmp_path)
+    assert err.value.field == "grid.gpu"
+
+
+def test_spec_mistakes_are_one_line_naming_the_field(tmp_path, capsys):
+    bad = {"sweep": {**SMALL, "grid": {**SMALL["grid"], "max_num_seqz": [4]}}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    assert cli.main(["sweep", str(path), "--out", str(tmp_path / "o")]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line == f"{path}: sweep.grid.max_num_seqz: unknown field 'max_num_seqz'; did you mean 'max_num_seqs'?"
+    assert not (tmp_path / "o").exists()
+    bad["sweep"] = {**SMALL, "grid": {**SMALL["grid"], "step_time": ["rooflin"]}}
+    path.write_text(yaml.safe_dump(bad))
+    assert cli.main(["sweep", str(path)]) == 2
+    assert "use roofline, unit[:SECONDS], measured:FILE or calibrated:FILE" in capsys.readouterr().err
+
+
+def test_arrival_rates_need_a_generated_workload():
+    with pytest.raises(ValueError, match="needs a generated workload"):
+        SweepSection.model_validate({**SMALL, "workload": {"trace": "x.csv"}})
+
+
+# ---- the adapter ------------------------------------------------------------------------------
+
+
+def test_a_point_is_the_simulator_run_on_the_same_workload(tmp_path):
+    """The adapter's numbers are batching.simulate's own on the workload at the point's rate."""
+    import numpy as np
+
+    from engine import batching
+    from engine import workload as wl
+    from engine.batching.loaders import num_blocks_from_catalog
+
+    sec = section()
+    the_plan = execute.plan(sec, tmp_path)
+    point = the_plan.points[1]  # h100, max_num_seqs 4, 50 req/s
+    got = adapter.evaluate(point, the_plan.workload, the_plan.options)
+    spec = sec.workload.model_copy(update={"arrivals": wl.Poisson(rate=50)})
+    load = wl.generate(spec)
+    blocks = num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16)
+    ref = batching.simulate(load, batching.PagedPolicy(num_blocks=blocks, max_num_seqs=4, max_num_batched_tokens=256,
+                                                       chunked_prefill=True),
+                            slots=4, step_time=batching.UnitStepTime(0.02))
+    assert got["status"] == "ok" and got["num_blocks"] == blocks
+    assert got["ttft_p99"] == pytest.approx(float(np.percentile(ref.latency.seconds["ttft"], 99)), rel=1e-12)
+    assert got["throughput_tok_s"] == pytest.approx(ref.throughput_tokens_per_second, rel=1e-12)
+
+
+def test_a_model_that_does_not_fit_is_an_infeasible_row_not_an_error(tmp_path):
+    sec = section(**{"grid.model": ["llama-3-70b"], "grid.gpu": ["a10g"], "grid.max_num_seqs": [4],
+                     "grid.arrival_rate": [5]})
+    out = run(sec, tmp_path, workers=1)
+    (row,) = out["rows"]
+    assert row["status"] == "infeasible" and "leaves no memory for the KV cache" in row["reason"]
+    assert row["meets_targets"] is False
+    assert out["statement"].startswith("No configuration meets the targets (ttft_p99 ≤ 0.5 s): none of the 1 points")
+
+
+# ---- execution: pool, resume, Ray -------------------------------------------------------------
+
+
+def test_process_pool_and_in_process_give_the_same_table(tmp_path):
+    one = run(section(), tmp_path, workers=1)
+    two = run(section(), tmp_path, workers=2)
+    assert to_csv(one["rows"]) == to_csv(two["rows"])
+    assert [r["gpu"] for r in one["rows"]] == [p.gpu for p in expand(section().grid)]
+
+
+def test_an_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch):
+    sec, store = section(), tmp_path / "points.jsonl"
+    reference = run(sec, tmp_path, workers=1)
+    calls: list[Any] = []
+    real = adapter.evaluate
+
+    def interrupted(point, workload, options):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append(point)
+        return real(point, workload, options)
+
+    monkeypatch.setattr(adapter, "evaluate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run(sec, tmp_path, workers=1, store_path=store)
+    assert len(store.read_text().splitlines()) == 3
+    with store.open("a") as f:  # the kill also cut a fourth line in half
+        f.write('{"key": "abc", "metr')
+    calls.clear()
+    monkeypatch.setattr(adapter, "evaluate", lambda p, w, o: calls.append(p) or real(p, w, o))
+    resumed = run(sec, tmp_path, workers=1, store_path=store)
+    assert len(calls) == 5  # the 8 points less the 3 already stored
+    assert to_csv(resumed["rows"]) == to_csv(reference["rows"])
+    calls.clear()
+    run(sec, tmp_path, workers=1, store_path=store)
+    assert calls == []  # everything stored: nothing recomputed
+    assert len(ResultStore(store).results) == 8
+
+
+def test_changed_options_do_not_reuse_stored_results(tmp_path, monkeypatch):
+    store = tmp_path / "points.jsonl"
+    run(section(), tmp_path, workers=1, store_path=store)
+    calls: list[Any] = []
+    real = adapter.evaluate
+    monkeypatch.setattr(adapter, "evaluate", lambda p, w, o: calls.append(p) or real(p, w, o))
+    run(section(block_size=32), tmp_path, workers=1, store_path=store)
+    assert len(calls) == 8
+
+
+def test_ray_tasks_give_the_same_table_in_the_same_order(tmp_path):
+    ray = pytest.importorskip("ray", reason="the optional 'ray' extra is not installed: pip install 'ray==2.60.0'")
+    local = run(section(), tmp_path, workers=1)
+    remote = run(section(), tmp_path, ray_address="local")  # starts a local instance, stops it after
+    assert not ray.is_initialized()
+    assert to_csv(remote["rows"]) == to_csv(local["rows"])
+
+
+def test_ray_address_without_ray_is_a_clear_error(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray":
+            raise ImportError("no ray")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(UserError, match="needs the optional 'ray' extra"):
+        run(section(), tmp_path, ray_address="ray://head:10001")
+    with pytest.raises(UserError, match="needs the optional 'ray' extra"):  # the spec's own ray: key
+        run(section(ray={"address": "auto"}), tmp_path)
+
+
+# ---- pricing and ranking ----------------------------------------------------------------------
+
+
+def test_every_catalog_price_has_a_source_and_a_date_and_names_a_catalog_gpu():
+    from engine.catalog import gpu_names
+
+    prices = load_prices()
+    assert prices and set(prices) <= set(gpu_names())
+    for price in prices.values():
+        assert price.page.startswith("https://") and price.provider
+        assert len(price.as_of) == len("2026-09-20") and price.as_of[4] == "-"
+    doc = yaml.safe_load(PRICES_FILE.read_text())
+    assert "l40s" not in doc["prices"]  # unknown prices are absent, not guessed
+
+
+def test_price_file_mistakes_name_the_field(tmp_path):
+    path = tmp_path / "prices.yaml"
+    path.write_text("prices:\n  h100-80gb: {usd_per_gpu_hour: -1, provider: X, page: p, as_of: d}\n")
+    with pytest.raises(UserError, match=r"prices.h100-80gb.usd_per_gpu_hour: must be a number"):
+        load_prices(path)
+    path.write_text("prices:\n  h100-80gb: {usd_per_gpu_hour: 2, provider: X, page: p}\n")
+    with pytest.raises(UserError, match=r"prices.h100-80gb.as_of: required field is missing"):
+        load_prices(path)
+
+
+def row(i: int, **kw: Any) -> dict[str, Any]:
+    base = {"gpu": "h100-80gb", "model": "m", "tp": 1, "replicas": 1, "router": "round_robin",
+            "max_num_seqs": 8, "max_num_batched_tokens": 512, "kv_dtype": "auto", "step_time": "roofline",
+            "arrival_rate": 1.0, "status": "ok", "throughput_tok_s": 1000.0, "ttft_p99": 0.1, "e2e_p99": 1.0}
+    return {**base, **kw, "i": i}
+
+
+def test_cost_columns_by_hand():
+    prices = load_prices()
+    (r,) = analysis.with_costs([row(0, throughput_tok_s=2000.0)], prices, {"ttft_p99": 0.2})
+    # one H100 at its list price, 2,000 tokens/s: 7.2 M tokens an hour
+    assert r["usd_per_hour"] == prices["h100-80gb"].usd_per_gpu_hour
+    assert r["usd_per_million_tokens"] == pytest.approx(prices["h100-80gb"].usd_per_gpu_hour / 7.2)
+    assert r["meets_targets"] is True
+    (slow,) = analysis.with_costs([row(0, ttft_p99=0.3)], prices, {"ttft_p99": 0.2})
+    assert slow["meets_targets"] is False
+
+
+def test_cheapest_ranks_by_cost_per_token_then_hour_then_grid_order():
+    rows = [
+        {**row(0), "meets_targets": True, "usd_per_million_tokens": 0.5, "usd_per_hour": 4.0},
+        {**row(1), "meets_targets": True, "usd_per_million_tokens": 0.4, "usd_per_hour": 4.0},
+        {**row(2), "meets_targets": False, "usd_per_million_tokens": 0.1, "usd_per_hour": 1.0},
+        {**row(3), "meets_targets": True, "usd_per_million_tokens": 0.4, "usd_per_hour": 2.0},
+        {**row(4), "meets_targets": True, "usd_per_million_tokens": None, "usd_per_hour": None},
+        {**row(5), "meets_targets": True, "usd_per_million_tokens": 0.4, "usd_per_hour": 2.0},
+    ]
+    assert [r["i"] for r in analysis.cheapest(rows, 10)] == [3, 5, 1, 0]
+    assert [r["i"] for r in analysis.cheapest(rows, 2)] == [3, 5]
+
+
+def test_pareto_front_matches_the_naive_definition():
+    rng = random.Random(7)
+    for _ in range(30):
+        rows = [row(i, e2e_p99=rng.choice([0.5, 1.0, 1.5, 2.0, 3.0]), throughput_tok_s_per_gpu=float(rng.randint(1, 9)),
+                    status=rng.choice(["ok", "ok", "infeasible"])) for i in range(rng.randint(0, 25))]
+        ok = [i for i, r in enumerate(rows) if r["status"] == "ok"]
+
+        def dominated(a: dict[str, Any], others: list[dict[str, Any]]) -> bool:
+            return any((b["e2e_p99"] <= a["e2e_p99"] and b["throughput_tok_s_per_gpu"] >= a["throughput_tok_s_per_gpu"])
+                       and (b["e2e_p99"] < a["e2e_p99"] or b["throughput_tok_s_per_gpu"] > a["throughput_tok_s_per_gpu"])
+                       for b in others)
+
+        front = analysis.pareto_front(rows, "e2e_p99")
+        alive = [rows[j] for j in ok]
+        naive = {(rows[i]["e2e_p99"], rows[i]["throughput_tok_s_per_gpu"]) for i in ok if not dominated(rows[i], alive)}
+        assert {(rows[i]["e2e_p99"], rows[i]["throughput_tok_s_per_gpu"]) for i in front} == naive
+        assert len(front) == len(naive)  # one point per non-dominated spot, the first in grid order
+
+
+# ---- a target nobody meets, charts, the command -----------------------------------------------
+
+
+def test_a_target_nobody_meets_is_a_statement_on_the_page_and_the_charts(tmp_path):
+    from engine.commands.sweep import report, write_outputs
+
+    out = run(section(targets={"ttft_p99": 0.000001}), tmp_path, workers=1)
+    assert out["meeting"] == 0 and out["cheapest"] == []
+    assert out["statement"].startswith("No configuration meets the targets (ttft_p99 ≤ 1e-06 s) among 8 points; "
+                                       "the closest, h100-80gb x1, llama-3-8b")
+    assert out["statement"] in report(out)
+    written = write_outputs(out, tmp_path / "o", title="t")
+    assert {p.name for p in written} == {"sweep.csv", "sweep.json", "pareto.png", "cheapest_table.png"}
+    assert "none meets them" in (tmp_path / "o" / "cheapest_table.alt.txt").read_text()
+    assert "None meets the latency targets" in (tmp_path / "o" / "pareto.alt.txt").read_text()
+
+
+def test_the_command_prints_the_cheapest_and_writes_the_table(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"sweep": SMALL}))
+    out = tmp_path / "o"
+    assert cli.main(["sweep", str(path), "--out", str(out), "--workers", "1", "--no-progress", "--no-charts"]) == 0
+    text = capsys.readouterr().out
+    assert "cheapest configurations that meet the targets" in text
+    lines = (out / "sweep.csv").read_text().splitlines()
+    assert len(lines) == 9 and lines[0].startswith("gpu,model,tp,replicas,router,max_num_seqs")
+    summary = json.loads((out / "sweep.json").read_text())
+    best = summary["cheapest"][0]
+    assert best["meets_targets"] and best["gpu"] in text.split("\n")[4]
+    assert len((out / "points.jsonl").read_text().splitlines()) == 8
+
+
+def test_measured_step_times_are_read_once_and_a_bad_file_stops_the_sweep_first(tmp_path):
+    points = [{"batch": b, "context": c, "seconds": 0.01 + 0.0001 * b + 1e-7 * b * c}
+              for b in (1, 8, 32) for c in (128, 1024)]
+    (tmp_path / "bench.json").write_text(json.dumps({"step_time": {"points": points}}))
+    out = run(section(**{"grid.step_time": ["measured:bench.json"]}), tmp_path, workers=1)
+    assert all(r["status"] == "ok" for r in out["rows"])
+    (tmp_path / "bench.json").write_text(json.dumps({"step_time": {"points": []}}))
+    with pytest.raises(UserError, match="needs a non-empty list of points"):
+        execute.plan(section(**{"grid.step_time": ["measured:bench.json"]}), tmp_path)
