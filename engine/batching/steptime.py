@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Iterable, Protocol, Sequence
+import math
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -43,9 +44,15 @@ class StepTime(Protocol):
 
 
 def step_seconds(model: StepTime, batch: int, context: float, prefill: int) -> float:
-    """One step's seconds; a step where nothing runs is an idle step."""
+    """One step's seconds; a step where nothing runs is an idle step.
+
+    In plain floats when the model offers `step` (the simulator's loop calls this once per
+    event; a numpy call per scalar would cost more than the rest of the loop)."""
     if batch == 0 and prefill == 0:
         return model.idle_seconds
+    scalar = getattr(model, "step", None)
+    if scalar is not None:
+        return float(scalar(batch, context, prefill))
     return float(model.seconds(np.array([batch]), np.array([context]), np.array([prefill]))[0])
 
 
@@ -55,28 +62,64 @@ def run_seconds(model: StepTime, batch: int, first_context: float, steps: int) -
         return 0.0
     if batch == 0:
         return steps * model.idle_seconds
+    scalar = getattr(model, "run", None)
+    if scalar is not None:
+        return float(scalar(batch, first_context, steps))
     return float(model.segment_seconds(batch, first_context, steps))
 
 
 def steps_to_reach(model: StepTime, batch: int, first_context: float, seconds: float) -> int:
     """The fewest steps of such a run that last at least `seconds` (0 if seconds ≤ 0).
 
-    Every step lasts at least the idle time, so the answer is bounded; found by doubling and
-    bisection on the closed-form sum.
+    The model's closed-form `guess` (its sum is a quadratic in the steps) lands within a step
+    or two; the answer is then settled exactly against run_seconds, so it is the same integer
+    a bisection over run_seconds finds. Without a guess: doubling and bisection. Every step
+    lasts at least the idle time, so the answer is bounded.
     """
     if seconds <= 0:
         return 0
-    hi = 1
-    while run_seconds(model, batch, first_context, hi) < seconds:
-        hi *= 2
-    lo = hi // 2  # run_seconds(lo) < seconds (or lo == 0)
+    guess = getattr(model, "guess", None)
+    if batch == 0:
+        start = math.ceil(seconds / model.idle_seconds)
+    elif guess is not None:
+        start = guess(batch, first_context, seconds)
+    else:
+        start = 1
+    return _fewest(lambda k: run_seconds(model, batch, first_context, k), seconds, max(1, start))
+
+
+def _fewest(run: Callable[[int], float], seconds: float, start: int) -> int:
+    """The least k ≥ 1 with run(k) ≥ seconds (run nondecreasing, run(0) = 0 < seconds), found
+    by galloping from `start` and bisecting: two or three calls when `start` is close."""
+    if run(start) >= seconds:
+        hi, width = start, 1
+        while hi - width >= 1 and run(hi - width) >= seconds:
+            hi -= width
+            width *= 2
+        lo = max(0, hi - width)  # run(lo) < seconds, or lo == 0
+    else:
+        lo, width = start, 1
+        while run(lo + width) < seconds:
+            lo += width
+            width *= 2
+        hi = lo + width
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if run_seconds(model, batch, first_context, mid) < seconds:
+        if run(mid) < seconds:
             lo = mid
         else:
             hi = mid
     return hi
+
+
+def _quadratic_steps(first: float, slope: float, seconds: float) -> int:
+    """About the least k with k·first + slope·k(k−1)/2 ≥ seconds (an arithmetic series of step
+    costs): the positive root, rounded up. Only a starting point: the caller settles it."""
+    if slope <= 0:
+        return math.ceil(seconds / first) if first > 0 else 1
+    b = first - slope / 2
+    root = (-b + math.sqrt(b * b + 2 * slope * seconds)) / slope
+    return max(1, math.ceil(root)) if math.isfinite(root) else 1
 
 
 @dataclass(frozen=True)
@@ -102,6 +145,16 @@ class UnitStepTime:
 
     def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
         return np.asarray(steps, dtype=np.float64) * self.seconds_per_step
+
+    # plain-float twins of seconds / segment_seconds, for the simulator's per-event clock
+    def step(self, batch: int, context: float, prefill: int) -> float:
+        return self.seconds_per_step
+
+    def run(self, batch: int, first_context: float, steps: int) -> float:
+        return steps * self.seconds_per_step
+
+    def guess(self, batch: int, first_context: float, seconds: float) -> int:
+        return math.ceil(seconds / self.seconds_per_step)
 
     def describe(self) -> dict:
         return {"kind": "unit", "seconds_per_step": self.seconds_per_step}
@@ -160,6 +213,42 @@ class RooflineStepTime:
         flat = np.where(base >= gamma, 0.0, np.where(slope == 0, steps, np.minimum(steps, crossing)))
         rest = steps - flat
         return gamma * flat + rest * base + slope * (rest * (flat + steps - 1) / 2)
+
+    # plain-float twins of seconds / segment_seconds (the same operations in the same order, so
+    # the same floats), for the simulator's per-event clock
+    def step(self, batch: int, context: float, prefill: int) -> float:
+        moved = self.weights_bytes + self.kv_bytes_per_token * (float(context) + float(prefill))
+        flops = self.flops_per_token * (float(batch) + float(prefill))
+        return max(moved / self.hbm_bytes_per_s, flops / self.peak_flops)
+
+    def _terms(self, batch: float, first_context: float) -> tuple[float, float, float, float]:
+        """(γ, base, slope, crossing): the compute-bound step, the first memory-bound step, its
+        growth per step, and the steps before memory wins (inf: never)."""
+        alpha = self.weights_bytes / self.hbm_bytes_per_s
+        beta = self.kv_bytes_per_token / self.hbm_bytes_per_s
+        gamma = self.flops_per_token * batch / self.peak_flops
+        base = alpha + beta * first_context
+        slope = beta * batch
+        if base >= gamma:
+            return gamma, base, slope, 0.0
+        if slope == 0:
+            return gamma, base, slope, math.inf
+        return gamma, base, slope, float(math.ceil((gamma - base) / slope))
+
+    def run(self, batch: int, first_context: float, steps: int) -> float:
+        gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
+        steps_f = float(steps)
+        flat = min(steps_f, crossing)
+        rest = steps_f - flat
+        return gamma * flat + rest * base + slope * (rest * (flat + steps_f - 1) / 2)
+
+    def guess(self, batch: int, first_context: float, seconds: float) -> int:
+        gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
+        if gamma > 0 and seconds <= gamma * crossing:
+            return math.ceil(seconds / gamma)
+        flat = 0.0 if crossing == math.inf else crossing  # (crossing is inf only if γ·∞ ≥ seconds)
+        left = seconds - gamma * flat
+        return int(flat) + _quadratic_steps(base + slope * flat, slope, left)
 
     def describe(self) -> dict:
         return {
@@ -238,6 +327,21 @@ class MeasuredStepTime:
         )
         first = self.intercept + self.per_token * batch + self.per_context_token * first_context
         return steps * first + self.per_context_token * batch * steps * (steps - 1) / 2
+
+    # plain-float twins of seconds / segment_seconds, for the simulator's per-event clock
+    def step(self, batch: int, context: float, prefill: int) -> float:
+        b, c, p = float(batch), float(context), float(prefill)
+        return self.intercept + self.per_token * (b + p) + self.per_context_token * (c + p)
+
+    def run(self, batch: int, first_context: float, steps: int) -> float:
+        b, c, k = float(batch), float(first_context), float(steps)
+        first = self.intercept + self.per_token * b + self.per_context_token * c
+        return k * first + self.per_context_token * b * k * (k - 1) / 2
+
+    def guess(self, batch: int, first_context: float, seconds: float) -> int:
+        b, c = float(batch), float(first_context)
+        first = self.intercept + self.per_token * b + self.per_context_token * c
+        return _quadratic_steps(first, self.per_context_token * b, seconds)
 
     def describe(self) -> dict:
         return {
