@@ -25,9 +25,11 @@ The rules of one step t, in order (vLLM's V1 scheduler in spirit: running reques
    step (blocks for all of it), or with chunked prefill its first chunk.
 5. Every decoding request emits one token; a prefill that completes in step t decodes from t+1.
 
-Event-driven: the loop visits only steps where something happens (a completion, a block
-boundary while blocks are limited, an arrival that can be admitted, a prefill chunk), so the
-work grows with requests and blocks, not with generated tokens. With unlimited blocks and no
+Event-driven: the loop visits only steps where something happens (a completion, an arrival that
+can be admitted, a prefill chunk, or a step where the decoding requests' next blocks would not
+fit the pool), so the work grows with requests, not with generated tokens or blocks. The
+decoding requests' blocks are counted in aggregate (engine.batching.blocks): a step where
+blocks run short is found in closed form, and only then are requests walked one by one. With unlimited blocks and no
 budget it is exactly continuous batching (the tests check it).
 
 Arrivals are given either as steps (a constant step time puts them on a grid) or, with a
@@ -37,17 +39,17 @@ begins at or after its arrival.
 """
 from __future__ import annotations
 
+import gc
 import heapq
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
+from engine.batching.blocks import DecodeBlocks, ceil_div
 from engine.batching.schedule import Schedule
-from engine.batching.steptime import StepTime, run_seconds, step_seconds, steps_to_reach
+from engine.batching.steptime import StepTime, reach, runner, step_seconds
 from engine.errors import UserError
-
-_COMPLETE, _BLOCK = 0, 1  # event kinds; completions at a step are handled before block needs
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,6 @@ class PagedPolicy:
             raise UserError(f"must be at least 1, got {self.block_size}", field="block_size")
         if self.chunked_prefill and self.max_num_batched_tokens is None:
             raise UserError("chunked prefill needs a token budget", field="max_num_batched_tokens")
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def check_fits(policy: PagedPolicy, prompt: np.ndarray, output: np.ndarray, cap: int) -> None:
@@ -123,7 +121,15 @@ def schedule_paged(
     cap = policy.max_num_seqs or slots
     check_fits(policy, prompt, output, cap)
     sim = _Simulation(eligible, prompt, output, cap, policy, clock)
-    sim.run()
+    # The loop allocates millions of small tuples and ints and frees none of them in cycles:
+    # the cyclic collector would only rescan the growing lists (a third of the time at 10^6).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        sim.run()
+    finally:
+        if collecting:
+            gc.enable()
     return sim.schedule()
 
 
@@ -138,7 +144,11 @@ class _Simulation:
         self.cap = cap
         self.bs = policy.block_size
         self.limited = policy.num_blocks is not None
-        self.free = policy.num_blocks if self.limited else 0
+        self.pool = policy.num_blocks or 0
+        self.free = 0  # blocks free, kept exact within a visited step (set at its start)
+        self.explicit = 0  # blocks held by running requests that are not decoding (prefills)
+        self.decoding_blocks = DecodeBlocks(self.bs)  # the decoding requests' blocks
+        self.held_step = 0  # the step whose allocations the decoding requests have taken
         self.budget = policy.max_num_batched_tokens
         self.chunked = policy.chunked_prefill
         # per request
@@ -149,8 +159,9 @@ class _Simulation:
         self.context = [0] * n  # tokens to have in cache when decoding starts
         self.prefilled = [0] * n  # of those, prefilled so far (while prefilling)
         self.decode_from = [0] * n  # first decode step of the current stay
-        self.ends_at = [0] * n  # step after its last token, if not preempted
-        self.held = [0] * n  # blocks held (only tracked when blocks are limited)
+        self.held = [0] * n  # blocks held while not decoding (only when blocks are limited)
+        self.offset = [0] * n  # while decoding: it reads offset + s tokens at step s
+        self.counted = [False] * n  # in decoding_blocks
         self.version = [0] * n  # bumped on preemption: its queued events go stale
         self.order = [0] * n  # admission counter: older first among same-step block needs
         # queues
@@ -158,7 +169,8 @@ class _Simulation:
         self.prefilling: dict[int, None] = {}
         self.waiting: deque[int] = deque()
         self.free_slots = list(range(min(cap, n)))  # never more than n run at once
-        self.events: list[tuple[int, int, int, int, int]] = []
+        # completions: (step, admission order, request, version); stale once preempted
+        self.events: list[tuple[int, int, int, int]] = []
         self.admitted = 0
         self.preemptions = 0
         # outputs: stays and prefill chunks
@@ -179,6 +191,8 @@ class _Simulation:
             self.timing, arrival = clock
             self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
             self.tolerance = 1e-9 * self.timing.idle_seconds
+            self.idle = self.timing.idle_seconds
+            self.step = getattr(self.timing, "step", None)  # plain floats, when the model has them
         self.now = 0.0  # seconds when step t begins
         self.decoding = 0  # requests decoding in step t
         self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding
@@ -192,9 +206,13 @@ class _Simulation:
         t, arrived = 0, 0
         while True:
             self.t = t
+            limited = self.limited
+            if limited:
+                self.held_step = t - 1
+                self.free = self.pool - self.explicit - self.decoding_blocks.held(t - 1)
             # 1. completions
-            while events and events[0][0] == t and events[0][1] == _COMPLETE:
-                _, _, _, r, version = heapq.heappop(events)
+            while events and events[0][0] == t:
+                _, _, r, version = heapq.heappop(events)
                 if version == self.version[r]:
                     self._complete(r, t)
             # 2. arrivals
@@ -208,18 +226,13 @@ class _Simulation:
                     arrived += 1
             # 3a. block boundaries of decoding requests, oldest first
             preempted = False
-            while events and events[0][0] == t:
-                _, _, _, r, version = heapq.heappop(events)
-                if version != self.version[r]:
-                    continue
-                while self.free < 1 and r in self.running:
-                    preempted = True
-                    self._preempt(next(reversed(self.running)), t)
-                if r in self.running:
-                    self.free -= 1
-                    self.held[r] += 1
-                    if t + self.bs < self.ends_at[r]:
-                        heapq.heappush(events, (t + self.bs, _BLOCK, self.order[r], r, version))
+            if limited:
+                taking = self.decoding_blocks.taking(t)
+                if taking <= self.free:
+                    self.free -= taking
+                else:
+                    preempted = self._reserve_blocks(t)
+                self.held_step = t
             budget_left = (
                 None if self.budget is None
                 else self.budget - (len(self.running) - len(self.prefilling))
@@ -232,7 +245,7 @@ class _Simulation:
                 chunked_now = True
             # 4. admission
             budget_blocked = False
-            if not preempted:
+            if not preempted and self.waiting:
                 budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
                 chunked_now |= admitted_prefill
             # next step where something can change
@@ -241,15 +254,22 @@ class _Simulation:
                 candidates.append(events[0][0])
             if self.prefilling or (self.waiting and (preempted or (budget_blocked and chunked_now))):
                 candidates.append(t + 1)
-            if not self.waiting and arrived < n:
-                candidates.append(
-                    eligible[arrived] if self.timing is None else self._step_reaching(t, self.arrival[arrived])
-                )
-            if not candidates:
-                break
-            following = max(t + 1, min(candidates))
+            if limited:
+                short = self.decoding_blocks.first_over(
+                    t + 1, self.pool - self.explicit, min(candidates) if candidates else None)
+                if short is not None:
+                    candidates.append(short)
+            waiting_for = arrived if not self.waiting and arrived < n else None
             if self.timing is not None:
-                self._advance(t, following)
+                following = self._advance(t, min(candidates) if candidates else None, waiting_for)
+                if following is None:
+                    break
+            else:
+                if waiting_for is not None:
+                    candidates.append(eligible[waiting_for])
+                if not candidates:
+                    break
+                following = max(t + 1, min(candidates))
             t = following
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
 
@@ -260,8 +280,8 @@ class _Simulation:
             self.decoding -= 1
             self.context_sum -= self.context[r] - self.decode_from[r] + 1
         del self.running[r]
-        self.free += self.held[r]
-        self.held[r] = 0
+        if self.limited:
+            self._release(r)
         heapq.heappush(self.free_slots, self.s_slot[self.stay[r]])
         self.s_end[self.stay[r]] = t
         self.generated[r] = self.output[r]
@@ -283,13 +303,39 @@ class _Simulation:
                     self.context_sum -= self.context[v] - self.decode_from[v] + 1
                 else:
                     self.joining.remove(v)
-        self.free += self.held[v]
-        self.held[v] = 0
+        if self.limited:
+            self._release(v)
         self.version[v] += 1
         heapq.heappush(self.free_slots, self.s_slot[stay])
         self.s_end[stay] = t
         self.waiting.appendleft(v)
         self.preemptions += 1
+
+    def _release(self, r: int) -> None:
+        """Free r's blocks: a decoding request's count follows from the step (see blocks)."""
+        if self.counted[r]:
+            self.free += ceil_div(self.offset[r] + self.held_step, self.bs)
+            self.decoding_blocks.remove(self.offset[r])
+            self.counted[r] = False
+        else:
+            self.free += self.held[r]
+            self.explicit -= self.held[r]
+            self.held[r] = 0
+
+    def _reserve_blocks(self, t: int) -> bool:
+        """Step 3a when the pool is short: every decoding request at a block boundary takes a
+        block, oldest first, preempting the newest while none is free. True if it preempted."""
+        preempted = False
+        bs = self.bs
+        for r in list(self.running):
+            if r not in self.running or not self.counted[r] or (self.offset[r] + t - 1) % bs:
+                continue
+            while self.free < 1 and r in self.running:
+                preempted = True
+                self._preempt(next(reversed(self.running)), t)
+            if r in self.running:
+                self.free -= 1
+        return preempted
 
     def _continue_prefills(self, t: int, budget_left: int | None) -> tuple[int | None, bool]:
         assert budget_left is not None  # chunked prefill always has a budget
@@ -301,7 +347,7 @@ class _Simulation:
             if chunk <= 0:
                 continue  # no budget left this step: the chunk waits
             if self.limited:
-                need = _ceil_div(self.prefilled[r] + chunk, self.bs) - self.held[r]
+                need = ceil_div(self.prefilled[r] + chunk, self.bs) - self.held[r]
                 while self.free < need and r in self.running:
                     preempted = True
                     self._preempt(next(reversed(self.running)), t)
@@ -309,6 +355,7 @@ class _Simulation:
                     continue
                 self.free -= need
                 self.held[r] += need
+                self.explicit += need
             budget_left -= chunk
             self.prefilled[r] += chunk
             self._chunk(r, t, chunk)
@@ -327,7 +374,7 @@ class _Simulation:
                 tokens, blocks = 1, 1
             else:
                 tokens = context if not self.chunked else min(context, budget_left or 0)
-                blocks = _ceil_div(tokens, self.bs)
+                blocks = ceil_div(tokens, self.bs)
             if budget_left is not None and (tokens > budget_left or tokens == 0):
                 return budget_left, True, prefilled_any
             if self.limited and blocks > self.free:
@@ -339,8 +386,9 @@ class _Simulation:
             if self.limited:
                 self.free -= blocks
                 self.held[r] = blocks
+                self.explicit += blocks
             if context == 0:
-                self._start_decoding(r, t, first_block_taken=True)
+                self._start_decoding(r, t)
             else:
                 prefilled_any = True
                 self.prefilled[r] = tokens
@@ -373,9 +421,10 @@ class _Simulation:
         self.c_tokens.append(tokens)
         self.c_done.append(self.prefilled[r])
 
-    def _start_decoding(self, r: int, step: int, first_block_taken: bool = False) -> None:
-        """r decodes from `step`: queue its completion and, if blocks are limited, its next
-        block boundary (a cache of c tokens needs a new block when c is a multiple of bs)."""
+    def _start_decoding(self, r: int, step: int) -> None:
+        """r decodes from `step`: queue its completion and, if blocks are limited, hand its
+        blocks to the decoding count (its reads at step s are context − step + 1 + s; the
+        formula also gives its prefill's blocks at step − 1, when this is called)."""
         self.decode_from[r] = step
         self.s_decode[self.stay[r]] = step
         if self.timing is not None:
@@ -385,49 +434,59 @@ class _Simulation:
             else:
                 self.joining.append(r)
         end = step + self.output[r] - self.generated[r]
-        self.ends_at[r] = end
         version, order = self.version[r], self.order[r]
-        heapq.heappush(self.events, (end, _COMPLETE, order, r, version))
+        heapq.heappush(self.events, (end, order, r, version))
         if self.limited:
-            offset = self.bs if first_block_taken else (-self.context[r]) % self.bs
-            if step + offset < end:
-                heapq.heappush(self.events, (step + offset, _BLOCK, order, r, version))
+            self.explicit -= self.held[r]
+            self.held[r] = 0
+            self.offset[r] = offset = self.context[r] - step + 1
+            self.decoding_blocks.add(offset)
+            self.counted[r] = True
 
     # ---- the clock (arrivals in seconds) ------------------------------------------------------
 
-    def _this_step_seconds(self, t: int) -> float:
-        assert self.timing is not None
-        return step_seconds(
-            self.timing, self.decoding, self.context_sum + t * self.decoding, self.prefill_now
-        )
+    def _advance(self, t: int, event: int | None, waiting_for: int | None) -> int | None:
+        """Move the clock from the start of step t to the next step where something happens:
+        `event` (the next known one) or the first step that begins at or after the next
+        arrival's time, whichever is first, if nothing changes before. Returns that step (None:
+        nothing left to happen).
 
-    def _after_joining(self, t: int) -> tuple[int, int]:
-        """(decoding, context_sum) from step t + 1 on, until the next event."""
-        joined = sum(self.context[r] - (t + 1) + 1 for r in self.joining)
-        return self.decoding + len(self.joining), self.context_sum + joined
-
-    def _step_reaching(self, t: int, arrival: float) -> int:
-        """The first step after t that begins at or after `arrival`, if nothing changes first."""
-        assert self.timing is not None
-        next_begins = self.now + self._this_step_seconds(t)
-        if arrival <= next_begins + self.tolerance:
-            return t + 1
-        batch, base = self._after_joining(t)
-        more = steps_to_reach(self.timing, batch, base + (t + 1) * batch,
-                              arrival - self.tolerance - next_begins)
-        return t + 1 + more
-
-    def _advance(self, t: int, following: int) -> None:
-        """Move the clock from the start of step t to the start of step `following`."""
-        assert self.timing is not None
-        elapsed = self._this_step_seconds(t)
-        self.decoding, self.context_sum = self._after_joining(t)
-        self.joining = []
-        elapsed += run_seconds(
-            self.timing, self.decoding, self.context_sum + (t + 1) * self.decoding, following - t - 1
-        )
-        self.now += elapsed
+        Step t's own seconds follow from what it ran; after it the batch is fixed (its prefills
+        that finished join), so the steps up to the next event are one closed-form run. The
+        arrival's step is solved only when it lands before `event`: usually one run is summed
+        per event, not a search per step.
+        """
+        model = self.timing
+        assert model is not None
+        if self.decoding == 0 and self.prefill_now == 0:
+            this = self.idle
+        elif self.step is not None:
+            this = self.step(self.decoding, self.context_sum + t * self.decoding, self.prefill_now)
+        else:
+            this = step_seconds(model, self.decoding, self.context_sum + t * self.decoding, self.prefill_now)
+        if self.joining:
+            # they read context + 1 tokens at step t + 1
+            self.context_sum += sum(self.context[r] for r in self.joining) - t * len(self.joining)
+            self.decoding += len(self.joining)
+            self.joining = []
         self.prefill_now = 0
+        batch = self.decoding
+        first_context = self.context_sum + (t + 1) * batch
+        following = None if event is None else max(t + 1, event)
+        run = runner(model, batch, first_context)
+        span = 0.0 if following is None else run(following - t - 1)
+        if waiting_for is not None:
+            # an arrival joins at the first step that begins at or after it (within tolerance)
+            need = self.arrival[waiting_for] - self.tolerance - (self.now + this)
+            if need <= 0:
+                following, span = t + 1, 0.0
+            elif following is None or span >= need:  # it lands first (or with the event)
+                more, span = reach(model, batch, first_context, need, run)
+                following = t + 1 + more
+        if following is None:
+            return None
+        self.now += this + span
+        return following
 
     # ---- result -------------------------------------------------------------------------------
 

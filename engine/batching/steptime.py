@@ -68,16 +68,42 @@ def run_seconds(model: StepTime, batch: int, first_context: float, steps: int) -
     return float(model.segment_seconds(batch, first_context, steps))
 
 
+def runner(model: StepTime, batch: int, first_context: float) -> Callable[[int], float]:
+    """run_seconds for this batch as a function of the steps alone: the simulator's clock asks
+    a run's seconds at several lengths, and the model's terms are worked out once."""
+    own = getattr(model, "runner", None)
+    if batch == 0:
+        idle = model.idle_seconds
+        return lambda steps: steps * idle if steps > 0 else 0.0
+    if own is None:
+        return lambda steps: run_seconds(model, batch, first_context, steps)
+    return own(batch, first_context)  # the models' own sums are 0.0 at 0 steps
+
+
 def steps_to_reach(model: StepTime, batch: int, first_context: float, seconds: float) -> int:
-    """The fewest steps of such a run that last at least `seconds` (0 if seconds ≤ 0).
+    """The fewest steps of such a run that last at least `seconds` (0 if seconds ≤ 0)."""
+    return reach(model, batch, first_context, seconds)[0]
+
+
+def reach(
+    model: StepTime,
+    batch: int,
+    first_context: float,
+    seconds: float,
+    run: Callable[[int], float] | None = None,
+) -> tuple[int, float]:
+    """(k, run_seconds(k)) for the fewest steps k of such a run that last at least `seconds`.
 
     The model's closed-form `guess` (its sum is a quadratic in the steps) lands within a step
     or two; the answer is then settled exactly against run_seconds, so it is the same integer
     a bisection over run_seconds finds. Without a guess: doubling and bisection. Every step
-    lasts at least the idle time, so the answer is bounded.
+    lasts at least the idle time, so the answer is bounded. `run`: runner(model, batch,
+    first_context), when the caller has it already.
     """
     if seconds <= 0:
-        return 0
+        return 0, 0.0
+    if run is None:
+        run = runner(model, batch, first_context)
     guess = getattr(model, "guess", None)
     if batch == 0:
         start = math.ceil(seconds / model.idle_seconds)
@@ -85,31 +111,39 @@ def steps_to_reach(model: StepTime, batch: int, first_context: float, seconds: f
         start = guess(batch, first_context, seconds)
     else:
         start = 1
-    return _fewest(lambda k: run_seconds(model, batch, first_context, k), seconds, max(1, start))
+    return _fewest(run, seconds, max(1, start))
 
 
-def _fewest(run: Callable[[int], float], seconds: float, start: int) -> int:
-    """The least k ≥ 1 with run(k) ≥ seconds (run nondecreasing, run(0) = 0 < seconds), found
-    by galloping from `start` and bisecting: two or three calls when `start` is close."""
-    if run(start) >= seconds:
-        hi, width = start, 1
-        while hi - width >= 1 and run(hi - width) >= seconds:
-            hi -= width
+def _fewest(run: Callable[[int], float], seconds: float, start: int) -> tuple[int, float]:
+    """The least k ≥ 1 with run(k) ≥ seconds, and run(k) (run nondecreasing, run(0) = 0 <
+    seconds), found by galloping from `start` and bisecting: two calls when `start` is right."""
+    at_start = run(start)
+    if at_start >= seconds:
+        hi, at_hi, width = start, at_start, 1
+        while hi - width >= 1:
+            value = run(hi - width)
+            if value < seconds:
+                break
+            hi, at_hi = hi - width, value
             width *= 2
         lo = max(0, hi - width)  # run(lo) < seconds, or lo == 0
     else:
         lo, width = start, 1
-        while run(lo + width) < seconds:
+        while True:
+            at_hi = run(lo + width)
+            if at_hi >= seconds:
+                break
             lo += width
             width *= 2
         hi = lo + width
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if run(mid) < seconds:
+        value = run(mid)
+        if value < seconds:
             lo = mid
         else:
-            hi = mid
-    return hi
+            hi, at_hi = mid, value
+    return hi, at_hi
 
 
 def _quadratic_steps(first: float, slope: float, seconds: float) -> int:
@@ -236,11 +270,18 @@ class RooflineStepTime:
         return gamma, base, slope, float(math.ceil((gamma - base) / slope))
 
     def run(self, batch: int, first_context: float, steps: int) -> float:
+        return self.runner(batch, first_context)(steps)
+
+    def runner(self, batch: int, first_context: float) -> Callable[[int], float]:
         gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
-        steps_f = float(steps)
-        flat = min(steps_f, crossing)
-        rest = steps_f - flat
-        return gamma * flat + rest * base + slope * (rest * (flat + steps_f - 1) / 2)
+
+        def summed(steps: int) -> float:
+            steps_f = float(steps)
+            flat = min(steps_f, crossing)
+            rest = steps_f - flat
+            return gamma * flat + rest * base + slope * (rest * (flat + steps_f - 1) / 2)
+
+        return summed
 
     def guess(self, batch: int, first_context: float, seconds: float) -> int:
         gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
@@ -334,9 +375,18 @@ class MeasuredStepTime:
         return self.intercept + self.per_token * (b + p) + self.per_context_token * (c + p)
 
     def run(self, batch: int, first_context: float, steps: int) -> float:
-        b, c, k = float(batch), float(first_context), float(steps)
+        return self.runner(batch, first_context)(steps)
+
+    def runner(self, batch: int, first_context: float) -> Callable[[int], float]:
+        b, c = float(batch), float(first_context)
         first = self.intercept + self.per_token * b + self.per_context_token * c
-        return k * first + self.per_context_token * b * k * (k - 1) / 2
+        growth = self.per_context_token * b
+
+        def summed(steps: int) -> float:
+            k = float(steps)
+            return k * first + growth * k * (k - 1) / 2
+
+        return summed
 
     def guess(self, batch: int, first_context: float, seconds: float) -> int:
         b, c = float(batch), float(first_context)
