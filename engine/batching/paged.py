@@ -202,74 +202,68 @@ class _Simulation:
     # ---- the loop ---------------------------------------------------------------------------
 
     def run(self) -> None:
+        # hot loop: attributes read every visit are bound to locals
         events, eligible, n = self.events, self.eligible, self.n
+        waiting, running, prefilling, version = self.waiting, self.running, self.prefilling, self.version
+        blocks, limited, budget = self.decoding_blocks, self.limited, self.budget
+        timed = self.timing is not None
+        arrival = self.arrival if timed else eligible
+        heappop = heapq.heappop
         t, arrived = 0, 0
         while True:
             self.t = t
-            limited = self.limited
             if limited:
                 self.held_step = t - 1
-                self.free = self.pool - self.explicit - self.decoding_blocks.held(t - 1)
+                self.free = self.pool - self.explicit - blocks.held(t - 1)
             # 1. completions
             while events and events[0][0] == t:
-                _, _, r, version = heapq.heappop(events)
-                if version == self.version[r]:
+                _, _, r, v = heappop(events)
+                if v == version[r]:
                     self._complete(r, t)
-            # 2. arrivals
-            if self.timing is None:
-                while arrived < n and eligible[arrived] <= t:
-                    self.waiting.append(arrived)
-                    arrived += 1
-            else:
-                while arrived < n and self.arrival[arrived] <= self.now + self.tolerance:
-                    self.waiting.append(arrived)
+            # 2. arrivals: by step, or by the time step t begins
+            if arrived < n:
+                horizon = self.now + self.tolerance if timed else t
+                while arrived < n and arrival[arrived] <= horizon:
+                    waiting.append(arrived)
                     arrived += 1
             # 3a. block boundaries of decoding requests, oldest first
             preempted = False
             if limited:
-                taking = self.decoding_blocks.taking(t)
+                taking = blocks.taking(t)
                 if taking <= self.free:
                     self.free -= taking
                 else:
                     preempted = self._reserve_blocks(t)
                 self.held_step = t
-            budget_left = (
-                None if self.budget is None
-                else self.budget - (len(self.running) - len(self.prefilling))
-            )
+            budget_left = None if budget is None else budget - (len(running) - len(prefilling))
             # 3b. prefill chunks of requests admitted earlier
             chunked_now = False
-            if self.prefilling:
+            if prefilling:
                 budget_left, more = self._continue_prefills(t, budget_left)
                 preempted |= more
                 chunked_now = True
             # 4. admission
             budget_blocked = False
-            if not preempted and self.waiting:
+            if waiting and not preempted:
                 budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
                 chunked_now |= admitted_prefill
-            # next step where something can change
-            candidates = []
-            if events:
-                candidates.append(events[0][0])
-            if self.prefilling or (self.waiting and (preempted or (budget_blocked and chunked_now))):
-                candidates.append(t + 1)
-            if limited:
-                short = self.decoding_blocks.first_over(
-                    t + 1, self.pool - self.explicit, min(candidates) if candidates else None)
-                if short is not None:
-                    candidates.append(short)
-            waiting_for = arrived if not self.waiting and arrived < n else None
-            if self.timing is not None:
-                following = self._advance(t, min(candidates) if candidates else None, waiting_for)
-                if following is None:
-                    break
+            # the next step where something can change (completions all lie after t)
+            event = events[0][0] if events else None
+            if prefilling or (waiting and (preempted or (budget_blocked and chunked_now))):
+                event = t + 1
+            if limited and blocks.count:
+                short = blocks.first_over(t + 1, self.pool - self.explicit, event)
+                if short is not None and (event is None or short < event):
+                    event = short
+            waiting_for = arrived if not waiting and arrived < n else None
+            if timed:
+                following = self._advance(t, event, waiting_for)
             else:
                 if waiting_for is not None:
-                    candidates.append(eligible[waiting_for])
-                if not candidates:
-                    break
-                following = max(t + 1, min(candidates))
+                    event = eligible[waiting_for] if event is None else min(event, eligible[waiting_for])
+                following = None if event is None else max(t + 1, event)
+            if following is None:
+                break
             t = following
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
 
