@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.errors import UserError
 from engine.workload import WorkloadSpec
@@ -205,7 +205,19 @@ class MeasuredStepTimeSpec(_Strict):
 StepTimeSpec = Annotated[
     UnitStepTimeSpec | RooflineStepTimeSpec | MeasuredStepTimeSpec, Field(discriminator="kind")
 ]
-PolicyName = Literal["static", "continuous", "paged"]
+def _registered_policy(name: str) -> str:
+    """A policy name the registry knows (engine.batching.registry), checked when the spec is
+    read, so a policy registered by a plugin or a test is accepted and a typo is not."""
+    from engine.batching import registry
+
+    if registry.find(name) is None:
+        choices = [repr(n) for n in registry.names()]
+        listed = ", ".join(choices[:-1]) + " or " + choices[-1] if len(choices) > 1 else choices[0]
+        raise ValueError(f"must be one of {listed}, got {name!r}")
+    return name
+
+
+PolicyName = Annotated[str, AfterValidator(_registered_policy)]
 
 
 class PagedSpec(_Strict):
@@ -228,8 +240,11 @@ class BatchingSection(_Strict):
     def _paged_needs_blocks(self) -> "BatchingSection":
         if len(set(self.policies)) != len(self.policies):
             raise ValueError(f"policies {self.policies} name a policy twice")
-        if "paged" in self.policies and self.paged is None:
-            raise ValueError("policy 'paged' needs a 'paged' section with num_blocks")
+        from engine.batching import registry
+
+        for name in self.policies:
+            if registry.kind(name).needs_blocks and self.paged is None:
+                raise ValueError(f"policy '{name}' needs a 'paged' section with num_blocks")
         return self
 
 

@@ -10,7 +10,8 @@ prompt plus the tokens it had already emitted (those stay emitted).
 The rules of one step t, in order (vLLM's V1 scheduler in spirit: running requests first):
 
 1. Requests that emitted their last token in step t−1 leave; their blocks and slots are free.
-2. Requests whose arrival step is ≤ t join the back of the waiting queue.
+2. Requests whose arrival step is ≤ t join the waiting queue (its back, first come first served;
+   the queue is an object, engine.batching.queues, so another order is another class).
 3. Running requests reserve this step's work, oldest admission first:
    a. a decoding request whose cache holds a multiple of block_size tokens needs one block;
    b. (chunked prefill) a prefilling request takes its next chunk, min(prompt left, token
@@ -41,12 +42,13 @@ from __future__ import annotations
 
 import gc
 import heapq
-from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from engine.batching.blocks import DecodeBlocks, ceil_div
+from engine.batching.queues import FcfsQueue, WaitingQueue
 from engine.batching.schedule import Schedule
 from engine.batching.steptime import StepTime, reach, runner, step_seconds
 from engine.errors import UserError
@@ -62,7 +64,23 @@ class PagedPolicy:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     chunked_prefill: bool = False
+    queue: Callable[[np.ndarray, np.ndarray], WaitingQueue] = FcfsQueue  # built per run
     name = "paged"
+    max_wait = None
+
+    @property
+    def kv_blocks(self) -> tuple[int, dict[str, int | None]]:
+        """(block size, what results.json says about the pool)."""
+        return self.block_size, {"num_blocks": self.num_blocks, "block_size": self.block_size}
+
+    def schedule(self, eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int,
+                 deadline: np.ndarray | None = None) -> Schedule:
+        return schedule_paged(eligible, prompt, output, slots, self)
+
+    def schedule_timed(self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
+                       slots: int, step_time: StepTime) -> Schedule:
+        unused = np.zeros(len(output), dtype=np.int64)
+        return schedule_paged(unused, prompt, output, slots, self, clock=(step_time, arrival))
 
     def __post_init__(self) -> None:
         for name in ("num_blocks", "max_num_seqs", "max_num_batched_tokens"):
@@ -167,7 +185,7 @@ class _Simulation:
         # queues
         self.running: dict[int, None] = {}  # admission order; the last key is the newest
         self.prefilling: dict[int, None] = {}
-        self.waiting: deque[int] = deque()
+        self.waiting: WaitingQueue = policy.queue(prompt, output)
         self.free_slots = list(range(min(cap, n)))  # never more than n run at once
         # completions: (step, admission order, request, version); stale once preempted
         self.events: list[tuple[int, int, int, int]] = []

@@ -40,10 +40,19 @@ class StaticPolicy:
 
     max_wait: float | None = None
     name = "static"
+    kv_blocks = None  # no KV pool: a group reserves its slots
 
     def __post_init__(self) -> None:
         if self.max_wait is not None and not self.max_wait >= 0:
             raise ValueError("max_wait must be ≥ 0 seconds")
+
+    def schedule(self, eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int,
+                 deadline: np.ndarray | None = None) -> Schedule:
+        return schedule_static(eligible, prompt, output, slots, deadline)
+
+    def schedule_timed(self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
+                       slots: int, step_time: StepTime) -> Schedule:
+        return schedule_static_timed(arrival, prompt, output, slots, self.max_wait, step_time)
 
 
 def schedule_static(

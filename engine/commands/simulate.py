@@ -18,7 +18,6 @@ from pydantic import ValidationError
 from engine.errors import UserError
 
 DEFAULT_SECONDS_PER_STEP = 0.02  # the lab's assumption: 20 ms per decode step
-POLICIES = ("static", "continuous", "paged")
 # Where a simulator error names a policy field, the user typed a flag.
 FLAG_OF = {
     "num_blocks": "--num-blocks",
@@ -45,8 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="gamma arrivals with this coefficient of variation (needs --arrival-rate)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated workload")
     parser.add_argument("--slots", type=int, required=True, metavar="N", help="batch slots")
+    from engine.batching import registry
+
     parser.add_argument("--policy", default="static,continuous", metavar="LIST",
-                        help="comma-separated: static, continuous, paged (default: static,continuous)")
+                        help=f"comma-separated: {', '.join(registry.names())} "
+                             "(default: static,continuous)")
     parser.add_argument("--model", metavar="NAME", help="catalog model (roofline, KV blocks)")
     parser.add_argument("--gpu", metavar="NAME", help="catalog GPU (roofline, KV blocks)")
     parser.add_argument("--kv-dtype", default="auto", help="KV cache dtype for --model (default auto)")
@@ -147,11 +149,14 @@ def _distribution(text: str, flag: str) -> Any:
 
 
 def _policy_names(text: str) -> list[str]:
+    from engine.batching import registry
+
     names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in POLICIES]
-    if unknown or not names:
-        raise UserError(f"unknown policy {unknown[0] if unknown else text!r}; choose from "
-                        f"{', '.join(POLICIES)}", field="--policy")
+    if not names:
+        raise UserError(f"unknown policy {text!r}; choose from {', '.join(registry.names())}",
+                        field="--policy")
+    for name in names:
+        registry.kind(name, field="--policy")
     return list(dict.fromkeys(names))
 
 
@@ -186,25 +191,24 @@ def _policy(name: str, args: argparse.Namespace) -> Any:
 
     if (args.model is None) != (args.gpu is None):
         raise UserError("--model and --gpu go together", field="--model" if args.model is None else "--gpu")
-    if name == "static":
-        return batching.StaticPolicy(max_wait=args.max_wait)
-    if name == "continuous":
-        return batching.ContinuousPolicy()
+    kind = batching.registry.kind(name, field="--policy")
     blocks = args.num_blocks
-    if blocks is None:
+    if kind.needs_blocks and blocks is None:
         if not args.model:
-            raise UserError("paged needs a KV cache size: give --num-blocks N, or --model NAME "
-                            "--gpu NAME to size it from the catalog, or leave paged out of --policy",
+            raise UserError(f"{name} needs a KV cache size: give --num-blocks N, or --model NAME "
+                            f"--gpu NAME to size it from the catalog, or leave {name} out of --policy",
                             field="--num-blocks")
         blocks = num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype)
+    settings = batching.PolicySettings(
+        max_wait=args.max_wait,
+        num_blocks=blocks,
+        block_size=args.block_size,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        chunked_prefill=args.chunked_prefill,
+    )
     try:
-        return batching.PagedPolicy(
-            num_blocks=blocks,
-            block_size=args.block_size,
-            max_num_seqs=args.max_num_seqs,
-            max_num_batched_tokens=args.max_num_batched_tokens,
-            chunked_prefill=args.chunked_prefill,
-        )
+        return kind.build(settings)
     except UserError as err:
         raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
 

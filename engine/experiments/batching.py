@@ -18,19 +18,19 @@ TIMELINE_LIMIT = 5000
 
 
 def policy_of(name: str, section: BatchingSection) -> Any:
-    if name == "static":
-        return batching.StaticPolicy(max_wait=section.static_max_wait)
-    if name == "continuous":
-        return batching.ContinuousPolicy()
+    """The registered policy `name`, built from the section (engine.batching.registry)."""
     paged = section.paged
-    assert paged is not None  # the spec refuses 'paged' without its section
-    return batching.PagedPolicy(
-        num_blocks=paged.num_blocks,
-        block_size=paged.block_size,
-        max_num_seqs=paged.max_num_seqs,
-        max_num_batched_tokens=paged.max_num_batched_tokens,
-        chunked_prefill=paged.chunked_prefill,
-    )
+    settings = batching.PolicySettings(max_wait=section.static_max_wait)
+    if paged is not None:
+        settings = batching.PolicySettings(
+            max_wait=section.static_max_wait,
+            num_blocks=paged.num_blocks,
+            block_size=paged.block_size,
+            max_num_seqs=paged.max_num_seqs,
+            max_num_batched_tokens=paged.max_num_batched_tokens,
+            chunked_prefill=paged.chunked_prefill,
+        )
+    return batching.registry.build(name, settings)
 
 
 def step_time_of(section: BatchingSection, ctx: Context, measurement: Path | None) -> Any:
