@@ -56,7 +56,7 @@ def schedule_continuous(
 ) -> Schedule:
     """Start step and slot of every request; see the module docstring for why this is exact."""
     prefill = prefill_steps(prompt)
-    start, slot = fcfs_servers(eligible, prefill + output, slots)
+    start, slot = fcfs_servers(eligible, output, slots)  # the prefill step emits the first token
     return single_stays(slots, slot, start, prefill, prompt, output)
 
 

@@ -94,7 +94,7 @@ def per_step(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     """(slots emitting a token, slots held) at every step: O(steps), for checks on small runs."""
     horizon = schedule.makespan
     busy = np.cumsum(
-        np.bincount(schedule.decode_start, minlength=horizon + 1)
+        np.bincount(schedule.emit_start, minlength=horizon + 1)
         - np.bincount(schedule.end, minlength=horizon + 1)
     )[:horizon]
     if schedule.groups is not None:
@@ -271,7 +271,7 @@ def measure(
     width = np.diff(bounds)
     ds, end = schedule.decode_start, schedule.end
     ended = ramp(end, None, bounds)
-    busy = np.diff(ramp(ds, None, bounds) - ended)
+    busy = np.diff(ramp(schedule.emit_start, None, bounds) - ended)  # slots emitting a token
     if schedule.groups is None:  # a stay holds its slot from its start to its end
         held = np.diff(ramp(schedule.start, None, bounds) - ended)
     else:

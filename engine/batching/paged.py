@@ -24,7 +24,8 @@ The rules of one step t, in order (vLLM's V1 scheduler in spirit: running reques
    first that does not fit stops the queue (no overtaking). A request with nothing cached
    decodes at once (one block); otherwise its first step is prefill: the whole context in one
    step (blocks for all of it), or with chunked prefill its first chunk.
-5. Every decoding request emits one token; a prefill that completes in step t decodes from t+1.
+5. Every decoding request emits one token, and so does every prefill that completes in step t
+   (vLLM samples it from the prompt's last position); that request decodes from t + 1.
 
 Event-driven: the loop visits only steps where something happens (a completion, an arrival that
 can be admitted, a prefill chunk, or a step where the decoding requests' next blocks would not
@@ -196,6 +197,7 @@ class _Simulation:
         self.s_slot: list[int] = []
         self.s_start: list[int] = []
         self.s_decode: list[int] = []
+        self.s_emit: list[int] = []
         self.s_end: list[int] = []
         self.s_context: list[int] = []
         self.c_stay: list[int] = []
@@ -306,8 +308,11 @@ class _Simulation:
         if v in self.prefilling:
             del self.prefilling[v]
             self.s_decode[stay] = t  # never decoded in this stay
+            self.s_emit[stay] = t
         else:
-            self.generated[v] += max(0, t - self.decode_from[v])
+            # it emitted one token per step from the step that finished its prefill (or from its
+            # first decode step), up to this one: preempted now, this step's token never comes
+            self.generated[v] += t - self.s_emit[stay]
             self.s_decode[stay] = min(self.s_decode[stay], t)
             if self.timing is not None:
                 if self.decode_from[v] <= t:
@@ -420,6 +425,7 @@ class _Simulation:
         self.s_slot.append(heapq.heappop(self.free_slots))
         self.s_start.append(t)
         self.s_decode.append(-1)
+        self.s_emit.append(-1)
         self.s_end.append(-1)
         self.s_context.append(context)
         self.context[r] = context
@@ -436,16 +442,21 @@ class _Simulation:
     def _start_decoding(self, r: int, step: int) -> None:
         """r decodes from `step`: queue its completion and, if blocks are limited, hand its
         blocks to the decoding count (its reads at step s are context − step + 1 + s; the
-        formula also gives its prefill's blocks at step − 1, when this is called)."""
+        formula also gives its prefill's blocks at step − 1, when this is called).
+
+        Called in the step that emits its next token: the step that finished its prefill (then
+        step = t + 1), or its first decode step (step = t, nothing to prefill). It emits one
+        token per step from t, so it is done output − generated steps after t."""
         self.decode_from[r] = step
         self.s_decode[self.stay[r]] = step
+        self.s_emit[self.stay[r]] = self.t
         if self.timing is not None:
             if step == self.t:
                 self.decoding += 1
                 self.context_sum += self.context[r] - step + 1
             else:
                 self.joining.append(r)
-        end = step + self.output[r] - self.generated[r]
+        end = self.t + self.output[r] - self.generated[r]
         version, order = self.version[r], self.order[r]
         heapq.heappush(self.events, (end, order, r, version))
         if self.limited:
@@ -505,11 +516,12 @@ class _Simulation:
     def schedule(self) -> Schedule:
         ints = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731
         request, decode, end = ints(self.s_request), ints(self.s_decode), ints(self.s_end)
-        # The first token comes from the first stay that decoded at all (a stay can be preempted
-        # in the very step its decoding would have begun).
+        emit = ints(self.s_emit)
+        # The first token comes from the first stay that emitted at all (a stay can be preempted
+        # in the very step its prefill finished, before that step's token is out).
         first_token = np.full(self.n, np.iinfo(np.int64).max, dtype=np.int64)
-        emitted = end > decode
-        np.minimum.at(first_token, request[emitted], decode[emitted])
+        emitted = end > emit
+        np.minimum.at(first_token, request[emitted], emit[emitted])
         return Schedule(
             slots=self.cap,
             request=request,
@@ -518,6 +530,7 @@ class _Simulation:
             decode_start=decode,
             end=end,
             context=ints(self.s_context),
+            emit_start=emit,
             first_start=ints(self.first_start),
             first_token=first_token,
             finish=ints(self.finish),

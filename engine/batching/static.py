@@ -67,7 +67,7 @@ def schedule_static(
     eligible: first step each request may join (non-decreasing); deadline: the step at which a
     request heading a partial group has waited max_wait (None: groups wait until full).
     """
-    service = prefill_steps(prompt) + output
+    service = output  # the prefill step emits the first token: a request holds `output` steps
     if deadline is None:
         first, start, longest = _full_groups(eligible, service, slots)
     else:
@@ -89,8 +89,7 @@ def schedule_static_timed(
     steps run, the engine idles at the model's idle step time until the next group is ready, and
     a group launches at the first step that begins once it is ready.
     """
-    pf = prefill_steps(prompt)
-    service = pf + output
+    service = output  # the prefill step emits the first token: a request holds `output` steps
     idle = step_time.idle_seconds
     tolerance = 1e-9 * idle
     n = len(arrival)
