@@ -226,11 +226,16 @@ def naive_paged(
     max_num_seqs=None,
     max_num_batched_tokens=None,
     chunked_prefill=False,
+    prefill_first=False,
 ) -> NaiveRun:
     """vLLM-style paging walked step by step; the rules are listed in engine/batching/paged.py.
 
     Blocks are recounted from each request's cached tokens every step, and the free count is
     checked never to go negative.
+
+    prefill_first: vLLM V0's rule (engine/batching/prefill_first.py): admission is tried first,
+    with the whole budget for prompts; a step that admitted anyone runs only those prefills and
+    every running request sits it out; otherwise the step decodes, as above, and admits no one.
     """
     n = len(output)
     run = _empty(n)
@@ -284,6 +289,46 @@ def naive_paged(
         for r in running:
             if phase[r] == "ready":
                 phase[r] = "decode"
+        prefill_step = False
+        if prefill_first:
+            budget_left = budget
+            while queue and len(running) < cap:
+                r = queue[0]
+                context = prompt[r] + generated[r]
+                need = _blocks(context, block_size)
+                if budget is not None and context > budget_left:
+                    break
+                if limited and need > free:
+                    break
+                queue.popleft()
+                s = slot_free.index(True)
+                slot_free[s] = False
+                slot_of[r] = s
+                running.append(r)
+                if run.start[r] == -1:
+                    run.start[r] = t
+                target[r] = cached[r] = context
+                if limited:
+                    free -= need
+                    held[r] = need
+                if budget_left is not None:
+                    budget_left -= context
+                phase[r] = "ready"
+                prefill_step = True
+            if prefill_step:
+                run.blocks.append(sum(held[r] for r in running))
+                busy = 0
+                for r in running:  # only the new prefills work, and emit their first token
+                    if phase[r] == "ready":
+                        if generated[r] == 0:
+                            run.first_token[r] = t
+                        generated[r] += 1
+                        run.tokens += 1
+                        busy += 1
+                run.busy.append(busy)
+                run.load.append((0, 0, sum(target[r] for r in running if phase[r] == "ready")))
+                t += 1
+                continue
         # 3a. decoding requests reserve a block when their cache is at a block boundary
         preempted = False
         for r in list(running):
@@ -319,8 +364,8 @@ def naive_paged(
             budget_left -= chunk
             if cached[r] == target[r]:
                 phase[r] = "ready"
-        # 4. admission, unless this step preempted
-        if not preempted:
+        # 4. admission, unless this step preempted (prefill-first tried it already)
+        if not preempted and not prefill_first:
             while queue and len(running) < cap:
                 r = queue[0]
                 context = prompt[r] + generated[r]

@@ -83,6 +83,10 @@ class PagedPolicy:
         unused = np.zeros(len(output), dtype=np.int64)
         return schedule_paged(unused, prompt, output, slots, self, clock=(step_time, arrival))
 
+    def simulation(self) -> type["_Simulation"]:
+        """The loop that runs these rules (prefill-first scheduling brings its own)."""
+        return _Simulation
+
     def __post_init__(self) -> None:
         for name in ("num_blocks", "max_num_seqs", "max_num_batched_tokens"):
             value = getattr(self, name)
@@ -139,7 +143,7 @@ def schedule_paged(
     """
     cap = policy.max_num_seqs or slots
     check_fits(policy, prompt, output, cap)
-    sim = _Simulation(eligible, prompt, output, cap, policy, clock)
+    sim = policy.simulation()(eligible, prompt, output, cap, policy, clock)
     # The loop allocates millions of small tuples and ints and frees none of them in cycles:
     # the cyclic collector would only rescan the growing lists (a third of the time at 10^6).
     collecting = gc.isenabled()
@@ -439,24 +443,26 @@ class _Simulation:
         self.c_tokens.append(tokens)
         self.c_done.append(self.prefilled[r])
 
-    def _start_decoding(self, r: int, step: int) -> None:
+    def _start_decoding(self, r: int, step: int, emit_from: int | None = None) -> None:
         """r decodes from `step`: queue its completion and, if blocks are limited, hand its
         blocks to the decoding count (its reads at step s are context − step + 1 + s; the
         formula also gives its prefill's blocks at step − 1, when this is called).
 
         Called in the step that emits its next token: the step that finished its prefill (then
         step = t + 1), or its first decode step (step = t, nothing to prefill). It emits one
-        token per step from t, so it is done output − generated steps after t."""
+        token per step from t, so it is done output − generated steps after t. (emit_from: a
+        request resuming after a pause emits from its first decode step, `step`.)"""
+        emit = self.t if emit_from is None else emit_from
         self.decode_from[r] = step
         self.s_decode[self.stay[r]] = step
-        self.s_emit[self.stay[r]] = self.t
+        self.s_emit[self.stay[r]] = emit
         if self.timing is not None:
             if step == self.t:
                 self.decoding += 1
                 self.context_sum += self.context[r] - step + 1
             else:
                 self.joining.append(r)
-        end = self.t + self.output[r] - self.generated[r]
+        end = emit + self.output[r] - self.generated[r]
         version, order = self.version[r], self.order[r]
         heapq.heappush(self.events, (end, order, r, version))
         if self.limited:

@@ -125,9 +125,27 @@ register(PolicyKind(
     "next step, first come first served.",
     colour="blue",
 ))
+def _prefill_first(s: PolicySettings) -> Any:
+    from engine.batching.prefill_first import PrefillFirstPolicy
+
+    return PrefillFirstPolicy(
+        num_blocks=s.num_blocks,
+        block_size=s.block_size,
+        max_num_seqs=s.max_num_seqs,
+        max_num_batched_tokens=s.max_num_batched_tokens,
+        chunked_prefill=s.chunked_prefill,
+    )
+
+
 register(PolicyKind(
     "paged", _paged, "paged (vLLM-style)",
     "vLLM V1's scheduler: continuous batching bounded by KV blocks, running requests first, "
     "prefills mixed into decode steps (chunked if asked), newest preempted by recompute.",
     colour="green", needs_blocks=True,
+))
+register(PolicyKind(
+    "prefill_first", _prefill_first, "prefill-first (vLLM V0)",
+    "vLLM V0's scheduler: the same KV pool and limits, but a step either prefills newly admitted "
+    "requests or decodes the running ones, never both; decodes pause while prompts go in.",
+    colour="orange", needs_blocks=True,
 ))

@@ -26,6 +26,8 @@ FLAG_OF = {
     "max_num_batched_tokens": "--max-num-batched-tokens",
     "slots": "--slots",
     "step_time": "--step-time",
+    "prompt_tokens": "--prompt-tokens",
+    "chunked_prefill": "--chunked-prefill",
 }
 
 
