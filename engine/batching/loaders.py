@@ -57,6 +57,11 @@ def num_blocks_from_catalog(
 def load_measured_step_time(path: str | Path) -> MeasuredStepTime:
     """Fit a measured step time from a GPU benchmark result (`step_time.points`: batch, context,
     seconds). Only those points are read, so any file that has them will do."""
+    return MeasuredStepTime.fit(load_measured_points(path))
+
+
+def load_measured_points(path: str | Path) -> list[tuple[float, float, float]]:
+    """A GPU benchmark result's decode steps: (batch, per-request context, seconds)."""
     from engine.measured import read_document
 
     path = Path(path)
@@ -65,8 +70,7 @@ def load_measured_step_time(path: str | Path) -> MeasuredStepTime:
     points = step_time.get("points") if isinstance(step_time, dict) else None
     if not isinstance(points, list) or not points:
         raise UserError("needs a non-empty list of points", file=path, field="step_time.points")
-    rows = [_point(p, i, path) for i, p in enumerate(points)]
-    return MeasuredStepTime.fit(rows)
+    return [_point(p, i, path) for i, p in enumerate(points)]
 
 
 def _point(point: Any, index: int, path: Path) -> tuple[float, float, float]:

@@ -3,7 +3,9 @@
 A workload is a CSV trace (--workload) or generated (--requests and --output-tokens, with
 optional --prompt-tokens, --arrival-rate and --seed). Steps become seconds through --step-time:
 ``unit`` (0.02 s per step, the lab's; ``unit:0.05`` for another), ``roofline`` (from --model and
---gpu in the catalog) or ``measured:FILE`` (a fit of a GPU benchmark's step times).
+--gpu in the catalog: a lower bound on every step), ``calibrated:FILE`` (that roofline with
+efficiencies and a per-layer kernel cost fitted to a GPU bench's steps or a per-operator CSV) or
+``measured:FILE`` (a linear fit of a GPU benchmark's step times).
 """
 from __future__ import annotations
 
@@ -55,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", metavar="NAME", help="catalog GPU (roofline, KV blocks)")
     parser.add_argument("--kv-dtype", default="auto", help="KV cache dtype for --model (default auto)")
     parser.add_argument("--step-time", default="unit", metavar="MODEL",
-                        help="unit[:SECONDS] | roofline | measured:FILE (default unit, 0.02 s/step)")
+                        help="unit[:SECONDS] | roofline (a lower bound) | calibrated:FILE (the "
+                             "roofline fitted to a bench JSON or a per-operator CSV: batch, context, "
+                             "prefill, seconds) | measured:FILE (default unit, 0.02 s/step)")
     parser.add_argument("--max-wait", type=float, metavar="S",
                         help="static: launch a partial group once its oldest waited S seconds")
     parser.add_argument("--num-blocks", type=int, metavar="N",
@@ -179,12 +183,22 @@ def _step_time(args: argparse.Namespace) -> Any:
         if not (args.model and args.gpu):
             raise UserError("roofline needs --model and --gpu", field="--step-time")
         return batching.roofline_from_catalog(args.model, args.gpu, kv_dtype=args.kv_dtype)
+    if kind == "calibrated":
+        if not (args.model and args.gpu):
+            raise UserError("calibrated needs --model and --gpu (the roofline it calibrates)",
+                            field="--step-time")
+        if not rest:
+            raise UserError("give the measurements, as calibrated:FILE", field="--step-time")
+        from engine.batching.calibrated import calibrate_from_catalog
+
+        return calibrate_from_catalog(args.model, args.gpu, rest, kv_dtype=args.kv_dtype,
+                                      tp=getattr(args, "tp", 1))
     if kind == "measured":
         if not rest:
             raise UserError("give the benchmark file, as measured:FILE", field="--step-time")
         return load_measured_step_time(rest)
-    raise UserError(f"unknown step-time model {kind!r}; use unit[:SECONDS], roofline or "
-                    "measured:FILE", field="--step-time")
+    raise UserError(f"unknown step-time model {kind!r}; use unit[:SECONDS], roofline, "
+                    "calibrated:FILE or measured:FILE", field="--step-time")
 
 
 def _policy(name: str, args: argparse.Namespace) -> Any:
@@ -220,13 +234,14 @@ def _policy(name: str, args: argparse.Namespace) -> Any:
 
 def _table(workload: Any, results: dict[str, Any], step_time: Any) -> str:
     s = workload.summary()
+    width = max(11, *(len(name) + 2 for name in results))
     lines = [
         f"{s['requests']:,} requests from {s['source']}: {s['total_output_tokens']:,} output tokens "
         f"(mean {s['mean']:,.1f}, longest {s['longest']:,})"
         + (f", prompts mean {s['mean_prompt']:,.1f}" if workload.has_prompts else ""),
         f"step time: {_describe(step_time)}",
         "",
-        f"{'policy':<11}{'steps':>11}{'seconds':>11}{'util':>8}{'tok/step':>10}{'req/s':>10}"
+        f"{'policy':<{width}}{'steps':>11}{'seconds':>11}{'util':>8}{'tok/step':>10}{'req/s':>10}"
         f"{'TTFT p50':>11}{'TTFT p99':>11}{'e2e p50':>11}{'e2e p99':>11}{'preempt':>9}",
     ]
     for name, r in results.items():
@@ -236,7 +251,7 @@ def _table(workload: Any, results: dict[str, Any], step_time: Any) -> str:
         rps = "-" if r.requests_per_second is None else _number(r.requests_per_second)
         latencies = "".join(f"{_number(x):>11}" for x in (*q["ttft"], *q["e2e"]))
         lines.append(
-            f"{name:<11}{r.steps:>11,}{seconds:>11}{r.utilisation:>8.1%}"
+            f"{name:<{width}}{r.steps:>11,}{seconds:>11}{r.utilisation:>8.1%}"
             f"{_number(r.throughput_tokens_per_step):>10}{rps:>10}{latencies}{r.preemptions:>9,}"
         )
     unit = "seconds" if step_time is not None else "steps"
@@ -282,6 +297,12 @@ def _describe(step_time: Any) -> str:
         return f"unit, {info['seconds_per_step'] * 1000:,g} ms per step"
     if info["kind"] == "roofline":
         return (f"roofline, {info['weights_bytes'] / 2**30:,.1f} GiB weights at "
-                f"{info['hbm_bytes_per_s'] / 1e12:,.2f} TB/s")
+                f"{info['hbm_bytes_per_s'] / 1e12:,.2f} TB/s (a lower bound: peak rates, no "
+                "attention FLOPs, no kernel overheads)")
+    if info["kind"] == "calibrated":
+        return (f"calibrated roofline, fitted to {info['points']:,} measured steps: "
+                f"{info['memory_efficiency']:.0%} of HBM bandwidth, {info['flops_efficiency']:.0%} of "
+                f"peak FLOP/s, {info['kernel_seconds_per_layer'] * 1e6:,.1f} µs per layer; fit error "
+                f"{info['rmse_s'] * 1000:.3g} ms rms, {info['max_relative_error']:.1%} at worst")
     return (f"measured fit over {info['points']:,} points: {info['intercept_s'] * 1000:.2f} ms + "
             f"{info['per_token_s'] * 1e6:.2f} µs/token + {info['per_context_token_s'] * 1e9:.2f} ns/KV token")
