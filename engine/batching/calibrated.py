@@ -46,6 +46,7 @@ class CalibratedStepTime:
     points: int = 0
     rmse: float = 0.0  # seconds, on the fitted points
     max_relative_error: float = 0.0
+    comm_seconds_per_token: float = 0.0  # tensor parallelism's all-reduces (see the roofline)
 
     def __post_init__(self) -> None:
         for name in ("memory_efficiency", "flops_efficiency"):
@@ -60,7 +61,7 @@ class CalibratedStepTime:
                       layers: int, **fitted: Any) -> "CalibratedStepTime":
         return cls(roofline.weights_bytes, roofline.kv_bytes_per_token, roofline.flops_per_token,
                    attention_flops_per_kv_token, roofline.hbm_bytes_per_s, roofline.peak_flops,
-                   layers, **fitted)
+                   layers, comm_seconds_per_token=roofline.comm_seconds_per_token, **fitted)
 
     # ---- the three linear terms of a step (memory seconds, compute seconds at η = 1) ----------
 
@@ -87,13 +88,15 @@ class CalibratedStepTime:
         moved = self.weights_bytes + self.kv_bytes_per_token * (context + prefill)
         flops = (self.flops_per_token * (batch + prefill)
                  + self.attention_flops_per_kv_token * (context + prefill * prefill / 2))
-        return self.fixed + np.maximum(moved / self._bandwidth(), flops / self._compute())
+        return (self.fixed + self.comm_seconds_per_token * (batch + prefill)
+                + np.maximum(moved / self._bandwidth(), flops / self._compute()))
 
     def step(self, batch: int, context: float, prefill: int) -> float:
         b, c, p = float(batch), float(context), float(prefill)
         moved = self.weights_bytes + self.kv_bytes_per_token * (c + p)
         flops = self.flops_per_token * (b + p) + self.attention_flops_per_kv_token * (c + p * p / 2)
-        return self.fixed + max(moved / self._bandwidth(), flops / self._compute())
+        return (self.fixed + self.comm_seconds_per_token * (b + p)
+                + max(moved / self._bandwidth(), flops / self._compute()))
 
     def _lines(self, batch: float, first_context: float) -> tuple[float, float, float, float]:
         """A decode run's step j costs max(m0 + m1·j, f0 + f1·j) + fixed: (m0, m1, f0, f1)."""
@@ -106,7 +109,7 @@ class CalibratedStepTime:
 
     def runner(self, batch: int, first_context: float) -> Callable[[int], float]:
         m0, m1, f0, f1 = self._lines(float(batch), float(first_context))
-        fixed = self.fixed
+        fixed = self.fixed + self.comm_seconds_per_token * float(batch)
 
         def summed(steps: int) -> float:
             return _sum_of_max(m0, m1, f0, f1, float(steps)) + fixed * float(steps)
@@ -118,7 +121,8 @@ class CalibratedStepTime:
 
     def guess(self, batch: int, first_context: float, seconds: float) -> int:
         m0, m1, f0, f1 = self._lines(float(batch), float(first_context))
-        return _quadratic_steps(max(m0, f0) + self.fixed, max(m1, f1), seconds)
+        per_step = self.fixed + self.comm_seconds_per_token * float(batch)
+        return _quadratic_steps(max(m0, f0) + per_step, max(m1, f1), seconds)
 
     def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
         batch, first_context, steps = np.broadcast_arrays(
@@ -126,7 +130,8 @@ class CalibratedStepTime:
         out = np.empty(batch.shape, dtype=np.float64)
         for index in np.ndindex(batch.shape):  # segments of a finished schedule: a vector loop
             m0, m1, f0, f1 = self._lines(float(batch[index]), float(first_context[index]))
-            out[index] = _sum_of_max(m0, m1, f0, f1, float(steps[index])) + self.fixed * float(steps[index])
+            per_step = self.fixed + self.comm_seconds_per_token * float(batch[index])
+            out[index] = _sum_of_max(m0, m1, f0, f1, float(steps[index])) + per_step * float(steps[index])
         return out if out.ndim else float(out)
 
     def describe(self) -> dict:
@@ -145,6 +150,7 @@ class CalibratedStepTime:
             "points": self.points,
             "rmse_s": self.rmse,
             "max_relative_error": self.max_relative_error,
+            "comm_seconds_per_token": self.comm_seconds_per_token,
         }
 
 
@@ -181,6 +187,7 @@ def fit(base: CalibratedStepTime, points: Iterable[Sequence[float]]) -> Calibrat
     if data.ndim != 2 or data.shape[1] != 4 or len(data) == 0:
         raise ValueError("need (batch, kv tokens, prompt tokens, seconds) points")
     batch, context, prefill, seconds = data.T
+    seconds = seconds - base.comm_seconds_per_token * (batch + prefill)  # known, not fitted
     unit = CalibratedStepTime(**{**base.__dict__, "memory_efficiency": 1.0, "flops_efficiency": 1.0,
                                  "kernel_seconds": 0.0})
     memory = (unit.weights_bytes + unit.kv_bytes_per_token * (context + prefill)) / unit.hbm_bytes_per_s
@@ -206,6 +213,7 @@ def fit(base: CalibratedStepTime, points: Iterable[Sequence[float]]) -> Calibrat
     model = CalibratedStepTime(**{**unit.__dict__, "memory_efficiency": eta_m, "flops_efficiency": eta_f,
                                   "kernel_seconds": fixed / unit.layers})
     predicted = model.seconds(batch, context, prefill)
+    seconds = data[:, 3]
     return CalibratedStepTime(**{
         **model.__dict__, "points": len(data), "rmse": float(np.sqrt(np.mean((predicted - seconds) ** 2))),
         "max_relative_error": float(np.max(np.abs(predicted - seconds) / seconds)),

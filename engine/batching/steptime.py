@@ -203,6 +203,10 @@ class RooflineStepTime:
     step = max(bytes / HBM bandwidth, FLOPs / peak FLOP/s). Decode is memory-bound, so the batch
     is nearly free until its KV reads rival the weights: the reason batching pays.
     Attention FLOPs and kernel overheads are left out: a lower bound, not a prediction.
+
+    Under tensor parallelism the figures are one GPU's share, and every token also waits for
+    its all-reduces (two per layer, not overlapped with compute): comm_seconds_per_token, added
+    to the step (0 on one GPU).
     """
 
     weights_bytes: float
@@ -210,6 +214,7 @@ class RooflineStepTime:
     flops_per_token: float
     hbm_bytes_per_s: float
     peak_flops: float
+    comm_seconds_per_token: float = 0.0
 
     def __post_init__(self) -> None:
         if min(self.hbm_bytes_per_s, self.peak_flops) <= 0:
@@ -229,7 +234,10 @@ class RooflineStepTime:
         batch, context, prefill = (np.asarray(a, dtype=np.float64) for a in (batch, context, prefill))
         moved = self.weights_bytes + self.kv_bytes_per_token * (context + prefill)
         flops = self.flops_per_token * (batch + prefill)
-        return np.maximum(moved / self.hbm_bytes_per_s, flops / self.peak_flops)
+        bound = np.maximum(moved / self.hbm_bytes_per_s, flops / self.peak_flops)
+        if self.comm_seconds_per_token:
+            return bound + self.comm_seconds_per_token * (batch + prefill)
+        return bound
 
     def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
         """Σ_j max(α + β·(C0 + B·j), γ): compute-bound while the KV reads are small, then
@@ -246,14 +254,20 @@ class RooflineStepTime:
             crossing = np.ceil((gamma - base) / slope)
         flat = np.where(base >= gamma, 0.0, np.where(slope == 0, steps, np.minimum(steps, crossing)))
         rest = steps - flat
-        return gamma * flat + rest * base + slope * (rest * (flat + steps - 1) / 2)
+        summed = gamma * flat + rest * base + slope * (rest * (flat + steps - 1) / 2)
+        if self.comm_seconds_per_token:
+            return summed + steps * (self.comm_seconds_per_token * batch)
+        return summed
 
     # plain-float twins of seconds / segment_seconds (the same operations in the same order, so
     # the same floats), for the simulator's per-event clock
     def step(self, batch: int, context: float, prefill: int) -> float:
         moved = self.weights_bytes + self.kv_bytes_per_token * (float(context) + float(prefill))
         flops = self.flops_per_token * (float(batch) + float(prefill))
-        return max(moved / self.hbm_bytes_per_s, flops / self.peak_flops)
+        bound = max(moved / self.hbm_bytes_per_s, flops / self.peak_flops)
+        if self.comm_seconds_per_token:
+            return bound + self.comm_seconds_per_token * (float(batch) + float(prefill))
+        return bound
 
     def _terms(self, batch: float, first_context: float) -> tuple[float, float, float, float]:
         """(γ, base, slope, crossing): the compute-bound step, the first memory-bound step, its
@@ -274,17 +288,21 @@ class RooflineStepTime:
 
     def runner(self, batch: int, first_context: float) -> Callable[[int], float]:
         gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
+        comm = self.comm_seconds_per_token * float(batch)
 
         def summed(steps: int) -> float:
             steps_f = float(steps)
             flat = min(steps_f, crossing)
             rest = steps_f - flat
-            return gamma * flat + rest * base + slope * (rest * (flat + steps_f - 1) / 2)
+            total = gamma * flat + rest * base + slope * (rest * (flat + steps_f - 1) / 2)
+            return total + steps_f * comm if comm else total
 
         return summed
 
     def guess(self, batch: int, first_context: float, seconds: float) -> int:
         gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
+        if self.comm_seconds_per_token:  # a rough start is enough: the caller settles it
+            return _quadratic_steps(max(gamma, base) + self.comm_seconds_per_token * batch, slope, seconds)
         if gamma > 0 and seconds <= gamma * crossing:
             return math.ceil(seconds / gamma)
         flat = 0.0 if crossing == math.inf else crossing  # (crossing is inf only if γ·∞ ≥ seconds)
@@ -299,6 +317,8 @@ class RooflineStepTime:
             "flops_per_token": self.flops_per_token,
             "hbm_bytes_per_s": self.hbm_bytes_per_s,
             "peak_flops": self.peak_flops,
+            **({"comm_seconds_per_token": self.comm_seconds_per_token}
+               if self.comm_seconds_per_token else {}),
         }
 
 

@@ -28,6 +28,7 @@ FLAG_OF = {
     "max_num_batched_tokens": "--max-num-batched-tokens",
     "slots": "--slots",
     "step_time": "--step-time",
+    "tp": "--tp",
     "prompt_tokens": "--prompt-tokens",
     "chunked_prefill": "--chunked-prefill",
 }
@@ -56,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="NAME", help="catalog model (roofline, KV blocks)")
     parser.add_argument("--gpu", metavar="NAME", help="catalog GPU (roofline, KV blocks)")
     parser.add_argument("--kv-dtype", default="auto", help="KV cache dtype for --model (default auto)")
+    parser.add_argument("--tp", type=int, default=1, metavar="N",
+                        help="tensor parallel GPUs per replica (with --model and --gpu): weights, KV "
+                             "heads and FLOPs split as the KV calculator splits them, plus two "
+                             "all-reduces per layer over the catalog's GPU link (default 1)")
     parser.add_argument("--step-time", default="unit", metavar="MODEL",
                         help="unit[:SECONDS] | roofline (a lower bound) | calibrated:FILE (the "
                              "roofline fitted to a bench JSON or a per-operator CSV: batch, context, "
@@ -75,10 +80,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from engine import batching
 
+    if args.tp < 1:
+        raise UserError(f"must be at least 1, got {args.tp}", field="--tp")
+    if args.tp > 1 and not (args.model and args.gpu):
+        raise UserError("tensor parallelism needs --model and --gpu (it splits the model over "
+                        "the catalog GPU)", field="--tp")
     workload = _workload(args)
-    step_time = _step_time(args)
-    # Every policy is built before any runs, so a flag mistake is reported before minutes of work.
-    policies = {name: _policy(name, args) for name in _policy_names(args.policy)}
+    try:
+        step_time = _step_time(args)
+        # Every policy is built before any runs, so a flag mistake is reported before minutes of work.
+        policies = {name: _policy(name, args) for name in _policy_names(args.policy)}
+    except UserError as err:
+        if err.file is not None:
+            raise
+        raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
     results: dict[str, Any] = {}
     for name, policy in policies.items():
         try:
@@ -182,7 +197,7 @@ def _step_time(args: argparse.Namespace) -> Any:
     if kind == "roofline":
         if not (args.model and args.gpu):
             raise UserError("roofline needs --model and --gpu", field="--step-time")
-        return batching.roofline_from_catalog(args.model, args.gpu, kv_dtype=args.kv_dtype)
+        return batching.roofline_from_catalog(args.model, args.gpu, kv_dtype=args.kv_dtype, tp=args.tp)
     if kind == "calibrated":
         if not (args.model and args.gpu):
             raise UserError("calibrated needs --model and --gpu (the roofline it calibrates)",
@@ -192,7 +207,7 @@ def _step_time(args: argparse.Namespace) -> Any:
         from engine.batching.calibrated import calibrate_from_catalog
 
         return calibrate_from_catalog(args.model, args.gpu, rest, kv_dtype=args.kv_dtype,
-                                      tp=getattr(args, "tp", 1))
+                                      tp=args.tp)
     if kind == "measured":
         if not rest:
             raise UserError("give the benchmark file, as measured:FILE", field="--step-time")
@@ -214,7 +229,7 @@ def _policy(name: str, args: argparse.Namespace) -> Any:
             raise UserError(f"{name} needs a KV cache size: give --num-blocks N, or --model NAME "
                             f"--gpu NAME to size it from the catalog, or leave {name} out of --policy",
                             field="--num-blocks")
-        blocks = num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype)
+        blocks = num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype, tp=args.tp)
     settings = batching.PolicySettings(
         max_wait=args.max_wait,
         num_blocks=blocks,
