@@ -74,6 +74,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-num-batched-tokens", type=int, metavar="N",
                         help="paged: tokens per step at most")
     parser.add_argument("--chunked-prefill", action="store_true", help="paged: Sarathi-style chunks")
+    parser.add_argument("--replicas", type=int, default=1, metavar="N",
+                        help="N copies of the engine, each with its own scheduler and KV pool, "
+                             "behind --router (default 1)")
+    parser.add_argument("--router", default="round_robin", choices=("round_robin", "random"),
+                        help="how --replicas share the requests: round_robin (request i to replica "
+                             "i mod N) or random (seeded by --seed); default round_robin")
     parser.add_argument("--json", action="store_true", help='print {"policies": {...}} as JSON')
 
 
@@ -94,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         if err.file is not None:
             raise
         raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
+    if args.replicas != 1:
+        return _run_replicas(args, workload, policies, step_time)
     results: dict[str, Any] = {}
     for name, policy in policies.items():
         try:
@@ -105,6 +113,49 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
         print(_table(workload, results, step_time))
+    return 0
+
+
+def _run_replicas(args: argparse.Namespace, workload: Any, policies: dict[str, Any], step_time: Any) -> int:
+    from engine.batching.replicas import simulate_replicas
+
+    clusters: dict[str, Any] = {}
+    for name, policy in policies.items():
+        try:
+            clusters[name] = simulate_replicas(
+                workload, policy, slots=args.slots, step_time=step_time, replicas=args.replicas,
+                router=args.router, seed=args.seed,
+            ).to_dict()
+        except UserError as err:
+            field = {"replicas": "--replicas", "router": "--router"}.get(err.field or "")
+            raise UserError(err.message, field=field or FLAG_OF.get(err.field or "", err.field)) from None
+    if args.json:
+        print(json.dumps({"policies": clusters}, indent=2, sort_keys=True))
+        return 0
+    lines = [f"{workload.n:,} requests over {args.replicas} replicas, router {args.router}",
+             f"step time: {_describe(step_time) if step_time is not None else 'none (steps)'}", ""]
+    width = max(11, *(len(n) + 2 for n in clusters))
+    lines.append(f"{'policy':<{width}}{'replica':>8}{'requests':>10}{'seconds':>11}{'req/s':>10}"
+                 f"{'TTFT p50':>11}{'TTFT p99':>11}{'e2e p50':>11}{'e2e p99':>11}{'preempt':>9}")
+
+    def row(name: str, which: str, d: dict[str, Any]) -> str:
+        lat = d["latency"]
+        cells = [lat.get(k, {}).get(q, float("nan")) for k in ("ttft", "e2e") for q in ("p50", "p99")]
+        seconds = d.get("makespan_seconds")
+        rps = d.get("requests_per_second")
+        return (f"{name:<{width}}{which:>8}{d['requests']:>10,}"
+                f"{'-' if seconds is None else _number(seconds):>11}{'-' if rps is None else _number(rps):>10}"
+                + "".join(f"{_number(x):>11}" for x in cells) + f"{d['preemptions']:>9,}")
+
+    for name, d in clusters.items():
+        lines.append(row(name, "all", d))
+        for j, rep in enumerate(d["per_replica"]):
+            if rep is not None:
+                rep = {**rep, "latency": {k: v for k, v in rep["latency"][d["latency_unit"]].items()}}
+                lines.append(row("", str(j), rep))
+    lines.append(f"(latencies in {next(iter(clusters.values()))['latency_unit']}; 'all' = the "
+                 "cluster: every request, the slowest replica's makespan)")
+    print("\n".join(lines))
     return 0
 
 
