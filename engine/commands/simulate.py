@@ -81,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how --replicas share the requests: round_robin (request i to replica "
                              "i mod N) or random (seeded by --seed); default round_robin")
     parser.add_argument("--json", action="store_true", help='print {"policies": {...}} as JSON')
+    parser.add_argument("--requests-csv", metavar="FILE",
+                        help="write one row per request per policy: arrival, scheduled, first token, "
+                             "finish (seconds, or steps without a step time), preemptions, restarts; "
+                             "at most 1,000,000 rows")
+    parser.add_argument("--trace", metavar="FILE",
+                        help="write a Chrome/Perfetto trace (JSON) of the simulated timeline: a track "
+                             "per slot, a process per policy and replica; at most 200,000 slot stays")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,6 +115,13 @@ def run(args: argparse.Namespace) -> int:
             results[name] = batching.simulate(workload, policy, slots=args.slots, step_time=step_time)
         except UserError as err:
             raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
+    import numpy as np
+
+    from engine.batching.export import Run
+
+    everyone = np.arange(workload.n)
+    _write_files(args, [Run(name, None, r, everyone, workload.arrival_time, step_time)
+                        for name, r in results.items()])
     if args.json:
         doc = {"policies": {name: r.to_dict(timeline=False) for name, r in results.items()}}
         print(json.dumps(doc, indent=2, sort_keys=True))
@@ -119,16 +133,27 @@ def run(args: argparse.Namespace) -> int:
 def _run_replicas(args: argparse.Namespace, workload: Any, policies: dict[str, Any], step_time: Any) -> int:
     from engine.batching.replicas import simulate_replicas
 
+    import numpy as np
+
+    from engine.batching.export import Run
+
     clusters: dict[str, Any] = {}
+    runs: list[Any] = []
     for name, policy in policies.items():
         try:
-            clusters[name] = simulate_replicas(
+            cluster = simulate_replicas(
                 workload, policy, slots=args.slots, step_time=step_time, replicas=args.replicas,
                 router=args.router, seed=args.seed,
-            ).to_dict()
+            )
         except UserError as err:
             field = {"replicas": "--replicas", "router": "--router"}.get(err.field or "")
             raise UserError(err.message, field=field or FLAG_OF.get(err.field or "", err.field)) from None
+        clusters[name] = cluster.to_dict()
+        for j, r in enumerate(cluster.replicas):
+            if r is not None:
+                mine = np.flatnonzero(cluster.replica_of == j)
+                runs.append(Run(name, j, r, mine, workload.arrival_time[mine], step_time))
+    _write_files(args, runs)
     if args.json:
         print(json.dumps({"policies": clusters}, indent=2, sort_keys=True))
         return 0
@@ -157,6 +182,16 @@ def _run_replicas(args: argparse.Namespace, workload: Any, policies: dict[str, A
                  "cluster: every request, the slowest replica's makespan)")
     print("\n".join(lines))
     return 0
+
+
+def _write_files(args: argparse.Namespace, runs: list[Any]) -> None:
+    """--requests-csv and --trace, each refused whole (before writing) when over its cap."""
+    from engine.batching import export
+
+    if args.requests_csv:
+        export.write_requests_csv(args.requests_csv, runs)
+    if args.trace:
+        export.write_trace(args.trace, runs)
 
 
 # ---- inputs -------------------------------------------------------------------------------------
