@@ -217,6 +217,7 @@ class _Simulation:
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.idle = self.timing.idle_seconds
             self.step = getattr(self.timing, "step", None)  # plain floats, when the model has them
+            self.runner = getattr(self.timing, "runner", None)
         self.now = 0.0  # seconds when step t begins
         self.decoding = 0  # requests decoding in step t
         self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding
@@ -487,12 +488,13 @@ class _Simulation:
         """
         model = self.timing
         assert model is not None
-        if self.decoding == 0 and self.prefill_now == 0:
+        decoding, prefill_now = self.decoding, self.prefill_now
+        if decoding == 0 and prefill_now == 0:
             this = self.idle
         elif self.step is not None:
-            this = self.step(self.decoding, self.context_sum + t * self.decoding, self.prefill_now)
+            this = self.step(decoding, self.context_sum + t * decoding, prefill_now)
         else:
-            this = step_seconds(model, self.decoding, self.context_sum + t * self.decoding, self.prefill_now)
+            this = step_seconds(model, decoding, self.context_sum + t * decoding, prefill_now)
         if self.joining:
             # they read context + 1 tokens at step t + 1
             self.context_sum += sum(self.context[r] for r in self.joining) - t * len(self.joining)
@@ -501,9 +503,12 @@ class _Simulation:
         self.prefill_now = 0
         batch = self.decoding
         first_context = self.context_sum + (t + 1) * batch
-        following = None if event is None else max(t + 1, event)
-        run = runner(model, batch, first_context)
-        span = 0.0 if following is None else run(following - t - 1)
+        following = None if event is None else (event if event > t else t + 1)
+        if batch and self.runner is not None:
+            run = self.runner(batch, first_context)  # the model's own sum, terms worked out once
+        else:
+            run = runner(model, batch, first_context)
+        span = 0.0 if following is None or following == t + 1 else run(following - t - 1)
         if waiting_for is not None:
             # an arrival joins at the first step that begins at or after it (within tolerance)
             need = self.arrival[waiting_for] - self.tolerance - (self.now + this)
