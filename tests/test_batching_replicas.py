@@ -65,3 +65,59 @@ def test_simulate_replicas_flag(capsys):
     assert main(["simulate", "--requests", "4", "--output-tokens", "5", "--slots", "1",
                  "--replicas", "0"]) == 2
     assert "--replicas" in capsys.readouterr().err
+
+
+def _brute_least_outstanding(w, policy, slots, step, replicas):
+    """The definition, re-simulated from scratch for every arrival: each replica runs the
+    requests it was sent so far; those whose finish time lies before this arrival are done."""
+    from engine.batching.clock import clock_for
+
+    replica_of = []
+    for k in range(w.n):
+        a = float(w.arrival_time[k])
+        counts = []
+        for j in range(replicas):
+            mine = [i for i in range(k) if replica_of[i] == j]
+            if not mine:
+                counts.append(0)
+                continue
+            part = Workload.of(w.output_tokens[mine], w.prompt_tokens[mine], w.arrival_time[mine])
+            r = simulate(part, policy, slots=slots, step_time=step)
+            done = clock_for(r.schedule, step).at(r.schedule.finish) < a - 1e-9 * step.idle_seconds
+            counts.append(len(mine) - int(done.sum()))
+        replica_of.append(int(np.argmin(counts)))
+    return replica_of
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_least_outstanding_matches_its_definition(seed):
+    rng = np.random.default_rng(seed)
+    n = 40
+    w = Workload.of(rng.integers(1, 25, n), rng.integers(0, 30, n), np.sort(rng.uniform(0, 3, n)))
+    policy, step = PagedPolicy(num_blocks=40, block_size=4, max_num_seqs=3), UnitStepTime(0.05)
+    c = simulate_replicas(w, policy, slots=3, step_time=step, replicas=3, router="least_outstanding")
+    assert c.replica_of.tolist() == _brute_least_outstanding(w, policy, 3, step, 3)
+    for j, r in enumerate(c.replicas):  # and each replica is the engine on what it was sent
+        mine = np.flatnonzero(c.replica_of == j)
+        alone = simulate(Workload.of(w.output_tokens[mine], w.prompt_tokens[mine], w.arrival_time[mine]),
+                         policy, slots=3, step_time=step)
+        assert r.schedule.finish.tolist() == alone.schedule.finish.tolist()
+        assert r.preemptions == alone.preemptions
+
+
+def test_least_outstanding_needs_time_and_a_paged_engine():
+    w = Workload.of([3, 4], arrival_time=[0.0, 1.0])
+    with pytest.raises(UserError):
+        simulate_replicas(w, ContinuousPolicy(), slots=1, replicas=2, router="least_outstanding")
+    from engine.batching import StaticPolicy
+
+    with pytest.raises(UserError) as err:
+        simulate_replicas(w, StaticPolicy(), slots=1, step_time=UnitStepTime(0.1), replicas=2,
+                          router="least_outstanding")
+    assert err.value.field == "router"
+    # by hand, 0.1 s steps: request 0 (30 tokens) runs until 3 s, so request 1 (at 1 s) goes to
+    # the idle replica 1; at 5 s both are done and the tie goes to replica 0
+    w = Workload.of([30, 4, 2], arrival_time=[0.0, 1.0, 5.0])
+    c = simulate_replicas(w, ContinuousPolicy(), slots=1, step_time=UnitStepTime(0.1), replicas=2,
+                          router="least_outstanding")
+    assert c.replica_of.tolist() == [0, 1, 0]

@@ -44,7 +44,7 @@ from __future__ import annotations
 import gc
 import heapq
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -223,10 +223,35 @@ class _Simulation:
         self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding
         self.joining: list[int] = []  # prefills that finish in step t: they decode from t + 1
         self.prefill_now = 0  # prompt tokens processed in step t
+        # Side by side with other engines (engine.batching.cosim): more requests may come
+        # (`open`), and the loop pauses before the first step that begins at or after
+        # `checkpoint` seconds, so a router can look at every engine at one moment.
+        self.open = False
+        self.checkpoint: float | None = None
+        self.completed = 0
 
     # ---- the loop ---------------------------------------------------------------------------
 
     def run(self) -> None:
+        for _ in self.steps():
+            raise AssertionError("a run with no checkpoint never pauses")
+
+    def add_request(self, prompt: int, output: int, arrival: float) -> None:
+        """One more request for an open run, arriving no earlier than the run's clock."""
+        self.n += 1
+        self.prompt.append(prompt)
+        self.output.append(output)
+        self.arrival.append(arrival)
+        self.eligible.append(0)
+        for values, initial in ((self.generated, 0), (self.first_start, -1), (self.finish, -1),
+                                (self.stay, 0), (self.context, 0), (self.prefilled, 0),
+                                (self.decode_from, 0), (self.held, 0), (self.version, 0),
+                                (self.order, 0), (self.offset, 0), (self.counted, False)):
+            values.append(initial)
+
+    def steps(self) -> Iterator[int]:
+        """The loop. Yields step t, before doing anything in it, only when a checkpoint is set
+        and step t begins at or after it; without one it runs to the end without yielding."""
         # hot loop: attributes read every visit are bound to locals
         events, eligible, n = self.events, self.eligible, self.n
         waiting, running, prefilling, version = self.waiting, self.running, self.prefilling, self.version
@@ -237,6 +262,9 @@ class _Simulation:
         t, arrived = 0, 0
         while True:
             self.t = t
+            if self.checkpoint is not None and self.now + self.tolerance >= self.checkpoint:
+                yield t
+                n = self.n  # the router may have added requests
             if limited:
                 self.held_step = t - 1
                 self.free = self.pool - self.explicit - blocks.held(t - 1)
@@ -288,6 +316,8 @@ class _Simulation:
                     event = eligible[waiting_for] if event is None else min(event, eligible[waiting_for])
                 following = None if event is None else max(t + 1, event)
             if following is None:
+                if self.open:
+                    raise AssertionError("an open run needs a checkpoint to wait for")
                 break
             t = following
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
@@ -305,6 +335,7 @@ class _Simulation:
         self.s_end[self.stay[r]] = t
         self.generated[r] = self.output[r]
         self.finish[r] = t
+        self.completed += 1
 
     def _preempt(self, v: int, t: int) -> None:
         """Evict v by recompute: free its blocks, keep its emitted tokens, queue it first."""
@@ -509,9 +540,12 @@ class _Simulation:
         else:
             run = runner(model, batch, first_context)
         span = 0.0 if following is None or following == t + 1 else run(following - t - 1)
-        if waiting_for is not None:
+        target = None if waiting_for is None else self.arrival[waiting_for]
+        if self.checkpoint is not None and (target is None or self.checkpoint < target):
+            target = self.checkpoint  # a router looks at this engine then: stop there too
+        if target is not None:
             # an arrival joins at the first step that begins at or after it (within tolerance)
-            need = self.arrival[waiting_for] - self.tolerance - (self.now + this)
+            need = target - self.tolerance - (self.now + this)
             if need <= 0:
                 following, span = t + 1, 0.0
             elif following is None or span >= need:  # it lands first (or with the event)

@@ -1,16 +1,16 @@
 """Replicas behind a router: N copies of one engine, each with its own scheduler and KV pool.
 
 A router sends every request, as it arrives, to one replica; each replica then runs the batching
-policy on the requests it was sent, exactly as a single engine (engine.batching.simulate). Two
-routers are implemented, both decided from the arrival order alone, so the replicas are
-independent simulations and the result is exact:
+policy on the requests it was sent, exactly as a single engine (engine.batching.simulate):
 
 - ``round_robin``: request i goes to replica i mod N;
 - ``random``: each request to a replica drawn uniformly (seeded, so the same seed gives the
-  same split).
+  same split);
+- ``least_outstanding``: to the replica with the fewest requests sent and not yet finished at
+  that moment, which needs the replicas run side by side (engine.batching.cosim).
 
-Routers that look at the replicas' state (least outstanding requests, one shared queue) need
-the replicas simulated side by side, request by request; they are not built here.
+The first two are decided from the arrival order alone, so the replicas are independent runs.
+One shared queue in front of the replicas (a replica pulls when it can admit) is not built.
 
 Metrics: each replica's own PolicyResult, and the cluster's: per-request latencies in the
 workload's order, the makespan of the slowest replica, throughput over it, preemptions summed.
@@ -25,7 +25,7 @@ import numpy as np
 from engine.errors import UserError
 from engine.workload import Workload
 
-ROUTERS = ("round_robin", "random")
+ROUTERS = ("round_robin", "random", "least_outstanding")
 MAX_REPLICAS = 4096
 
 
@@ -85,7 +85,15 @@ def simulate_replicas(workload: Workload, policy: Any, *, slots: int, step_time:
 
     if not 1 <= replicas <= MAX_REPLICAS:
         raise UserError(f"must be between 1 and {MAX_REPLICAS}, got {replicas}", field="replicas")
-    replica_of = route(workload, replicas, router, seed)
+    from engine.batching import registry
+
+    registry.kind(policy.name)
+    if router == "least_outstanding":
+        from engine.batching.cosim import least_outstanding
+
+        replica_of, side_by_side = least_outstanding(workload, policy, slots, step_time, replicas)
+    else:
+        replica_of, side_by_side = route(workload, replicas, router, seed), None
     results: list[Any] = []
     n = workload.n
     lat_s: dict[str, np.ndarray] | None = None
@@ -95,9 +103,12 @@ def simulate_replicas(workload: Workload, policy: Any, *, slots: int, step_time:
         if len(mine) == 0:
             results.append(None)
             continue
-        part = Workload.of(workload.output_tokens[mine], workload.prompt_tokens[mine],
-                           workload.arrival_time[mine], source=f"{workload.source}, replica {j}")
-        r = simulate(part, policy, slots=slots, step_time=step_time)
+        if side_by_side is not None:
+            r = side_by_side[j]
+        else:
+            part = Workload.of(workload.output_tokens[mine], workload.prompt_tokens[mine],
+                               workload.arrival_time[mine], source=f"{workload.source}, replica {j}")
+            r = simulate(part, policy, slots=slots, step_time=step_time)
         results.append(r)
         for name, values in r.latency.steps.items():
             lat_steps.setdefault(name, np.full(n, np.nan))[mine] = values

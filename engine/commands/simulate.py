@@ -77,9 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicas", type=int, default=1, metavar="N",
                         help="N copies of the engine, each with its own scheduler and KV pool, "
                              "behind --router (default 1)")
-    parser.add_argument("--router", default="round_robin", choices=("round_robin", "random"),
+    parser.add_argument("--router", default="round_robin",
+                        choices=("round_robin", "random", "least_outstanding"),
                         help="how --replicas share the requests: round_robin (request i to replica "
-                             "i mod N) or random (seeded by --seed); default round_robin")
+                             "i mod N), random (seeded by --seed) or least_outstanding (fewest sent "
+                             "and unfinished at its arrival; paged and continuous); default round_robin")
     parser.add_argument("--json", action="store_true", help='print {"policies": {...}} as JSON')
     parser.add_argument("--requests-csv", metavar="FILE",
                         help="write one row per request per policy: arrival, scheduled, first token, "
