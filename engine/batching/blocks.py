@@ -15,9 +15,12 @@ count at the end of its prefill step.
 """
 from __future__ import annotations
 
+from typing import Any
 
-def ceil_div(a: int, b: int) -> int:
-    """ceil(a / b) for whole numbers, b > 0 (exact for any size, unlike float division)."""
+
+def ceil_div(a: Any, b: Any) -> Any:
+    """ceil(a / b) for whole numbers or integer arrays, b > 0: exact at any size, unlike float
+    division. The one ceiling division of the simulator's block counts."""
     return -(-a // b)
 
 

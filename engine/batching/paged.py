@@ -102,7 +102,7 @@ def check_fits(policy: PagedPolicy, prompt: np.ndarray, output: np.ndarray, cap:
     """Refuse configurations that could never finish, as vLLM refuses them at start-up."""
     bs = policy.block_size
     if policy.num_blocks is not None:
-        peak = -(-(prompt + output) // bs)
+        peak = ceil_div(prompt + output, bs)
         worst = int(np.argmax(peak))
         if peak[worst] > policy.num_blocks:
             raise UserError(
@@ -641,7 +641,7 @@ def _prefill_blocks_at(schedule: Schedule, bs: int, steps: np.ndarray) -> np.nda
     order = np.lexsort((schedule.chunk_step, schedule.chunk_stay))
     stay = schedule.chunk_stay[order]
     step = schedule.chunk_step[order]
-    held = -(-schedule.chunk_done[order] // bs)
+    held = ceil_div(schedule.chunk_done[order], bs)
     until = schedule.decode_start[stay].copy()
     same = stay[1:] == stay[:-1]
     until[:-1][same] = step[1:][same]
@@ -652,8 +652,8 @@ CROSSINGS_PER_CHUNK = 1 << 22  # new-block steps listed at once: memory stays ne
 
 
 def _decode_blocks_by_crossings(ds, end, cached, first, count, bs, steps) -> np.ndarray:
-    at_start = -(-(cached + 1) // bs)
-    at_end = -(-(cached + end - ds) // bs)
+    at_start = ceil_div(cached + 1, bs)
+    at_end = ceil_div(cached + end - ds, bs)
     out = _count_at_or_before(ds, at_start, steps) - _count_at_or_before(end, at_end, steps)
     # every new block is +1 from its step on (its stay's end takes all of them back, above)
     cuts = np.arange(0, int(count.sum()), CROSSINGS_PER_CHUNK)
@@ -730,7 +730,7 @@ def _block_steps(schedule: Schedule, bs: int) -> float:
         until = schedule.decode_start[stay].copy()
         same = stay[1:] == stay[:-1]
         until[:-1][same] = step[1:][same]
-        held = -(-schedule.chunk_done[order] // bs)
+        held = ceil_div(schedule.chunk_done[order], bs)
         total += float(np.sum(held.astype(np.float64) * (until - step)))
     ds, end, cached = schedule.decode_start, schedule.end, schedule.context
     live = end > ds

@@ -155,6 +155,14 @@ def timed() -> bool:
             f"makespan {r.makespan_seconds:,.0f} s, TTFT p50 {float(np.median(ttft)):.3f} s, "
             f"{requests / took:,.0f} requests/s",
         )
+    from engine.batching.prefill_first import PrefillFirstPolicy
+
+    v0 = PrefillFirstPolicy(num_blocks=7_424, block_size=16, max_num_seqs=128, max_num_batched_tokens=4_096)
+    load = conversational(10_000)
+    took, r = best_of(lambda: batching.simulate(load, v0, slots=128, step_time=roofline), 1)
+    report("prefill-first (vLLM V0), 10,000 chat", f"{took:.2f} s", None, True,
+           f"makespan {r.makespan_seconds:,.0f} s, TTFT p50 {float(np.median(r.latency.seconds['ttft'])):.3f} s, "
+           f"TPOT p50 {float(np.nanmedian(r.latency.seconds['tpot'])) * 1000:.1f} ms")
     small = conversational(1_000)
     fast_s, fast = best_of(lambda: batching.simulate(small, VIDUR_CASE, slots=128, step_time=roofline))
     eligible = clock_for(fast.schedule, roofline).step_of(small.arrival_time).tolist()
