@@ -190,10 +190,26 @@ class UnitStepTimeSpec(_Strict):
 
 
 class RooflineStepTimeSpec(_Strict):
+    """Peak bandwidth and FLOPs for the model on the card: a lower bound on every step."""
+
     kind: Literal["roofline"]
     model: str
     gpu: str
     kv_dtype: KvDtype = "auto"
+    tp: PositiveInt = 1
+
+
+class CalibratedStepTimeSpec(_Strict):
+    """The roofline for the model on the card, with efficiencies and a per-layer kernel cost
+    fitted to the device measurement the spec's ``measured:`` key picks (or to `file`, a
+    per-operator CSV next to the spec); the fit error is reported with it."""
+
+    kind: Literal["calibrated"]
+    model: str
+    gpu: str
+    kv_dtype: KvDtype = "auto"
+    tp: PositiveInt = 1
+    file: str | None = None
 
 
 class MeasuredStepTimeSpec(_Strict):
@@ -203,7 +219,8 @@ class MeasuredStepTimeSpec(_Strict):
 
 
 StepTimeSpec = Annotated[
-    UnitStepTimeSpec | RooflineStepTimeSpec | MeasuredStepTimeSpec, Field(discriminator="kind")
+    UnitStepTimeSpec | RooflineStepTimeSpec | CalibratedStepTimeSpec | MeasuredStepTimeSpec,
+    Field(discriminator="kind"),
 ]
 def _registered_policy(name: str) -> str:
     """A policy name the registry knows (engine.batching.registry), checked when the spec is

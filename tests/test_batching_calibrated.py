@@ -107,3 +107,22 @@ def test_a_bad_operator_table_names_the_file_and_column(tmp_path):
     with pytest.raises(UserError) as err:
         points_from_file(table)
     assert err.value.field == "seconds" and "line 2" in err.value.message
+
+
+def test_a_day_spec_can_ask_for_the_calibrated_step_time(tmp_path):
+    from engine.errors import UserError
+    from engine.experiments import Context
+    from engine.experiments.batching import step_time_of
+    from engine.spec import BatchingSection
+
+    table = tmp_path / "ops.csv"
+    table.write_text("batch,context,prefill,seconds\n" + "".join(
+        f"{b},{c},{p},{s!r}\n" for b, c, p, s in synthetic_points()))
+    section = BatchingSection.model_validate({
+        "slots": 8, "workload": {"trace": "x.csv"}, "policies": ["continuous"],
+        "step_time": {"kind": "calibrated", "model": "llama-2-7b", "gpu": "a100-80gb", "file": "ops.csv"}})
+    model = step_time_of(section, Context(tmp_path / "day99.yaml"), None)
+    assert isinstance(model, CalibratedStepTime) and model.points == 21
+    table.unlink()
+    with pytest.raises(UserError):
+        step_time_of(section, Context(tmp_path / "day99.yaml"), None)

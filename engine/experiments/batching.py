@@ -10,7 +10,7 @@ import numpy as np
 from engine import batching, workload
 from engine.errors import UserError
 from engine.experiments import Context, blame
-from engine.spec import BatchingSection, RooflineStepTimeSpec, UnitStepTimeSpec
+from engine.spec import BatchingSection, CalibratedStepTimeSpec, RooflineStepTimeSpec, UnitStepTimeSpec
 
 # Per-request timelines feed the slot-timeline chart; past this many requests the chart would be
 # unreadable and results.json large, so they are left out.
@@ -41,7 +41,17 @@ def step_time_of(section: BatchingSection, ctx: Context, measurement: Path | Non
         return batching.UnitStepTime(seconds_per_step=spec.seconds_per_step)
     if isinstance(spec, RooflineStepTimeSpec):
         with blame(ctx, "batching.step_time"):
-            return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype)
+            return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype, tp=spec.tp)
+    if isinstance(spec, CalibratedStepTimeSpec):
+        from engine.batching.calibrated import calibrate_from_catalog
+
+        source = Path(ctx.spec_path).parent / spec.file if spec.file else measurement
+        if source is None:
+            raise UserError("kind 'calibrated' needs measurements: set measured: latest (and run "
+                            "the bench) or give file: a per-operator CSV",
+                            file=ctx.spec_path, field="batching.step_time")
+        with blame(ctx, "batching.step_time"):
+            return calibrate_from_catalog(spec.model, spec.gpu, source, kv_dtype=spec.kv_dtype, tp=spec.tp)
     if measurement is None:
         raise UserError(
             "kind 'measured' needs a measurement file: set measured: latest (or a file name) "
