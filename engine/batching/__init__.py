@@ -1,13 +1,17 @@
-"""The batching simulator: static, continuous and paged (vLLM-style) scheduling.
+"""The batching simulator: static, continuous, paged (vLLM V1) and prefill-first (vLLM V0).
 
 ``simulate(workload, policy, slots=…, step_time=…)`` runs one policy over one workload and
-returns a PolicyResult. The policies decide *who holds which slot when*, in steps
-(engine.batching.static / continuous / paged); a step-time model turns steps into seconds
-(engine.batching.steptime); metrics are computed the same way for all three (metrics).
+returns a PolicyResult: the pure entry point for programs (a capacity-planning grid calls it
+once per cell; `registry.build(name, PolicySettings(…))` makes the policy from plain settings,
+`replicas.simulate_replicas` runs a cluster). The policies, registered by name in
+engine.batching.registry, decide *who holds which slot when*, in steps (engine.batching.static /
+continuous / paged / prefill_first); a step-time model turns steps into seconds
+(engine.batching.steptime, calibrated); metrics are computed the same way for all (metrics).
 
 The semantics are the lab's: at the start of every step free slots are filled in arrival order,
 every running request emits one token, finished requests leave. A prompt costs its request one
-prefill step of its own (see schedule.prefill_steps); without prompts the lab's counts hold
+prefill step of its own, which emits its first token (vLLM's convention; see
+schedule.prefill_steps); without prompts the lab's counts hold
 exactly (its trace: static 5,797 steps, continuous 1,148). Arrival times are seconds, so a
 workload with arrivals needs a step-time model to place them among the steps. Under a step-time
 model a static step is priced as real static batching runs it: the whole group is in the batch
