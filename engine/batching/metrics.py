@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching.blocks import kv_usage
 from engine.batching.clock import Clock
 from engine.batching.schedule import Schedule
 
@@ -285,8 +286,6 @@ def measure(
         series["seconds"] = clock.at(edges)
     kv_blocks = None
     if block_size is not None:
-        from engine.batching.paged import kv_usage
-
         used = kv_usage(schedule, block_size, bounds)
         series["kv_blocks_used"] = used.bin_max
         kv_blocks = dict(kv_info or {})
