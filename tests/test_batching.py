@@ -51,7 +51,7 @@ def test_lab_static(lab_static):
     assert r.utilisation == 13_280 / (16 * 5_797)
     assert round(r.utilisation * 100, 1) == 14.3
     assert r.group_maxima.tolist() == [661, 580, 480, 39, 473, 471, 527, 557, 472, 486, 546, 40, 465]
-    assert r.schedule.groups["size"].tolist() == [16] * 12 + [8]
+    assert r.schedule.groups.size.tolist() == [16] * 12 + [8]
     assert r.makespan_seconds == pytest.approx(115.94)
     assert round(r.requests_per_second, 1) == 1.7
 
@@ -277,7 +277,7 @@ def test_tokens_are_conserved_and_slots_never_double_booked(lab):
 
 def assert_no_overlap(s: batching.Schedule) -> None:
     """No two stays share a slot at the same step (static: a slot is held to its group's end)."""
-    end = s.end if s.groups is None else s.groups["end"][s.groups["member_group"]]
+    end = s.end if s.groups is None else s.groups.end[s.groups.member_group]
     for slot in np.unique(s.slot):
         mine = np.flatnonzero(s.slot == slot)
         order = mine[np.argsort(s.start[mine], kind="stable")]

@@ -204,7 +204,7 @@ def test_static_seconds_match_the_naive_clock(load, slots):
     assert_clock_matches(result, naive, np.zeros(len(output)))
     # padding: a group's every step after its first holds all its members
     groups = result.schedule.groups
-    for size, start, end in zip(groups["size"], groups["start"], groups["end"]):
+    for size, start, end in zip(groups.size, groups.start, groups.end):
         assert all(naive.load[k][0] == size for k in range(start + 1, end))
 
 

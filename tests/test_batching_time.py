@@ -128,7 +128,7 @@ def brute_force_seconds(result, model) -> float:
     """Σ over steps of the model's time for what runs in it, recounted request by request. A
     static group's finished members pad on until the group ends, their reads still growing."""
     s = result.schedule
-    in_batch_until = s.end if s.groups is None else s.groups["end"][s.groups["member_group"]]
+    in_batch_until = s.end if s.groups is None else s.groups.end[s.groups.member_group]
     total = 0.0
     for k in range(result.steps):
         decoding = (s.decode_start <= k) & (k < in_batch_until)

@@ -108,7 +108,7 @@ def priced_end(schedule: Schedule) -> np.ndarray:
     if schedule.groups is None:
         return schedule.end
     g = schedule.groups
-    return g["end"][g["member_group"]]
+    return g.end[g.member_group]
 
 
 @dataclass(frozen=True, eq=False)

@@ -100,7 +100,7 @@ def per_step(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     )[:horizon]
     if schedule.groups is not None:
         g = schedule.groups
-        held_from, held_to, weight = g["start"], g["end"], g["size"]
+        held_from, held_to, weight = g.start, g.end, g.size
     else:
         held_from, held_to, weight = schedule.start, schedule.end, np.ones(len(schedule.start))
     held = np.cumsum(
@@ -162,7 +162,7 @@ def held_intervals(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """(from, to, slots) of every holding: stays, or for static batching whole groups."""
     if schedule.groups is not None:
         g = schedule.groups
-        return g["start"], g["end"], g["size"]
+        return g.start, g.end, g.size
     return schedule.start, schedule.end, np.ones(len(schedule.start), dtype=np.int64)
 
 
@@ -223,9 +223,10 @@ class PolicyResult:
             "step_time": self.step_time,
         }
         if self.group_maxima is not None:
-            g = self.schedule.groups or {}
+            g = self.schedule.groups
+            assert g is not None  # group maxima come from groups
             out["group_maxima"] = self.group_maxima
-            out["groups"] = {"start_step": g["start"], "end_step": g["end"], "size": g["size"]}
+            out["groups"] = {"start_step": g.start, "end_step": g.end, "size": g.size}
         if self.kv_blocks is not None:
             out["kv_blocks"] = self.kv_blocks
         if timeline:
@@ -294,7 +295,7 @@ def measure(
     busy_steps = union_length(
         np.concatenate((ds, schedule.chunk_step)), np.concatenate((end, schedule.chunk_step + 1))
     )
-    group_maxima = schedule.groups["longest"] if schedule.groups is not None else None
+    group_maxima = schedule.groups.longest if schedule.groups is not None else None
     return PolicyResult(
         policy=policy,
         slots=slots,

@@ -26,6 +26,19 @@ def _ints(values: Any) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
+class Groups:
+    """Static batching's groups: consecutive requests that launch together and hold their
+    slots until the longest of them ends. Arrays are per group except member_group."""
+
+    first_request: np.ndarray
+    size: np.ndarray
+    start: np.ndarray
+    end: np.ndarray  # start + longest: when the group releases its slots
+    longest: np.ndarray
+    member_group: np.ndarray  # per request: its group
+
+
+@dataclass(frozen=True, eq=False)
 class Schedule:
     """A policy's decisions. Stay arrays align; per-request arrays are indexed by request."""
 
@@ -49,7 +62,7 @@ class Schedule:
     chunk_done: np.ndarray  # prompt tokens in cache after the chunk (cumulative within the stay)
     preemptions: int = 0
     # static only: the group each stay belongs to and when the group released its slots
-    groups: dict[str, np.ndarray] | None = None
+    groups: Groups | None = None
 
     @property
     def makespan(self) -> int:

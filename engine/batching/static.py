@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.batching.schedule import Schedule, prefill_steps, single_stays
+from engine.batching.schedule import Groups, Schedule, prefill_steps, single_stays
 from engine.batching.steptime import StepTime, run_seconds, step_seconds
 
 
@@ -152,14 +152,14 @@ def _schedule_of_groups(
         prefill_steps(prompt),
         prompt,
         output,
-        groups={
-            "first_request": first,
-            "size": size,
-            "start": start,
-            "end": start + longest,
-            "longest": longest,
-            "member_group": member_group,
-        },
+        groups=Groups(
+            first_request=first,
+            size=size,
+            start=start,
+            end=start + longest,
+            longest=longest,
+            member_group=member_group,
+        ),
     )
 
 
