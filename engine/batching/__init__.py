@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.batching import registry
-from engine.batching.clock import Clock, clock_for
+from engine.batching.clock import Clock, GridClock, SegmentClock, clock_for
 from engine.batching.continuous import ContinuousPolicy, schedule_continuous
 from engine.batching.metrics import PolicyResult, measure, throughput_multiple
 from engine.batching.paged import PagedPolicy, blocks_per_step, schedule_paged
@@ -69,7 +69,7 @@ class Policy(Protocol):
 
 
 __all__ = [
-    "Clock", "ContinuousPolicy", "MeasuredStepTime", "PagedPolicy", "Policy", "PolicyKind",
+    "Clock", "ContinuousPolicy", "GridClock", "SegmentClock", "MeasuredStepTime", "PagedPolicy", "Policy", "PolicyKind",
     "PolicyResult", "PolicySettings", "RooflineStepTime", "Schedule", "StaticPolicy", "StepTime",
     "UnitStepTime", "blocks_per_step", "clock_for", "prefill_steps", "registry",
     "roofline_from_catalog", "schedule", "schedule_continuous", "schedule_paged", "schedule_static",
@@ -109,14 +109,16 @@ def simulate(
             "(e.g. unit, 0.02 s per step) to place them among the steps",
             field="step_time",
         )
+    clock: Clock | None
     if step_time is None:
         clock = None
         eligible = np.zeros(workload.n, dtype=np.int64)
         sched = schedule(workload, policy, slots, eligible, _deadline(policy, None, arrival))
     elif step_time.constant is not None:
         # Steps on an exact grid: an arrival joins at the first step that begins after it.
-        clock = Clock(dt=step_time.constant, idle=step_time.constant)
-        eligible = clock.step_of(arrival)
+        grid = GridClock(step_time.constant)
+        clock = grid
+        eligible = grid.step_of(arrival)
         sched = schedule(workload, policy, slots, eligible, _deadline(policy, clock, arrival))
     elif not workload.has_arrivals:
         eligible = np.zeros(workload.n, dtype=np.int64)
