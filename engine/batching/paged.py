@@ -44,7 +44,7 @@ from __future__ import annotations
 import gc
 import heapq
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -55,6 +55,17 @@ from engine.batching.queues import FcfsQueue, WaitingQueue
 from engine.batching.schedule import Schedule
 from engine.batching.steptime import StepTime, reach, runner, step_seconds
 from engine.errors import UserError
+
+
+class Completion(NamedTuple):
+    """A queued completion: `request` emits its last token in step − 1 and leaves at `step`.
+    Heap order: by step, then admission order; stale once the request is preempted (its
+    version moves on)."""
+
+    step: int
+    order: int
+    request: int
+    version: int
 
 
 @dataclass(frozen=True)
@@ -194,8 +205,8 @@ class _Simulation:
         self.prefilling: dict[int, None] = {}
         self.waiting: WaitingQueue = policy.queue(prompt, output)
         self.free_slots = list(range(min(cap, n)))  # never more than n run at once
-        # completions: (step, admission order, request, version); stale once preempted
-        self.events: list[tuple[int, int, int, int]] = []
+        # queued completions (Completion: step, admission order, request, version)
+        self.events: list[Completion] = []
         self.admitted = 0
         self.preemptions = 0
         # outputs: stays and prefill chunks
@@ -499,7 +510,7 @@ class _Simulation:
                 self.joining.append(r)
         end = emit + self.output[r] - self.generated[r]
         version, order = self.version[r], self.order[r]
-        heapq.heappush(self.events, (end, order, r, version))
+        heapq.heappush(self.events, Completion(end, order, r, version))
         if self.limited:
             self.explicit -= self.held[r]
             self.held[r] = 0
