@@ -7,8 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from engine.batching import PagedPolicy, UnitStepTime, simulate
-from engine.batching import export
+from engine.batching import PagedPolicy, UnitStepTime, export, simulate
 from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.cli import main
 from engine.errors import UserError

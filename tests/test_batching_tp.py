@@ -6,7 +6,11 @@ import json
 
 import pytest
 
-from engine.batching.loaders import allreduce_seconds_per_token, num_blocks_from_catalog, roofline_from_catalog
+from engine.batching.loaders import (
+    allreduce_seconds_per_token,
+    num_blocks_from_catalog,
+    roofline_from_catalog,
+)
 from engine.catalog import load_gpu, load_model
 from engine.cli import main
 from engine.errors import UserError

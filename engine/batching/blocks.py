@@ -36,7 +36,7 @@ def ceil_div(a: Any, b: Any) -> Any:
 class DecodeBlocks:
     """The decoding requests' blocks, as Σq, a count and a histogram of residues."""
 
-    __slots__ = ("bs", "count", "q_sum", "hist")
+    __slots__ = ("bs", "count", "hist", "q_sum")
 
     def __init__(self, block_size: int) -> None:
         self.bs = block_size

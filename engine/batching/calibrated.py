@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,7 @@ class CalibratedStepTime:
 
     @classmethod
     def from_roofline(cls, roofline: RooflineStepTime, attention_flops_per_kv_token: float,
-                      layers: int, **fitted: Any) -> "CalibratedStepTime":
+                      layers: int, **fitted: Any) -> CalibratedStepTime:
         return cls(roofline.weights_bytes, roofline.kv_bytes_per_token, roofline.flops_per_token,
                    attention_flops_per_kv_token, roofline.hbm_bytes_per_s, roofline.peak_flops,
                    layers, comm_seconds_per_token=roofline.comm_seconds_per_token, **fitted)
@@ -206,7 +207,7 @@ def fit(base: CalibratedStepTime, points: Iterable[Sequence[float]]) -> Calibrat
     high_to_low = np.geomspace(1.0, 1e-3, 160)
     eta_m, eta_f, fixed, _ = best_on(high_to_low, high_to_low)
     for width in (1.05, 1.002):  # refine around the best, twice
-        eta_m, eta_f, fixed, err = best_on(
+        eta_m, eta_f, fixed, _ = best_on(
             np.minimum(1.0, np.geomspace(eta_m * width, eta_m / width, 81)),
             np.minimum(1.0, np.geomspace(eta_f * width, eta_f / width, 81)),
         )

@@ -12,8 +12,9 @@ the simulator only when called.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from engine.errors import UserError
 

@@ -83,13 +83,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "i mod N), random (seeded by --seed) or least_outstanding (fewest sent "
                              "and unfinished at its arrival; paged and continuous); default round_robin")
     parser.add_argument("--json", action="store_true", help='print {"policies": {...}} as JSON')
+    from engine.batching.export import MAX_CSV_ROWS, MAX_TRACE_STAYS
+
     parser.add_argument("--requests-csv", metavar="FILE",
                         help="write one row per request per policy: arrival, scheduled, first token, "
                              "finish (seconds, or steps without a step time), preemptions, restarts; "
-                             "at most 1,000,000 rows")
+                             f"at most {MAX_CSV_ROWS:,} rows")
     parser.add_argument("--trace", metavar="FILE",
                         help="write a Chrome/Perfetto trace (JSON) of the simulated timeline: a track "
-                             "per slot, a process per policy and replica; at most 200,000 slot stays")
+                             f"per slot, a process per policy and replica; at most {MAX_TRACE_STAYS:,} "
+                             "slot stays")
 
 
 def run(args: argparse.Namespace) -> int:
