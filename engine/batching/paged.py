@@ -31,13 +31,15 @@ Event-driven: the loop visits only steps where something happens (a completion, 
 can be admitted, a prefill chunk, or a step where the decoding requests' next blocks would not
 fit the pool), so the work grows with requests, not with generated tokens or blocks. The
 decoding requests' blocks are counted in aggregate (engine.batching.blocks): a step where
-blocks run short is found in closed form, and only then are requests walked one by one. With unlimited blocks and no
-budget it is exactly continuous batching (the tests check it).
+blocks run short is found in closed form, and only then are requests walked one by one. With
+unlimited blocks and no budget it is exactly continuous batching (the tests check it).
 
 Arrivals are given either as steps (a constant step time puts them on a grid) or, with a
-batch-dependent step time, as seconds: the loop then keeps the clock itself, summing the steps
-between events in closed form (steptime.run_seconds), and a request joins at the first step that
-begins at or after its arrival.
+batch-dependent step time, as seconds: the loop then keeps the clock itself, one closed-form run
+of steps per event (the models' plain-float `runner`), and a request joins at the first step
+that begins at or after its arrival, solved in closed form and settled exactly
+(steptime.reach). The loop can also pause at a given time and take more requests, so several
+engines run side by side behind a router (engine.batching.cosim).
 """
 from __future__ import annotations
 
