@@ -183,10 +183,26 @@ class UnitStepTimeSpec(Strict):
 
 
 class RooflineStepTimeSpec(Strict):
+    """Peak bandwidth and FLOPs for the model on the card: a lower bound on every step."""
+
     kind: Literal["roofline"]
     model: str
     gpu: str
     kv_dtype: KvDtype = "auto"
+    tp: PositiveInt = 1
+
+
+class CalibratedStepTimeSpec(Strict):
+    """The roofline for the model on the card, with efficiencies and a per-layer kernel cost
+    fitted to the device measurement the spec's ``measured:`` key picks (or to `file`, a
+    per-operator CSV next to the spec); the fit error is reported with it."""
+
+    kind: Literal["calibrated"]
+    model: str
+    gpu: str
+    kv_dtype: KvDtype = "auto"
+    tp: PositiveInt = 1
+    file: str | None = None
 
 
 class MeasuredStepTimeSpec(Strict):
@@ -196,9 +212,22 @@ class MeasuredStepTimeSpec(Strict):
 
 
 StepTimeSpec = Annotated[
-    UnitStepTimeSpec | RooflineStepTimeSpec | MeasuredStepTimeSpec, Field(discriminator="kind")
+    UnitStepTimeSpec | RooflineStepTimeSpec | CalibratedStepTimeSpec | MeasuredStepTimeSpec,
+    Field(discriminator="kind"),
 ]
-PolicyName = Literal["static", "continuous", "paged"]
+def _registered_policy(name: str) -> str:
+    """A policy name the registry knows (engine.batching.registry), checked when the spec is
+    read, so a policy registered by a plugin or a test is accepted and a typo is not."""
+    from engine.batching import registry
+
+    if registry.find(name) is None:
+        choices = [repr(n) for n in registry.names()]
+        listed = ", ".join(choices[:-1]) + " or " + choices[-1] if len(choices) > 1 else choices[0]
+        raise ValueError(f"must be one of {listed}, got {name!r}")
+    return name
+
+
+PolicyName = Annotated[str, AfterValidator(_registered_policy)]
 
 
 class PagedSpec(Strict):
@@ -221,8 +250,11 @@ class BatchingSection(Strict):
     def _paged_needs_blocks(self) -> "BatchingSection":
         if len(set(self.policies)) != len(self.policies):
             raise ValueError(f"policies {self.policies} name a policy twice")
-        if "paged" in self.policies and self.paged is None:
-            raise ValueError("policy 'paged' needs a 'paged' section with num_blocks")
+        from engine.batching import registry
+
+        for name in self.policies:
+            if registry.kind(name).needs_blocks and self.paged is None:
+                raise ValueError(f"policy '{name}' needs a 'paged' section with num_blocks")
         return self
 
 

@@ -5,7 +5,8 @@ touches every slot, and counts tokens one by one. The fast simulator must agree 
 (tests/test_batching*.py) and beat it by a wide margin (tests/bench/bench_simulator.py).
 
 Inputs are in steps: `eligible[i]` is the first step request i may join. A request with a prompt
-spends one step on its prefill before its first token (paged: as many steps as its chunks need).
+spends one step on its prefill (paged: as many steps as its chunks need), and the step that
+completes the prefill emits its first token, as vLLM does; it decodes the rest one per step.
 
 Seconds: every loop records what each step runs (requests decoding, KV tokens they read, prompt
 tokens prefilled), and `naive_clock` prices the steps one by one with a step-time model. In a
@@ -122,6 +123,13 @@ def naive_static(eligible, prompt, output, slots, deadline=None, *, arrival=None
                 left_prefill[i] -= 1
                 prefill += prompt[i]
                 cache[i] = prompt[i]
+                # the prefill step emits the first token (not a decode: no read of its own)
+                run.first_token[i] = t
+                left_tokens[i] -= 1
+                run.tokens += 1
+                busy += 1
+                if left_tokens[i] == 0:
+                    run.finish[i] = t + 1
                 continue
             # in the batch, decoding or (finished) padding: reads its cache and the new token
             batch += 1
@@ -175,18 +183,21 @@ def naive_continuous(eligible, prompt, output, slots) -> NaiveRun:
                 run.slot_of[i] = s
                 left_prefill[i] = 1 if prompt[i] > 0 else 0
                 left_tokens[i] = output[i]
-        busy = context = prefill = 0
+        busy = batch = context = prefill = 0
         for s in range(slots):
             i = holder[s]
             if i == -1:
                 continue
             if left_prefill[i]:
                 left_prefill[i] -= 1
-                prefill += prompt[i]
-                continue
+                prefill += prompt[i]  # and the first token, below, without a decode read
+            else:
+                batch += 1
+                # its cache (prompt and the tokens before this one, the first of which came out
+                # of the prefill step) and the new token
+                context += prompt[i] + (output[i] - left_tokens[i]) + (0 if prompt[i] else 1)
             if left_tokens[i] == output[i]:
                 run.first_token[i] = t
-            context += prompt[i] + (output[i] - left_tokens[i]) + 1  # its cache and the new token
             left_tokens[i] -= 1
             run.tokens += 1
             busy += 1
@@ -195,7 +206,7 @@ def naive_continuous(eligible, prompt, output, slots) -> NaiveRun:
                 holder[s] = -1
                 done += 1
         run.busy.append(busy)
-        run.load.append((busy, context, prefill))
+        run.load.append((batch, context, prefill))
         t += 1
     run.steps = t
     return run
@@ -215,11 +226,16 @@ def naive_paged(
     max_num_seqs=None,
     max_num_batched_tokens=None,
     chunked_prefill=False,
+    prefill_first=False,
 ) -> NaiveRun:
     """vLLM-style paging walked step by step; the rules are listed in engine/batching/paged.py.
 
     Blocks are recounted from each request's cached tokens every step, and the free count is
     checked never to go negative.
+
+    prefill_first: vLLM V0's rule (engine/batching/prefill_first.py): admission is tried first,
+    with the whole budget for prompts; a step that admitted anyone runs only those prefills and
+    every running request sits it out; otherwise the step decodes, as above, and admits no one.
     """
     n = len(output)
     run = _empty(n)
@@ -273,6 +289,46 @@ def naive_paged(
         for r in running:
             if phase[r] == "ready":
                 phase[r] = "decode"
+        prefill_step = False
+        if prefill_first:
+            budget_left = budget
+            while queue and len(running) < cap:
+                r = queue[0]
+                context = prompt[r] + generated[r]
+                need = _blocks(context, block_size)
+                if budget is not None and context > budget_left:
+                    break
+                if limited and need > free:
+                    break
+                queue.popleft()
+                s = slot_free.index(True)
+                slot_free[s] = False
+                slot_of[r] = s
+                running.append(r)
+                if run.start[r] == -1:
+                    run.start[r] = t
+                target[r] = cached[r] = context
+                if limited:
+                    free -= need
+                    held[r] = need
+                if budget_left is not None:
+                    budget_left -= context
+                phase[r] = "ready"
+                prefill_step = True
+            if prefill_step:
+                run.blocks.append(sum(held[r] for r in running))
+                busy = 0
+                for r in running:  # only the new prefills work, and emit their first token
+                    if phase[r] == "ready":
+                        if generated[r] == 0:
+                            run.first_token[r] = t
+                        generated[r] += 1
+                        run.tokens += 1
+                        busy += 1
+                run.busy.append(busy)
+                run.load.append((0, 0, sum(target[r] for r in running if phase[r] == "ready")))
+                t += 1
+                continue
         # 3a. decoding requests reserve a block when their cache is at a block boundary
         preempted = False
         for r in list(running):
@@ -308,8 +364,8 @@ def naive_paged(
             budget_left -= chunk
             if cached[r] == target[r]:
                 phase[r] = "ready"
-        # 4. admission, unless this step preempted
-        if not preempted:
+        # 4. admission, unless this step preempted (prefill-first tried it already)
+        if not preempted and not prefill_first:
             while queue and len(running) < cap:
                 r = queue[0]
                 context = prompt[r] + generated[r]
@@ -347,20 +403,23 @@ def naive_paged(
                 expected = _blocks(cached[r] + (1 if phase[r] == "decode" else 0), block_size)
                 assert held[r] == expected, (t, r, held[r], expected)
         run.blocks.append(sum(held[r] for r in running))
-        # 5. every decoding request emits one token
-        busy = context = 0
+        # 5. every decoding request emits one token, and so does every prefill completed in this
+        # step (sampled from its last position: no decode read, nothing added to the cache yet)
+        busy = batch = context = 0
         for r in running:
-            if phase[r] != "decode":
+            if phase[r] not in ("decode", "ready"):
                 continue
             if generated[r] == 0:
                 run.first_token[r] = t
-            context += cached[r] + 1  # its cache and the new token
+            if phase[r] == "decode":
+                batch += 1
+                context += cached[r] + 1  # its cache and the new token
+                cached[r] += 1
             generated[r] += 1
-            cached[r] += 1
             run.tokens += 1
             busy += 1
         run.busy.append(busy)
-        run.load.append((busy, context, prefilled_now))
+        run.load.append((batch, context, prefilled_now))
         t += 1
     run.steps = t
     run.slot_of = slot_of

@@ -51,7 +51,7 @@ def test_lab_static(lab_static):
     assert r.utilisation == 13_280 / (16 * 5_797)
     assert round(r.utilisation * 100, 1) == 14.3
     assert r.group_maxima.tolist() == [661, 580, 480, 39, 473, 471, 527, 557, 472, 486, 546, 40, 465]
-    assert r.schedule.groups["size"].tolist() == [16] * 12 + [8]
+    assert r.schedule.groups.size.tolist() == [16] * 12 + [8]
     assert r.makespan_seconds == pytest.approx(115.94)
     assert round(r.requests_per_second, 1) == 1.7
 
@@ -111,16 +111,21 @@ def test_continuous_refills_a_freed_slot_on_the_next_step():
     assert r.steps == 3 and r.utilisation == 6 / 6
 
 
-def test_prefill_takes_one_step_of_its_own():
-    """A 10-token prompt and 5 output tokens on 1 slot: prefill at step 0, tokens at 1–5."""
+def test_prefill_step_emits_the_first_token():
+    """A 10-token prompt and 5 output tokens on 1 slot: the prefill at step 0 emits the first
+    token (vLLM samples it from the prompt's last position), tokens 2–5 at steps 1–4."""
     w = Workload.of([5], prompt_tokens=[10])
     for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy()):
         r = simulate(w, policy, slots=1)
-        assert r.steps == 6
-        assert r.schedule.first_token.tolist() == [1]
-        assert r.latency.steps["ttft"].tolist() == [2.0]  # out at the end of step 1
+        assert r.steps == 5
+        assert r.schedule.first_token.tolist() == [0]
+        assert r.schedule.decode_start.tolist() == [1]  # the prefill step is not a decode step
+        assert r.latency.steps["ttft"].tolist() == [1.0]  # out at the end of step 0
         assert r.latency.steps["tpot"].tolist() == [1.0]
-        assert r.tokens == 5 and r.utilisation == 5 / 6 and r.occupancy == 1.0
+        assert r.tokens == 5 and r.utilisation == 5 / 5 and r.occupancy == 1.0
+    # one output token: the prefill step is the whole request
+    one = simulate(Workload.of([1], prompt_tokens=[10]), ContinuousPolicy(), slots=1)
+    assert one.steps == 1 and one.schedule.finish.tolist() == [1]
     # without a prompt the lab's count holds
     assert simulate(Workload.of([5]), ContinuousPolicy(), slots=1).steps == 5
 
@@ -229,15 +234,16 @@ def test_paged_admits_on_current_need_then_preempts():
     so all three start at step 0. At step 4 every cache holds 4 tokens and needs a second block;
     one is free: request 0 takes it, request 1 evicts the newest (request 2, 4 tokens emitted)
     and takes its block. Requests 0 and 1 leave at step 8; request 2 comes back: a prefill step
-    for its 4 cached tokens (step 8), then its last 4 tokens (steps 9–12)."""
+    for its 4 cached tokens (step 8) that emits its fifth token, then its last 3 (steps 9–11)."""
     w = Workload.of([8, 8, 8])
     r = simulate(w, PagedPolicy(num_blocks=4, block_size=4), slots=3)
     s = r.schedule
     assert r.preemptions == 1
     assert s.request.tolist() == [0, 1, 2, 2]
-    assert s.start.tolist() == [0, 0, 0, 8] and s.end.tolist() == [8, 8, 4, 13]
+    assert s.start.tolist() == [0, 0, 0, 8] and s.end.tolist() == [8, 8, 4, 12]
     assert s.decode_start.tolist() == [0, 0, 0, 9] and s.context.tolist() == [0, 0, 0, 4]
-    assert s.finish.tolist() == [8, 8, 13] and r.steps == 13 and r.tokens == 24
+    assert s.emit_start.tolist() == [0, 0, 0, 8]
+    assert s.finish.tolist() == [8, 8, 12] and r.steps == 12 and r.tokens == 24
     assert r.kv_blocks["peak"] == 4
     assert simulate(w, ContinuousPolicy(), slots=3).steps == 8
 
@@ -246,15 +252,16 @@ def test_a_request_that_is_itself_the_newest_evicts_itself():
     """Block size 2, 3 blocks, two 4-token requests. At step 2 both caches hold 2 tokens and
     need a second block; the older takes the one free block, the newer is the newest and evicts
     itself (2 tokens emitted). No admission in a step that preempted, so it returns at step 3
-    (prefill of 2 tokens), and decodes at 4 and 5, when request 0 has left and freed 2 blocks."""
+    (prefill of 2 tokens, which emits its third token) and decodes its fourth at step 4, when
+    request 0 has left and freed 2 blocks."""
     w = Workload.of([4, 4])
     r = simulate(w, PagedPolicy(num_blocks=3, block_size=2), slots=2)
     s = r.schedule
     assert r.preemptions == 1
     assert s.request.tolist() == [0, 1, 1]
-    assert s.start.tolist() == [0, 0, 3] and s.end.tolist() == [4, 2, 6]
+    assert s.start.tolist() == [0, 0, 3] and s.end.tolist() == [4, 2, 5]
     assert s.decode_start.tolist() == [0, 0, 4] and s.context.tolist() == [0, 0, 2]
-    assert s.finish.tolist() == [4, 6] and r.steps == 6 and r.tokens == 8
+    assert s.finish.tolist() == [4, 5] and r.steps == 5 and r.tokens == 8
     assert s.first_token.tolist() == [0, 0]
     assert r.kv_blocks["peak"] == 3
 
@@ -264,13 +271,13 @@ def test_tokens_are_conserved_and_slots_never_double_booked(lab):
     for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy(num_blocks=300, block_size=8)):
         r = simulate(w, policy, slots=16)
         s = r.schedule
-        assert int((s.end - s.decode_start).sum()) == r.tokens == 13_280
+        assert int((s.end - s.emit_start).sum()) == r.tokens == 13_280
         assert_no_overlap(s)
 
 
 def assert_no_overlap(s: batching.Schedule) -> None:
     """No two stays share a slot at the same step (static: a slot is held to its group's end)."""
-    end = s.end if s.groups is None else s.groups["end"][s.groups["member_group"]]
+    end = s.end if s.groups is None else s.groups.end[s.groups.member_group]
     for slot in np.unique(s.slot):
         mine = np.flatnonzero(s.slot == slot)
         order = mine[np.argsort(s.start[mine], kind="stable")]

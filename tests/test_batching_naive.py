@@ -27,6 +27,7 @@ from engine.batching import (
 from engine.batching.continuous import fcfs_servers
 from engine.batching.metrics import per_step
 from engine.batching.paged import blocks_per_step
+from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.workload import Workload
 from naive_batching import naive_clock, naive_continuous, naive_paged, naive_static
 from test_batching import assert_no_overlap
@@ -203,7 +204,7 @@ def test_static_seconds_match_the_naive_clock(load, slots):
     assert_clock_matches(result, naive, np.zeros(len(output)))
     # padding: a group's every step after its first holds all its members
     groups = result.schedule.groups
-    for size, start, end in zip(groups["size"], groups["start"], groups["end"]):
+    for size, start, end in zip(groups.size, groups.start, groups.end):
         assert all(naive.load[k][0] == size for k in range(start + 1, end))
 
 
@@ -295,3 +296,91 @@ def test_clock_keeping_paths_reproduce_the_grid(load, slots, wait, shift):
         for name in ("first_start", "first_token", "finish"):
             assert np.array_equal(getattr(grid.schedule, name), getattr(kept.schedule, name))
         np.testing.assert_allclose(grid.latency.seconds["e2e"], kept.latency.seconds["e2e"])
+
+
+# ---- prefill-first (vLLM V0) -------------------------------------------------------------------
+
+
+@st.composite
+def prefill_first_setups(draw):
+    """As paged_setups, with a prompt on every request (V0 admits by prefill) and no chunking."""
+    (output, prompt, eligible), slots, paged = draw(paged_setups())
+    prompt = [p + 1 for p in prompt]
+    bs = paged.block_size
+    peak = max(-(-(p + o) // bs) for p, o in zip(prompt, output))
+    num_blocks = None if paged.num_blocks is None else max(paged.num_blocks, peak)
+    cap = paged.max_num_seqs or slots
+    budget = None
+    if draw(st.booleans()):
+        least = max(cap, max(p + (o - 1 if num_blocks else 0) for p, o in zip(prompt, output)))
+        budget = draw(st.integers(least, least + 12))
+    policy = PrefillFirstPolicy(num_blocks=num_blocks, block_size=bs, max_num_seqs=paged.max_num_seqs,
+                                max_num_batched_tokens=budget)
+    return (output, prompt, eligible), slots, policy
+
+
+def naive_prefill_first(load, slots, policy):
+    return naive_paged(*in_naive_order(load), slots, policy.num_blocks, policy.block_size,
+                       policy.max_num_seqs, policy.max_num_batched_tokens, prefill_first=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(setup=prefill_first_setups())
+def test_prefill_first_matches_naive(setup):
+    load, slots, policy = setup
+    result = simulate(as_workload(*load), policy, slots=slots, step_time=ONE_SECOND)
+    naive = naive_prefill_first(load, slots, policy)
+    assert_same(result, naive, policy.max_num_seqs or slots)
+    assert result.preemptions == naive.preemptions
+    assert per_step(result.schedule)[0].tolist() == naive.busy
+    assert_no_overlap(result.schedule)
+    if policy.num_blocks is not None:
+        for method in (None, "crossings", "residues"):
+            assert blocks_per_step(result.schedule, policy.block_size, method).tolist() == naive.blocks
+        assert result.kv_blocks["peak"] == max(naive.blocks)
+
+
+@settings(max_examples=100, deadline=None)
+@given(setup=prefill_first_setups())
+def test_prefill_first_seconds_match_the_naive_clock(setup):
+    """A prefill step prices its prompts alone: the paused requests read nothing in it."""
+    (output, prompt, _), slots, policy = setup
+    result = simulate(Workload.of(output, prompt), policy, slots=slots, step_time=WHOLE_SECONDS)
+    naive = naive_prefill_first((output, prompt, [0] * len(output)), slots, policy)
+    assert_same(result, naive, policy.max_num_seqs or slots)
+    assert_clock_matches(result, naive, np.zeros(len(output)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(setup=prefill_first_setups(), shift=st.floats(0.01, 0.99))
+def test_prefill_first_keeps_the_grid_with_arrivals_in_seconds(setup, shift):
+    (output, prompt, eligible), slots, policy = setup
+    arrival = np.asarray(eligible, dtype=float) * 0.5 + shift * 0.5 * (np.asarray(eligible) > 0)
+    w = Workload.of(output, prompt, arrival)
+    grid = simulate(w, policy, slots=slots, step_time=UnitStepTime(0.5))
+    kept = simulate(w, policy, slots=slots, step_time=_UnitButVariable(0.5))
+    assert grid.steps == kept.steps and grid.preemptions == kept.preemptions
+    for name in ("first_start", "first_token", "finish"):
+        assert np.array_equal(getattr(grid.schedule, name), getattr(kept.schedule, name))
+
+
+def test_prefill_first_pauses_decodes_by_hand():
+    """Two requests, prompts of 4, outputs of 3, the second arriving at step 1, 2 slots.
+    Step 0 prefills request 0 (its first token); step 1 prefills request 1 and request 0 sits it
+    out; steps 2 and 3 decode both: request 0 ends at 4, request 1 at 4 too. Mixed batches
+    (paged) decode request 0 in step 1 alongside the prefill, so it ends at 3."""
+    w = Workload.of([3, 3], prompt_tokens=[4, 4], arrival_time=[0.0, 1.0])
+    v0 = simulate(w, PrefillFirstPolicy(), slots=2, step_time=ONE_SECOND)
+    v1 = simulate(w, PagedPolicy(), slots=2, step_time=ONE_SECOND)
+    assert v0.schedule.first_token.tolist() == [0, 1] and v0.schedule.finish.tolist() == [4, 4]
+    assert v1.schedule.first_token.tolist() == [0, 1] and v1.schedule.finish.tolist() == [3, 4]
+    assert v0.schedule.request.tolist() == [0, 1, 0]  # request 0's pause is a new stay
+    assert v0.schedule.slot.tolist() == [0, 1, 0]
+
+
+def test_prefill_first_refuses_requests_without_a_prompt():
+    from engine.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        simulate(Workload.of([3, 3], prompt_tokens=[4, 0]), PrefillFirstPolicy(), slots=2)
+    assert err.value.field == "prompt_tokens"

@@ -1,13 +1,17 @@
-"""The batching simulator: static, continuous and paged (vLLM-style) scheduling.
+"""The batching simulator: static, continuous, paged (vLLM V1) and prefill-first (vLLM V0).
 
 ``simulate(workload, policy, slots=…, step_time=…)`` runs one policy over one workload and
-returns a PolicyResult. The policies decide *who holds which slot when*, in steps
-(engine.batching.static / continuous / paged); a step-time model turns steps into seconds
-(engine.batching.steptime); metrics are computed the same way for all three (metrics).
+returns a PolicyResult: the pure entry point for programs (a capacity-planning grid calls it
+once per cell; `registry.build(name, PolicySettings(…))` makes the policy from plain settings,
+`replicas.simulate_replicas` runs a cluster). The policies, registered by name in
+engine.batching.registry, decide *who holds which slot when*, in steps (engine.batching.static /
+continuous / paged / prefill_first); a step-time model turns steps into seconds
+(engine.batching.steptime, calibrated); metrics are computed the same way for all (metrics).
 
 The semantics are the lab's: at the start of every step free slots are filled in arrival order,
 every running request emits one token, finished requests leave. A prompt costs its request one
-prefill step of its own (see schedule.prefill_steps); without prompts the lab's counts hold
+prefill step of its own, which emits its first token (vLLM's convention; see
+schedule.prefill_steps); without prompts the lab's counts hold
 exactly (its trace: static 5,797 steps, continuous 1,148). Arrival times are seconds, so a
 workload with arrivals needs a step-time model to place them among the steps. Under a step-time
 model a static step is priced as real static batching runs it: the whole group is in the batch
@@ -25,27 +29,51 @@ MAX_STEPS (10^15) steps is refused.
 """
 from __future__ import annotations
 
-from typing import Union
+from typing import Any, Protocol
 
 import numpy as np
 
-from engine.batching.clock import Clock, clock_for
+from engine.batching import registry
+from engine.batching.clock import Clock, GridClock, SegmentClock, clock_for
 from engine.batching.continuous import ContinuousPolicy, schedule_continuous
 from engine.batching.metrics import PolicyResult, measure, throughput_multiple
 from engine.batching.paged import PagedPolicy, blocks_per_step, schedule_paged
+from engine.batching.registry import PolicyKind, PolicySettings
 from engine.batching.schedule import Schedule, prefill_steps
 from engine.batching.static import StaticPolicy, schedule_static, schedule_static_timed
 from engine.batching.steptime import MeasuredStepTime, RooflineStepTime, StepTime, UnitStepTime
 from engine.errors import UserError
 from engine.workload import Workload
 
-Policy = Union[StaticPolicy, ContinuousPolicy, PagedPolicy]
+
+class Policy(Protocol):
+    """What the simulator needs from a batching policy (see engine.batching.registry).
+
+    name: its registered name; max_wait: static batching's wait for a partial group, seconds
+    (None for the rest); kv_blocks: (block size, pool description) when it has a KV pool."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def max_wait(self) -> float | None: ...
+
+    @property
+    def kv_blocks(self) -> tuple[int, dict[str, Any]] | None: ...
+
+    def schedule(self, eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int,
+                 deadline: np.ndarray | None = None) -> Schedule: ...
+
+    def schedule_timed(self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
+                       slots: int, step_time: StepTime) -> Schedule: ...
+
 
 __all__ = [
-    "Clock", "ContinuousPolicy", "MeasuredStepTime", "PagedPolicy", "Policy", "PolicyResult",
-    "RooflineStepTime", "Schedule", "StaticPolicy", "StepTime", "UnitStepTime", "blocks_per_step",
-    "clock_for", "prefill_steps", "roofline_from_catalog", "schedule", "simulate",
-    "throughput_multiple",
+    "Clock", "ContinuousPolicy", "GridClock", "SegmentClock", "MeasuredStepTime", "PagedPolicy", "Policy", "PolicyKind",
+    "PolicyResult", "PolicySettings", "RooflineStepTime", "Schedule", "StaticPolicy", "StepTime",
+    "UnitStepTime", "blocks_per_step", "clock_for", "prefill_steps", "registry",
+    "roofline_from_catalog", "schedule", "schedule_continuous", "schedule_paged", "schedule_static",
+    "schedule_static_timed", "simulate", "throughput_multiple",
 ]
 
 
@@ -57,20 +85,19 @@ def schedule(
     deadline: np.ndarray | None = None,
 ) -> Schedule:
     """The policy's decisions in steps, given the first step each request may join."""
-    prompt, output = workload.prompt_tokens, workload.output_tokens
-    if isinstance(policy, StaticPolicy):
-        return schedule_static(eligible, prompt, output, slots, deadline)
-    if isinstance(policy, ContinuousPolicy):
-        return schedule_continuous(eligible, prompt, output, slots)
-    if isinstance(policy, PagedPolicy):
-        return schedule_paged(eligible, prompt, output, slots, policy)
-    raise TypeError(f"not a batching policy: {policy!r}")
+    return policy.schedule(eligible, workload.prompt_tokens, workload.output_tokens, slots, deadline)
 
 
 def simulate(
     workload: Workload, policy: Policy, *, slots: int, step_time: StepTime | None = None
 ) -> PolicyResult:
-    """Run one policy over a workload on `slots` slots; seconds too when step_time is given."""
+    """Run one policy over a workload on `slots` slots; seconds too when step_time is given.
+
+    The pure entry point: a workload and a configured policy in, every metric out
+    (PolicyResult.to_dict() for plain JSON). The policy must be registered under its name
+    (engine.batching.registry), so a policy object nobody registered is refused, not guessed at.
+    """
+    registry.kind(policy.name)
     if slots < 1:
         raise UserError(f"must be at least 1, got {slots}", field="slots")
     arrival = workload.arrival_time
@@ -82,14 +109,16 @@ def simulate(
             "(e.g. unit, 0.02 s per step) to place them among the steps",
             field="step_time",
         )
+    clock: Clock | None
     if step_time is None:
         clock = None
         eligible = np.zeros(workload.n, dtype=np.int64)
         sched = schedule(workload, policy, slots, eligible, _deadline(policy, None, arrival))
     elif step_time.constant is not None:
         # Steps on an exact grid: an arrival joins at the first step that begins after it.
-        clock = Clock(dt=step_time.constant, idle=step_time.constant)
-        eligible = clock.step_of(arrival)
+        grid = GridClock(step_time.constant)
+        clock = grid
+        eligible = grid.step_of(arrival)
         sched = schedule(workload, policy, slots, eligible, _deadline(policy, clock, arrival))
     elif not workload.has_arrivals:
         eligible = np.zeros(workload.n, dtype=np.int64)
@@ -102,9 +131,8 @@ def simulate(
         clock = clock_for(sched, step_time)
         eligible = clock.step_of(arrival)
     block_size = kv_info = None
-    if isinstance(policy, PagedPolicy):
-        block_size = policy.block_size
-        kv_info = {"num_blocks": policy.num_blocks, "block_size": policy.block_size}
+    if policy.kv_blocks is not None:
+        block_size, kv_info = policy.kv_blocks
     return measure(
         policy.name,
         sched,
@@ -135,18 +163,14 @@ def _check_steps(arrival: np.ndarray, step_time: StepTime) -> None:
 
 
 def _timed_schedule(workload: Workload, policy: Policy, slots: int, step_time: StepTime) -> Schedule:
-    prompt, output, arrival = workload.prompt_tokens, workload.output_tokens, workload.arrival_time
-    if isinstance(policy, StaticPolicy):
-        return schedule_static_timed(arrival, prompt, output, slots, policy.max_wait, step_time)
-    # Continuous batching is paged batching with unlimited blocks and no token budget.
-    paged = policy if isinstance(policy, PagedPolicy) else PagedPolicy()
-    unused = np.zeros(workload.n, dtype=np.int64)
-    return schedule_paged(unused, prompt, output, slots, paged, clock=(step_time, arrival))
+    return policy.schedule_timed(
+        workload.arrival_time, workload.prompt_tokens, workload.output_tokens, slots, step_time
+    )
 
 
 def _deadline(policy: Policy, clock: Clock | None, arrival: np.ndarray) -> np.ndarray | None:
     """Static batching's max_wait, as the step at which each request would have waited it."""
-    if not isinstance(policy, StaticPolicy) or policy.max_wait is None:
+    if policy.max_wait is None:
         return None
     if clock is None:  # untimed runs have everyone waiting at step 0
         return np.zeros(len(arrival), dtype=np.int64)

@@ -19,6 +19,7 @@ until its group's end, its KV reads still growing by one token per step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Union
 
 import numpy as np
 
@@ -29,8 +30,28 @@ _EPS = 1e-9  # an arrival computed as 2.9999999999 steps still joins at step 3
 
 
 @dataclass(frozen=True, eq=False)
-class Clock:
-    """Seconds at step boundaries: a grid (dt), or segments (edges, times, …) and a model.
+class GridClock:
+    """Steps on an exact grid: step k begins at k·dt seconds (a constant step time)."""
+
+    dt: float
+
+    @property
+    def idle(self) -> float:
+        return self.dt
+
+    def at(self, steps: np.ndarray) -> np.ndarray:
+        """Seconds when step `steps` begins (equivalently, when step steps−1 ends)."""
+        return np.asarray(steps) * self.dt
+
+    def step_of(self, seconds: np.ndarray) -> np.ndarray:
+        """The first step that begins at or after each time: when an arrival can join."""
+        seconds = np.asarray(seconds, dtype=np.float64)
+        return np.maximum(np.ceil(seconds / self.dt - _EPS), 0).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class SegmentClock:
+    """Seconds at step boundaries when a step's length depends on what it runs.
 
     Segment j covers steps [edges[j], edges[j+1]) and begins at times[j] seconds; edges[-1] is
     the end of the schedule (times[-1] when it ends). In it `batch` requests decode; the first
@@ -39,31 +60,24 @@ class Clock:
     Past the schedule's end the engine idles at `idle` seconds per step.
     """
 
-    dt: float | None = None
-    idle: float = 0.0
-    model: StepTime | None = None
-    edges: np.ndarray | None = None
-    times: np.ndarray | None = None
-    batch: np.ndarray | None = None
-    context: np.ndarray | None = None
-    first: np.ndarray | None = None
-    flat: np.ndarray | None = None
+    idle: float
+    model: StepTime
+    edges: np.ndarray
+    times: np.ndarray
+    batch: np.ndarray
+    context: np.ndarray
+    first: np.ndarray
+    flat: np.ndarray
 
     def _within(self, segment: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Seconds of the first `steps` steps of each `segment` (aligned arrays)."""
-        assert self.model is not None and self.first is not None and self.flat is not None
-        assert self.batch is not None and self.context is not None
         flat = self.flat[segment]
         summed = self.model.segment_seconds(self.batch[segment], self.context[segment], steps)
         return np.where(flat, steps * self.first[segment], summed)
 
     def at(self, steps: np.ndarray) -> np.ndarray:
         """Seconds when step `steps` begins (equivalently, when step steps−1 ends)."""
-        steps = np.asarray(steps)
-        if self.dt is not None:
-            return steps * self.dt
-        assert self.edges is not None and self.times is not None
-        steps = steps.astype(np.int64)
+        steps = np.asarray(steps).astype(np.int64)
         last = int(self.edges[-1])
         inside = np.minimum(steps, last)
         segment = np.clip(np.searchsorted(self.edges, inside, side="right") - 1, 0, len(self.edges) - 2)
@@ -73,9 +87,6 @@ class Clock:
     def step_of(self, seconds: np.ndarray) -> np.ndarray:
         """The first step that begins at or after each time: when an arrival can join."""
         seconds = np.asarray(seconds, dtype=np.float64)
-        if self.dt is not None:
-            return np.maximum(np.ceil(seconds / self.dt - _EPS), 0).astype(np.int64)
-        assert self.edges is not None and self.times is not None
         shape = seconds.shape
         seconds = seconds.ravel()
         target = seconds - _EPS * self.idle
@@ -102,13 +113,16 @@ class Clock:
         return out.reshape(shape)
 
 
+Clock = Union[GridClock, SegmentClock]  # a constant step time, or one that depends on the batch
+
+
 def priced_end(schedule: Schedule) -> np.ndarray:
     """The step after each stay's last step in the batch: its end, or its static group's end
     (a finished member of a static group stays in the batch as padding until the group ends)."""
     if schedule.groups is None:
         return schedule.end
     g = schedule.groups
-    return g["end"][g["member_group"]]
+    return g.end[g.member_group]
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,7 +185,7 @@ def _whole_bincount(index: np.ndarray, weights: np.ndarray, length: int) -> np.n
 def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
     """The clock of a finished schedule under a step-time model."""
     if step_time.constant is not None:
-        return Clock(dt=step_time.constant, idle=step_time.constant)
+        return GridClock(step_time.constant)
     load = segment_load(schedule)
     idle = step_time.idle_seconds
     nothing = (load.batch == 0) & (load.prefill == 0)
@@ -180,7 +194,7 @@ def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
     lengths = load.lengths
     summed = step_time.segment_seconds(load.batch, load.context, lengths)
     seconds = np.where(flat, lengths * first, summed)
-    return Clock(
+    return SegmentClock(
         idle=idle,
         model=step_time,
         edges=load.edges,

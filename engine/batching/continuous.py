@@ -29,11 +29,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.batching.schedule import Schedule, prefill_steps, single_stays
+from engine.batching.steptime import StepTime
 
 
 @dataclass(frozen=True)
 class ContinuousPolicy:
     name = "continuous"
+    max_wait = None
+    kv_blocks = None  # no KV pool: a slot is all a request needs
+
+    def schedule(self, eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int,
+                 deadline: np.ndarray | None = None) -> Schedule:
+        return schedule_continuous(eligible, prompt, output, slots)
+
+    def schedule_timed(self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
+                       slots: int, step_time: StepTime) -> Schedule:
+        """With batch-dependent steps and arrivals the clock is kept as the schedule goes:
+        continuous batching is paged batching with unlimited blocks and no token budget."""
+        from engine.batching.paged import PagedPolicy
+
+        return PagedPolicy().schedule_timed(arrival, prompt, output, slots, step_time)
 
 
 def schedule_continuous(
@@ -41,7 +56,7 @@ def schedule_continuous(
 ) -> Schedule:
     """Start step and slot of every request; see the module docstring for why this is exact."""
     prefill = prefill_steps(prompt)
-    start, slot = fcfs_servers(eligible, prefill + output, slots)
+    start, slot = fcfs_servers(eligible, output, slots)  # the prefill step emits the first token
     return single_stays(slots, slot, start, prefill, prompt, output)
 
 

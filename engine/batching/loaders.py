@@ -30,7 +30,28 @@ def roofline_from_catalog(model: str, gpu: str, kv_dtype: str = "auto", tp: int 
         flops_per_token=2.0 * active / tp,
         hbm_bytes_per_s=float(card.hbm_bandwidth_bytes_per_s),
         peak_flops=float(card.bf16_dense_flops),
+        comm_seconds_per_token=allreduce_seconds_per_token(arch.num_layers, arch.hidden_size, tp,
+                                                           card.interconnect_bytes_per_s, card.name),
     )
+
+
+ALLREDUCES_PER_LAYER = 2  # Megatron-style: after attention's output and after the MLP
+ACTIVATION_BYTES = 2  # bf16 activations
+
+
+def allreduce_seconds_per_token(layers: int, hidden: int, tp: int, link_bytes_per_s: float,
+                                gpu: str = "the GPU") -> float:
+    """What tensor parallelism's all-reduces add per token in a step: a ring all-reduce of a
+    token's hidden state (hidden × 2 bytes) sends and receives 2(tp − 1)/tp of it over each
+    GPU's link, twice per layer. Latency per call is left out: a bound from below, like the
+    rest of the roofline."""
+    if tp == 1:
+        return 0.0
+    if not link_bytes_per_s > 0:
+        raise UserError(f"{gpu} has no interconnect bandwidth in the catalog; tensor parallelism "
+                        "needs it for the all-reduces", field="gpu")
+    per_allreduce = 2 * (tp - 1) / tp * hidden * ACTIVATION_BYTES / link_bytes_per_s
+    return layers * ALLREDUCES_PER_LAYER * per_allreduce
 
 
 def num_blocks_from_catalog(
@@ -57,6 +78,11 @@ def num_blocks_from_catalog(
 def load_measured_step_time(path: str | Path) -> MeasuredStepTime:
     """Fit a measured step time from a GPU benchmark result (`step_time.points`: batch, context,
     seconds). Only those points are read, so any file that has them will do."""
+    return MeasuredStepTime.fit(load_measured_points(path))
+
+
+def load_measured_points(path: str | Path) -> list[tuple[float, float, float]]:
+    """A GPU benchmark result's decode steps: (batch, per-request context, seconds)."""
     from engine.measured import read_document
 
     path = Path(path)
@@ -65,8 +91,7 @@ def load_measured_step_time(path: str | Path) -> MeasuredStepTime:
     points = step_time.get("points") if isinstance(step_time, dict) else None
     if not isinstance(points, list) or not points:
         raise UserError("needs a non-empty list of points", file=path, field="step_time.points")
-    rows = [_point(p, i, path) for i, p in enumerate(points)]
-    return MeasuredStepTime.fit(rows)
+    return [_point(p, i, path) for i, p in enumerate(points)]
 
 
 def _point(point: Any, index: int, path: Path) -> tuple[float, float, float]:

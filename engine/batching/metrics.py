@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching.blocks import kv_usage
 from engine.batching.clock import Clock
 from engine.batching.schedule import Schedule
 
@@ -94,12 +95,12 @@ def per_step(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     """(slots emitting a token, slots held) at every step: O(steps), for checks on small runs."""
     horizon = schedule.makespan
     busy = np.cumsum(
-        np.bincount(schedule.decode_start, minlength=horizon + 1)
+        np.bincount(schedule.emit_start, minlength=horizon + 1)
         - np.bincount(schedule.end, minlength=horizon + 1)
     )[:horizon]
     if schedule.groups is not None:
         g = schedule.groups
-        held_from, held_to, weight = g["start"], g["end"], g["size"]
+        held_from, held_to, weight = g.start, g.end, g.size
     else:
         held_from, held_to, weight = schedule.start, schedule.end, np.ones(len(schedule.start))
     held = np.cumsum(
@@ -161,7 +162,7 @@ def held_intervals(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """(from, to, slots) of every holding: stays, or for static batching whole groups."""
     if schedule.groups is not None:
         g = schedule.groups
-        return g["start"], g["end"], g["size"]
+        return g.start, g.end, g.size
     return schedule.start, schedule.end, np.ones(len(schedule.start), dtype=np.int64)
 
 
@@ -222,9 +223,10 @@ class PolicyResult:
             "step_time": self.step_time,
         }
         if self.group_maxima is not None:
-            g = self.schedule.groups or {}
+            g = self.schedule.groups
+            assert g is not None  # group maxima come from groups
             out["group_maxima"] = self.group_maxima
-            out["groups"] = {"start_step": g["start"], "end_step": g["end"], "size": g["size"]}
+            out["groups"] = {"start_step": g.start, "end_step": g.end, "size": g.size}
         if self.kv_blocks is not None:
             out["kv_blocks"] = self.kv_blocks
         if timeline:
@@ -271,7 +273,7 @@ def measure(
     width = np.diff(bounds)
     ds, end = schedule.decode_start, schedule.end
     ended = ramp(end, None, bounds)
-    busy = np.diff(ramp(ds, None, bounds) - ended)
+    busy = np.diff(ramp(schedule.emit_start, None, bounds) - ended)  # slots emitting a token
     if schedule.groups is None:  # a stay holds its slot from its start to its end
         held = np.diff(ramp(schedule.start, None, bounds) - ended)
     else:
@@ -285,8 +287,6 @@ def measure(
         series["seconds"] = clock.at(edges)
     kv_blocks = None
     if block_size is not None:
-        from engine.batching.paged import kv_usage
-
         used = kv_usage(schedule, block_size, bounds)
         series["kv_blocks_used"] = used.bin_max
         kv_blocks = dict(kv_info or {})
@@ -295,7 +295,7 @@ def measure(
     busy_steps = union_length(
         np.concatenate((ds, schedule.chunk_step)), np.concatenate((end, schedule.chunk_step + 1))
     )
-    group_maxima = schedule.groups["longest"] if schedule.groups is not None else None
+    group_maxima = schedule.groups.longest if schedule.groups is not None else None
     return PolicyResult(
         policy=policy,
         slots=slots,

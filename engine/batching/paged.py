@@ -10,7 +10,8 @@ prompt plus the tokens it had already emitted (those stay emitted).
 The rules of one step t, in order (vLLM's V1 scheduler in spirit: running requests first):
 
 1. Requests that emitted their last token in step t−1 leave; their blocks and slots are free.
-2. Requests whose arrival step is ≤ t join the back of the waiting queue.
+2. Requests whose arrival step is ≤ t join the waiting queue (its back, first come first served;
+   the queue is an object, engine.batching.queues, so another order is another class).
 3. Running requests reserve this step's work, oldest admission first:
    a. a decoding request whose cache holds a multiple of block_size tokens needs one block;
    b. (chunked prefill) a prefilling request takes its next chunk, min(prompt left, token
@@ -23,31 +24,50 @@ The rules of one step t, in order (vLLM's V1 scheduler in spirit: running reques
    first that does not fit stops the queue (no overtaking). A request with nothing cached
    decodes at once (one block); otherwise its first step is prefill: the whole context in one
    step (blocks for all of it), or with chunked prefill its first chunk.
-5. Every decoding request emits one token; a prefill that completes in step t decodes from t+1.
+5. Every decoding request emits one token, and so does every prefill that completes in step t
+   (vLLM samples it from the prompt's last position); that request decodes from t + 1.
 
-Event-driven: the loop visits only steps where something happens (a completion, a block
-boundary while blocks are limited, an arrival that can be admitted, a prefill chunk), so the
-work grows with requests and blocks, not with generated tokens. With unlimited blocks and no
-budget it is exactly continuous batching (the tests check it).
+Event-driven: the loop visits only steps where something happens (a completion, an arrival that
+can be admitted, a prefill chunk, or a step where the decoding requests' next blocks would not
+fit the pool), so the work grows with requests, not with generated tokens or blocks. The
+decoding requests' blocks are counted in aggregate (engine.batching.blocks): a step where
+blocks run short is found in closed form, and only then are requests walked one by one. With
+unlimited blocks and no budget it is exactly continuous batching (the tests check it).
 
 Arrivals are given either as steps (a constant step time puts them on a grid) or, with a
-batch-dependent step time, as seconds: the loop then keeps the clock itself, summing the steps
-between events in closed form (steptime.run_seconds), and a request joins at the first step that
-begins at or after its arrival.
+batch-dependent step time, as seconds: the loop then keeps the clock itself, one closed-form run
+of steps per event (the models' plain-float `runner`), and a request joins at the first step
+that begins at or after its arrival, solved in closed form and settled exactly
+(steptime.reach). The loop can also pause at a given time and take more requests, so several
+engines run side by side behind a router (engine.batching.cosim).
 """
 from __future__ import annotations
 
+import gc
 import heapq
-from collections import deque
 from dataclasses import dataclass
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
+from engine.batching.blocks import DecodeBlocks, ceil_div
+# the blocks a finished schedule holds, counted from its stays alone, once lived here
+from engine.batching.blocks import KvUsage, blocks_at, blocks_per_step, kv_usage  # noqa: F401
+from engine.batching.queues import FcfsQueue, WaitingQueue
 from engine.batching.schedule import Schedule
-from engine.batching.steptime import StepTime, run_seconds, step_seconds, steps_to_reach
+from engine.batching.steptime import StepTime, reach, runner, step_seconds
 from engine.errors import UserError
 
-_COMPLETE, _BLOCK = 0, 1  # event kinds; completions at a step are handled before block needs
+
+class Completion(NamedTuple):
+    """A queued completion: `request` emits its last token in step − 1 and leaves at `step`.
+    Heap order: by step, then admission order; stale once the request is preempted (its
+    version moves on)."""
+
+    step: int
+    order: int
+    request: int
+    version: int
 
 
 @dataclass(frozen=True)
@@ -60,7 +80,27 @@ class PagedPolicy:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     chunked_prefill: bool = False
+    queue: Callable[[np.ndarray, np.ndarray], WaitingQueue] = FcfsQueue  # built per run
     name = "paged"
+    max_wait = None
+
+    @property
+    def kv_blocks(self) -> tuple[int, dict[str, int | None]]:
+        """(block size, what results.json says about the pool)."""
+        return self.block_size, {"num_blocks": self.num_blocks, "block_size": self.block_size}
+
+    def schedule(self, eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int,
+                 deadline: np.ndarray | None = None) -> Schedule:
+        return schedule_paged(eligible, prompt, output, slots, self)
+
+    def schedule_timed(self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
+                       slots: int, step_time: StepTime) -> Schedule:
+        unused = np.zeros(len(output), dtype=np.int64)
+        return schedule_paged(unused, prompt, output, slots, self, clock=(step_time, arrival))
+
+    def simulation(self) -> type["_Simulation"]:
+        """The loop that runs these rules (prefill-first scheduling brings its own)."""
+        return _Simulation
 
     def __post_init__(self) -> None:
         for name in ("num_blocks", "max_num_seqs", "max_num_batched_tokens"):
@@ -73,15 +113,11 @@ class PagedPolicy:
             raise UserError("chunked prefill needs a token budget", field="max_num_batched_tokens")
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def check_fits(policy: PagedPolicy, prompt: np.ndarray, output: np.ndarray, cap: int) -> None:
     """Refuse configurations that could never finish, as vLLM refuses them at start-up."""
     bs = policy.block_size
     if policy.num_blocks is not None:
-        peak = -(-(prompt + output) // bs)
+        peak = ceil_div(prompt + output, bs)
         worst = int(np.argmax(peak))
         if peak[worst] > policy.num_blocks:
             raise UserError(
@@ -122,8 +158,16 @@ def schedule_paged(
     """
     cap = policy.max_num_seqs or slots
     check_fits(policy, prompt, output, cap)
-    sim = _Simulation(eligible, prompt, output, cap, policy, clock)
-    sim.run()
+    sim = policy.simulation()(eligible, prompt, output, cap, policy, clock)
+    # The loop allocates millions of small tuples and ints and frees none of them in cycles:
+    # the cyclic collector would only rescan the growing lists (a third of the time at 10^6).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        sim.run()
+    finally:
+        if collecting:
+            gc.enable()
     return sim.schedule()
 
 
@@ -138,7 +182,11 @@ class _Simulation:
         self.cap = cap
         self.bs = policy.block_size
         self.limited = policy.num_blocks is not None
-        self.free = policy.num_blocks or 0  # blocks left; unused when not limited
+        self.pool = policy.num_blocks or 0
+        self.free = 0  # blocks free, kept exact within a visited step (set at its start)
+        self.explicit = 0  # blocks held by running requests that are not decoding (prefills)
+        self.decoding_blocks = DecodeBlocks(self.bs)  # the decoding requests' blocks
+        self.held_step = 0  # the step whose allocations the decoding requests have taken
         self.budget = policy.max_num_batched_tokens
         self.chunked = policy.chunked_prefill
         # per request
@@ -149,16 +197,18 @@ class _Simulation:
         self.context = [0] * n  # tokens to have in cache when decoding starts
         self.prefilled = [0] * n  # of those, prefilled so far (while prefilling)
         self.decode_from = [0] * n  # first decode step of the current stay
-        self.ends_at = [0] * n  # step after its last token, if not preempted
-        self.held = [0] * n  # blocks held (only tracked when blocks are limited)
+        self.held = [0] * n  # blocks held while not decoding (only when blocks are limited)
+        self.offset = [0] * n  # while decoding: it reads offset + s tokens at step s
+        self.counted = [False] * n  # in decoding_blocks
         self.version = [0] * n  # bumped on preemption: its queued events go stale
         self.order = [0] * n  # admission counter: older first among same-step block needs
         # queues
         self.running: dict[int, None] = {}  # admission order; the last key is the newest
         self.prefilling: dict[int, None] = {}
-        self.waiting: deque[int] = deque()
+        self.waiting: WaitingQueue = policy.queue(prompt, output)
         self.free_slots = list(range(min(cap, n)))  # never more than n run at once
-        self.events: list[tuple[int, int, int, int, int]] = []
+        # queued completions (Completion: step, admission order, request, version)
+        self.events: list[Completion] = []
         self.admitted = 0
         self.preemptions = 0
         # outputs: stays and prefill chunks
@@ -166,6 +216,7 @@ class _Simulation:
         self.s_slot: list[int] = []
         self.s_start: list[int] = []
         self.s_decode: list[int] = []
+        self.s_emit: list[int] = []
         self.s_end: list[int] = []
         self.s_context: list[int] = []
         self.c_stay: list[int] = []
@@ -179,77 +230,111 @@ class _Simulation:
             self.timing, arrival = clock
             self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
             self.tolerance = 1e-9 * self.timing.idle_seconds
+            self.idle = self.timing.idle_seconds
+            self.step = getattr(self.timing, "step", None)  # plain floats, when the model has them
+            self.runner = getattr(self.timing, "runner", None)
         self.now = 0.0  # seconds when step t begins
         self.decoding = 0  # requests decoding in step t
         self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding
         self.joining: list[int] = []  # prefills that finish in step t: they decode from t + 1
         self.prefill_now = 0  # prompt tokens processed in step t
+        # Side by side with other engines (engine.batching.cosim): more requests may come
+        # (`open`), and the loop pauses before the first step that begins at or after
+        # `checkpoint` seconds, so a router can look at every engine at one moment.
+        self.open = False
+        self.checkpoint: float | None = None
+        self.completed = 0
 
     # ---- the loop ---------------------------------------------------------------------------
 
     def run(self) -> None:
+        for _ in self.steps():
+            raise AssertionError("a run with no checkpoint never pauses")
+
+    def add_request(self, prompt: int, output: int, arrival: float) -> None:
+        """One more request for an open run, arriving no earlier than the run's clock."""
+        self.n += 1
+        self.prompt.append(prompt)
+        self.output.append(output)
+        self.arrival.append(arrival)
+        self.eligible.append(0)
+        for values in (self.generated, self.stay, self.context, self.prefilled, self.decode_from,
+                       self.held, self.version, self.order, self.offset):
+            values.append(0)
+        self.first_start.append(-1)
+        self.finish.append(-1)
+        self.counted.append(False)
+
+    def steps(self) -> Iterator[int]:
+        """The loop. Yields step t, before doing anything in it, only when a checkpoint is set
+        and step t begins at or after it; without one it runs to the end without yielding."""
+        # hot loop: attributes read every visit are bound to locals
         events, eligible, n = self.events, self.eligible, self.n
+        waiting, running, prefilling, version = self.waiting, self.running, self.prefilling, self.version
+        blocks, limited, budget = self.decoding_blocks, self.limited, self.budget
+        timed = self.timing is not None
+        arrival = self.arrival if timed else eligible
+        heappop = heapq.heappop
         t, arrived = 0, 0
         while True:
             self.t = t
+            if self.checkpoint is not None and self.now + self.tolerance >= self.checkpoint:
+                yield t
+                n = self.n  # the router may have added requests
+            if limited:
+                self.held_step = t - 1
+                self.free = self.pool - self.explicit - blocks.held(t - 1)
             # 1. completions
-            while events and events[0][0] == t and events[0][1] == _COMPLETE:
-                _, _, _, r, version = heapq.heappop(events)
-                if version == self.version[r]:
+            while events and events[0][0] == t:
+                _, _, r, v = heappop(events)
+                if v == version[r]:
                     self._complete(r, t)
-            # 2. arrivals
-            if self.timing is None:
-                while arrived < n and eligible[arrived] <= t:
-                    self.waiting.append(arrived)
-                    arrived += 1
-            else:
-                while arrived < n and self.arrival[arrived] <= self.now + self.tolerance:
-                    self.waiting.append(arrived)
+            # 2. arrivals: by step, or by the time step t begins
+            if arrived < n:
+                horizon = self.now + self.tolerance if timed else t
+                while arrived < n and arrival[arrived] <= horizon:
+                    waiting.append(arrived)
                     arrived += 1
             # 3a. block boundaries of decoding requests, oldest first
             preempted = False
-            while events and events[0][0] == t:
-                _, _, _, r, version = heapq.heappop(events)
-                if version != self.version[r]:
-                    continue
-                while self.free < 1 and r in self.running:
-                    preempted = True
-                    self._preempt(next(reversed(self.running)), t)
-                if r in self.running:
-                    self.free -= 1
-                    self.held[r] += 1
-                    if t + self.bs < self.ends_at[r]:
-                        heapq.heappush(events, (t + self.bs, _BLOCK, self.order[r], r, version))
-            budget_left = (
-                None if self.budget is None
-                else self.budget - (len(self.running) - len(self.prefilling))
-            )
+            if limited:
+                taking = blocks.taking(t)
+                if taking <= self.free:
+                    self.free -= taking
+                else:
+                    preempted = self._reserve_blocks(t)
+                self.held_step = t
+            budget_left = None if budget is None else budget - (len(running) - len(prefilling))
             # 3b. prefill chunks of requests admitted earlier
             chunked_now = False
-            if self.prefilling:
+            if prefilling:
                 budget_left, more = self._continue_prefills(t, budget_left)
                 preempted |= more
                 chunked_now = True
             # 4. admission
             budget_blocked = False
-            if not preempted:
+            if waiting and not preempted:
                 budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
                 chunked_now |= admitted_prefill
-            # next step where something can change
-            candidates = []
-            if events:
-                candidates.append(events[0][0])
-            if self.prefilling or (self.waiting and (preempted or (budget_blocked and chunked_now))):
-                candidates.append(t + 1)
-            if not self.waiting and arrived < n:
-                candidates.append(
-                    eligible[arrived] if self.timing is None else self._step_reaching(t, self.arrival[arrived])
-                )
-            if not candidates:
+            # the next step where something can change (completions all lie after t)
+            event = events[0][0] if events else None
+            if prefilling or (waiting and (preempted or (budget_blocked and chunked_now))):
+                event = t + 1
+            if limited and blocks.count:
+                short = blocks.first_over(t + 1, self.pool - self.explicit, event)
+                if short is not None and (event is None or short < event):
+                    event = short
+            waiting_for = arrived if not waiting and arrived < n else None
+            if timed:
+                following = self._advance(t, event, waiting_for)
+            else:
+                if waiting_for is not None:
+                    event = eligible[waiting_for] if event is None else min(event, eligible[waiting_for])
+                following = None if event is None else max(t + 1, event)
+            if following is None:
+                if self.open:
+                    raise AssertionError("an open run needs a checkpoint to wait for")
                 break
-            following = max(t + 1, min(candidates))
-            if self.timing is not None:
-                self._advance(t, following)
             t = following
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
 
@@ -260,12 +345,13 @@ class _Simulation:
             self.decoding -= 1
             self.context_sum -= self.context[r] - self.decode_from[r] + 1
         del self.running[r]
-        self.free += self.held[r]
-        self.held[r] = 0
+        if self.limited:
+            self._release(r)
         heapq.heappush(self.free_slots, self.s_slot[self.stay[r]])
         self.s_end[self.stay[r]] = t
         self.generated[r] = self.output[r]
         self.finish[r] = t
+        self.completed += 1
 
     def _preempt(self, v: int, t: int) -> None:
         """Evict v by recompute: free its blocks, keep its emitted tokens, queue it first."""
@@ -274,8 +360,11 @@ class _Simulation:
         if v in self.prefilling:
             del self.prefilling[v]
             self.s_decode[stay] = t  # never decoded in this stay
+            self.s_emit[stay] = t
         else:
-            self.generated[v] += max(0, t - self.decode_from[v])
+            # it emitted one token per step from the step that finished its prefill (or from its
+            # first decode step), up to this one: preempted now, this step's token never comes
+            self.generated[v] += t - self.s_emit[stay]
             self.s_decode[stay] = min(self.s_decode[stay], t)
             if self.timing is not None:
                 if self.decode_from[v] <= t:
@@ -283,13 +372,39 @@ class _Simulation:
                     self.context_sum -= self.context[v] - self.decode_from[v] + 1
                 else:
                     self.joining.remove(v)
-        self.free += self.held[v]
-        self.held[v] = 0
+        if self.limited:
+            self._release(v)
         self.version[v] += 1
         heapq.heappush(self.free_slots, self.s_slot[stay])
         self.s_end[stay] = t
         self.waiting.appendleft(v)
         self.preemptions += 1
+
+    def _release(self, r: int) -> None:
+        """Free r's blocks: a decoding request's count follows from the step (see blocks)."""
+        if self.counted[r]:
+            self.free += ceil_div(self.offset[r] + self.held_step, self.bs)
+            self.decoding_blocks.remove(self.offset[r])
+            self.counted[r] = False
+        else:
+            self.free += self.held[r]
+            self.explicit -= self.held[r]
+            self.held[r] = 0
+
+    def _reserve_blocks(self, t: int) -> bool:
+        """Step 3a when the pool is short: every decoding request at a block boundary takes a
+        block, oldest first, preempting the newest while none is free. True if it preempted."""
+        preempted = False
+        bs = self.bs
+        for r in list(self.running):
+            if r not in self.running or not self.counted[r] or (self.offset[r] + t - 1) % bs:
+                continue
+            while self.free < 1 and r in self.running:
+                preempted = True
+                self._preempt(next(reversed(self.running)), t)
+            if r in self.running:
+                self.free -= 1
+        return preempted
 
     def _continue_prefills(self, t: int, budget_left: int | None) -> tuple[int | None, bool]:
         assert budget_left is not None  # chunked prefill always has a budget
@@ -301,7 +416,7 @@ class _Simulation:
             if chunk <= 0:
                 continue  # no budget left this step: the chunk waits
             if self.limited:
-                need = _ceil_div(self.prefilled[r] + chunk, self.bs) - self.held[r]
+                need = ceil_div(self.prefilled[r] + chunk, self.bs) - self.held[r]
                 while self.free < need and r in self.running:
                     preempted = True
                     self._preempt(next(reversed(self.running)), t)
@@ -309,6 +424,7 @@ class _Simulation:
                     continue
                 self.free -= need
                 self.held[r] += need
+                self.explicit += need
             budget_left -= chunk
             self.prefilled[r] += chunk
             self._chunk(r, t, chunk)
@@ -327,7 +443,7 @@ class _Simulation:
                 tokens, blocks = 1, 1
             else:
                 tokens = context if not self.chunked else min(context, budget_left or 0)
-                blocks = _ceil_div(tokens, self.bs)
+                blocks = ceil_div(tokens, self.bs)
             if budget_left is not None and (tokens > budget_left or tokens == 0):
                 return budget_left, True, prefilled_any
             if self.limited and blocks > self.free:
@@ -339,8 +455,9 @@ class _Simulation:
             if self.limited:
                 self.free -= blocks
                 self.held[r] = blocks
+                self.explicit += blocks
             if context == 0:
-                self._start_decoding(r, t, first_block_taken=True)
+                self._start_decoding(r, t)
             else:
                 prefilled_any = True
                 self.prefilled[r] = tokens
@@ -360,6 +477,7 @@ class _Simulation:
         self.s_slot.append(heapq.heappop(self.free_slots))
         self.s_start.append(t)
         self.s_decode.append(-1)
+        self.s_emit.append(-1)
         self.s_end.append(-1)
         self.s_context.append(context)
         self.context[r] = context
@@ -373,72 +491,98 @@ class _Simulation:
         self.c_tokens.append(tokens)
         self.c_done.append(self.prefilled[r])
 
-    def _start_decoding(self, r: int, step: int, first_block_taken: bool = False) -> None:
-        """r decodes from `step`: queue its completion and, if blocks are limited, its next
-        block boundary (a cache of c tokens needs a new block when c is a multiple of bs)."""
+    def _start_decoding(self, r: int, step: int, emit_from: int | None = None) -> None:
+        """r decodes from `step`: queue its completion and, if blocks are limited, hand its
+        blocks to the decoding count (its reads at step s are context − step + 1 + s; the
+        formula also gives its prefill's blocks at step − 1, when this is called).
+
+        Called in the step that emits its next token: the step that finished its prefill (then
+        step = t + 1), or its first decode step (step = t, nothing to prefill). It emits one
+        token per step from t, so it is done output − generated steps after t. (emit_from: a
+        request resuming after a pause emits from its first decode step, `step`.)"""
+        emit = self.t if emit_from is None else emit_from
         self.decode_from[r] = step
         self.s_decode[self.stay[r]] = step
+        self.s_emit[self.stay[r]] = emit
         if self.timing is not None:
             if step == self.t:
                 self.decoding += 1
                 self.context_sum += self.context[r] - step + 1
             else:
                 self.joining.append(r)
-        end = step + self.output[r] - self.generated[r]
-        self.ends_at[r] = end
+        end = emit + self.output[r] - self.generated[r]
         version, order = self.version[r], self.order[r]
-        heapq.heappush(self.events, (end, _COMPLETE, order, r, version))
+        heapq.heappush(self.events, Completion(end, order, r, version))
         if self.limited:
-            offset = self.bs if first_block_taken else (-self.context[r]) % self.bs
-            if step + offset < end:
-                heapq.heappush(self.events, (step + offset, _BLOCK, order, r, version))
+            self.explicit -= self.held[r]
+            self.held[r] = 0
+            self.offset[r] = offset = self.context[r] - step + 1
+            self.decoding_blocks.add(offset)
+            self.counted[r] = True
 
     # ---- the clock (arrivals in seconds) ------------------------------------------------------
 
-    def _this_step_seconds(self, t: int) -> float:
-        assert self.timing is not None
-        return step_seconds(
-            self.timing, self.decoding, self.context_sum + t * self.decoding, self.prefill_now
-        )
+    def _advance(self, t: int, event: int | None, waiting_for: int | None) -> int | None:
+        """Move the clock from the start of step t to the next step where something happens:
+        `event` (the next known one) or the first step that begins at or after the next
+        arrival's time, whichever is first, if nothing changes before. Returns that step (None:
+        nothing left to happen).
 
-    def _after_joining(self, t: int) -> tuple[int, int]:
-        """(decoding, context_sum) from step t + 1 on, until the next event."""
-        joined = sum(self.context[r] - (t + 1) + 1 for r in self.joining)
-        return self.decoding + len(self.joining), self.context_sum + joined
-
-    def _step_reaching(self, t: int, arrival: float) -> int:
-        """The first step after t that begins at or after `arrival`, if nothing changes first."""
-        assert self.timing is not None
-        next_begins = self.now + self._this_step_seconds(t)
-        if arrival <= next_begins + self.tolerance:
-            return t + 1
-        batch, base = self._after_joining(t)
-        more = steps_to_reach(self.timing, batch, base + (t + 1) * batch,
-                              arrival - self.tolerance - next_begins)
-        return t + 1 + more
-
-    def _advance(self, t: int, following: int) -> None:
-        """Move the clock from the start of step t to the start of step `following`."""
-        assert self.timing is not None
-        elapsed = self._this_step_seconds(t)
-        self.decoding, self.context_sum = self._after_joining(t)
-        self.joining = []
-        elapsed += run_seconds(
-            self.timing, self.decoding, self.context_sum + (t + 1) * self.decoding, following - t - 1
-        )
-        self.now += elapsed
+        Step t's own seconds follow from what it ran; after it the batch is fixed (its prefills
+        that finished join), so the steps up to the next event are one closed-form run. The
+        arrival's step is solved only when it lands before `event`: usually one run is summed
+        per event, not a search per step.
+        """
+        model = self.timing
+        assert model is not None
+        decoding, prefill_now = self.decoding, self.prefill_now
+        if decoding == 0 and prefill_now == 0:
+            this = self.idle
+        elif self.step is not None:
+            this = self.step(decoding, self.context_sum + t * decoding, prefill_now)
+        else:
+            this = step_seconds(model, decoding, self.context_sum + t * decoding, prefill_now)
+        if self.joining:
+            # they read context + 1 tokens at step t + 1
+            self.context_sum += sum(self.context[r] for r in self.joining) - t * len(self.joining)
+            self.decoding += len(self.joining)
+            self.joining = []
         self.prefill_now = 0
+        batch = self.decoding
+        first_context = self.context_sum + (t + 1) * batch
+        following = None if event is None else (event if event > t else t + 1)
+        if batch and self.runner is not None:
+            run = self.runner(batch, first_context)  # the model's own sum, terms worked out once
+        else:
+            run = runner(model, batch, first_context)
+        span = 0.0 if following is None or following == t + 1 else run(following - t - 1)
+        target = None if waiting_for is None else self.arrival[waiting_for]
+        if self.checkpoint is not None and (target is None or self.checkpoint < target):
+            target = self.checkpoint  # a router looks at this engine then: stop there too
+        if target is not None:
+            # an arrival joins at the first step that begins at or after it (within tolerance)
+            need = target - self.tolerance - (self.now + this)
+            if need <= 0:
+                following, span = t + 1, 0.0
+            elif following is None or span >= need:  # it lands first (or with the event)
+                more, span = reach(model, batch, first_context, need, run)
+                following = t + 1 + more
+        if following is None:
+            return None
+        self.now += this + span
+        return following
 
     # ---- result -------------------------------------------------------------------------------
 
     def schedule(self) -> Schedule:
         ints = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731
         request, decode, end = ints(self.s_request), ints(self.s_decode), ints(self.s_end)
-        # The first token comes from the first stay that decoded at all (a stay can be preempted
-        # in the very step its decoding would have begun).
+        emit = ints(self.s_emit)
+        # The first token comes from the first stay that emitted at all (a stay can be preempted
+        # in the very step its prefill finished, before that step's token is out).
         first_token = np.full(self.n, np.iinfo(np.int64).max, dtype=np.int64)
-        emitted = end > decode
-        np.minimum.at(first_token, request[emitted], decode[emitted])
+        emitted = end > emit
+        np.minimum.at(first_token, request[emitted], emit[emitted])
         return Schedule(
             slots=self.cap,
             request=request,
@@ -447,6 +591,7 @@ class _Simulation:
             decode_start=decode,
             end=end,
             context=ints(self.s_context),
+            emit_start=emit,
             first_start=ints(self.first_start),
             first_token=first_token,
             finish=ints(self.finish),
@@ -456,161 +601,3 @@ class _Simulation:
             chunk_done=ints(self.c_done),
             preemptions=self.preemptions,
         )
-
-
-def blocks_per_step(schedule: Schedule, block_size: int, method: str | None = None) -> np.ndarray:
-    """KV blocks held after each step's allocations, at every step: O(steps), for small runs and
-    checks (the tests compare it with the naive loop's own count)."""
-    return blocks_at(schedule, block_size, np.arange(schedule.makespan, dtype=np.int64), method)
-
-
-def blocks_at(
-    schedule: Schedule, block_size: int, steps: np.ndarray, method: str | None = None
-) -> np.ndarray:
-    """KV blocks held after the allocations of each step in `steps`, rebuilt from the stays alone.
-
-    Independent of the loop's own bookkeeping: a prefilling stay holds ceil(prefilled / bs)
-    blocks from each chunk to the next, or to its first decode step; a decoding stay that reads
-    r tokens in a step (its cache and the new token) holds ceil(r / bs), one more each time r
-    passes a multiple of bs.
-
-    Never one entry per step of the run. The decoding stays' part is counted one of two exact
-    ways, whichever is less work: 'crossings' lists every step where a stay takes a new block
-    (cheap when blocks are large against the lengths); 'residues' writes a stay's blocks at step
-    k as p + m + [u + s ≥ 1] + [u + s > bs], with its read at step 0's offset a = p·bs + u
-    (0 ≤ u < bs) and k = m·bs + s, and counts stays by u (cheap when bs is small).
-    """
-    bs = block_size
-    steps = np.asarray(steps, dtype=np.int64)
-    total = _prefill_blocks_at(schedule, bs, steps)
-    ds, end, cached = schedule.decode_start, schedule.end, schedule.context
-    live = end > ds
-    ds, end, cached = ds[live], end[live], cached[live]
-    if len(ds) == 0:
-        return total
-    first = ((-cached - 1) % bs) + 1  # first j ≥ 1 with (cached + j) % bs == 0: a new block
-    count = np.maximum(0, (end - ds - 1 - first) // bs + 1)  # new blocks while it decodes
-    if method is None:
-        residues = len(np.unique((cached + 1 - ds) % bs))
-        method = "crossings" if int(count.sum()) <= residues * (len(steps) + len(ds)) else "residues"
-    if method == "crossings":
-        return total + _decode_blocks_by_crossings(ds, end, cached, first, count, bs, steps)
-    return total + _decode_blocks_by_residues(ds, end, cached, bs, steps)
-
-
-def _count_at_or_before(points: np.ndarray, weights: np.ndarray | None, steps: np.ndarray) -> np.ndarray:
-    """Σ weight_i over points_i ≤ each step (int64)."""
-    order = np.argsort(points, kind="stable")
-    w = np.ones(len(points), dtype=np.int64) if weights is None else np.asarray(weights)[order]
-    prefix = np.concatenate(([0], np.cumsum(w)))
-    return prefix[np.searchsorted(points[order], steps, side="right")]
-
-
-def _prefill_blocks_at(schedule: Schedule, bs: int, steps: np.ndarray) -> np.ndarray:
-    if len(schedule.chunk_stay) == 0:
-        return np.zeros(len(steps), dtype=np.int64)
-    order = np.lexsort((schedule.chunk_step, schedule.chunk_stay))
-    stay = schedule.chunk_stay[order]
-    step = schedule.chunk_step[order]
-    held = -(-schedule.chunk_done[order] // bs)
-    until = schedule.decode_start[stay].copy()
-    same = stay[1:] == stay[:-1]
-    until[:-1][same] = step[1:][same]
-    return _count_at_or_before(step, held, steps) - _count_at_or_before(until, held, steps)
-
-
-CROSSINGS_PER_CHUNK = 1 << 22  # new-block steps listed at once: memory stays near 32 MiB
-
-
-def _decode_blocks_by_crossings(ds, end, cached, first, count, bs, steps) -> np.ndarray:
-    at_start = -(-(cached + 1) // bs)
-    at_end = -(-(cached + end - ds) // bs)
-    out = _count_at_or_before(ds, at_start, steps) - _count_at_or_before(end, at_end, steps)
-    # every new block is +1 from its step on (its stay's end takes all of them back, above)
-    cuts = np.arange(0, int(count.sum()), CROSSINGS_PER_CHUNK)
-    bounds = np.searchsorted(np.cumsum(count), cuts, side="right")
-    for lo, hi in zip(bounds, np.append(bounds[1:], len(count))):
-        c = count[lo:hi]
-        total = int(c.sum())
-        if total == 0:
-            continue
-        base = np.repeat(ds[lo:hi] + first[lo:hi], c)
-        within = np.arange(total) - np.repeat(np.cumsum(c) - c, c)
-        out = out + np.searchsorted(np.sort(base + bs * within), steps, side="right")
-    return out
-
-
-def _decode_blocks_by_residues(ds, end, cached, bs, steps) -> np.ndarray:
-    offset = cached + 1 - ds  # a stay reads offset + k tokens at step k
-    p, u = np.divmod(offset, bs)
-    m, s = np.divmod(steps, bs)
-    # Σp over live stays: Python ints if int64 could overflow (offsets reach −steps)
-    wide = (int(np.abs(p).max()) + 1) * len(p) >= 2**62
-    p_sum = (_count_at_or_before(ds, p.astype(object), steps)
-             - _count_at_or_before(end, p.astype(object), steps)) if wide else (
-        _count_at_or_before(ds, p, steps) - _count_at_or_before(end, p, steps))
-    live = _count_at_or_before(ds, None, steps) - _count_at_or_before(end, None, steps)
-    zero = u == 0
-    live_zero = (_count_at_or_before(ds[zero], None, steps)
-                 - _count_at_or_before(end[zero], None, steps))
-    out = p_sum + live * (m + 1) - live_zero * (s == 0)
-    # + #{live stays with u ≥ bs + 1 − s}, counted residue by residue
-    threshold = bs + 1 - s
-    for v in np.unique(u[u >= 2]):
-        mine = u == v
-        hit = threshold <= v
-        if not hit.any():
-            continue
-        at = steps[hit]
-        n_v = _count_at_or_before(ds[mine], None, at) - _count_at_or_before(end[mine], None, at)
-        out[hit] = out[hit] + n_v
-    return np.asarray(out, dtype=np.int64)
-
-
-@dataclass(frozen=True)
-class KvUsage:
-    bin_max: np.ndarray  # most blocks held in each bin
-    peak: int
-    mean: float  # over the run's steps
-
-
-def kv_usage(schedule: Schedule, block_size: int, bounds: np.ndarray) -> KvUsage:
-    """Peak, mean and per-bin maximum of the blocks held, bins [bounds[i], bounds[i+1]).
-
-    The count only falls when a stay ends (a prefill's blocks pass to its decoding, a chunk's to
-    the next, never fewer), so within a bin it peaks at the bin's last step or just before some
-    stay's end: only those steps are evaluated. The mean is summed in closed form per stay.
-    """
-    bs = block_size
-    horizon = int(bounds[-1])
-    ends = schedule.end[(schedule.end >= 1) & (schedule.end <= horizon)] - 1
-    points = np.unique(np.concatenate((ends, bounds[1:] - 1)))
-    used = blocks_at(schedule, bs, points)
-    which = np.searchsorted(bounds, points, side="right") - 1
-    starts = np.flatnonzero(np.r_[True, which[1:] != which[:-1]])
-    bin_max = np.maximum.reduceat(used, starts)
-    return KvUsage(bin_max, int(used.max()), _block_steps(schedule, bs) / horizon)
-
-
-def _block_steps(schedule: Schedule, bs: int) -> float:
-    """Σ over steps of the blocks held, in closed form per stay and per chunk."""
-    total = 0.0
-    if len(schedule.chunk_stay):
-        order = np.lexsort((schedule.chunk_step, schedule.chunk_stay))
-        stay, step = schedule.chunk_stay[order], schedule.chunk_step[order]
-        until = schedule.decode_start[stay].copy()
-        same = stay[1:] == stay[:-1]
-        until[:-1][same] = step[1:][same]
-        held = -(-schedule.chunk_done[order] // bs)
-        total += float(np.sum(held.astype(np.float64) * (until - step)))
-    ds, end, cached = schedule.decode_start, schedule.end, schedule.context
-    live = end > ds
-
-    def ceil_sum(x: np.ndarray) -> np.ndarray:  # Σ_{y=1}^{x} ceil(y / bs)
-        q, r = np.divmod(x, bs)
-        q, r = q.astype(np.float64), r.astype(np.float64)
-        return bs * q * (q + 1) / 2 + r * (q + 1)
-
-    c, length = cached[live], (end - ds)[live]
-    total += float(np.sum(ceil_sum(c + length) - ceil_sum(c)))
-    return total

@@ -7,7 +7,11 @@ shape, so the three policies cannot drift apart in how they are measured.
 
 Steps are integers. Step k is the k-th decode iteration of the engine; a stay occupies the half-open
 range [start, end). Inside a stay, steps [start, decode_start) are prefill and every step in
-[decode_start, end) emits exactly one output token.
+[decode_start, end) decodes. Every step in [emit_start, end) emits exactly one output token: the
+step that completes a prefill emits the request's next token, as vLLM samples it from the
+prefill's last position (emit_start = decode_start − 1), so a request with a prompt and n output
+tokens decodes n − 1 steps; a stay without a prefill emits from its first decode step
+(emit_start = decode_start).
 """
 from __future__ import annotations
 
@@ -22,6 +26,19 @@ def _ints(values: Any) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
+class Groups:
+    """Static batching's groups: consecutive requests that launch together and hold their
+    slots until the longest of them ends. Arrays are per group except member_group."""
+
+    first_request: np.ndarray
+    size: np.ndarray
+    start: np.ndarray
+    end: np.ndarray  # start + longest: when the group releases its slots
+    longest: np.ndarray
+    member_group: np.ndarray  # per request: its group
+
+
+@dataclass(frozen=True, eq=False)
 class Schedule:
     """A policy's decisions. Stay arrays align; per-request arrays are indexed by request."""
 
@@ -33,6 +50,7 @@ class Schedule:
     decode_start: np.ndarray  # first step that emits a token (== end if it never decoded)
     end: np.ndarray  # first step after the stay (exclusive)
     context: np.ndarray  # KV tokens in cache when decoding starts: prompt + tokens already emitted
+    emit_start: np.ndarray  # first step that emits a token (== end if it never emitted)
     # per request
     first_start: np.ndarray  # step the request first got a slot
     first_token: np.ndarray  # step that emitted its first output token
@@ -44,7 +62,7 @@ class Schedule:
     chunk_done: np.ndarray  # prompt tokens in cache after the chunk (cumulative within the stay)
     preemptions: int = 0
     # static only: the group each stay belongs to and when the group released its slots
-    groups: dict[str, np.ndarray] | None = None
+    groups: Groups | None = None
 
     @property
     def makespan(self) -> int:
@@ -53,8 +71,13 @@ class Schedule:
 
     @property
     def decode_steps(self) -> np.ndarray:
-        """Tokens emitted in each stay."""
+        """Steps each stay decodes (its prefill step's token not counted)."""
         return self.end - self.decode_start
+
+    @property
+    def emitted(self) -> np.ndarray:
+        """Tokens emitted in each stay."""
+        return self.end - self.emit_start
 
 
 def single_stays(
@@ -68,13 +91,15 @@ def single_stays(
 ) -> Schedule:
     """The schedule of a policy without preemption: one stay per request, in request order.
 
-    A request with a prompt spends `prefill_steps` (0 or 1) steps on it, then emits one token per
-    step; the prefill is recorded as one chunk holding the whole prompt.
+    A request with a prompt spends `prefill_steps` (0 or 1) steps on it, the last of which emits
+    its first token, then decodes one token per step; the prefill is recorded as one chunk
+    holding the whole prompt. Either way a request emits from its start, one token per step, so
+    it holds its slot for exactly `output` steps.
     """
     n = len(start)
     request = np.arange(n, dtype=np.int64)
     decode_start = start + prefill_steps
-    end = decode_start + output
+    end = start + output
     with_prompt = np.flatnonzero(prompt > 0)
     return Schedule(
         slots=slots,
@@ -84,8 +109,9 @@ def single_stays(
         decode_start=decode_start,
         end=end,
         context=_ints(prompt),
+        emit_start=_ints(start),
         first_start=_ints(start),
-        first_token=decode_start,
+        first_token=_ints(start),
         finish=end,
         chunk_stay=with_prompt,
         chunk_step=start[with_prompt],
@@ -98,9 +124,11 @@ def single_stays(
 def prefill_steps(prompt: np.ndarray) -> np.ndarray:
     """Steps a request's prefill occupies its slot without emitting a token.
 
-    The rule, for every policy: a prompt is processed in one step of its own (it emits no
-    token; the next step emits the first one); without a prompt there is no prefill step, which
-    keeps the lab's no-prompt runs exactly as the lab counted them. Paged scheduling with chunked
-    prefill instead spreads a prompt over as many steps as the token budget needs.
+    The rule, for every policy: a prompt is processed in one step of its own, which emits the
+    first output token at its end (vLLM's convention: the token is sampled from the prefill's
+    last position), and decoding follows from the next step; without a prompt there is no
+    prefill step, which keeps the lab's no-prompt runs exactly as the lab counted them. Paged
+    scheduling with chunked prefill instead spreads a prompt over as many steps as the token
+    budget needs, the last chunk's step emitting the first token.
     """
     return (np.asarray(prompt) > 0).astype(np.int64)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.batching.schedule import Schedule, prefill_steps, single_stays
+from engine.batching.schedule import Groups, Schedule, prefill_steps, single_stays
 from engine.batching.steptime import StepTime, run_seconds, step_seconds
 
 
@@ -40,10 +40,19 @@ class StaticPolicy:
 
     max_wait: float | None = None
     name = "static"
+    kv_blocks = None  # no KV pool: a group reserves its slots
 
     def __post_init__(self) -> None:
         if self.max_wait is not None and not self.max_wait >= 0:
             raise ValueError("max_wait must be ≥ 0 seconds")
+
+    def schedule(self, eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int,
+                 deadline: np.ndarray | None = None) -> Schedule:
+        return schedule_static(eligible, prompt, output, slots, deadline)
+
+    def schedule_timed(self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
+                       slots: int, step_time: StepTime) -> Schedule:
+        return schedule_static_timed(arrival, prompt, output, slots, self.max_wait, step_time)
 
 
 def schedule_static(
@@ -58,7 +67,7 @@ def schedule_static(
     eligible: first step each request may join (non-decreasing); deadline: the step at which a
     request heading a partial group has waited max_wait (None: groups wait until full).
     """
-    service = prefill_steps(prompt) + output
+    service = output  # the prefill step emits the first token: a request holds `output` steps
     if deadline is None:
         first, start, longest = _full_groups(eligible, service, slots)
     else:
@@ -80,8 +89,7 @@ def schedule_static_timed(
     steps run, the engine idles at the model's idle step time until the next group is ready, and
     a group launches at the first step that begins once it is ready.
     """
-    pf = prefill_steps(prompt)
-    service = pf + output
+    service = output  # the prefill step emits the first token: a request holds `output` steps
     idle = step_time.idle_seconds
     tolerance = 1e-9 * idle
     n = len(arrival)
@@ -144,14 +152,14 @@ def _schedule_of_groups(
         prefill_steps(prompt),
         prompt,
         output,
-        groups={
-            "first_request": first,
-            "size": size,
-            "start": start,
-            "end": start + longest,
-            "longest": longest,
-            "member_group": member_group,
-        },
+        groups=Groups(
+            first_request=first,
+            size=size,
+            start=start,
+            end=start + longest,
+            longest=longest,
+            member_group=member_group,
+        ),
     )
 
 

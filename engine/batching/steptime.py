@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Iterable, Protocol, Sequence
+import math
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -43,9 +44,15 @@ class StepTime(Protocol):
 
 
 def step_seconds(model: StepTime, batch: int, context: float, prefill: int) -> float:
-    """One step's seconds; a step where nothing runs is an idle step."""
+    """One step's seconds; a step where nothing runs is an idle step.
+
+    In plain floats when the model offers `step` (the simulator's loop calls this once per
+    event; a numpy call per scalar would cost more than the rest of the loop)."""
     if batch == 0 and prefill == 0:
         return model.idle_seconds
+    scalar = getattr(model, "step", None)
+    if scalar is not None:
+        return float(scalar(batch, context, prefill))
     return float(model.seconds(np.array([batch]), np.array([context]), np.array([prefill]))[0])
 
 
@@ -55,28 +62,98 @@ def run_seconds(model: StepTime, batch: int, first_context: float, steps: int) -
         return 0.0
     if batch == 0:
         return steps * model.idle_seconds
+    scalar = getattr(model, "run", None)
+    if scalar is not None:
+        return float(scalar(batch, first_context, steps))
     return float(model.segment_seconds(batch, first_context, steps))
 
 
-def steps_to_reach(model: StepTime, batch: int, first_context: float, seconds: float) -> int:
-    """The fewest steps of such a run that last at least `seconds` (0 if seconds ≤ 0).
+def runner(model: StepTime, batch: int, first_context: float) -> Callable[[int], float]:
+    """run_seconds for this batch as a function of the steps alone: the simulator's clock asks
+    a run's seconds at several lengths, and the model's terms are worked out once."""
+    own = getattr(model, "runner", None)
+    if batch == 0:
+        idle = model.idle_seconds
+        return lambda steps: steps * idle if steps > 0 else 0.0
+    if own is None:
+        return lambda steps: run_seconds(model, batch, first_context, steps)
+    return own(batch, first_context)  # the models' own sums are 0.0 at 0 steps
 
-    Every step lasts at least the idle time, so the answer is bounded; found by doubling and
-    bisection on the closed-form sum.
+
+def steps_to_reach(model: StepTime, batch: int, first_context: float, seconds: float) -> int:
+    """The fewest steps of such a run that last at least `seconds` (0 if seconds ≤ 0)."""
+    return reach(model, batch, first_context, seconds)[0]
+
+
+def reach(
+    model: StepTime,
+    batch: int,
+    first_context: float,
+    seconds: float,
+    run: Callable[[int], float] | None = None,
+) -> tuple[int, float]:
+    """(k, run_seconds(k)) for the fewest steps k of such a run that last at least `seconds`.
+
+    The model's closed-form `guess` (its sum is a quadratic in the steps) lands within a step
+    or two; the answer is then settled exactly against run_seconds, so it is the same integer
+    a bisection over run_seconds finds. Without a guess: doubling and bisection. Every step
+    lasts at least the idle time, so the answer is bounded. `run`: runner(model, batch,
+    first_context), when the caller has it already.
     """
     if seconds <= 0:
-        return 0
-    hi = 1
-    while run_seconds(model, batch, first_context, hi) < seconds:
-        hi *= 2
-    lo = hi // 2  # run_seconds(lo) < seconds (or lo == 0)
+        return 0, 0.0
+    if run is None:
+        run = runner(model, batch, first_context)
+    guess = getattr(model, "guess", None)
+    if batch == 0:
+        start = math.ceil(seconds / model.idle_seconds)
+    elif guess is not None:
+        start = guess(batch, first_context, seconds)
+    else:
+        start = 1
+    return _fewest(run, seconds, max(1, start))
+
+
+def _fewest(run: Callable[[int], float], seconds: float, start: int) -> tuple[int, float]:
+    """The least k ≥ 1 with run(k) ≥ seconds, and run(k) (run nondecreasing, run(0) = 0 <
+    seconds), found by galloping from `start` and bisecting: two calls when `start` is right."""
+    at_start = run(start)
+    if at_start >= seconds:
+        hi, at_hi, width = start, at_start, 1
+        while hi - width >= 1:
+            value = run(hi - width)
+            if value < seconds:
+                break
+            hi, at_hi = hi - width, value
+            width *= 2
+        lo = max(0, hi - width)  # run(lo) < seconds, or lo == 0
+    else:
+        lo, width = start, 1
+        while True:
+            at_hi = run(lo + width)
+            if at_hi >= seconds:
+                break
+            lo += width
+            width *= 2
+        hi = lo + width
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if run_seconds(model, batch, first_context, mid) < seconds:
+        value = run(mid)
+        if value < seconds:
             lo = mid
         else:
-            hi = mid
-    return hi
+            hi, at_hi = mid, value
+    return hi, at_hi
+
+
+def _quadratic_steps(first: float, slope: float, seconds: float) -> int:
+    """About the least k with k·first + slope·k(k−1)/2 ≥ seconds (an arithmetic series of step
+    costs): the positive root, rounded up. Only a starting point: the caller settles it."""
+    if slope <= 0:
+        return math.ceil(seconds / first) if first > 0 else 1
+    b = first - slope / 2
+    root = (-b + math.sqrt(b * b + 2 * slope * seconds)) / slope
+    return max(1, math.ceil(root)) if math.isfinite(root) else 1
 
 
 @dataclass(frozen=True)
@@ -103,6 +180,16 @@ class UnitStepTime:
     def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
         return np.asarray(steps, dtype=np.float64) * self.seconds_per_step
 
+    # plain-float twins of seconds / segment_seconds, for the simulator's per-event clock
+    def step(self, batch: int, context: float, prefill: int) -> float:
+        return self.seconds_per_step
+
+    def run(self, batch: int, first_context: float, steps: int) -> float:
+        return steps * self.seconds_per_step
+
+    def guess(self, batch: int, first_context: float, seconds: float) -> int:
+        return math.ceil(seconds / self.seconds_per_step)
+
     def describe(self) -> dict:
         return {"kind": "unit", "seconds_per_step": self.seconds_per_step}
 
@@ -116,6 +203,10 @@ class RooflineStepTime:
     step = max(bytes / HBM bandwidth, FLOPs / peak FLOP/s). Decode is memory-bound, so the batch
     is nearly free until its KV reads rival the weights: the reason batching pays.
     Attention FLOPs and kernel overheads are left out: a lower bound, not a prediction.
+
+    Under tensor parallelism the figures are one GPU's share, and every token also waits for
+    its all-reduces (two per layer, not overlapped with compute): comm_seconds_per_token, added
+    to the step (0 on one GPU).
     """
 
     weights_bytes: float
@@ -123,6 +214,7 @@ class RooflineStepTime:
     flops_per_token: float
     hbm_bytes_per_s: float
     peak_flops: float
+    comm_seconds_per_token: float = 0.0
 
     def __post_init__(self) -> None:
         if min(self.hbm_bytes_per_s, self.peak_flops) <= 0:
@@ -142,7 +234,10 @@ class RooflineStepTime:
         batch, context, prefill = (np.asarray(a, dtype=np.float64) for a in (batch, context, prefill))
         moved = self.weights_bytes + self.kv_bytes_per_token * (context + prefill)
         flops = self.flops_per_token * (batch + prefill)
-        return np.maximum(moved / self.hbm_bytes_per_s, flops / self.peak_flops)
+        bound = np.maximum(moved / self.hbm_bytes_per_s, flops / self.peak_flops)
+        if self.comm_seconds_per_token:
+            return bound + self.comm_seconds_per_token * (batch + prefill)
+        return bound
 
     def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
         """Σ_j max(α + β·(C0 + B·j), γ): compute-bound while the KV reads are small, then
@@ -159,7 +254,60 @@ class RooflineStepTime:
             crossing = np.ceil((gamma - base) / slope)
         flat = np.where(base >= gamma, 0.0, np.where(slope == 0, steps, np.minimum(steps, crossing)))
         rest = steps - flat
-        return gamma * flat + rest * base + slope * (rest * (flat + steps - 1) / 2)
+        summed = gamma * flat + rest * base + slope * (rest * (flat + steps - 1) / 2)
+        if self.comm_seconds_per_token:
+            return summed + steps * (self.comm_seconds_per_token * batch)
+        return summed
+
+    # plain-float twins of seconds / segment_seconds (the same operations in the same order, so
+    # the same floats), for the simulator's per-event clock
+    def step(self, batch: int, context: float, prefill: int) -> float:
+        moved = self.weights_bytes + self.kv_bytes_per_token * (float(context) + float(prefill))
+        flops = self.flops_per_token * (float(batch) + float(prefill))
+        bound = max(moved / self.hbm_bytes_per_s, flops / self.peak_flops)
+        if self.comm_seconds_per_token:
+            return bound + self.comm_seconds_per_token * (float(batch) + float(prefill))
+        return bound
+
+    def _terms(self, batch: float, first_context: float) -> tuple[float, float, float, float]:
+        """(γ, base, slope, crossing): the compute-bound step, the first memory-bound step, its
+        growth per step, and the steps before memory wins (inf: never)."""
+        alpha = self.weights_bytes / self.hbm_bytes_per_s
+        beta = self.kv_bytes_per_token / self.hbm_bytes_per_s
+        gamma = self.flops_per_token * batch / self.peak_flops
+        base = alpha + beta * first_context
+        slope = beta * batch
+        if base >= gamma:
+            return gamma, base, slope, 0.0
+        if slope == 0:
+            return gamma, base, slope, math.inf
+        return gamma, base, slope, float(math.ceil((gamma - base) / slope))
+
+    def run(self, batch: int, first_context: float, steps: int) -> float:
+        return self.runner(batch, first_context)(steps)
+
+    def runner(self, batch: int, first_context: float) -> Callable[[int], float]:
+        gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
+        comm = self.comm_seconds_per_token * float(batch)
+
+        def summed(steps: int) -> float:
+            steps_f = float(steps)
+            flat = min(steps_f, crossing)
+            rest = steps_f - flat
+            total = gamma * flat + rest * base + slope * (rest * (flat + steps_f - 1) / 2)
+            return total + steps_f * comm if comm else total
+
+        return summed
+
+    def guess(self, batch: int, first_context: float, seconds: float) -> int:
+        gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
+        if self.comm_seconds_per_token:  # a rough start is enough: the caller settles it
+            return _quadratic_steps(max(gamma, base) + self.comm_seconds_per_token * batch, slope, seconds)
+        if gamma > 0 and seconds <= gamma * crossing:
+            return math.ceil(seconds / gamma)
+        flat = 0.0 if crossing == math.inf else crossing  # (crossing is inf only if γ·∞ ≥ seconds)
+        left = seconds - gamma * flat
+        return int(flat) + _quadratic_steps(base + slope * flat, slope, left)
 
     def describe(self) -> dict:
         return {
@@ -169,6 +317,8 @@ class RooflineStepTime:
             "flops_per_token": self.flops_per_token,
             "hbm_bytes_per_s": self.hbm_bytes_per_s,
             "peak_flops": self.peak_flops,
+            **({"comm_seconds_per_token": self.comm_seconds_per_token}
+               if self.comm_seconds_per_token else {}),
         }
 
 
@@ -238,6 +388,30 @@ class MeasuredStepTime:
         )
         first = self.intercept + self.per_token * batch + self.per_context_token * first_context
         return steps * first + self.per_context_token * batch * steps * (steps - 1) / 2
+
+    # plain-float twins of seconds / segment_seconds, for the simulator's per-event clock
+    def step(self, batch: int, context: float, prefill: int) -> float:
+        b, c, p = float(batch), float(context), float(prefill)
+        return self.intercept + self.per_token * (b + p) + self.per_context_token * (c + p)
+
+    def run(self, batch: int, first_context: float, steps: int) -> float:
+        return self.runner(batch, first_context)(steps)
+
+    def runner(self, batch: int, first_context: float) -> Callable[[int], float]:
+        b, c = float(batch), float(first_context)
+        first = self.intercept + self.per_token * b + self.per_context_token * c
+        growth = self.per_context_token * b
+
+        def summed(steps: int) -> float:
+            k = float(steps)
+            return k * first + growth * k * (k - 1) / 2
+
+        return summed
+
+    def guess(self, batch: int, first_context: float, seconds: float) -> int:
+        b, c = float(batch), float(first_context)
+        first = self.intercept + self.per_token * b + self.per_context_token * c
+        return _quadratic_steps(first, self.per_context_token * b, seconds)
 
     def describe(self) -> dict:
         return {

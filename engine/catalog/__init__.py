@@ -104,6 +104,9 @@ class GpuSpec:
     sources: tuple[str, ...]
     marketed_memory_gb: float = 0.0
     aliases: tuple[str, ...] = field(default=())
+    # GPU-to-GPU link, one direction, per GPU (0: not in the catalog): tensor parallelism's
+    # all-reduces move at this rate
+    interconnect_bytes_per_s: float = 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,6 +432,7 @@ def load_gpu(name: str) -> GpuSpec:
             sources=_sources_of(entry),
             marketed_memory_gb=float(entry.get("marketed_memory_gb") or 0),
             aliases=found[1],
+            interconnect_bytes_per_s=float(entry.get("interconnect_bytes_per_s") or 0),
         )
     except KeyError as exc:
         raise UserError("missing field", file=path, field=str(exc.args[0])) from None

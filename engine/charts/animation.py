@@ -24,7 +24,8 @@ from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
 from engine.charts import labels, memo, style
-from engine.charts.batching import LONG, NAMES, SHORT, ordered_policies, policy_colour
+from engine.charts.batching import LONG, SHORT, ordered_policies, title_of
+from engine.charts.style import policy_colour
 from engine.charts.style import FONT, Size
 from engine.charts.registry import register_chart
 
@@ -187,9 +188,9 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
             now.set_xdata([t, t])
             done = int(np.sum(end <= t))
             if step >= steps:
-                title.set_text(f"{NAMES[name]}: done at step {steps:,}, {style.pct(pol['utilisation'])} busy")
+                title.set_text(f"{title_of(name)}: done at step {steps:,}, {style.pct(pol['utilisation'])} busy")
             else:
-                title.set_text(f"{NAMES[name]}: step {t:,}, {done:,} of {len(end):,} requests done")
+                title.set_text(f"{title_of(name)}: step {t:,}, {done:,} of {len(end):,} requests done")
             changed += [idle, *bars.values(), now, title]
         return changed
 

@@ -17,22 +17,32 @@ from matplotlib.patches import Patch
 
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
-from engine.charts.style import FONT, OKABE_ITO, POLICY_COLOURS, Size
+from engine.charts.style import FONT, OKABE_ITO, Size
 
 SHORT, LONG = OKABE_ITO["blue"], OKABE_ITO["orange"]
-NAMES = {"static": "static batching", "continuous": "continuous batching", "paged": "paged (vLLM-style)"}
+def title_of(name: str) -> str:
+    """How a chart names a registered policy ("static batching", …)."""
+    from engine.batching import registry
+
+    return registry.kind(name).title
 
 
 def ordered_policies(batching: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(name, policy) in the one order every chart uses: static, continuous, paged, then others."""
+    """(name, policy) in the one order every chart uses, the registry's; a policy nobody
+    registered is an error, not a guess."""
     pols = batching.get("policies", {})
-    known = [(n, pols[n]) for n in style.POLICY_ORDER if n in pols]
-    return known + [(n, p) for n, p in sorted(pols.items()) if n not in style.POLICY_ORDER]
+    order = style.policy_order()
+    for name in pols:
+        if name not in order:
+            from engine.batching import registry
+
+            registry.kind(name)  # raises, naming the choices
+    return [(n, pols[n]) for n in order if n in pols]
 
 
 def policy_colour(name: str) -> str:
-    """A policy's colour on every chart (purple for a policy the palette does not name)."""
-    return POLICY_COLOURS.get(name, OKABE_ITO["purple"])
+    """A policy's colour on every chart (its registration's)."""
+    return style.policy_colour(name)
 
 
 # ---- slot timeline --------------------------------------------------------------------------
@@ -94,7 +104,7 @@ def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
         ax.set_yticks([])
         ax.set_ylabel(f"{slots} slots")
         ax.set_title(
-            f"{NAMES[name]}: {pol['steps']:,} steps, {style.pct(pol['utilisation'])} busy",
+            f"{title_of(name)}: {pol['steps']:,} steps, {style.pct(pol['utilisation'])} busy",
             fontsize=FONT["base"] + 2, color=policy_colour(name), pad=6,
         )
         style.thousands_ticks(ax.xaxis)

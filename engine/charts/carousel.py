@@ -155,7 +155,7 @@ def _cover(fig: Figure, text: SlideText, results: dict[str, Any]) -> None:
     if text.body:
         _block(fig, text.body, bottom + 48, TYPE["body"], color=MUTED, max_lines=7)
     # The policies' colours as a quiet signature: the same colours the charts inside use.
-    for k, colour in enumerate(style.POLICY_COLOURS.values()):
+    for k, colour in enumerate(style.policy_colour(name) for name in style.policy_order()):
         fig.add_artist(Rectangle((_x(MARGIN + k * 72), _y(PAGE_H - 170)), _x(56), 56 / PAGE_H, color=colour,
                                  transform=fig.transFigure))
 

@@ -70,13 +70,24 @@ LIGHT_GREY = "#E8E8E8"
 INK = "#222222"  # text
 MUTED = "#555555"  # secondary text (source line, axis labels)
 
-# One colour per meaning, shared by every chart so a policy looks the same everywhere.
-POLICY_COLOURS: dict[str, str] = {
-    "static": OKABE_ITO["vermillion"],
-    "continuous": OKABE_ITO["blue"],
-    "paged": OKABE_ITO["green"],
-}
-POLICY_ORDER = ("static", "continuous", "paged")
+# One colour per meaning, shared by every chart so a policy looks the same everywhere. A batching
+# policy's colour and its place in every chart's order come from its registration
+# (engine.batching.registry): a palette name from OKABE_ITO, or a hex colour.
+
+
+def policy_colour(name: str) -> str:
+    """A registered policy's colour; an unregistered name is an error (engine.errors.UserError)."""
+    from engine.batching import registry
+
+    colour = registry.kind(name).colour
+    return OKABE_ITO.get(colour, colour)
+
+
+def policy_order() -> tuple[str, ...]:
+    """Every registered policy, in the one order all charts use (registration order)."""
+    from engine.batching import registry
+
+    return registry.names()
 VIEW_COLOURS = [OKABE_ITO[k] for k in ("blue", "vermillion", "green", "purple", "orange", "sky_blue")]
 VIEW_MARKERS = ["o", "s", "^", "D", "v", "P"]
 

@@ -3,7 +3,9 @@
 A workload is a CSV trace (--workload) or generated (--requests and --output-tokens, with
 optional --prompt-tokens, --arrival-rate and --seed). Steps become seconds through --step-time:
 ``unit`` (0.02 s per step, the lab's; ``unit:0.05`` for another), ``roofline`` (from --model and
---gpu in the catalog) or ``measured:FILE`` (a fit of a GPU benchmark's step times).
+--gpu in the catalog: a lower bound on every step), ``calibrated:FILE`` (that roofline with
+efficiencies and a per-layer kernel cost fitted to a GPU bench's steps or a per-operator CSV) or
+``measured:FILE`` (a linear fit of a GPU benchmark's step times).
 """
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ from pydantic import ValidationError
 from engine.errors import UserError
 
 DEFAULT_SECONDS_PER_STEP = 0.02  # the lab's assumption: 20 ms per decode step
-POLICIES = ("static", "continuous", "paged")
 # Where a simulator error names a policy field, the user typed a flag.
 FLAG_OF = {
     "num_blocks": "--num-blocks",
@@ -27,6 +28,9 @@ FLAG_OF = {
     "max_num_batched_tokens": "--max-num-batched-tokens",
     "slots": "--slots",
     "step_time": "--step-time",
+    "tp": "--tp",
+    "prompt_tokens": "--prompt-tokens",
+    "chunked_prefill": "--chunked-prefill",
 }
 
 
@@ -45,13 +49,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="gamma arrivals with this coefficient of variation (needs --arrival-rate)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated workload")
     parser.add_argument("--slots", type=int, required=True, metavar="N", help="batch slots")
+    from engine.batching import registry
+
     parser.add_argument("--policy", default="static,continuous", metavar="LIST",
-                        help="comma-separated: static, continuous, paged (default: static,continuous)")
+                        help=f"comma-separated: {', '.join(registry.names())} "
+                             "(default: static,continuous)")
     parser.add_argument("--model", metavar="NAME", help="catalog model (roofline, KV blocks)")
     parser.add_argument("--gpu", metavar="NAME", help="catalog GPU (roofline, KV blocks)")
     parser.add_argument("--kv-dtype", default="auto", help="KV cache dtype for --model (default auto)")
+    parser.add_argument("--tp", type=int, default=1, metavar="N",
+                        help="tensor parallel GPUs per replica (with --model and --gpu): weights, KV "
+                             "heads and FLOPs split as the KV calculator splits them, plus two "
+                             "all-reduces per layer over the catalog's GPU link (default 1)")
     parser.add_argument("--step-time", default="unit", metavar="MODEL",
-                        help="unit[:SECONDS] | roofline | measured:FILE (default unit, 0.02 s/step)")
+                        help="unit[:SECONDS] | roofline (a lower bound) | calibrated:FILE (the "
+                             "roofline fitted to a bench JSON or a per-operator CSV: batch, context, "
+                             "prefill, seconds) | measured:FILE (default unit, 0.02 s/step)")
     parser.add_argument("--max-wait", type=float, metavar="S",
                         help="static: launch a partial group once its oldest waited S seconds")
     parser.add_argument("--num-blocks", type=int, metavar="N",
@@ -61,28 +74,129 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-num-batched-tokens", type=int, metavar="N",
                         help="paged: tokens per step at most")
     parser.add_argument("--chunked-prefill", action="store_true", help="paged: Sarathi-style chunks")
+    parser.add_argument("--replicas", type=int, default=1, metavar="N",
+                        help="N copies of the engine, each with its own scheduler and KV pool, "
+                             "behind --router (default 1)")
+    parser.add_argument("--router", default="round_robin",
+                        choices=("round_robin", "random", "least_outstanding"),
+                        help="how --replicas share the requests: round_robin (request i to replica "
+                             "i mod N), random (seeded by --seed) or least_outstanding (fewest sent "
+                             "and unfinished at its arrival; paged and continuous); default round_robin")
     parser.add_argument("--json", action="store_true", help='print {"policies": {...}} as JSON')
+    from engine.batching.export import MAX_CSV_ROWS, MAX_TRACE_STAYS
+
+    parser.add_argument("--requests-csv", metavar="FILE",
+                        help="write one row per request per policy: arrival, scheduled, first token, "
+                             "finish (seconds, or steps without a step time), preemptions, restarts; "
+                             f"at most {MAX_CSV_ROWS:,} rows")
+    parser.add_argument("--trace", metavar="FILE",
+                        help="write a Chrome/Perfetto trace (JSON) of the simulated timeline: a track "
+                             f"per slot, a process per policy and replica; at most {MAX_TRACE_STAYS:,} "
+                             "slot stays")
 
 
 def run(args: argparse.Namespace) -> int:
     from engine import batching
 
+    if args.tp < 1:
+        raise UserError(f"must be at least 1, got {args.tp}", field="--tp")
+    if args.tp > 1 and not (args.model and args.gpu):
+        raise UserError("tensor parallelism needs --model and --gpu (it splits the model over "
+                        "the catalog GPU)", field="--tp")
     workload = _workload(args)
-    step_time = _step_time(args)
-    # Every policy is built before any runs, so a flag mistake is reported before minutes of work.
-    policies = {name: _policy(name, args) for name in _policy_names(args.policy)}
+    try:
+        step_time = _step_time(args)
+        # Every policy is built before any runs, so a flag mistake is reported before minutes of work.
+        policies = {name: _policy(name, args) for name in _policy_names(args.policy)}
+    except UserError as err:
+        if err.file is not None:
+            raise
+        raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
+    if args.replicas != 1:
+        return _run_replicas(args, workload, policies, step_time)
     results: dict[str, Any] = {}
     for name, policy in policies.items():
         try:
             results[name] = batching.simulate(workload, policy, slots=args.slots, step_time=step_time)
         except UserError as err:
             raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
+    import numpy as np
+
+    from engine.batching.export import Run
+
+    everyone = np.arange(workload.n)
+    _write_files(args, [Run(name, None, r, everyone, workload.arrival_time, step_time)
+                        for name, r in results.items()])
     if args.json:
         doc = {"policies": {name: r.to_dict(timeline=False) for name, r in results.items()}}
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
         print(_table(workload, results, step_time))
     return 0
+
+
+def _run_replicas(args: argparse.Namespace, workload: Any, policies: dict[str, Any], step_time: Any) -> int:
+    from engine.batching.replicas import simulate_replicas
+
+    import numpy as np
+
+    from engine.batching.export import Run
+
+    clusters: dict[str, Any] = {}
+    runs: list[Any] = []
+    for name, policy in policies.items():
+        try:
+            cluster = simulate_replicas(
+                workload, policy, slots=args.slots, step_time=step_time, replicas=args.replicas,
+                router=args.router, seed=args.seed,
+            )
+        except UserError as err:
+            field = {"replicas": "--replicas", "router": "--router"}.get(err.field or "")
+            raise UserError(err.message, field=field or FLAG_OF.get(err.field or "", err.field)) from None
+        clusters[name] = cluster.to_dict()
+        for j, r in enumerate(cluster.replicas):
+            if r is not None:
+                mine = np.flatnonzero(cluster.replica_of == j)
+                runs.append(Run(name, j, r, mine, workload.arrival_time[mine], step_time))
+    _write_files(args, runs)
+    if args.json:
+        print(json.dumps({"policies": clusters}, indent=2, sort_keys=True))
+        return 0
+    lines = [f"{workload.n:,} requests over {args.replicas} replicas, router {args.router}",
+             f"step time: {_describe(step_time) if step_time is not None else 'none (steps)'}", ""]
+    width = max(11, *(len(n) + 2 for n in clusters))
+    lines.append(f"{'policy':<{width}}{'replica':>8}{'requests':>10}{'seconds':>11}{'req/s':>10}"
+                 f"{'TTFT p50':>11}{'TTFT p99':>11}{'e2e p50':>11}{'e2e p99':>11}{'preempt':>9}")
+
+    def row(name: str, which: str, d: dict[str, Any]) -> str:
+        lat = d["latency"]
+        cells = [lat.get(k, {}).get(q, float("nan")) for k in ("ttft", "e2e") for q in ("p50", "p99")]
+        seconds = d.get("makespan_seconds")
+        rps = d.get("requests_per_second")
+        return (f"{name:<{width}}{which:>8}{d['requests']:>10,}"
+                f"{'-' if seconds is None else _number(seconds):>11}{'-' if rps is None else _number(rps):>10}"
+                + "".join(f"{_number(x):>11}" for x in cells) + f"{d['preemptions']:>9,}")
+
+    for name, d in clusters.items():
+        lines.append(row(name, "all", d))
+        for j, rep in enumerate(d["per_replica"]):
+            if rep is not None:
+                rep = {**rep, "latency": {k: v for k, v in rep["latency"][d["latency_unit"]].items()}}
+                lines.append(row("", str(j), rep))
+    lines.append(f"(latencies in {next(iter(clusters.values()))['latency_unit']}; 'all' = the "
+                 "cluster: every request, the slowest replica's makespan)")
+    print("\n".join(lines))
+    return 0
+
+
+def _write_files(args: argparse.Namespace, runs: list[Any]) -> None:
+    """--requests-csv and --trace, each refused whole (before writing) when over its cap."""
+    from engine.batching import export
+
+    if args.requests_csv:
+        export.write_requests_csv(args.requests_csv, runs)
+    if args.trace:
+        export.write_trace(args.trace, runs)
 
 
 # ---- inputs -------------------------------------------------------------------------------------
@@ -147,11 +261,14 @@ def _distribution(text: str, flag: str) -> Any:
 
 
 def _policy_names(text: str) -> list[str]:
+    from engine.batching import registry
+
     names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in POLICIES]
-    if unknown or not names:
-        raise UserError(f"unknown policy {unknown[0] if unknown else text!r}; choose from "
-                        f"{', '.join(POLICIES)}", field="--policy")
+    if not names:
+        raise UserError(f"unknown policy {text!r}; choose from {', '.join(registry.names())}",
+                        field="--policy")
+    for name in names:
+        registry.kind(name, field="--policy")
     return list(dict.fromkeys(names))
 
 
@@ -171,13 +288,23 @@ def _step_time(args: argparse.Namespace) -> Any:
     if kind == "roofline":
         if not (args.model and args.gpu):
             raise UserError("roofline needs --model and --gpu", field="--step-time")
-        return batching.roofline_from_catalog(args.model, args.gpu, kv_dtype=args.kv_dtype)
+        return batching.roofline_from_catalog(args.model, args.gpu, kv_dtype=args.kv_dtype, tp=args.tp)
+    if kind == "calibrated":
+        if not (args.model and args.gpu):
+            raise UserError("calibrated needs --model and --gpu (the roofline it calibrates)",
+                            field="--step-time")
+        if not rest:
+            raise UserError("give the measurements, as calibrated:FILE", field="--step-time")
+        from engine.batching.calibrated import calibrate_from_catalog
+
+        return calibrate_from_catalog(args.model, args.gpu, rest, kv_dtype=args.kv_dtype,
+                                      tp=args.tp)
     if kind == "measured":
         if not rest:
             raise UserError("give the benchmark file, as measured:FILE", field="--step-time")
         return load_measured_step_time(rest)
-    raise UserError(f"unknown step-time model {kind!r}; use unit[:SECONDS], roofline or "
-                    "measured:FILE", field="--step-time")
+    raise UserError(f"unknown step-time model {kind!r}; use unit[:SECONDS], roofline, "
+                    "calibrated:FILE or measured:FILE", field="--step-time")
 
 
 def _policy(name: str, args: argparse.Namespace) -> Any:
@@ -186,25 +313,24 @@ def _policy(name: str, args: argparse.Namespace) -> Any:
 
     if (args.model is None) != (args.gpu is None):
         raise UserError("--model and --gpu go together", field="--model" if args.model is None else "--gpu")
-    if name == "static":
-        return batching.StaticPolicy(max_wait=args.max_wait)
-    if name == "continuous":
-        return batching.ContinuousPolicy()
+    kind = batching.registry.kind(name, field="--policy")
     blocks = args.num_blocks
-    if blocks is None:
+    if kind.needs_blocks and blocks is None:
         if not args.model:
-            raise UserError("paged needs a KV cache size: give --num-blocks N, or --model NAME "
-                            "--gpu NAME to size it from the catalog, or leave paged out of --policy",
+            raise UserError(f"{name} needs a KV cache size: give --num-blocks N, or --model NAME "
+                            f"--gpu NAME to size it from the catalog, or leave {name} out of --policy",
                             field="--num-blocks")
-        blocks = num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype)
+        blocks = num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype, tp=args.tp)
+    settings = batching.PolicySettings(
+        max_wait=args.max_wait,
+        num_blocks=blocks,
+        block_size=args.block_size,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        chunked_prefill=args.chunked_prefill,
+    )
     try:
-        return batching.PagedPolicy(
-            num_blocks=blocks,
-            block_size=args.block_size,
-            max_num_seqs=args.max_num_seqs,
-            max_num_batched_tokens=args.max_num_batched_tokens,
-            chunked_prefill=args.chunked_prefill,
-        )
+        return kind.build(settings)
     except UserError as err:
         raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
 
@@ -214,13 +340,14 @@ def _policy(name: str, args: argparse.Namespace) -> Any:
 
 def _table(workload: Any, results: dict[str, Any], step_time: Any) -> str:
     s = workload.summary()
+    width = max(11, *(len(name) + 2 for name in results))
     lines = [
         f"{s['requests']:,} requests from {s['source']}: {s['total_output_tokens']:,} output tokens "
         f"(mean {s['mean']:,.1f}, longest {s['longest']:,})"
         + (f", prompts mean {s['mean_prompt']:,.1f}" if workload.has_prompts else ""),
         f"step time: {_describe(step_time)}",
         "",
-        f"{'policy':<11}{'steps':>11}{'seconds':>11}{'util':>8}{'tok/step':>10}{'req/s':>10}"
+        f"{'policy':<{width}}{'steps':>11}{'seconds':>11}{'util':>8}{'tok/step':>10}{'req/s':>10}"
         f"{'TTFT p50':>11}{'TTFT p99':>11}{'e2e p50':>11}{'e2e p99':>11}{'preempt':>9}",
     ]
     for name, r in results.items():
@@ -230,7 +357,7 @@ def _table(workload: Any, results: dict[str, Any], step_time: Any) -> str:
         rps = "-" if r.requests_per_second is None else _number(r.requests_per_second)
         latencies = "".join(f"{_number(x):>11}" for x in (*q["ttft"], *q["e2e"]))
         lines.append(
-            f"{name:<11}{r.steps:>11,}{seconds:>11}{r.utilisation:>8.1%}"
+            f"{name:<{width}}{r.steps:>11,}{seconds:>11}{r.utilisation:>8.1%}"
             f"{_number(r.throughput_tokens_per_step):>10}{rps:>10}{latencies}{r.preemptions:>9,}"
         )
     unit = "seconds" if step_time is not None else "steps"
@@ -276,6 +403,12 @@ def _describe(step_time: Any) -> str:
         return f"unit, {info['seconds_per_step'] * 1000:,g} ms per step"
     if info["kind"] == "roofline":
         return (f"roofline, {info['weights_bytes'] / 2**30:,.1f} GiB weights at "
-                f"{info['hbm_bytes_per_s'] / 1e12:,.2f} TB/s")
+                f"{info['hbm_bytes_per_s'] / 1e12:,.2f} TB/s (a lower bound: peak rates, no "
+                "attention FLOPs, no kernel overheads)")
+    if info["kind"] == "calibrated":
+        return (f"calibrated roofline, fitted to {info['points']:,} measured steps: "
+                f"{info['memory_efficiency']:.0%} of HBM bandwidth, {info['flops_efficiency']:.0%} of "
+                f"peak FLOP/s, {info['kernel_seconds_per_layer'] * 1e6:,.1f} µs per layer; fit error "
+                f"{info['rmse_s'] * 1000:.3g} ms rms, {info['max_relative_error']:.1%} at worst")
     return (f"measured fit over {info['points']:,} points: {info['intercept_s'] * 1000:.2f} ms + "
             f"{info['per_token_s'] * 1e6:.2f} µs/token + {info['per_context_token_s'] * 1e9:.2f} ns/KV token")

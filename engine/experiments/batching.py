@@ -11,7 +11,7 @@ from engine import batching, workload
 from engine.errors import UserError
 from engine.review_tables import num_cell, source_kind
 from engine.sections import Inputs, SpecLocation, blame, register_section
-from engine.spec import BatchingSection, RooflineStepTimeSpec, UnitStepTimeSpec
+from engine.spec import BatchingSection, CalibratedStepTimeSpec, RooflineStepTimeSpec, UnitStepTimeSpec
 
 # Per-request timelines feed the slot-timeline chart; past this many requests the chart would be
 # unreadable and results.json large, so they are left out.
@@ -19,19 +19,19 @@ TIMELINE_LIMIT = 5000
 
 
 def policy_of(name: str, section: BatchingSection) -> Any:
-    if name == "static":
-        return batching.StaticPolicy(max_wait=section.static_max_wait)
-    if name == "continuous":
-        return batching.ContinuousPolicy()
+    """The registered policy `name`, built from the section (engine.batching.registry)."""
     paged = section.paged
-    assert paged is not None  # the spec refuses 'paged' without its section
-    return batching.PagedPolicy(
-        num_blocks=paged.num_blocks,
-        block_size=paged.block_size,
-        max_num_seqs=paged.max_num_seqs,
-        max_num_batched_tokens=paged.max_num_batched_tokens,
-        chunked_prefill=paged.chunked_prefill,
-    )
+    settings = batching.PolicySettings(max_wait=section.static_max_wait)
+    if paged is not None:
+        settings = batching.PolicySettings(
+            max_wait=section.static_max_wait,
+            num_blocks=paged.num_blocks,
+            block_size=paged.block_size,
+            max_num_seqs=paged.max_num_seqs,
+            max_num_batched_tokens=paged.max_num_batched_tokens,
+            chunked_prefill=paged.chunked_prefill,
+        )
+    return batching.registry.build(name, settings)
 
 
 def step_time_of(section: BatchingSection, location: SpecLocation, measurement: Path | None) -> Any:
@@ -42,7 +42,17 @@ def step_time_of(section: BatchingSection, location: SpecLocation, measurement: 
         return batching.UnitStepTime(seconds_per_step=spec.seconds_per_step)
     if isinstance(spec, RooflineStepTimeSpec):
         with blame(location, "batching.step_time"):
-            return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype)
+            return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype, tp=spec.tp)
+    if isinstance(spec, CalibratedStepTimeSpec):
+        from engine.batching.calibrated import calibrate_from_catalog
+
+        source = Path(location.spec_path).parent / spec.file if spec.file else measurement
+        if source is None:
+            raise UserError("kind 'calibrated' needs measurements: set measured: latest (and run "
+                            "the bench) or give file: a per-operator CSV",
+                            file=location.spec_path, field="batching.step_time")
+        with blame(location, "batching.step_time"):
+            return calibrate_from_catalog(spec.model, spec.gpu, source, kv_dtype=spec.kv_dtype, tp=spec.tp)
     if measurement is None:
         raise UserError(
             "kind 'measured' needs a measurement file: set measured: latest (or a file name) "

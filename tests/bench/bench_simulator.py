@@ -4,7 +4,13 @@ Prints, in one run, each figure beside its target:
 - static and continuous batching on 1,000,000 requests and 256 slots: < 2 s each;
 - paged batching on 100,000 requests with prompts and a cache tight enough to preempt: < 10 s;
 - the speed-up over the naive per-step loop (tests/naive_batching.py) on the same kind of
-  workload, smaller so the naive loop finishes: ≥ 50×, with both results checked equal.
+  workload, smaller so the naive loop finishes: ≥ 50×, with both results checked equal;
+- timed steps with arrivals, on the shape of the conversational trace the simulator was compared
+  with Vidur on (prompts mean about 900 tokens, outputs about 224, Poisson 4 requests/s,
+  Llama-2-7B on one A100 80GB under the roofline, 7,424 blocks of 16, at most 128 sequences and
+  4,096 batched tokens), generated from a seed: 10,000 requests < 0.2 s, 1,000,000 < 20 s; and
+  1,000 of them beside the naive loop (the same steps, preemptions and finishes, and the same
+  seconds when the naive loop prices its steps one by one).
 
 The targets are measured on chat-like traffic: output lengths lognormal (median 128 tokens,
 σ 1, at most 2,048; mean about 210), prompts lognormal (median 256, at most 4,096). The naive
@@ -19,12 +25,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from engine import batching  # noqa: E402
 from engine.workload import GeneratedWorkload, generate  # noqa: E402
-from naive_batching import naive_continuous, naive_paged, naive_static  # noqa: E402
+from engine.batching.clock import clock_for  # noqa: E402
+from naive_batching import naive_clock, naive_continuous, naive_paged, naive_static  # noqa: E402
 
 CHAT_OUTPUT = {"kind": "lognormal", "median": 128, "sigma": 1.0, "high": 2048}
 CHAT_PROMPT = {"kind": "lognormal", "median": 256, "sigma": 1.0, "high": 4096}
@@ -116,10 +125,68 @@ def paged() -> bool:
     return ok
 
 
+# The conversational trace's shape: lognormal lengths, clipped so every prompt fits the budget.
+CHAT_PROMPT_900 = {"kind": "lognormal", "median": 600, "sigma": 0.9, "high": 3072}
+CHAT_OUTPUT_224 = {"kind": "lognormal", "median": 140, "sigma": 1.0, "high": 1024}
+VIDUR_CASE = batching.PagedPolicy(num_blocks=7_424, block_size=16, max_num_seqs=128,
+                                  max_num_batched_tokens=4_096)
+
+
+TIMED_RUNS = ((10_000, 0.2, 3), (1_000_000, 20.0, 1))  # requests, target seconds, repeats
+
+
+def conversational(requests: int, seed: int = 14):
+    return generate(GeneratedWorkload.model_validate({
+        "requests": requests, "prompt_tokens": CHAT_PROMPT_900, "output_tokens": CHAT_OUTPUT_224,
+        "arrivals": {"kind": "poisson", "rate": 4.0}, "seed": seed}))
+
+
+def timed() -> bool:
+    roofline = batching.roofline_from_catalog("llama-2-7b", "a100-80gb")
+    ok = True
+    for requests, target, repeats in TIMED_RUNS:
+        load = conversational(requests)
+        cpu = time.process_time()
+        took, r = best_of(
+            lambda: batching.simulate(load, VIDUR_CASE, slots=128, step_time=roofline), repeats)
+        cpu = (time.process_time() - cpu) / repeats  # CPU seconds: a shared machine inflates wall time
+        ttft = r.latency.seconds["ttft"]
+        ok &= report(
+            f"paged + roofline + arrivals, {requests:,} chat", f"{took:.2f} s", f"< {target:g} s",
+            took < target,
+            f"CPU {cpu:.2f} s per run; makespan {r.makespan_seconds:,.0f} s, "
+            f"TTFT p50 {float(np.median(ttft)):.3f} s, {requests / took:,.0f} requests/s",
+        )
+    from engine.batching.prefill_first import PrefillFirstPolicy
+
+    v0 = PrefillFirstPolicy(num_blocks=7_424, block_size=16, max_num_seqs=128, max_num_batched_tokens=4_096)
+    load = conversational(10_000)
+    took, r = best_of(lambda: batching.simulate(load, v0, slots=128, step_time=roofline), 1)
+    report("prefill-first (vLLM V0), 10,000 chat", f"{took:.2f} s", None, True,
+           f"makespan {r.makespan_seconds:,.0f} s, TTFT p50 {float(np.median(r.latency.seconds['ttft'])):.3f} s, "
+           f"TPOT p50 {float(np.nanmedian(r.latency.seconds['tpot'])) * 1000:.1f} ms")
+    small = conversational(1_000)
+    fast_s, fast = best_of(lambda: batching.simulate(small, VIDUR_CASE, slots=128, step_time=roofline))
+    eligible = clock_for(fast.schedule, roofline).step_of(small.arrival_time).tolist()
+    slow_s, slow = best_of(lambda: naive_paged(
+        eligible, small.prompt_tokens.tolist(), small.output_tokens.tolist(), 128, 7_424, 16, 128,
+        4_096), 1)
+    seconds = naive_clock(slow, roofline)[-1]
+    same = (fast.steps == slow.steps and fast.preemptions == slow.preemptions
+            and fast.schedule.finish.tolist() == slow.finish
+            and abs(seconds - fast.makespan_seconds) <= 1e-9 * seconds)
+    ok &= report(
+        "paged + roofline vs naive loop, 1,000 chat", f"{slow_s / fast_s:,.0f}×", None, same,
+        f"{fast_s * 1000:.0f} ms vs {slow_s:.2f} s; same steps, finishes and seconds: {same}",
+    )
+    return ok
+
+
 def main() -> int:
     print("batching simulator benchmark: wall-clock of simulate(), best of several runs\n")
     print("chat-like traffic (the targets)")
-    ok = million("chat", CHAT_OUTPUT, target=True)
+    ok = timed()
+    ok &= million("chat", CHAT_OUTPUT, target=True)
     ok &= paged()
     ok &= against_naive("chat", CHAT_OUTPUT, 5_000, target=True)
     chat_mean = workload(20_000, CHAT_OUTPUT).output_tokens.mean()

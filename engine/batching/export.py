@@ -1,0 +1,143 @@
+"""Files people can open: a per-request CSV and a Chrome/Perfetto trace of the simulated timeline.
+
+Both are written from finished runs (a PolicyResult, or each replica's), never during one, and
+both are size-capped so a million-request run cannot fill a disk by accident: the CSV at
+MAX_CSV_ROWS rows, the trace at MAX_TRACE_STAYS slot stays (two events each). A run over the
+cap is refused with one line naming the flag, before anything is written; a file is written
+whole to a temporary name first, so a failure never leaves half a file in the person's folder.
+
+Times are seconds when the run had a step-time model, else steps. In the trace a stay is one
+bar per slot (thread) per engine (process: the policy, and the replica when there are several):
+its prefill, then its decode; Perfetto (ui.perfetto.dev) and chrome://tracing open it.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.errors import UserError
+
+MAX_CSV_ROWS = 1_000_000
+MAX_TRACE_STAYS = 200_000
+
+
+@dataclass(frozen=True)
+class Run:
+    """One engine's run: which policy, which replica, its result, and which of the workload's
+    requests it served (their indices, in its own order)."""
+
+    policy: str
+    replica: int | None
+    result: Any  # PolicyResult
+    requests: np.ndarray
+    arrival: np.ndarray  # seconds, aligned with `requests`
+    step_time: Any
+
+
+def _clock(run: Run) -> Any:
+    from engine.batching.clock import clock_for
+
+    return None if run.step_time is None else clock_for(run.result.schedule, run.step_time)
+
+
+def _at(clock: Any, steps: np.ndarray) -> np.ndarray:
+    return np.asarray(steps, dtype=np.float64) if clock is None else clock.at(steps)
+
+
+def preemptions_per_request(schedule: Any, n: int) -> np.ndarray:
+    """Times each request was evicted: a stay that ended before its request finished and was not
+    followed in the same step by the next (a prefill-first pause continues at once; a preempted
+    request is re-admitted a step later at the earliest)."""
+    order = np.lexsort((schedule.start, schedule.request))
+    req, start, end = schedule.request[order], schedule.start[order], schedule.end[order]
+    same = req[1:] == req[:-1]
+    evicted = same & (start[1:] > end[:-1])
+    return np.bincount(req[:-1][evicted], minlength=n).astype(np.int64)
+
+
+def _replace(path: Path, write: Any) -> None:
+    temporary = path.with_name(path.name + ".part")
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise UserError(f"cannot write: {exc.strerror}", file=path) from None
+
+
+def write_requests_csv(path: str | Path, runs: Iterable[Run], flag: str = "--requests-csv") -> int:
+    """One row per request per policy: when it arrived, was first scheduled, emitted its first
+    token, finished; how often it was preempted (each preemption is one restart: recompute)."""
+    runs = list(runs)
+    rows = sum(len(r.requests) for r in runs)
+    if rows > MAX_CSV_ROWS:
+        raise UserError(f"{rows:,} rows (requests × policies) is over the cap of {MAX_CSV_ROWS:,}",
+                        field=flag)
+    unit = "s" if all(r.step_time is not None for r in runs) else "step"
+
+    def write(target: Path) -> None:
+        with target.open("w", newline="", encoding="utf-8") as f:
+            out = csv.writer(f)
+            out.writerow(["policy", "replica", "request", f"arrival_{unit}", f"scheduled_{unit}",
+                          f"first_token_{unit}", f"finish_{unit}", "preemptions", "restarts"])
+            for run in runs:
+                s, clock = run.result.schedule, _clock(run)
+                n = len(run.requests)
+                scheduled = _at(clock, s.first_start)
+                first = _at(clock, s.first_token + 1)  # out when its step ends
+                finish = _at(clock, s.finish)
+                arrival = run.arrival if unit == "s" else run.result.schedule.first_start - run.result.latency.steps["queueing"]
+                evicted = preemptions_per_request(s, n)
+                for i in range(n):
+                    out.writerow([run.policy, "" if run.replica is None else run.replica,
+                                  int(run.requests[i]), _fmt(arrival[i]), _fmt(scheduled[i]),
+                                  _fmt(first[i]), _fmt(finish[i]), int(evicted[i]), int(evicted[i])])
+
+    _replace(Path(path), write)
+    return rows
+
+
+def _fmt(value: float) -> str:
+    return f"{float(value):.9g}"
+
+
+def write_trace(path: str | Path, runs: Iterable[Run], flag: str = "--trace") -> int:
+    """Chrome trace-event JSON: a process per engine, a thread per slot, a bar per stay."""
+    runs = list(runs)
+    stays = sum(len(r.result.schedule.request) for r in runs)
+    if stays > MAX_TRACE_STAYS:
+        raise UserError(f"{stays:,} slot stays is over the trace's cap of {MAX_TRACE_STAYS:,}; "
+                        "trace fewer requests", field=flag)
+    timed = all(r.step_time is not None for r in runs)
+    scale = 1e6 if timed else 1e3  # microseconds; untimed, one step is drawn as one millisecond
+    events: list[dict[str, Any]] = []
+    for pid, run in enumerate(runs, start=1):
+        s, clock = run.result.schedule, _clock(run)
+        label = run.policy if run.replica is None else f"{run.policy}, replica {run.replica}"
+        events.append({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": label}})
+        for slot in np.unique(s.slot).tolist():
+            events.append({"ph": "M", "pid": pid, "tid": int(slot), "name": "thread_name",
+                           "args": {"name": f"slot {slot}"}})
+        start, decode, end = (_at(clock, a) * scale for a in (s.start, s.decode_start, s.end))
+        for k in range(len(s.request)):
+            request = int(run.requests[int(s.request[k])])
+            for name, lo, hi in (("prefill", start[k], decode[k]), ("decode", decode[k], end[k])):
+                if hi > lo:
+                    events.append({"ph": "X", "pid": pid, "tid": int(s.slot[k]), "name": f"{name} {request}",
+                                   "cat": name, "ts": round(float(lo), 3), "dur": round(float(hi - lo), 3),
+                                   "args": {"request": request}})
+    doc = {"traceEvents": events, "displayTimeUnit": "ms",
+           "otherData": {"time": "simulated seconds" if timed else "steps, one drawn as 1 ms"}}
+
+    def write(target: Path) -> None:
+        target.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+
+    _replace(Path(path), write)
+    return stays

@@ -1,0 +1,38 @@
+"""The decoding requests' blocks counted in aggregate, against a per-request count."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.batching.blocks import DecodeBlocks, ceil_div
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    bs=st.integers(1, 9),
+    offsets=st.lists(st.integers(-60, 40), max_size=7),
+    after=st.integers(0, 70),
+    limit=st.integers(0, 60),
+    before=st.one_of(st.none(), st.integers(0, 200)),
+)
+def test_aggregate_matches_each_request(bs, offsets, after, limit, before):
+    offsets = [a for a in offsets if a + after - 1 >= 1]  # decoding: reads ≥ 1 token at after − 1
+    blocks = DecodeBlocks(bs)
+    for a in offsets:
+        blocks.add(a)
+
+    def held(s: int) -> int:  # each request holds ceil(reads / bs)
+        return sum(ceil_div(a + s, bs) for a in offsets)
+
+    for s in range(after, after + 3 * bs):
+        assert blocks.held(s) == held(s)
+        assert blocks.taking(s) == sum(1 for a in offsets if (a + s - 1) % bs == 0)
+    first = next((s for s in range(after, after + 1000) if held(s) > limit), None)
+    found = blocks.first_over(after, limit, before)
+    if before is not None and first is not None and first >= before:
+        assert found is None or found == first
+    else:
+        assert found == first
+    for a in offsets:
+        blocks.remove(a)
+    assert blocks.count == 0 and blocks.q_sum == 0 and not any(blocks.hist)

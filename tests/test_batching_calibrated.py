@@ -1,0 +1,128 @@
+"""The calibrated step time: closed-form sums against step-by-step sums, and the least-squares
+fit against points generated from known efficiencies (a synthetic fixture, labelled as such:
+no GPU measured these)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.batching import RooflineStepTime
+from engine.batching.calibrated import CalibratedStepTime, fit, points_from_file
+from engine.batching.steptime import run_seconds, steps_to_reach
+
+# 7B-like: 14 GB of weights, 512 KiB of KV per token, 14 GFLOP per token, on 2 TB/s and 312 TFLOP/s
+ROOF = RooflineStepTime(14e9, 524_288, 14e9, 2.039e12, 312e12)
+ATTENTION = 4.0 * 32 * 128 * 32  # 4 · heads · head_dim · layers
+BASE = CalibratedStepTime.from_roofline(ROOF, ATTENTION, 32)
+# what the synthetic "measurements" are generated from
+TRUE = CalibratedStepTime.from_roofline(ROOF, ATTENTION, 32, memory_efficiency=0.72,
+                                        flops_efficiency=0.55, kernel_seconds=25e-6)
+
+
+def synthetic_points() -> list[tuple[float, float, float, float]]:
+    """SYNTHETIC: decode steps over batch × context and prompt-only steps, priced by TRUE."""
+    points = []
+    for b in (1, 4, 16, 64, 128, 256):
+        for c in (128, 1024, 4096):
+            points.append((b, b * c, 0, float(TRUE.seconds([b], [b * c], [0])[0])))
+    for p in (256, 1024, 4096):
+        points.append((0, 0, p, float(TRUE.seconds([0], [0], [p])[0])))
+    return points
+
+
+@settings(max_examples=80, deadline=None)
+@given(batch=st.integers(1, 512), context=st.integers(0, 10**6), steps=st.integers(0, 3000),
+       eta_m=st.floats(0.05, 1.0), eta_f=st.floats(0.05, 1.0), kernel=st.floats(0, 1e-4))
+def test_segment_sums_match_step_by_step(batch, context, steps, eta_m, eta_f, kernel):
+    model = CalibratedStepTime.from_roofline(ROOF, ATTENTION, 32, memory_efficiency=eta_m,
+                                             flops_efficiency=eta_f, kernel_seconds=kernel)
+    per_step = model.seconds(np.full(steps, batch), context + batch * np.arange(steps), np.zeros(steps))
+    expected = per_step.sum()
+    assert model.segment_seconds(batch, context, steps) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert model.run(batch, context, steps) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    # the fewest steps reaching a time, settled against the same sums
+    target = expected * 0.6
+    m = steps_to_reach(model, batch, context, target)
+    assert run_seconds(model, batch, context, m) >= target
+    if m > 0:
+        assert run_seconds(model, batch, context, m - 1) < target
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch=st.integers(0, 512), context=st.integers(0, 10**6), prefill=st.integers(0, 8192),
+       eta_m=st.floats(0.05, 1.0), eta_f=st.floats(0.05, 1.0), kernel=st.floats(0, 1e-4))
+def test_the_bare_roofline_is_a_lower_bound(batch, context, prefill, eta_m, eta_f, kernel):
+    model = CalibratedStepTime.from_roofline(ROOF, ATTENTION, 32, memory_efficiency=eta_m,
+                                             flops_efficiency=eta_f, kernel_seconds=kernel)
+    a = [batch], [context], [prefill]
+    assert model.seconds(*a)[0] >= ROOF.seconds(*a)[0]
+    bare = CalibratedStepTime.from_roofline(ROOF, 0.0, 32)  # η = 1, no kernels, no attention
+    assert bare.seconds(*a)[0] == pytest.approx(ROOF.seconds(*a)[0], rel=1e-12)
+
+
+def test_fit_recovers_the_efficiencies_it_was_generated_from():
+    model = fit(BASE, synthetic_points())
+    assert model.memory_efficiency == pytest.approx(0.72, rel=3e-3)
+    assert model.flops_efficiency == pytest.approx(0.55, rel=3e-3)
+    assert model.kernel_seconds == pytest.approx(25e-6, rel=0.05)
+    assert model.points == 21 and model.max_relative_error < 5e-3
+    assert model.describe()["kind"] == "calibrated"
+
+
+def test_decode_points_alone_leave_compute_at_its_peak():
+    """Memory-bound decode steps never test the FLOP rate: the fit keeps η_flops at 1 (the
+    optimistic end), rather than inventing a slowness the data does not show."""
+    decode = [p for p in synthetic_points() if p[2] == 0 and p[0] <= 16]
+    model = fit(BASE, decode)
+    assert model.flops_efficiency == 1.0
+    assert model.memory_efficiency == pytest.approx(0.72, rel=3e-3)
+
+
+def test_operator_table_and_bench_file_give_the_same_points(tmp_path):
+    points = synthetic_points()
+    table = tmp_path / "synthetic-operators.csv"
+    lines = ["operator,batch,context,prefill,seconds"]
+    for b, c, p, s in points:  # each step split into two operators that sum to it
+        lines += [f"attention,{b},{c},{p},{s * 0.3!r}", f"mlp,{b},{c},{p},{s * 0.7!r}"]
+    table.write_text("\n".join(lines) + "\n")
+    read = points_from_file(table)
+    assert [(b, c, p) for b, c, p, _ in read] == [(b, c, p) for b, c, p, _ in points]
+    np.testing.assert_allclose([s for *_, s in read], [s for *_, s in points], rtol=1e-12)
+    bench = tmp_path / "synthetic-bench.json"
+    decode = [p for p in points if p[2] == 0]
+    bench.write_text(json.dumps({"note": "synthetic", "step_time": {"points": [
+        {"batch": b, "context": c // b, "seconds": s} for b, c, _, s in decode]}}))
+    assert points_from_file(bench) == [(float(b), float(c), 0.0, s) for b, c, _, s in decode]
+
+
+def test_a_bad_operator_table_names_the_file_and_column(tmp_path):
+    from engine.errors import UserError
+
+    table = tmp_path / "bad.csv"
+    table.write_text("batch,context,prefill,seconds\n1,10,0,-1\n")
+    with pytest.raises(UserError) as err:
+        points_from_file(table)
+    assert err.value.field == "seconds" and "line 2" in err.value.message
+
+
+def test_a_day_spec_can_ask_for_the_calibrated_step_time(tmp_path):
+    from engine.errors import UserError
+    from engine.sections import SpecLocation
+    from engine.experiments.batching import step_time_of
+    from engine.spec import BatchingSection
+
+    table = tmp_path / "ops.csv"
+    table.write_text("batch,context,prefill,seconds\n" + "".join(
+        f"{b},{c},{p},{s!r}\n" for b, c, p, s in synthetic_points()))
+    section = BatchingSection.model_validate({
+        "slots": 8, "workload": {"trace": "x.csv"}, "policies": ["continuous"],
+        "step_time": {"kind": "calibrated", "model": "llama-2-7b", "gpu": "a100-80gb", "file": "ops.csv"}})
+    model = step_time_of(section, SpecLocation(tmp_path / "day99.yaml"), None)
+    assert isinstance(model, CalibratedStepTime) and model.points == 21
+    table.unlink()
+    with pytest.raises(UserError):
+        step_time_of(section, SpecLocation(tmp_path / "day99.yaml"), None)

@@ -1,0 +1,101 @@
+"""Batching policies by name: a toy policy registered from this file alone is simulated, accepted
+by the spec and the simulate flags, and drawn in its own colour; an unknown name is refused
+everywhere; the paged scheduler's waiting queue is a replaceable object."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from engine import batching
+from engine.batching import registry
+from engine.batching.queues import ShortestFirstQueue
+from engine.errors import UserError
+from engine.workload import Workload
+
+
+@dataclass(frozen=True)
+class OneAtATime(batching.ContinuousPolicy):
+    """A toy: continuous batching on one slot whatever the slots, so requests run back to back."""
+
+    name = "one_at_a_time"
+
+    def schedule(self, eligible, prompt, output, slots, deadline=None):
+        return super().schedule(eligible, prompt, output, 1, deadline)
+
+
+@pytest.fixture
+def toy():
+    kind = registry.register(registry.PolicyKind(
+        "one_at_a_time", lambda settings: OneAtATime(), "one at a time",
+        "Every request alone, in arrival order.", colour="#123456",
+    ))
+    yield kind
+    registry.unregister("one_at_a_time")
+
+
+def test_a_toy_policy_registered_here_runs_everywhere(toy):
+    output = np.array([3, 1, 4, 1, 5])
+    w = Workload.of(output)
+    r = batching.simulate(w, registry.build("one_at_a_time", batching.PolicySettings()), slots=4)
+    assert r.steps == int(output.sum())  # back to back: one token per step, never two
+    assert r.schedule.finish.tolist() == np.cumsum(output).tolist()
+    # the spec's and the CLI's choices, the charts' colour and order derive from the registry
+    from engine.charts.style import policy_colour, policy_order
+    from engine.commands.simulate import _policy_names
+    from engine.spec import BatchingSection
+
+    section = BatchingSection.model_validate({
+        "slots": 2, "workload": {"trace": "x.csv"}, "policies": ["static", "one_at_a_time"]})
+    assert section.policies == ["static", "one_at_a_time"]
+    assert _policy_names("one_at_a_time,static") == ["one_at_a_time", "static"]
+    assert policy_colour("one_at_a_time") == "#123456"
+    assert policy_order()[-1] == "one_at_a_time"
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(toy)
+
+
+def test_unknown_policy_is_refused_everywhere():
+    @dataclass(frozen=True)
+    class Stray(batching.ContinuousPolicy):
+        name = "stray"
+
+    w = Workload.of(np.array([2, 2]))
+    with pytest.raises(UserError, match="unknown policy 'stray'"):
+        batching.simulate(w, Stray(), slots=1)
+    with pytest.raises(UserError, match="unknown policy 'stray'"):
+        registry.build("stray", batching.PolicySettings())
+    from engine.charts.batching import ordered_policies
+    from engine.charts.style import policy_colour
+    from engine.commands.simulate import _policy_names
+    from engine.spec import BatchingSection
+
+    with pytest.raises(UserError) as err:
+        _policy_names("static,stray")
+    assert err.value.field == "--policy"
+    with pytest.raises(UserError):
+        policy_colour("stray")
+    with pytest.raises(UserError):
+        ordered_policies({"policies": {"stray": {}}})
+    with pytest.raises(ValueError, match="must be one of 'static', 'continuous'"):
+        BatchingSection.model_validate({"slots": 2, "workload": {"trace": "x.csv"}, "policies": ["stray"]})
+
+
+def test_builtin_names_and_settings():
+    assert registry.names()[:3] == ("static", "continuous", "paged")
+    settings = batching.PolicySettings(max_wait=2.0, num_blocks=64, block_size=8, max_num_seqs=4)
+    static, paged = registry.build("static", settings), registry.build("paged", settings)
+    assert static == batching.StaticPolicy(max_wait=2.0)
+    assert paged == batching.PagedPolicy(num_blocks=64, block_size=8, max_num_seqs=4)
+
+
+def test_shortest_first_queue_reorders_admission():
+    """One slot, everyone waiting at step 0: shortest output first, ties in arrival order (by
+    hand: outputs 5, 2, 4, 2 run as requests 1, 3, 2, 0)."""
+    output = np.array([5, 2, 4, 2])
+    w = Workload.of(output)
+    fcfs = batching.simulate(w, batching.PagedPolicy(), slots=1)
+    sjf = batching.simulate(w, batching.PagedPolicy(queue=ShortestFirstQueue), slots=1)
+    assert fcfs.schedule.finish.tolist() == [5, 7, 11, 13]
+    assert sjf.schedule.finish.tolist() == [13, 2, 8, 4]
