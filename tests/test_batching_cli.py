@@ -13,7 +13,7 @@ import pytest
 from engine.cli import main
 from engine.commands.simulate import _number
 
-from conftest import LAB_TRACE as _LAB_TRACE
+from helpers import LAB_TRACE as _LAB_TRACE
 
 LAB_TRACE = str(_LAB_TRACE)  # the lab's trace, as committed in days/, as a command-line argument
 

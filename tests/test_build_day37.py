@@ -11,14 +11,12 @@ from engine import platforms
 from engine.cli import main
 from engine.pipeline import build
 
-from conftest import DAYS
+from helpers import DAYS, copy_built
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("out")
-    build(DAYS / "day37.yaml", out)
-    return out / "day37"
+def built(built_out: Path) -> Path:
+    return built_out / "day37"
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +77,11 @@ def test_scoreboard_and_alt_text(built):
     assert "72.3%" in alt or "72%" in alt
 
 
-def test_same_spec_same_bytes(built, tmp_path):
-    build(DAYS / "day37.yaml", tmp_path)
+def test_same_spec_same_bytes_whatever_path_the_spec_was_given_by(built, tmp_path, monkeypatch):
+    """A second build, given the spec by a relative path, is byte for byte the session's
+    (given it by an absolute one)."""
+    monkeypatch.chdir(DAYS.parent)
+    build(Path("days/day37.yaml"), tmp_path)
     again = tmp_path / "day37"
     names = sorted(p.name for p in built.iterdir())
     assert names == sorted(p.name for p in again.iterdir())
@@ -88,7 +89,7 @@ def test_same_spec_same_bytes(built, tmp_path):
         assert (built / name).read_bytes() == (again / name).read_bytes(), name
 
 
-def test_build_does_not_import_torch(tmp_path):
+def test_cli_build_prints_a_summary_and_does_not_import_torch(tmp_path):
     import subprocess
 
     code = (
@@ -98,18 +99,14 @@ def test_build_does_not_import_torch(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=DAYS.parent, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-
-
-def test_cli_prints_a_summary_with_paths(tmp_path, capsys):
-    assert main(["build", str(DAYS / "day37.yaml"), "--out", str(tmp_path)]) == 0
-    printed = capsys.readouterr().out
+    printed = done.stdout
     assert "5,797 steps" in printed and "1,148 steps" in printed
     assert str(tmp_path / "day37") in printed
 
 
-def test_hand_edit_survives_a_rebuild(tmp_path, capsys):
+def test_hand_edit_survives_a_rebuild(built_out, tmp_path, capsys):
     spec = str(DAYS / "day37.yaml")
-    assert main(["build", spec, "--out", str(tmp_path)]) == 0
+    tmp_path = copy_built(built_out, tmp_path / "out")
     draft = tmp_path / "day37" / "linkedin.md"
     rendered = draft.read_text()
     draft.write_text(rendered.replace("I finally read", "This week I read"))
@@ -122,15 +119,14 @@ def test_hand_edit_survives_a_rebuild(tmp_path, capsys):
     assert draft.read_text() == rendered
 
 
-def test_a_post_over_the_limit_fails_the_build_and_leaves_out_alone(tmp_path, capsys):
+def test_a_post_over_the_limit_fails_the_build_and_leaves_out_alone(built_out, tmp_path, capsys):
     import shutil
 
     templates = tmp_path / "templates"
     shutil.copytree(DAYS.parent / "templates", templates)
     thread = templates / "day37" / "x-thread.md.j2"
     thread.write_text(thread.read_text() + "---\n" + "This post rambles on. " * 20 + "\n")
-    out = tmp_path / "out"
-    build(DAYS / "day37.yaml", out)
+    out = copy_built(built_out, tmp_path / "out")
     before = {p.name: p.read_bytes() for p in (out / "day37").iterdir()}
     from engine.pipeline import ChecksFailed
 
@@ -141,9 +137,9 @@ def test_a_post_over_the_limit_fails_the_build_and_leaves_out_alone(tmp_path, ca
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
 
 
-def test_an_edit_that_breaks_a_rule_is_kept_but_warned_about(tmp_path, capsys):
+def test_an_edit_that_breaks_a_rule_is_kept_but_warned_about(built_out, tmp_path, capsys):
     spec = str(DAYS / "day37.yaml")
-    assert main(["build", spec, "--out", str(tmp_path)]) == 0
+    tmp_path = copy_built(built_out, tmp_path / "out")
     thread = tmp_path / "day37" / "x-thread.md"
     thread.write_text(thread.read_text().replace("Same requests.", "Same requests. " + "Really. " * 20, 1))
     capsys.readouterr()
@@ -161,11 +157,3 @@ def test_the_linkedin_image_is_drawn_at_portrait_size(built, results):
     assert struct.unpack(">II", png[16:24]) == (1080, 1350)  # IHDR: width, height
     entry = next(c for c in results["charts"] if c["file"] == "scoreboard-linkedin_portrait.png")
     assert entry["platform"] == "linkedin" and entry["alt_text"]
-
-
-def test_same_bytes_whatever_path_the_spec_was_given_by(tmp_path, monkeypatch):
-    monkeypatch.chdir(DAYS.parent)
-    build(Path("days/day37.yaml"), tmp_path / "rel")
-    build(DAYS.resolve() / "day37.yaml", tmp_path / "abs")
-    for path in sorted((tmp_path / "rel" / "day37").iterdir()):
-        assert path.read_bytes() == (tmp_path / "abs" / "day37" / path.name).read_bytes(), path.name

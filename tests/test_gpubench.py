@@ -26,7 +26,7 @@ from engine.gpubench.shapes import SEVEN_B, TINY, ModelShape  # noqa: E402
 from engine.measured import load_measurement  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-from conftest import LAB_TRACE  # the lab's trace, as committed in days/
+from helpers import LAB_TRACE  # the lab's trace, as committed in days/
 
 # Smaller than TINY where speed matters, with 4 query heads sharing each KV head.
 MICRO = ModelShape(name="micro", num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=1,
