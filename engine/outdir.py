@@ -37,7 +37,7 @@ class Staging:
     path: Path
 
     @classmethod
-    def create(cls, target: Path) -> "Staging":
+    def create(cls, target: Path) -> Staging:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
         tmp.chmod(0o755)  # mkdtemp makes it private; the day folder is an ordinary one

@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from engine import batching
 from engine.batching import (
     ContinuousPolicy,
     MeasuredStepTime,
@@ -24,6 +22,7 @@ from engine.errors import UserError
 from engine.workload import Workload, load_trace
 
 from helpers import LAB_TRACE, assert_no_overlap  # the lab's trace, as committed in days/
+
 LAB_STEP = UnitStepTime(0.02)  # "Requests per second assume 20 ms per step"
 
 

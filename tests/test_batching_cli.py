@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
-
-import re
 
 import pytest
 
@@ -180,7 +179,7 @@ def test_table_numbers_have_separators_and_no_exponents(capsys):
     rows = [line.split() for line in out.splitlines()
             if line.startswith(("static ", "continuous ")) and " vs " not in line]
     assert len(rows) == 2
-    for name, *cells in rows:
+    for _name, *cells in rows:
         assert len(cells) == 10
         for cell in cells:
             assert PEOPLE_NUMBER.fullmatch(cell), cell

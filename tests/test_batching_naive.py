@@ -28,8 +28,9 @@ from engine.batching.continuous import fcfs_servers
 from engine.batching.metrics import per_step
 from engine.batching.paged import blocks_per_step
 from engine.workload import Workload
-from naive_batching import naive_clock, naive_continuous, naive_paged, naive_static
+
 from helpers import assert_no_overlap
+from naive_batching import naive_clock, naive_continuous, naive_paged, naive_static
 
 ONE_SECOND = UnitStepTime(1.0)
 # 3 s + 2 s per token + 1 s per KV token read: whole seconds, so every sum is exact

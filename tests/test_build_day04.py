@@ -8,8 +8,6 @@ import pytest
 
 from engine.queueing import erlang_c, mmc_mean_wait
 
-from helpers import DAYS
-
 
 @pytest.fixture(scope="module")
 def results(built_out: Path) -> dict:

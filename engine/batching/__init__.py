@@ -25,8 +25,6 @@ MAX_STEPS (10^15) steps is refused.
 """
 from __future__ import annotations
 
-from typing import Union
-
 import numpy as np
 
 from engine.batching.clock import Clock, clock_for
@@ -39,7 +37,7 @@ from engine.batching.steptime import MeasuredStepTime, RooflineStepTime, StepTim
 from engine.errors import UserError
 from engine.workload import Workload
 
-Policy = Union[StaticPolicy, ContinuousPolicy, PagedPolicy]
+Policy = StaticPolicy | ContinuousPolicy | PagedPolicy
 
 __all__ = [
     "Clock", "ContinuousPolicy", "MeasuredStepTime", "PagedPolicy", "Policy", "PolicyResult",

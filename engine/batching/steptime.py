@@ -19,9 +19,10 @@ aligned arrays (one run per element), so a whole schedule's runs are summed in o
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -190,7 +191,7 @@ class MeasuredStepTime:
     rmse: float = 0.0
 
     @classmethod
-    def fit(cls, points: Iterable[Sequence[float]]) -> "MeasuredStepTime":
+    def fit(cls, points: Iterable[Sequence[float]]) -> MeasuredStepTime:
         """Least squares over (batch, context, seconds) points, coefficients kept ≥ 0.
 
         Three unknowns, so the constrained optimum is found exactly by trying every subset of

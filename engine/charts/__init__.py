@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.charts.registry import CHARTS, Chart, register_chart
-
 # The chart modules register their charts as they are imported (engine.charts.registry).
 from engine.charts import batching, kv, queueing, scoreboard, style  # noqa: E402,F401
+from engine.charts.registry import CHARTS, Chart, register_chart
 
 __all__ = ["CHARTS", "Chart", "ChartFile", "draw", "register_chart"]
 

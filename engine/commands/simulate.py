@@ -8,8 +8,8 @@ optional --prompt-tokens, --arrival-rate and --seed). Steps become seconds throu
 from __future__ import annotations
 
 import argparse
-import math
 import json
+import math
 from pathlib import Path
 from typing import Any
 

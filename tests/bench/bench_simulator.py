@@ -24,6 +24,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from engine import batching  # noqa: E402
 from engine.workload import GeneratedWorkload, generate  # noqa: E402
+
 from naive_batching import naive_continuous, naive_paged, naive_static  # noqa: E402
 
 CHAT_OUTPUT = {"kind": "lognormal", "median": 128, "sigma": 1.0, "high": 2048}
@@ -68,7 +69,7 @@ def million(name: str, output: dict, target: bool) -> bool:
     load = workload(1_000_000, output)
     ok = True
     for policy in (batching.StaticPolicy(), batching.ContinuousPolicy()):
-        took, r = best_of(lambda: batching.simulate(load, policy, slots=SLOTS, step_time=STEP))
+        took, r = best_of(lambda policy=policy: batching.simulate(load, policy, slots=SLOTS, step_time=STEP))
         ok &= report(
             f"{policy.name}, 1,000,000 {name} requests", f"{took:.2f} s",
             "< 2 s" if target else None, (took < 2.0) if target else True,
@@ -83,8 +84,8 @@ def against_naive(name: str, output: dict, requests: int, target: bool) -> bool:
     ok = True
     for policy, naive in ((batching.StaticPolicy(), naive_static),
                           (batching.ContinuousPolicy(), naive_continuous)):
-        fast_s, fast = best_of(lambda: batching.simulate(load, policy, slots=SLOTS, step_time=STEP), 5)
-        slow_s, slow = best_of(lambda: naive(*args), 1)
+        fast_s, fast = best_of(lambda policy=policy: batching.simulate(load, policy, slots=SLOTS, step_time=STEP), 5)
+        slow_s, slow = best_of(lambda naive=naive: naive(*args), 1)
         same = fast.steps == slow.steps and fast.schedule.finish.tolist() == slow.finish
         ratio = slow_s / fast_s
         ok &= report(
