@@ -17,6 +17,24 @@ LAB_TRACE = DAYS / "day37.workload.csv"
 REFERENCE = REPO.parent / "shared" / "reference"
 
 
+class Lab:
+    """The lab's published Day 37 figures (../shared/reference/day37-lab.md), in one place: the
+    independent truth the simulator, the build, the charts and the review page are held to."""
+
+    requests = 200
+    slots = 16
+    total_output_tokens = 13_280
+    longest = 661
+    static_steps = 5_797
+    continuous_steps = 1_148
+    static_busy = "14.3%"  # 13,280 / (16 × 5,797)
+    continuous_busy = "72.3%"  # 13,280 / (16 × 1,148)
+    multiple = "5.0x"  # 5,797 / 1,148
+    ideal_steps = 830  # max(ceil(13,280 / 16), 661)
+    # Requests that fit the lab's 7B-class model in 64 GiB of KV budget, per context.
+    fits = {512: 256, 1024: 128, 2048: 64, 4096: 32, 8192: 16, 16384: 8, 32768: 4}
+
+
 def out_snapshot(out: Path) -> dict[str, bytes]:
     """Every file under ``out`` with its bytes: equal snapshots mean nothing was touched."""
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}

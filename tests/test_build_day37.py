@@ -11,7 +11,7 @@ from engine import platforms
 from engine.cli import main
 from engine.pipeline import build
 
-from helpers import DAYS, copy_built
+from helpers import DAYS, Lab, copy_built
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def results(built: Path) -> dict:
 def test_memory_table_is_the_labs(results):
     rows = {r["context"]: r["max_requests"] for r in results["kv_cache"]["main"]["plan"]["contexts"]}
     # Hand-worked: 2 × 32 layers × 32 heads × 128 × 2 B = 512 KiB per token; 64 GiB of budget.
-    assert rows == {512: 256, 1024: 128, 2048: 64, 4096: 32, 8192: 16, 16384: 8, 32768: 4}
+    assert rows == Lab.fits
     assert results["kv_cache"]["main"]["plan"]["bytes_per_token"] == 524_288
     assert results["kv_cache"]["halves_when_context_doubles"] is True
 
@@ -35,11 +35,11 @@ def test_memory_table_is_the_labs(results):
 def test_batching_is_the_labs(results):
     bt = results["batching"]
     static, cont = bt["policies"]["static"], bt["policies"]["continuous"]
-    assert (static["steps"], cont["steps"]) == (5797, 1148)
-    assert round(static["utilisation"] * 100, 1) == 14.3
-    assert round(cont["utilisation"] * 100, 1) == 72.3
-    assert round(bt["multiple"], 1) == 5.0
-    assert bt["ideal_steps"] == 830  # max(ceil(13,280 / 16), 661)
+    assert (static["steps"], cont["steps"]) == (Lab.static_steps, Lab.continuous_steps)
+    assert f"{static['utilisation']:.1%}" == Lab.static_busy
+    assert f"{cont['utilisation']:.1%}" == Lab.continuous_busy
+    assert f"{bt['multiple']:.1f}x" == Lab.multiple
+    assert bt["ideal_steps"] == Lab.ideal_steps
     assert static["group_maxima"] == [661, 580, 480, 39, 473, 471, 527, 557, 472, 486, 546, 40, 465]
 
 
@@ -47,9 +47,10 @@ def test_drafts_say_the_labs_numbers(built):
     linkedin = (built / "linkedin.md").read_text()
     thread = (built / "x-thread.md").read_text()
     for text in (linkedin, thread):
-        for figure in ("2,048-token chats: 64", "8,192-token chats: 16", "14.3%", "72.3%", "5.0x"):
+        for figure in ("2,048-token chats: 64", "8,192-token chats: 16", Lab.static_busy,
+                       Lab.continuous_busy, Lab.multiple):
             assert figure in text, figure
-    assert "5,797 steps" in linkedin and "1,148 steps" in linkedin
+    assert f"{Lab.static_steps:,} steps" in linkedin and f"{Lab.continuous_steps:,} steps" in linkedin
     assert "simulated" in linkedin and "calculated" in linkedin
 
 
@@ -100,7 +101,7 @@ def test_cli_build_prints_a_summary_and_does_not_import_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=DAYS.parent, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     printed = done.stdout
-    assert "5,797 steps" in printed and "1,148 steps" in printed
+    assert f"{Lab.static_steps:,} steps" in printed and f"{Lab.continuous_steps:,} steps" in printed
     assert str(tmp_path / "day37") in printed
 
 

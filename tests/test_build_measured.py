@@ -10,6 +10,8 @@ import yaml
 from engine.cli import main
 from engine.pipeline import build
 
+from helpers import Lab
+
 
 @pytest.fixture(scope="module")
 def measured_days(tmp_path_factory) -> Path:
@@ -48,7 +50,7 @@ def test_posts_use_and_label_the_measured_figures(measured_days, tmp_path):
     assert f"{cont:,.0f} tokens/s" in linkedin
     assert "random weights" in linkedin
     # The simulated figures stay, labelled as simulated.
-    assert "5,797 steps" in linkedin and "simulated" in linkedin
+    assert f"{Lab.static_steps:,} steps" in linkedin and "simulated" in linkedin
     results = json.loads((tmp_path / "day37" / "results.json").read_text())
     assert results["measured"]["file"] == f"day37.measured/{only_file(measured_days).name}"
 
