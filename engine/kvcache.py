@@ -20,8 +20,9 @@ Everything here is pure arithmetic on integers (bytes), so the numbers are exact
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar
 
 from engine.catalog import WEIGHT_DTYPE_BITS, ModelArch
 from engine.errors import UserError

@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -211,7 +211,7 @@ def _recorded_date(path: Path) -> datetime:
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise UserError(f"cannot read its date ({err.__class__.__name__}): a corrupt measurement "
                         "file", file=path, field="date") from None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def resolve_measurement(day_dir: Path | str, choice: str) -> Path | None:

@@ -75,7 +75,7 @@ class ModelRef(Strict):
         return value
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "ModelRef":
+    def _exactly_one(self) -> ModelRef:
         given = [k for k in ("catalog", "config", "inline") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError("give a catalog name, a config.json path, or an inline shape")
@@ -103,7 +103,7 @@ class GpuRef(Strict):
         return value
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "GpuRef":
+    def _exactly_one(self) -> GpuRef:
         if (self.catalog is None) == (self.inline is None):
             raise ValueError("give a catalog GPU name or an inline {name, memory_gib}")
         return self
@@ -117,7 +117,7 @@ class ReserveBudgetSpec(Strict):
     weights_gib: GiB | None = None  # the reserve's share for weights
 
     @model_validator(mode="after")
-    def _weights_within_reserve(self) -> "ReserveBudgetSpec":
+    def _weights_within_reserve(self) -> ReserveBudgetSpec:
         if self.weights_gib is not None and self.weights_gib > self.reserve_gib:
             raise ValueError(f"weights_gib {self.weights_gib} exceeds reserve_gib {self.reserve_gib}")
         return self
@@ -165,7 +165,7 @@ class KvCacheSection(KvView):
     compare: list[KvView] = []
 
     @model_validator(mode="after")
-    def _highlight_in_contexts(self) -> "KvCacheSection":
+    def _highlight_in_contexts(self) -> KvCacheSection:
         missing = [c for c in self.highlight if c not in self.contexts]
         if missing:
             raise ValueError(f"highlight {missing} must be among contexts {self.contexts}")
@@ -247,7 +247,7 @@ class BatchingSection(Strict):
     static_max_wait: PositiveFloat | None = None
 
     @model_validator(mode="after")
-    def _paged_needs_blocks(self) -> "BatchingSection":
+    def _paged_needs_blocks(self) -> BatchingSection:
         if len(set(self.policies)) != len(self.policies):
             raise ValueError(f"policies {self.policies} name a policy twice")
         from engine.batching import registry

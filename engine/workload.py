@@ -34,7 +34,7 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
@@ -100,7 +100,7 @@ class Workload:
         prompt_tokens: Any = None,
         arrival_time: Any = None,
         source: str = "given",
-    ) -> "Workload":
+    ) -> Workload:
         """Build from anything array-like; missing prompts and arrivals are zeros."""
         out = np.asarray(output_tokens, dtype=np.int64).copy()
         prompt = (
@@ -178,7 +178,7 @@ class Uniform(_Model):
     high: Tokens
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Uniform":
+    def _ordered(self) -> Uniform:
         if self.high < self.low:
             raise ValueError(f"high ({self.high}) must be at least low ({self.low})")
         return self
@@ -198,7 +198,7 @@ class _Clipped(_Model):
     high: Tokens | None = None
 
     @model_validator(mode="after")
-    def _ordered(self) -> "_Clipped":
+    def _ordered(self) -> _Clipped:
         if self.high is not None and self.high < self.low:
             raise ValueError(f"high ({self.high}) must be at least low ({self.low})")
         return self
@@ -265,7 +265,7 @@ class Zipf(_Model):
 
 class Component(_Model):
     weight: PositiveFloat
-    dist: "Distribution"
+    dist: Distribution
 
 
 class Mixture(_Model):
@@ -275,7 +275,7 @@ class Mixture(_Model):
     components: Annotated[list[Component], Field(min_length=1)]
 
     @model_validator(mode="after")
-    def _shares_add_up(self) -> "Mixture":
+    def _shares_add_up(self) -> Mixture:
         """Weights are relative (9 and 1 mean 90 % and 10 %), but fractions below 1 that do not
         add up to 1 (0.9 and 0.2) are far more likely a typo than a ratio, so they are refused."""
         weights = [c.weight for c in self.components]
@@ -322,7 +322,7 @@ def _distribution_input(value: Any) -> Any:
 
 
 Distribution = Annotated[
-    Union[Constant, Uniform, Normal, Lognormal, Exponential, Zipf, Mixture],
+    Constant | Uniform | Normal | Lognormal | Exponential | Zipf | Mixture,
     Field(discriminator="kind"),
     BeforeValidator(_distribution_input),
 ]
@@ -362,7 +362,7 @@ class Gamma(_Model):
     cv: PositiveFloat
 
     @model_validator(mode="after")
-    def _finite_cv(self) -> "Gamma":
+    def _finite_cv(self) -> Gamma:
         if not math.isfinite(self.cv):
             raise ValueError("cv must be a finite number")
         return self
@@ -374,7 +374,7 @@ class Gamma(_Model):
         return np.cumsum(rng.gamma(shape, 1.0 / (self.rate * shape), size=n))
 
 
-Arrivals = Annotated[Union[AllAtZero, Poisson, Gamma], Field(discriminator="kind")]
+Arrivals = Annotated[AllAtZero | Poisson | Gamma, Field(discriminator="kind")]
 
 
 # ---- the spec ------------------------------------------------------------------------------------
@@ -396,7 +396,7 @@ class GeneratedWorkload(_Model):
     seed: NonNegativeInt = 0  # numpy's SeedSequence takes no negative seeds
 
     @model_validator(mode="after")
-    def _outputs_at_least_one(self) -> "GeneratedWorkload":
+    def _outputs_at_least_one(self) -> GeneratedWorkload:
         low, _ = self.output_tokens.bounds()
         if low < 1:
             raise ValueError(
@@ -414,7 +414,7 @@ def _workload_kind(value: Any) -> str:
 # The day spec embeds this under batching.workload. A callable discriminator (rather than
 # pydantic's smart union) keeps errors to the one form the user meant.
 WorkloadSpec = Annotated[
-    Union[Annotated[TraceWorkload, Tag("trace")], Annotated[GeneratedWorkload, Tag("generated")]],
+    Annotated[TraceWorkload, Tag("trace")] | Annotated[GeneratedWorkload, Tag("generated")],
     Discriminator(_workload_kind),
 ]
 

@@ -1,4 +1,6 @@
-"""Shared fixtures: the repository's paths, and a scratch copy of days/ to break on purpose."""
+"""Shared fixtures: a scratch copy of days/ to break on purpose, and each day built once per
+session (building is the suite's dearest step; tests that change a build work on a copy)."""
+
 from __future__ import annotations
 
 import shutil
@@ -6,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-DAYS = REPO / "days"
-# The lab's reference trace: days/ holds a byte copy of ../shared/reference/day37-lab-workload.csv
-# (tests/test_reference_copy.py checks the two agree wherever shared/ is beside the checkout).
-LAB_TRACE = DAYS / "day37.workload.csv"
-REFERENCE = REPO.parent / "shared" / "reference"
+# Re-exported for test files that still import them from here; new code imports tests/helpers.py.
+from helpers import DAYS, LAB_TRACE, REFERENCE, REPO  # noqa: F401
 
 
 @pytest.fixture
@@ -20,3 +18,18 @@ def days_copy(tmp_path: Path) -> Path:
     target = tmp_path / "days"
     shutil.copytree(DAYS, target, ignore=shutil.ignore_patterns("*.measured"))
     return target
+
+
+@pytest.fixture(scope="session")
+def built_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """out/ with days/day37.yaml then days/day04.yaml built into it (Day 37 first: its link back
+    to Day 4 must not need Day 4's folder).
+
+    Read-only for tests: one that edits or rebuilds copies it first (helpers.copy_built).
+    """
+    from engine.pipeline import build
+
+    out = tmp_path_factory.mktemp("session-out")
+    build(DAYS / "day37.yaml", out)
+    build(DAYS / "day04.yaml", out)
+    return out

@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from engine import batching
 from engine.batching import (
     ContinuousPolicy,
     MeasuredStepTime,
@@ -23,7 +21,8 @@ from engine.batching.paged import blocks_per_step
 from engine.errors import UserError
 from engine.workload import Workload, load_trace
 
-from conftest import LAB_TRACE  # the lab's trace, as committed in days/
+from helpers import LAB_TRACE, assert_no_overlap  # the lab's trace, as committed in days/
+
 LAB_STEP = UnitStepTime(0.02)  # "Requests per second assume 20 ms per step"
 
 
@@ -273,16 +272,6 @@ def test_tokens_are_conserved_and_slots_never_double_booked(lab):
         s = r.schedule
         assert int((s.end - s.emit_start).sum()) == r.tokens == 13_280
         assert_no_overlap(s)
-
-
-def assert_no_overlap(s: batching.Schedule) -> None:
-    """No two stays share a slot at the same step (static: a slot is held to its group's end)."""
-    end = s.end if s.groups is None else s.groups.end[s.groups.member_group]
-    for slot in np.unique(s.slot):
-        mine = np.flatnonzero(s.slot == slot)
-        order = mine[np.argsort(s.start[mine], kind="stable")]
-        assert np.all(s.start[order][1:] >= end[order][:-1])
-    assert s.slot.min() >= 0 and s.slot.max() < s.slots
 
 
 def test_result_dict_is_plain_json(lab_static, lab_continuous):

@@ -2,18 +2,17 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
-
-import re
 
 import pytest
 
 from engine.cli import main
 from engine.commands.simulate import _number
 
-from conftest import LAB_TRACE as _LAB_TRACE
+from helpers import LAB_TRACE as _LAB_TRACE
 
 LAB_TRACE = str(_LAB_TRACE)  # the lab's trace, as committed in days/, as a command-line argument
 
@@ -180,7 +179,7 @@ def test_table_numbers_have_separators_and_no_exponents(capsys):
     rows = [line.split() for line in out.splitlines()
             if line.startswith(("static ", "continuous ")) and " vs " not in line]
     assert len(rows) == 2
-    for name, *cells in rows:
+    for _name, *cells in rows:
         assert len(cells) == 10
         for cell in cells:
             assert PEOPLE_NUMBER.fullmatch(cell), cell

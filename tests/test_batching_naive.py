@@ -29,8 +29,9 @@ from engine.batching.metrics import per_step
 from engine.batching.paged import blocks_per_step
 from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.workload import Workload
+
+from helpers import assert_no_overlap
 from naive_batching import naive_clock, naive_continuous, naive_paged, naive_static
-from test_batching import assert_no_overlap
 
 ONE_SECOND = UnitStepTime(1.0)
 # 3 s + 2 s per token + 1 s per KV token read: whole seconds, so every sum is exact

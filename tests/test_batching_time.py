@@ -5,7 +5,6 @@ import json
 import math
 import time
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +25,8 @@ from engine.batching.steptime import run_seconds, steps_to_reach
 from engine.errors import UserError
 from engine.workload import GeneratedWorkload, Workload, generate, load_trace
 
-from conftest import LAB_TRACE  # the lab's trace, as committed in days/
+from helpers import LAB_TRACE  # the lab's trace, as committed in days/
+
 # A 7B model in fp16 on a 2 TB/s, 1 PFLOP/s card, the lab's 512 KiB of KV per token.
 SEVEN_B = RooflineStepTime(
     weights_bytes=14e9, kv_bytes_per_token=524_288, flops_per_token=14e9,

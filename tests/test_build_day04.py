@@ -6,17 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.pipeline import build
 from engine.queueing import erlang_c, mmc_mean_wait
-
-from conftest import DAYS
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("out")
-    build(DAYS / "day04.yaml", out)
-    return out / "day04"
+def built(built_out: Path) -> Path:
+    return built_out / "day04"
 
 
 @pytest.fixture(scope="module")
@@ -67,27 +62,22 @@ def test_hockey_stick_follows_service_over_one_minus_rho(results):
             )
 
 
-def test_posts_cite_the_computed_gap(tmp_path):
-    build(DAYS / "day04.yaml", tmp_path)
-    results = json.loads((tmp_path / "day04" / "results.json").read_text())
+def test_posts_cite_the_computed_gap(built_out):
+    results = json.loads((built_out / "day04" / "results.json").read_text())
     ratio = f"{results['queueing']['lines']['wait_ratio']:.1f}x"
-    assert ratio in (tmp_path / "day04" / "linkedin.md").read_text()
-    assert ratio in (tmp_path / "day04" / "x-thread.md").read_text()
+    assert ratio in (built_out / "day04" / "linkedin.md").read_text()
+    assert ratio in (built_out / "day04" / "x-thread.md").read_text()
 
 
-def test_day37_cites_day4_from_day4s_spec(tmp_path):
-    build(DAYS / "day37.yaml", tmp_path)
-    day37 = json.loads((tmp_path / "day37" / "results.json").read_text())
+def test_day37_cites_day4_from_day4s_spec(built_out):
+    day37 = json.loads((built_out / "day37" / "results.json").read_text())
     (link,) = day37["links_back"]
     assert link["day"] == 4 and link["figure"]["source"] == "simulated"
-    build(DAYS / "day04.yaml", tmp_path)
-    day4 = json.loads((tmp_path / "day04" / "results.json").read_text())
+    day4 = json.loads((built_out / "day04" / "results.json").read_text())
     assert link["figure"]["wait_ratio"] == day4["queueing"]["lines"]["wait_ratio"]
-    assert f"{link['figure']['wait_ratio']:.1f}x as long" in (tmp_path / "day37" / "linkedin.md").read_text()
+    assert f"{link['figure']['wait_ratio']:.1f}x as long" in (built_out / "day37" / "linkedin.md").read_text()
 
 
-def test_index_lists_both_days(tmp_path):
-    build(DAYS / "day04.yaml", tmp_path)
-    build(DAYS / "day37.yaml", tmp_path)
-    index = (tmp_path / "index.html").read_text()
+def test_index_lists_both_days(built_out):
+    index = (built_out / "index.html").read_text()
     assert "day04/index.html" in index and "day37/index.html" in index

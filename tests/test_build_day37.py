@@ -11,14 +11,12 @@ from engine import platforms
 from engine.cli import main
 from engine.pipeline import build
 
-from conftest import DAYS
+from helpers import DAYS, Lab, copy_built
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("out")
-    build(DAYS / "day37.yaml", out)
-    return out / "day37"
+def built(built_out: Path) -> Path:
+    return built_out / "day37"
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +27,7 @@ def results(built: Path) -> dict:
 def test_memory_table_is_the_labs(results):
     rows = {r["context"]: r["max_requests"] for r in results["kv_cache"]["main"]["plan"]["contexts"]}
     # Hand-worked: 2 × 32 layers × 32 heads × 128 × 2 B = 512 KiB per token; 64 GiB of budget.
-    assert rows == {512: 256, 1024: 128, 2048: 64, 4096: 32, 8192: 16, 16384: 8, 32768: 4}
+    assert rows == Lab.fits
     assert results["kv_cache"]["main"]["plan"]["bytes_per_token"] == 524_288
     assert results["kv_cache"]["halves_when_context_doubles"] is True
 
@@ -37,11 +35,11 @@ def test_memory_table_is_the_labs(results):
 def test_batching_is_the_labs(results):
     bt = results["batching"]
     static, cont = bt["policies"]["static"], bt["policies"]["continuous"]
-    assert (static["steps"], cont["steps"]) == (5797, 1148)
-    assert round(static["utilisation"] * 100, 1) == 14.3
-    assert round(cont["utilisation"] * 100, 1) == 72.3
-    assert round(bt["multiple"], 1) == 5.0
-    assert bt["ideal_steps"] == 830  # max(ceil(13,280 / 16), 661)
+    assert (static["steps"], cont["steps"]) == (Lab.static_steps, Lab.continuous_steps)
+    assert f"{static['utilisation']:.1%}" == Lab.static_busy
+    assert f"{cont['utilisation']:.1%}" == Lab.continuous_busy
+    assert f"{bt['multiple']:.1f}x" == Lab.multiple
+    assert bt["ideal_steps"] == Lab.ideal_steps
     assert static["group_maxima"] == [661, 580, 480, 39, 473, 471, 527, 557, 472, 486, 546, 40, 465]
 
 
@@ -49,9 +47,10 @@ def test_drafts_say_the_labs_numbers(built):
     linkedin = (built / "linkedin.md").read_text()
     thread = (built / "x-thread.md").read_text()
     for text in (linkedin, thread):
-        for figure in ("2,048-token chats: 64", "8,192-token chats: 16", "14.3%", "72.3%", "5.0x"):
+        for figure in ("2,048-token chats: 64", "8,192-token chats: 16", Lab.static_busy,
+                       Lab.continuous_busy, Lab.multiple):
             assert figure in text, figure
-    assert "5,797 steps" in linkedin and "1,148 steps" in linkedin
+    assert f"{Lab.static_steps:,} steps" in linkedin and f"{Lab.continuous_steps:,} steps" in linkedin
     assert "simulated" in linkedin and "calculated" in linkedin
 
 
@@ -84,16 +83,19 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_same_spec_same_bytes(built, tmp_path):
-    build(DAYS / "day37.yaml", tmp_path)
+def test_same_spec_same_bytes_whatever_path_the_spec_was_given_by(built, tmp_path, monkeypatch):
+    """A second build, given the spec by a relative path, is byte for byte the session's
+    (given it by an absolute one), every file, the carousel's page previews too."""
+    monkeypatch.chdir(DAYS.parent)
+    build(Path("days/day37.yaml"), tmp_path)
     first, again = _files(built), _files(tmp_path / "day37")
     assert sorted(first) == sorted(again)
-    assert "carousel/page-01.png" in first  # every file, the carousel's page previews too
+    assert "carousel/page-01.png" in first
     for name in first:
         assert first[name] == again[name], name
 
 
-def test_build_does_not_import_torch(tmp_path):
+def test_cli_build_prints_a_summary_and_does_not_import_torch(tmp_path):
     import subprocess
 
     code = (
@@ -103,18 +105,14 @@ def test_build_does_not_import_torch(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=DAYS.parent, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-
-
-def test_cli_prints_a_summary_with_paths(tmp_path, capsys):
-    assert main(["build", str(DAYS / "day37.yaml"), "--out", str(tmp_path)]) == 0
-    printed = capsys.readouterr().out
-    assert "5,797 steps" in printed and "1,148 steps" in printed
+    printed = done.stdout
+    assert f"{Lab.static_steps:,} steps" in printed and f"{Lab.continuous_steps:,} steps" in printed
     assert str(tmp_path / "day37") in printed
 
 
-def test_hand_edit_survives_a_rebuild(tmp_path, capsys):
+def test_hand_edit_survives_a_rebuild(built_out, tmp_path, capsys):
     spec = str(DAYS / "day37.yaml")
-    assert main(["build", spec, "--out", str(tmp_path)]) == 0
+    tmp_path = copy_built(built_out, tmp_path / "out")
     draft = tmp_path / "day37" / "linkedin.md"
     rendered = draft.read_text()
     draft.write_text(rendered.replace("I finally read", "This week I read"))
@@ -128,15 +126,14 @@ def test_hand_edit_survives_a_rebuild(tmp_path, capsys):
     assert draft.read_text() == rendered
 
 
-def test_a_post_over_the_limit_fails_the_build_and_leaves_out_alone(tmp_path, capsys):
+def test_a_post_over_the_limit_fails_the_build_and_leaves_out_alone(built_out, tmp_path, capsys):
     import shutil
 
     templates = tmp_path / "templates"
     shutil.copytree(DAYS.parent / "templates", templates)
     thread = templates / "day37" / "x-thread.md.j2"
     thread.write_text(thread.read_text() + "---\n" + "This post rambles on. " * 20 + "\n")
-    out = tmp_path / "out"
-    build(DAYS / "day37.yaml", out)
+    out = copy_built(built_out, tmp_path / "out")
     before = _files(out / "day37")
     from engine.pipeline import ChecksFailed
 
@@ -147,9 +144,9 @@ def test_a_post_over_the_limit_fails_the_build_and_leaves_out_alone(tmp_path, ca
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
 
 
-def test_an_edit_that_breaks_a_rule_is_kept_but_warned_about(tmp_path, capsys):
+def test_an_edit_that_breaks_a_rule_is_kept_but_warned_about(built_out, tmp_path, capsys):
     spec = str(DAYS / "day37.yaml")
-    assert main(["build", spec, "--out", str(tmp_path)]) == 0
+    tmp_path = copy_built(built_out, tmp_path / "out")
     thread = tmp_path / "day37" / "x-thread.md"
     thread.write_text(thread.read_text().replace("Same requests.", "Same requests. " + "Really. " * 20, 1))
     capsys.readouterr()
@@ -167,13 +164,3 @@ def test_the_linkedin_image_is_drawn_at_portrait_size(built, results):
     assert struct.unpack(">II", png[16:24]) == (1080, 1350)  # IHDR: width, height
     entry = next(c for c in results["charts"] if c["file"] == "scoreboard-linkedin_portrait.png")
     assert entry["platform"] == "linkedin" and entry["alt_text"]
-
-
-def test_same_bytes_whatever_path_the_spec_was_given_by(tmp_path, monkeypatch):
-    monkeypatch.chdir(DAYS.parent)
-    build(Path("days/day37.yaml"), tmp_path / "rel")
-    build(DAYS.resolve() / "day37.yaml", tmp_path / "abs")
-    rel, abs_ = _files(tmp_path / "rel" / "day37"), _files(tmp_path / "abs" / "day37")
-    assert sorted(rel) == sorted(abs_)
-    for name in rel:
-        assert rel[name] == abs_[name], name

@@ -9,7 +9,7 @@ import pytest
 from engine.errors import UserError
 from engine.pipeline import build
 
-from conftest import DAYS, REPO
+from helpers import DAYS, REPO
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ truth: 5,797 static steps, 1,148 continuous steps, 13,280 busy slot-steps.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import struct
 import zlib
@@ -319,11 +320,19 @@ def _texts(fig) -> list[str]:
     return [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize"))]
 
 
+_FIGURES: dict[tuple[str, str, str | None], object] = {}
+
+
 def _built(name: str, results: dict, size: str | None = None):
-    with style.theme():
-        fig, _ = charts.CHARTS[name](results, size=style.SIZES[size] if size else None)
-        fig.canvas.draw()  # creates the tick labels, so they are checked too
-    return fig
+    """The chart drawn from ``results``; the same results and size are drawn once per session
+    (the tests only read a figure), keyed by the results' content, not their identity."""
+    key = (name, json.dumps(results, sort_keys=True, default=str), size)
+    if key not in _FIGURES:
+        with style.theme():
+            fig, _ = charts.CHARTS[name](results, size=style.SIZES[size] if size else None)
+            fig.canvas.draw()  # creates the tick labels, so they are checked too
+        _FIGURES[key] = fig
+    return _FIGURES[key]
 
 
 def test_each_chart_names_where_its_numbers_came_from(results: dict) -> None:

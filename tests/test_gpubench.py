@@ -20,13 +20,15 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from engine.cli import main  # noqa: E402
-from engine.gpubench import batching, device as dev, memory, runner, steptime  # noqa: E402
+from engine.gpubench import batching, memory, runner, steptime  # noqa: E402
+from engine.gpubench import device as dev  # noqa: E402
 from engine.gpubench.model import Decoder  # noqa: E402
 from engine.gpubench.shapes import SEVEN_B, TINY, ModelShape  # noqa: E402
 from engine.measured import load_measurement  # noqa: E402
 
+from helpers import LAB_TRACE  # noqa: E402  (the lab's trace, as committed in days/)
+
 REPO = Path(__file__).resolve().parent.parent
-from conftest import LAB_TRACE  # the lab's trace, as committed in days/
 
 # Smaller than TINY where speed matters, with 4 query heads sharing each KV head.
 MICRO = ModelShape(name="micro", num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=1,

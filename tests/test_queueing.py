@@ -15,7 +15,6 @@ simulator lands outside them (e.g. M/M/1 instead of Pollaczek–Khinchine for CV
 """
 from __future__ import annotations
 
-import heapq
 import json
 import math
 from fractions import Fraction
@@ -27,6 +26,8 @@ from hypothesis import strategies as st
 
 from engine.queueing import (
     closed_forms as cf,
+)
+from engine.queueing import (
     compare_lines,
     comparison_to_dict,
     erlang_c,

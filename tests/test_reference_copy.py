@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import LAB_TRACE, REFERENCE
+from helpers import LAB_TRACE, REFERENCE
 
 
 def test_the_lab_trace_in_days_is_the_references():

@@ -23,7 +23,7 @@ import yaml
 from engine import review
 from engine.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
 
 HOOK = "Day 37 of 60. The vLLM paper is a queueing trick & not an AI trick."
 LINKEDIN = (
@@ -258,11 +258,9 @@ def _replay(lengths: list[int], slots: int) -> dict[str, list[int]]:
 
 
 @pytest.fixture(scope="module")
-def day37_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """days/day37.yaml built for real into a scratch folder."""
-    out = tmp_path_factory.mktemp("built")
-    assert main(["build", str(REPO / "days" / "day37.yaml"), "--out", str(out)]) == 0
-    return out / "day37"
+def day37_built(built_out: Path) -> Path:
+    """days/day37.yaml built for real (once per session)."""
+    return built_out / "day37"
 
 
 def test_a_real_build_shows_batching_latency(day37_built: Path) -> None:

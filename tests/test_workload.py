@@ -32,7 +32,7 @@ from engine.workload import (
     parse_distribution,
 )
 
-from conftest import LAB_TRACE  # the lab's trace, as committed in days/
+from helpers import LAB_TRACE  # the lab's trace, as committed in days/
 
 
 def write(tmp_path: Path, text: str, name: str = "trace.csv") -> Path:

@@ -19,6 +19,7 @@ aligned arrays (one run per element), so a whole schedule's runs are summed in o
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 import math
@@ -340,7 +341,7 @@ class MeasuredStepTime:
     rmse: float = 0.0
 
     @classmethod
-    def fit(cls, points: Iterable[Sequence[float]]) -> "MeasuredStepTime":
+    def fit(cls, points: Iterable[Sequence[float]]) -> MeasuredStepTime:
         """Least squares over (batch, context, seconds) points, coefficients kept ≥ 0.
 
         Three unknowns, so the constrained optimum is found exactly by trying every subset of

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -338,12 +339,12 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-@lru_cache(maxsize=None)
+@cache
 def _model_entries() -> dict[str, Path]:
     return {p.stem: p for p in sorted((CATALOG_DIR / "models").glob("*.yaml"))}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _gpu_entries() -> dict[str, tuple[Path, tuple[str, ...]]]:
     entries = {}
     for p in sorted((CATALOG_DIR / "gpus").glob("*.yaml")):
@@ -376,7 +377,7 @@ def _sources_of(entry: Mapping[str, Any]) -> tuple[str, ...]:
     return listed
 
 
-@lru_cache(maxsize=None)
+@cache
 def catalog_model_entry(name: str) -> dict[str, Any]:
     """The raw YAML entry of a catalog model (config fields, published figures, sources)."""
     return _read_yaml(_model_entries()[name])
@@ -409,7 +410,7 @@ def load_model(name_or_path: str) -> ModelArch:
                     "(or give a path to a config.json)", field="model")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_gpu(name: str) -> GpuSpec:
     """A catalog GPU by name or alias (case-insensitive)."""
     key = str(name).strip().lower()

@@ -13,7 +13,8 @@ within a few per cent; the catalog's tests pin the families above exactly.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # Families whose MLP is up/down only (no gate projection).
 _UNGATED = {"gpt2", "gpt_neox", "opt", "gptj", "bloom", "falcon", "phi", "starcoder2", "gpt_bigcode"}

@@ -13,12 +13,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.charts.registry import CHARTS, Chart, register_chart
-
 # The chart modules register their charts as they are imported (engine.charts.registry).
 from engine.charts import (  # noqa: E402,F401
-    animation, batching, figures_table, kv, pareto, queueing, scoreboard, style, terminal,
+    animation,
+    batching,
+    figures_table,
+    kv,
+    pareto,
+    queueing,
+    scoreboard,
+    style,
+    terminal,
 )
+from engine.charts.registry import CHARTS, Chart, register_chart
 
 __all__ = ["CHARTS", "Chart", "ChartFile", "draw", "register_chart"]
 

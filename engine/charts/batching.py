@@ -6,8 +6,6 @@ and one colour each, so the same policy looks the same on every chart.
 """
 from __future__ import annotations
 
-from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
-
 from statistics import median
 from typing import Any
 
@@ -18,6 +16,7 @@ from matplotlib.patches import Patch
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
+from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
 
 SHORT, LONG = OKABE_ITO["blue"], OKABE_ITO["orange"]
 def title_of(name: str) -> str:

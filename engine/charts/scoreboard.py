@@ -6,18 +6,17 @@ post's highlighted rows emphasised). Portrait sizes stack the two halves instead
 """
 from __future__ import annotations
 
-from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
-
 from typing import Any
 
 from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 
 from engine.charts import labels, style
-from engine.charts.registry import register_chart
-from engine.charts.batching import policy_colour, ordered_policies
+from engine.charts.batching import ordered_policies, policy_colour
 from engine.charts.kv import halves_per_doubling
+from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
+from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
 
 HIGHLIGHT = OKABE_ITO["yellow"]
 Box = tuple[float, float, float, float]  # left, bottom, width, height in figure fractions

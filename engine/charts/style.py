@@ -13,9 +13,10 @@ greys carry "nothing here" (idle slots, unused memory) without competing with th
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import matplotlib
 
@@ -201,8 +202,9 @@ def fit_alt(sentences: list[str], limit: int = 250) -> str:
     return text
 
 
-# One spelling of a figure on every surface: the posts' own formatters.
-from engine.posts import pct, thousands  # noqa: E402
+# One spelling of a figure on every surface: the posts' own formatters (charts use style.pct).
+from engine.posts import pct as pct  # noqa: E402
+from engine.posts import thousands as thousands  # noqa: E402
 from engine.units import GIB, format_gib  # noqa: E402
 
 

@@ -5,14 +5,13 @@ A readable table by default; ``--json`` prints the whole plan as one object.
 from __future__ import annotations
 
 import argparse
-import math
 import json
+import math
 import sys
 from typing import Any
 
 from engine.errors import UserError
 from engine.units import GIB
-
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

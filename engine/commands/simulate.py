@@ -10,8 +10,8 @@ efficiencies and a per-layer kernel cost fitted to a GPU bench's steps or a per-
 from __future__ import annotations
 
 import argparse
-import math
 import json
+import math
 from pathlib import Path
 from typing import Any
 

@@ -83,7 +83,7 @@ class Block(nn.Module):
     """One decoder layer. Q, K and V share one matmul, as do the MLP's gate and up projections:
     fewer, larger kernels read the same bytes in less time."""
 
-    def __init__(self, shape: ModelShape, make: "_Maker"):
+    def __init__(self, shape: ModelShape, make: _Maker):
         super().__init__()
         s = shape
         self.attention_norm = nn.Parameter(make.ones(s.hidden_size), requires_grad=False)

@@ -4,13 +4,14 @@ each freeing what it allocated, under one progress bar; the result is one measur
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import torch
 from tqdm import tqdm
 
 from engine.errors import UserError
-from engine.gpubench import batching, device as dev, memory, steptime
+from engine.gpubench import batching, memory, steptime
+from engine.gpubench import device as dev
 from engine.gpubench.model import Decoder
 from engine.gpubench.shapes import ModelShape
 
@@ -196,7 +197,7 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
                    "memory_bytes": info.memory_bytes},
         "torch": torch.__version__.split("+")[0],
         "cuda": torch.version.cuda,
-        "date": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "date": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
         "settings": config.settings(),
         "random_weights": True,
         "note": RANDOM_WEIGHTS_NOTE,

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.gpubench.device import (cuda_graph, graph_pool, graphs_supported, release,
-                                    synchronize)
+from engine.gpubench.device import cuda_graph, graph_pool, graphs_supported, release, synchronize
 from engine.gpubench.model import Decoder
 
 

@@ -17,8 +17,8 @@ import unicodedata
 
 from engine.platforms._twitter_text import V3, extract_urls_with_indices, invalid_chars, library_emoji
 from engine.platforms.emoji import EMOJI_SEQUENCE
-from engine.platforms.rules import Count, Violation
 from engine.platforms.registry import Platform, register_platform
+from engine.platforms.rules import Count, Violation
 from engine.platforms.thread import images_in, numbering, post_text
 
 MAX_WEIGHTED_LENGTH: int = V3["max_weighted_tweet_length"]  # 280
@@ -98,8 +98,8 @@ def check_x_thread(
             post_counts.append(Count("images", images, MAX_IMAGES_PER_POST, images <= MAX_IMAGES_PER_POST))
         counts.append(post_counts)
 
-        def fail(rule: str, detail: str) -> None:
-            violations.append(Violation(draft, k, rule, detail))
+        def fail(rule: str, detail: str, post: int = k) -> None:
+            violations.append(Violation(draft, post, rule, detail))
 
         if length == 0:
             fail("length", "the post is empty")

@@ -2,7 +2,8 @@
 
 Modules, one idea each: traffic (seeded arrivals and service times), simulate (who starts
 when), summary (a Row of statistics), closed_forms (M/M/1, Erlang C, Pollaczek–Khinchine,
-E_c/M/1), expected (which closed form a row should match), experiments (the Day 4 runs).
+E_c/M/1), expected (which closed form a row should match), sweeps (the Day 4 runs, which
+engine.experiments.queueing makes from a spec's section).
 Times are seconds everywhere except Row.to_dict, which gives milliseconds (keys ending _ms).
 """
 from engine.queueing.closed_forms import (
@@ -21,8 +22,8 @@ from engine.queueing.closed_forms import (
     round_robin_mean_wait,
     round_robin_sigma,
 )
-from engine.queueing.experiments import compare_lines, comparison_to_dict, mm1_sweep, shared_sweep
 from engine.queueing.summary import WARMUP_FRACTION, Expected, Row
+from engine.queueing.sweeps import compare_lines, comparison_to_dict, mm1_sweep, shared_sweep
 from engine.queueing.traffic import SERVICE_KINDS, ServiceLaw
 
 __all__ = [

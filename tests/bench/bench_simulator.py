@@ -77,7 +77,7 @@ def million(name: str, output: dict, target: bool) -> bool:
     load = workload(1_000_000, output)
     ok = True
     for policy in (batching.StaticPolicy(), batching.ContinuousPolicy()):
-        took, r = best_of(lambda: batching.simulate(load, policy, slots=SLOTS, step_time=STEP))
+        took, r = best_of(lambda policy=policy: batching.simulate(load, policy, slots=SLOTS, step_time=STEP))
         ok &= report(
             f"{policy.name}, 1,000,000 {name} requests", f"{took:.2f} s",
             "< 2 s" if target else None, (took < 2.0) if target else True,
@@ -92,8 +92,8 @@ def against_naive(name: str, output: dict, requests: int, target: bool) -> bool:
     ok = True
     for policy, naive in ((batching.StaticPolicy(), naive_static),
                           (batching.ContinuousPolicy(), naive_continuous)):
-        fast_s, fast = best_of(lambda: batching.simulate(load, policy, slots=SLOTS, step_time=STEP), 5)
-        slow_s, slow = best_of(lambda: naive(*args), 1)
+        fast_s, fast = best_of(lambda policy=policy: batching.simulate(load, policy, slots=SLOTS, step_time=STEP), 5)
+        slow_s, slow = best_of(lambda naive=naive: naive(*args), 1)
         same = fast.steps == slow.steps and fast.schedule.finish.tolist() == slow.finish
         ratio = slow_s / fast_s
         ok &= report(

@@ -1,4 +1,4 @@
-"""The Day 4 experiments: the M/M/1 hockey stick, and one shared line against separate lines.
+"""The Day 4 sweeps: the M/M/1 hockey stick, and one shared line against separate lines.
 
 Each function draws its randomness once from `seed` and reuses it for every row (common random
 numbers, see traffic.py), simulates, and returns Rows that carry their closed form alongside.

@@ -1,0 +1,57 @@
+"""What several test files share: the repository's paths, the lab's trace, a folder snapshot, a
+schedule invariant and copies of the session's built days. Test files import from here, never
+from conftest.py or from one another."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+DAYS = REPO / "days"
+# The lab's reference trace: days/ holds a byte copy of ../shared/reference/day37-lab-workload.csv
+# (tests/test_reference_copy.py checks the two agree wherever shared/ is beside the checkout).
+LAB_TRACE = DAYS / "day37.workload.csv"
+REFERENCE = REPO.parent / "shared" / "reference"
+
+
+class Lab:
+    """The lab's published Day 37 figures (../shared/reference/day37-lab.md), in one place: the
+    independent truth the simulator, the build, the charts and the review page are held to."""
+
+    requests = 200
+    slots = 16
+    total_output_tokens = 13_280
+    longest = 661
+    static_steps = 5_797
+    continuous_steps = 1_148
+    static_busy = "14.3%"  # 13,280 / (16 × 5,797)
+    continuous_busy = "72.3%"  # 13,280 / (16 × 1,148)
+    multiple = "5.0x"  # 5,797 / 1,148
+    ideal_steps = 830  # max(ceil(13,280 / 16), 661)
+    # Requests that fit the lab's 7B-class model in 64 GiB of KV budget, per context.
+    fits = {512: 256, 1024: 128, 2048: 64, 4096: 32, 8192: 16, 16384: 8, 32768: 4}
+
+
+def out_snapshot(out: Path) -> dict[str, bytes]:
+    """Every file under ``out`` with its bytes: equal snapshots mean nothing was touched."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def copy_built(built_out: Path, target: Path) -> Path:
+    """A private copy of the session's built out/ folder, for a test that edits or rebuilds it
+    (a rebuild over a copy is what a rebuild over a person's out/ is: the manifest travels)."""
+    shutil.copytree(built_out, target)
+    return target
+
+
+def assert_no_overlap(s) -> None:  # s: engine.batching.Schedule
+    """No two stays share a slot at the same step (static: a slot is held to its group's end)."""
+    end = s.end if s.groups is None else s.groups.end[s.groups.member_group]
+    for slot in np.unique(s.slot):
+        mine = np.flatnonzero(s.slot == slot)
+        order = mine[np.argsort(s.start[mine], kind="stable")]
+        assert np.all(s.start[order][1:] >= end[order][:-1])
+    assert s.slot.min() >= 0 and s.slot.max() < s.slots
