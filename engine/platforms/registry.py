@@ -90,4 +90,12 @@ def strictest_alt_limit() -> int:
 
 
 def _load_builtins() -> None:
-    import engine.platforms  # noqa: F401  (its modules register X and LinkedIn)
+    """Import every module of engine.platforms once: each platform registers where it is
+    defined, so a new platform is a new module there, and no list to edit."""
+    import importlib
+    import pkgutil
+
+    import engine.platforms as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
