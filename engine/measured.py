@@ -46,6 +46,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine.errors import UserError
+from engine.limits import MAX_MEASUREMENT_BYTES, read_text_limited
 
 SCHEMA = 1
 
@@ -176,12 +177,12 @@ def read_document(path: Path | str) -> dict:
     """The JSON object in a measurement file; a missing, unreadable or corrupt file is a
     UserError naming it. Shared by every reader of these files (the build, the simulator)."""
     path = Path(path)
+    text = read_text_limited(path, MAX_MEASUREMENT_BYTES, "measurement")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError("no such measurement file", file=path) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"cannot read the measurement file: {err}", file=path) from None
+        doc = json.loads(text)
+    except RecursionError:
+        raise UserError("not valid JSON: nested too deep; a corrupt measurement file",
+                        file=path) from None
     except json.JSONDecodeError as err:
         raise UserError(f"not valid JSON (line {err.lineno}, column {err.colno}): "
                         "a corrupt measurement file; re-run the bench", file=path) from None
@@ -208,16 +209,18 @@ def measured_dir(spec_path: Path | str, day: int) -> Path:
 def _on_accelerator(path: Path) -> bool:
     """Whether a measurement file was made on an accelerator (device kind other than cpu)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))["device"]["kind"] != "cpu"
-    except (OSError, ValueError, KeyError, TypeError):
+        return read_document(path)["device"]["kind"] != "cpu"
+    except (UserError, KeyError, TypeError):
         return False  # a corrupt file is reported by _recorded_date, which reads it too
 
 
 def _recorded_date(path: Path) -> datetime:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = read_document(path)
         when = datetime.fromisoformat(doc["date"])
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except UserError:
+        raise
+    except (ValueError, KeyError, TypeError) as err:
         raise UserError(f"cannot read its date ({err.__class__.__name__}): a corrupt measurement "
                         "file", file=path, field="date") from None
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)

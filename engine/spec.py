@@ -343,12 +343,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def load_spec(path: str | Path) -> DaySpec:
     """Read and validate a day's YAML; every failure is a UserError naming file and field."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError("no such spec file", file=path) from None
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", file=path) from None
+    from engine.limits import MAX_SPEC_BYTES, check_yaml_depth, read_text_limited
+
+    text = read_text_limited(path, MAX_SPEC_BYTES, "spec")
+    check_yaml_depth(text, path)
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:

@@ -38,10 +38,9 @@ class Report:
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"not UTF-8 text (byte {exc.start})", file=path) from None
+    from engine.limits import MAX_DRAFT_BYTES, read_text_limited
+
+    return read_text_limited(path, MAX_DRAFT_BYTES, "draft")
 
 
 def alt_text_platforms(name: str) -> tuple[str, ...]:
