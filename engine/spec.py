@@ -8,17 +8,26 @@ day can ask for. Sections are optional: a day runs the experiments whose section
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine import limits
 from engine.errors import UserError
 from engine.workload import WorkloadSpec
 
 # strict: YAML's `true` must not pass for 1, nor 16.5 for 16.
 PositiveInt = Annotated[int, Field(ge=1, strict=True)]
+# Counts with a stated limit (engine/limits.py): a typo must not ask for a billion of anything.
+Slots = Annotated[int, Field(ge=1, le=limits.MAX_SLOTS, strict=True)]
+ModelDim = Annotated[int, Field(ge=1, le=limits.MAX_MODEL_DIM, strict=True)]
+Layers = Annotated[int, Field(ge=1, le=limits.MAX_LAYERS, strict=True)]
+ContextTokens = Annotated[int, Field(ge=1, le=limits.MAX_CONTEXT_TOKENS, strict=True)]
+Servers = Annotated[int, Field(ge=1, le=limits.MAX_SERVERS, strict=True)]
+DayNumber = Annotated[int, Field(ge=1, le=limits.MAX_SERIES_DAYS, strict=True)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 # Memory sizes in GiB: no device holds a pebibyte, so anything larger is a typo.
 GiB = Annotated[float, Field(ge=0, le=2**20, allow_inf_nan=False)]
@@ -35,13 +44,13 @@ class _Strict(BaseModel):
 
 class Series(_Strict):
     name: str
-    length: PositiveInt
+    length: DayNumber
 
 
 class LinkBack(_Strict):
     """An earlier day this post refers to; its spec, when given, supplies a figure to cite."""
 
-    day: PositiveInt
+    day: DayNumber
     claim: str
     spec: str | None = None  # path relative to this spec's folder, e.g. day04.yaml
 
@@ -53,13 +62,22 @@ class InlineModel(_Strict):
     """A model described by its shape alone, as the lab's '7B-class' model is."""
 
     name: str
-    num_layers: PositiveInt
-    num_kv_heads: PositiveInt
-    head_dim: PositiveInt
+    num_layers: Layers
+    num_kv_heads: ModelDim
+    head_dim: ModelDim
     dtype: Literal["float16", "bfloat16", "float32"] = "float16"
-    num_attention_heads: PositiveInt | None = None
-    hidden_size: PositiveInt | None = None
-    num_params: PositiveInt | None = None
+    num_attention_heads: ModelDim | None = None
+    hidden_size: ModelDim | None = None
+    num_params: Annotated[int, Field(ge=1, le=limits.MAX_PARAMS, strict=True)] | None = None
+
+    @model_validator(mode="after")
+    def _heads_group(self) -> "InlineModel":
+        """Grouped-query attention shares each KV head among a whole number of query heads."""
+        heads = self.num_attention_heads
+        if heads is not None and (self.num_kv_heads > heads or heads % self.num_kv_heads):
+            raise ValueError(f"num_kv_heads {self.num_kv_heads} must divide num_attention_heads "
+                             f"{heads} (each KV head serves a whole group of query heads)")
+        return self
 
 
 class ModelRef(_Strict):
@@ -160,16 +178,16 @@ class KvView(_Strict):
     gpu: GpuRef
     budget: BudgetSpec
     kv_dtype: KvDtype = "auto"
-    tp: PositiveInt = 1
-    block_size: PositiveInt = 16
+    tp: Annotated[int, Field(ge=1, le=limits.MAX_TP, strict=True)] = 1
+    block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
 
 
 class KvCacheSection(KvView):
     """The post's memory table, plus optional second views (real accounting, GQA, …)."""
 
-    contexts: Annotated[list[PositiveInt], Field(min_length=1)]
-    highlight: list[PositiveInt] = []
-    compare: list[KvView] = []
+    contexts: Annotated[list[ContextTokens], Field(min_length=1, max_length=limits.MAX_CONTEXTS)]
+    highlight: Annotated[list[ContextTokens], Field(max_length=limits.MAX_CONTEXTS)] = []
+    compare: Annotated[list[KvView], Field(max_length=limits.MAX_VIEWS)] = []
 
     @model_validator(mode="after")
     def _highlight_in_contexts(self) -> "KvCacheSection":
@@ -209,15 +227,15 @@ PolicyName = Literal["static", "continuous", "paged"]
 
 
 class PagedSpec(_Strict):
-    num_blocks: PositiveInt
-    block_size: PositiveInt = 16
-    max_num_seqs: PositiveInt | None = None
-    max_num_batched_tokens: PositiveInt | None = None
+    num_blocks: Annotated[int, Field(ge=1, le=limits.MAX_BLOCKS, strict=True)]
+    block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
+    max_num_seqs: Slots | None = None
+    max_num_batched_tokens: ContextTokens | None = None
     chunked_prefill: bool = False
 
 
 class BatchingSection(_Strict):
-    slots: PositiveInt
+    slots: Slots
     workload: WorkloadSpec
     policies: Annotated[list[PolicyName], Field(min_length=1)] = ["static", "continuous"]
     step_time: StepTimeSpec | None = None
@@ -240,23 +258,24 @@ class SharedLineSpec(_Strict):
     """One shared line feeding c servers, at a fixed arrival rate (the lab's M/M/c table)."""
 
     arrival_rate: PositiveFloat
-    servers: Annotated[list[PositiveInt], Field(min_length=1)]
+    servers: Annotated[list[Servers], Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)]
 
 
 class LinesSpec(_Strict):
     """One shared line against c separate lines, at the same load per server."""
 
-    servers: Annotated[int, Field(ge=2)]
+    servers: Annotated[int, Field(ge=2, le=limits.MAX_SERVERS, strict=True)]
     load: Annotated[float, Field(gt=0, lt=1)]
 
 
 class QueueingSection(_Strict):
     service_ms: PositiveFloat
-    requests: Annotated[int, Field(ge=1000)]
-    seed: int = 0
+    requests: Annotated[int, Field(ge=1000, le=limits.MAX_QUEUEING_REQUESTS, strict=True)]
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)] = 0
     service: Literal["exponential", "deterministic", "lognormal"] = "exponential"
     service_cv: PositiveFloat | None = None
-    utilisations: Annotated[list[Annotated[float, Field(gt=0, lt=1)]], Field(min_length=1)]
+    utilisations: Annotated[list[Annotated[float, Field(gt=0, lt=1)]],
+                            Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)]
     shared: SharedLineSpec | None = None
     lines: LinesSpec
 
@@ -290,13 +309,16 @@ CHART_NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 # One word each, CamelCase for screen readers; LinkedIn wants 3 to 5 at the end of a post.
-Hashtag = Annotated[str, Field(pattern=r"^#?[A-Za-z][A-Za-z0-9_]*$")]
+# A tag may start with a digit (#100DaysOfCode) but not be digits only (#2024 is no hashtag).
+Hashtag = Annotated[str, Field(pattern=r"^#?[0-9_]*[A-Za-z][A-Za-z0-9_]*$", max_length=100)]
+# One line, bounded: the title is drawn on charts, where a newline overlaps the plot.
+Title = Annotated[str, Field(min_length=1, max_length=limits.MAX_TITLE_CHARS, pattern=r"^[^\n\r\t\x00-\x1f]*$")]
 
 
 class DaySpec(_Strict):
-    day: PositiveInt
+    day: DayNumber
     series: Series
-    title: str
+    title: Title
     repository: str
     hashtags: Annotated[list[Hashtag], Field(min_length=3, max_length=5)]
     links_back: list[LinkBack] = []
@@ -311,6 +333,14 @@ class DaySpec(_Strict):
     def _consistent(self) -> "DaySpec":
         if self.day > self.series.length:
             raise ValueError(f"day {self.day} is past the series' length {self.series.length}")
+        tags = [t.lstrip("#").lower() for t in self.hashtags]
+        if len(set(tags)) != len(tags):
+            twice = next(t for t in self.hashtags if tags.count(t.lstrip("#").lower()) > 1)
+            raise ValueError(f"hashtags: '{twice}' is given twice")
+        for link in self.links_back:
+            if link.day >= self.day:
+                raise ValueError(f"links_back: day {link.day} is not before day {self.day}; "
+                                 "a post can only point back to an earlier day")
         for chart in self.charts:
             missing = [need for need in CHART_NEEDS[chart] if getattr(self, need) is None]
             if missing:
@@ -357,9 +387,14 @@ def load_spec(path: str | Path) -> DaySpec:
     if not isinstance(data, dict):
         raise UserError("the spec must be a mapping of fields", file=path)
     try:
-        return DaySpec.model_validate(data)
+        spec = DaySpec.model_validate(data)
     except ValidationError as exc:
         raise _first_error(exc, path, data) from None
+    named = re.fullmatch(r"day0*(\d+)", path.stem)
+    if named and int(named.group(1)) != spec.day:  # day37.yaml copied to day38.yaml, unchanged
+        raise UserError(f"the file is named for day {int(named.group(1))} but says day {spec.day}",
+                        file=path, field="day")
+    return spec
 
 
 def _first_error(exc: ValidationError, path: Path, data: Any) -> UserError:
@@ -398,35 +433,47 @@ def _message(err: dict[str, Any], loc: list[str]) -> str:
     if kind == "extra_forbidden":
         return _unknown_field(loc)
     if kind == "greater_than_equal":
-        return f"must be at least {_num(ctx['ge'])}, got {got!r}"
+        return f"must be at least {_num(ctx['ge'])}, got {_shown(got)}"
     if kind == "greater_than":
-        return f"must be greater than {_num(ctx['gt'])}, got {got!r}"
+        return f"must be greater than {_num(ctx['gt'])}, got {_shown(got)}"
     if kind == "less_than_equal":
-        return f"must be at most {_num(ctx['le'])}, got {got!r}"
+        return f"must be at most {_num(ctx['le'])}, got {_shown(got)}"
     if kind == "less_than":
-        return f"must be less than {_num(ctx['lt'])}, got {got!r}"
+        return f"must be less than {_num(ctx['lt'])}, got {_shown(got)}"
     if kind in {"int_type", "int_parsing", "int_from_float", "bool_type"}:
-        return f"must be a whole number, got {got!r}"
+        return f"must be a whole number, got {_shown(got)}"
     if kind in {"float_type", "float_parsing"}:
-        return f"must be a number, got {got!r}"
+        return f"must be a number, got {_shown(got)}"
     if kind in {"string_type"}:
-        return f"must be text, got {got!r}"
+        return f"must be text, got {_shown(got)}"
     if kind in {"list_type"}:
-        return f"must be a list, got {got!r}"
+        return f"must be a list, got {_shown(got)}"
     if kind in {"too_short"}:
         return f"must have at least {ctx.get('min_length')} item(s)"
     if kind in {"too_long"}:
-        return f"must have at most {ctx.get('max_length')} item(s)"
+        return f"must have at most {ctx.get('max_length')} item(s), the stated limit"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters, the stated limit; got {len(got):,}"
+    if kind == "string_too_short":
+        return f"must have at least {ctx.get('min_length')} character(s)"
+    if kind == "string_pattern_mismatch" and loc and loc[0] == "title":
+        return "must be one line of text, without line breaks or control characters"
     if kind == "string_pattern_mismatch":
-        return f"{got!r} is not one word (letters, digits, underscores; CamelCase reads best)"
+        return f"{_shown(got)} is not one word (letters, digits, underscores; CamelCase reads best)"
     if kind == "literal_error":
-        return f"must be one of {ctx.get('expected')}, got {got!r}"
+        return f"must be one of {ctx.get('expected')}, got {_shown(got)}"
     if kind == "union_tag_invalid":
         return f"kind must be one of {ctx.get('expected_tags')}, got {ctx.get('tag')!r}"
     if kind == "union_tag_not_found":
         return "needs a 'kind'"
     msg = err["msg"]
     return msg.removeprefix("Value error, ")
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value as the message quotes it, cut short: a 2-million-entry list is not a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _num(value: Any) -> Any:

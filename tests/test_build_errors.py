@@ -29,7 +29,7 @@ def break_thread(templates: Path, old: str, new: str) -> None:
 @pytest.mark.parametrize(
     "old, new, expected",
     [
-        ("{{ bt.slots }}", "{{ bt.slots }", "templates/day37/x-thread.md.j2: line "),
+        ("{{ bt.slots | thousands }}", "{{ bt.slots | thousands }", "templates/day37/x-thread.md.j2: line "),
         ("| multiple }}", "| multipel }}", "No filter named 'multipel'"),
         ("{{ bt.multiple | multiple }}", "{{ bt.multipel | multiple }}", "has no attribute 'multipel'"),
         ("{{ bt.multiple | multiple }}", "{{ bt.multipel | fixed }}", "has no attribute 'multipel'"),

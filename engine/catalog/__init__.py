@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import yaml
 
 from engine.catalog.params import count_params, moe_layout, ties_embeddings
+from engine.catalog.shapes import check_shapes
 from engine.errors import UserError
 from engine.limits import MAX_CONFIG_BYTES, check_yaml_depth, read_text_limited
 
@@ -211,6 +212,7 @@ def model_from_config(config: Mapping[str, Any], name: str, *, source: str | Non
     if missing:
         raise UserError(f"missing {', '.join(missing)}; is this a decoder model's config.json?",
                         file=file, field=missing[0])
+    check_shapes(c, file)
     try:
         layers = int(c["num_hidden_layers"])
         hidden = int(c["hidden_size"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.errors import UserError
 from engine.experiments import Context, blame
 from engine.spec import DaySpec, load_spec
 
@@ -20,6 +21,9 @@ def run(spec: DaySpec, ctx: Context) -> list[dict[str, Any]]:
         if link.spec is not None:
             with blame(ctx, f"links_back.{i}.spec"):
                 earlier = load_spec(ctx.spec_dir / link.spec)
+            if earlier.day != link.day:  # else Day 4's figure would be credited to "Day 5"
+                raise UserError(f"day {link.day}, but {link.spec} is the spec of day {earlier.day}",
+                                file=ctx.spec_path, field=f"links_back.{i}.day")
             entry["figure"] = figure_of(earlier, Context(spec_path=ctx.spec_dir / link.spec))
         links.append(entry)
     return links
