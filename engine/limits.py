@@ -149,3 +149,49 @@ def check_yaml_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -
                 depth -= 1
     except yaml.YAMLError:
         return  # malformed: the loader reports it, with its position
+
+
+# ---- command-line numbers ------------------------------------------------------------------------
+
+
+def whole_flag(flag: str, least: int, most: int):  # type: ignore[no-untyped-def]
+    """An argparse ``type`` for a whole number within [least, most]. A mistake is a UserError
+    naming the flag (argparse lets it through), raised before any work: 2^63 slots used to
+    overflow numpy halfway through a run."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise UserError(f"must be a whole number, got {text!r}", field=flag) from None
+        if value < least:
+            raise UserError(f"must be at least {least:,}, got {text}", field=flag)
+        if value > most:
+            raise UserError(f"must be at most {most:,} (the stated limit), got {text}", field=flag)
+        return value
+
+    return parse
+
+
+def number_flag(flag: str, least: float, most: float, *, open_low: bool = False):  # type: ignore[no-untyped-def]
+    """An argparse ``type`` for a finite number within [least, most] (or (least, most] when
+    ``open_low``): NaN, inf and 1e300 are refused, never multiplied into a figure."""
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise UserError(f"must be a number, got {text!r}", field=flag) from None
+        if not math.isfinite(value):
+            raise UserError(f"must be a finite number, got {text}", field=flag)
+        if open_low and value <= least:
+            raise UserError(f"must be greater than {least:g}, got {text}", field=flag)
+        if value < least:
+            raise UserError(f"must not be negative, got {text}" if least == 0 else
+                            f"must be at least {least:g}, got {text}", field=flag)
+        if value > most:
+            raise UserError(f"must be at most {most:,g} (the stated limit), got {text}", field=flag)
+        return value
+
+    return parse
