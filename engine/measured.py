@@ -43,23 +43,41 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from engine.errors import UserError
-from engine.limits import MAX_MEASUREMENT_BYTES, read_text_limited
+from engine.limits import (
+    MAX_CONTEXT_TOKENS,
+    MAX_CONTEXTS,
+    MAX_MEASUREMENT_BYTES,
+    MAX_REQUESTS,
+    MAX_SLOTS,
+    read_text_limited,
+)
 
 SCHEMA = 1
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # allow_inf_nan=False: a measured figure is finite, or it is not a measurement.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# Caps far above any device (engine/limits.py keeps the limits of inputs; these are the
+# physical bounds of a measurement): a figure past them is a corrupt or hand-edited file, and
+# would otherwise be quoted on a post as a 31-digit rate.
+_MAX_BYTES = 2**50  # a pebibyte
+_MAX_SECONDS = 1e7  # about four months of wall time
+_MAX_COUNT = 10**15  # tokens, steps
+_MAX_RATE = 1e9  # tokens per second
+_MAX_BANDWIDTH = 1e15  # bytes per second (a petabyte per second)
 
 
 class Device(_Strict):
     kind: Literal["cuda", "cpu"]
     name: str = Field(min_length=1)
     slug: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
-    memory_bytes: int = Field(ge=0)
+    memory_bytes: int = Field(ge=0, le=_MAX_BYTES)
 
 
 class ModelShapeSettings(_Strict):
@@ -85,38 +103,47 @@ class Settings(BaseModel):
 
 
 class ContextFit(_Strict):
-    context: int = Field(gt=0)
-    max_requests_measured: int = Field(ge=0)
-    max_requests_calculated: int = Field(ge=0)
+    context: int = Field(gt=0, le=MAX_CONTEXT_TOKENS)
+    max_requests_measured: int = Field(ge=0, le=_MAX_COUNT)
+    max_requests_calculated: int = Field(ge=0, le=_MAX_COUNT)
 
 
 class Memory(_Strict):
-    weights_bytes: int = Field(gt=0)
-    free_after_weights_bytes: int
-    kv_bytes_per_token: int | None = Field(default=None, gt=0)
-    contexts: list[ContextFit]
+    weights_bytes: int = Field(gt=0, le=_MAX_BYTES)
+    free_after_weights_bytes: int = Field(ge=-_MAX_BYTES, le=_MAX_BYTES)
+    kv_bytes_per_token: int | None = Field(default=None, gt=0, le=_MAX_BYTES)
+    contexts: list[ContextFit] = Field(max_length=MAX_CONTEXTS)
 
 
 class StepPoint(_Strict):
-    batch: int = Field(gt=0)
-    context: int = Field(gt=0)
-    seconds: float = Field(gt=0)
-    bytes_moved: int = Field(gt=0)
-    achieved_bytes_per_s: float = Field(gt=0)
+    batch: int = Field(gt=0, le=MAX_SLOTS)
+    context: int = Field(gt=0, le=MAX_CONTEXT_TOKENS)
+    seconds: float = Field(gt=0, le=3600)
+    bytes_moved: int = Field(gt=0, le=_MAX_BYTES)
+    achieved_bytes_per_s: float = Field(gt=0, le=_MAX_BANDWIDTH)
 
 
 class StepTime(_Strict):
-    points: list[StepPoint] = Field(min_length=1)
-    hbm_peak_bytes_per_s: float | None = Field(gt=0)
-    share_of_peak_at_slots: float | None = Field(ge=0)
+    points: list[StepPoint] = Field(min_length=1, max_length=100_000)
+    hbm_peak_bytes_per_s: float | None = Field(gt=0, le=_MAX_BANDWIDTH)
+    share_of_peak_at_slots: float | None = Field(ge=0, le=10)
 
 
 class PolicyResult(_Strict):
-    wall_seconds: float = Field(gt=0)
-    steps: int = Field(gt=0)
-    tokens: int = Field(gt=0)
-    tokens_per_second: float = Field(gt=0)
+    wall_seconds: float = Field(gt=0, le=_MAX_SECONDS)
+    steps: int = Field(gt=0, le=_MAX_COUNT)
+    tokens: int = Field(gt=0, le=_MAX_COUNT)
+    tokens_per_second: float = Field(gt=0, le=_MAX_RATE)
     utilisation: float = Field(gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _rate_is_tokens_over_time(self) -> "PolicyResult":
+        """The rate a post quotes must be the file's own tokens over its own wall time."""
+        rate = self.tokens / self.wall_seconds
+        if abs(self.tokens_per_second - rate) > 0.01 * rate:
+            raise ValueError(f"tokens_per_second {self.tokens_per_second:g} is not tokens / "
+                             f"wall_seconds ({rate:g}): a corrupt or hand-edited file")
+        return self
 
 
 class Policies(_Strict):
@@ -125,10 +152,10 @@ class Policies(_Strict):
 
 
 class Batching(_Strict):
-    requests: int = Field(gt=0)
-    scale: float = Field(gt=0)
+    requests: int = Field(gt=0, le=MAX_REQUESTS)
+    scale: float = Field(gt=0, le=1e6)
     policies: Policies
-    multiple: float = Field(gt=0)
+    multiple: float = Field(gt=0, le=1e6)
 
 
 class Measurement(_Strict):
@@ -169,7 +196,12 @@ def validate_measurement(doc: object, *, file: str | Path) -> dict:
         model = Measurement.model_validate(doc)
     except ValidationError as err:
         first = err.errors()[0]
-        raise UserError(first["msg"], file=file, field=_where(first)) from None
+        raise UserError(first["msg"].removeprefix("Value error, "), file=file, field=_where(first)) from None
+    # A CPU file edited to say `kind: cuda` must not be quoted as measured on a GPU: a CUDA run
+    # records its CUDA version, and only a CPU run has a synthetic memory budget.
+    if model.device.kind == "cuda" and (model.cuda is None or "memory_budget_bytes" in (model.settings.model_extra or {})):
+        raise UserError("is cuda, but the file has no CUDA version or has a CPU run's synthetic "
+                        "memory budget: it was not measured on a GPU", file=file, field="device.kind")
     return model.model_dump(by_alias=True)
 
 
@@ -179,7 +211,7 @@ def read_document(path: Path | str) -> dict:
     path = Path(path)
     text = read_text_limited(path, MAX_MEASUREMENT_BYTES, "measurement")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise UserError("not valid JSON: nested too deep; a corrupt measurement file",
                         file=path) from None
@@ -189,6 +221,11 @@ def read_document(path: Path | str) -> dict:
     if not isinstance(doc, dict):
         raise UserError("a measurement file holds one JSON object", file=path)
     return doc
+
+
+def _no_constant(name: str) -> float:
+    """JSON has no NaN or Infinity; Python's reader accepts them unless told not to."""
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
 
 
 def load_measurement(path: Path | str, *, day: int) -> dict:

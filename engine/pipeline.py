@@ -141,7 +141,8 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
 
 
 def write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    # allow_nan=False: `Infinity` is not JSON, and a non-finite figure must never reach a post.
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def build(
@@ -158,7 +159,12 @@ def build(
     try:
         for name, text in drafts.items():
             (staging.path / name).write_text(text, encoding="utf-8")
-        results["charts"] = draw_charts(spec, results, staging.path)
+        try:
+            results["charts"] = draw_charts(spec, results, staging.path)
+        except UserError as err:  # a chart the results cannot draw: the spec asked for it
+            if err.file:
+                raise
+            raise UserError(err.message, file=spec_path, field=err.field) from None
         results["checks"] = check_drafts(drafts, results["charts"])
         write_json(staging.path / "results.json", results)
         from engine import review

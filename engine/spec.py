@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine import limits
 from engine.errors import UserError
+from engine.platforms.emoji import is_pictographic
 from engine.workload import WorkloadSpec
 
 # strict: YAML's `true` must not pass for 1, nor 16.5 for 16.
@@ -312,7 +314,17 @@ CHART_NEEDS: dict[str, tuple[str, ...]] = {
 # A tag may start with a digit (#100DaysOfCode) but not be digits only (#2024 is no hashtag).
 Hashtag = Annotated[str, Field(pattern=r"^#?[0-9_]*[A-Za-z][A-Za-z0-9_]*$", max_length=100)]
 # One line, bounded: the title is drawn on charts, where a newline overlaps the plot.
-Title = Annotated[str, Field(min_length=1, max_length=limits.MAX_TITLE_CHARS, pattern=r"^[^\n\r\t\x00-\x1f]*$")]
+def _drawable_title(value: str) -> str:
+    """The title is drawn on charts: a line break overlaps the plot, and the chart font has no
+    emoji (matplotlib draws an empty box and only warns)."""
+    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co")
+                or ord(c) > 0xFFFF or is_pictographic(c)), None)
+    if bad is not None:
+        raise ValueError(f"must be one line of plain text: U+{ord(bad):04X} cannot be drawn on a chart")
+    return value
+
+
+Title = Annotated[str, Field(min_length=1, max_length=limits.MAX_TITLE_CHARS), AfterValidator(_drawable_title)]
 
 
 class DaySpec(_Strict):
@@ -345,6 +357,10 @@ class DaySpec(_Strict):
             missing = [need for need in CHART_NEEDS[chart] if getattr(self, need) is None]
             if missing:
                 raise ValueError(f"chart '{chart}' needs a '{missing[0]}' section")
+        requests = getattr(self.batching.workload, "requests", 0) if self.batching else 0
+        if "slot_timeline" in self.charts and requests > limits.MAX_TIMELINE_REQUESTS:
+            raise ValueError(f"chart 'slot_timeline' draws one bar per request, at most "
+                             f"{limits.MAX_TIMELINE_REQUESTS:,}; the workload has {requests:,}")
         if "kv_blocks" in self.charts and "paged" not in (self.batching.policies if self.batching else []):
             raise ValueError("chart 'kv_blocks' needs the 'paged' policy")
         if self.linkedin_image is not None and self.linkedin_image not in self.charts:
@@ -456,8 +472,6 @@ def _message(err: dict[str, Any], loc: list[str]) -> str:
         return f"must be at most {ctx.get('max_length')} characters, the stated limit; got {len(got):,}"
     if kind == "string_too_short":
         return f"must have at least {ctx.get('min_length')} character(s)"
-    if kind == "string_pattern_mismatch" and loc and loc[0] == "title":
-        return "must be one line of text, without line breaks or control characters"
     if kind == "string_pattern_mismatch":
         return f"{_shown(got)} is not one word (letters, digits, underscores; CamelCase reads best)"
     if kind == "literal_error":

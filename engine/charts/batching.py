@@ -58,7 +58,14 @@ def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
     batching = labels.section(results, "batching", "slot_timeline")
     shown = [(n, p) for n, p in ordered_policies(batching) if n in ("static", "continuous") and p.get("timeline")]
     if not shown:
-        raise ValueError("chart 'slot_timeline' needs a per-request timeline for static or continuous")
+        from engine.errors import UserError
+        from engine.limits import MAX_TIMELINE_REQUESTS
+
+        requests = batching.get("workload", {}).get("requests")
+        raise UserError(f"chart 'slot_timeline' draws one bar per request, at most "
+                        f"{MAX_TIMELINE_REQUESTS:,}; this workload has {requests:,}: drop the chart "
+                        "or use fewer requests" if isinstance(requests, int) else
+                        "chart 'slot_timeline' needs the static or continuous policy", field="charts")
     slots = int(batching["slots"])
     horizon = max(p["steps"] for _, p in shown)
     lengths_all = [e - s for _, p in shown for s, e in zip(p["timeline"]["start_step"], p["timeline"]["end_step"])]

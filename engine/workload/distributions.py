@@ -94,6 +94,18 @@ class Normal(_Clipped):
     mean: Annotated[float, Field(ge=-MAX_TOKENS, le=MAX_TOKENS)]
     std: Annotated[float, Field(ge=0, le=MAX_TOKENS)]
 
+    @model_validator(mode="after")
+    def _mostly_inside(self) -> "Normal":
+        """A bell almost wholly outside [low, high] would clip every draw to one bound:
+        `normal:-100:1` is 'every request 1 token', which is not what anyone meant."""
+        if self.mean + 3 * self.std < self.low:
+            raise ValueError(f"mean {self.mean:g} and std {self.std:g} put almost every draw below "
+                             f"low ({self.low}), where it would be clipped to {self.low}")
+        if self.high is not None and self.mean - 3 * self.std > self.high:
+            raise ValueError(f"mean {self.mean:g} and std {self.std:g} put almost every draw above "
+                             f"high ({self.high}), where it would be clipped to {self.high}")
+        return self
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self._clip(rng.normal(self.mean, self.std, size=n))
 
@@ -104,6 +116,18 @@ class Lognormal(_Clipped):
     kind: Literal["lognormal"] = "lognormal"
     median: TokensFloat
     sigma: Annotated[float, Field(ge=0, le=MAX_SIGMA)]
+
+    @model_validator(mode="after")
+    def _mostly_inside(self) -> "Lognormal":
+        """As for the normal: a spread almost wholly outside [low, high] is a typo."""
+        spread = math.exp(min(3 * self.sigma, 700))
+        if self.median * spread < self.low:
+            raise ValueError(f"median {self.median:g} and sigma {self.sigma:g} put almost every draw "
+                             f"below low ({self.low}), where it would be clipped to {self.low}")
+        if self.high is not None and self.median / spread > self.high:
+            raise ValueError(f"median {self.median:g} and sigma {self.sigma:g} put almost every draw "
+                             f"above high ({self.high}), where it would be clipped to {self.high}")
+        return self
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self._clip(rng.lognormal(math.log(self.median), self.sigma, size=n))

@@ -11,7 +11,7 @@ from engine.errors import UserError
 from engine.limits import MAX_ARRIVAL_SECONDS, MAX_REQUESTS
 from engine.workload.arrivals import AllAtZero, Arrivals
 from engine.workload.core import Workload
-from engine.workload.distributions import Distribution, NonNegativeInt, _Model
+from engine.workload.distributions import Distribution, _Model
 from engine.workload.trace import load_trace
 
 
@@ -24,11 +24,12 @@ class TraceWorkload(_Model):
 class GeneratedWorkload(_Model):
     """Draw `requests` requests from distributions, deterministically per seed."""
 
-    requests: Annotated[int, Field(ge=1, le=MAX_REQUESTS)]
+    requests: Annotated[int, Field(ge=1, le=MAX_REQUESTS, strict=True)]
     output_tokens: Distribution
     prompt_tokens: Distribution | None = None
     arrivals: Arrivals = AllAtZero()
-    seed: NonNegativeInt = 0  # numpy's SeedSequence takes no negative seeds
+    # numpy's SeedSequence takes no negative seeds; strict: YAML's `true` is not the seed 1.
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)] = 0
 
     @model_validator(mode="after")
     def _outputs_at_least_one(self) -> "GeneratedWorkload":
