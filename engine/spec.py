@@ -18,7 +18,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from engine import limits
 from engine.errors import UserError
-from engine.platforms.emoji import is_pictographic
 from engine.workload import WorkloadSpec
 
 # strict: YAML's `true` must not pass for 1, nor 16.5 for 16.
@@ -316,9 +315,9 @@ Hashtag = Annotated[str, Field(pattern=r"^#?[0-9_]*[A-Za-z][A-Za-z0-9_]*$", max_
 # One line, bounded: the title is drawn on charts, where a newline overlaps the plot.
 def _drawable_title(value: str) -> str:
     """The title is drawn on charts: a line break overlaps the plot, and the chart font has no
-    emoji (matplotlib draws an empty box and only warns)."""
+    emoji beyond the Basic Multilingual Plane (matplotlib draws an empty box and only warns)."""
     bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co")
-                or ord(c) > 0xFFFF or is_pictographic(c)), None)
+                or ord(c) > 0xFFFF), None)
     if bad is not None:
         raise ValueError(f"must be one line of plain text: U+{ord(bad):04X} cannot be drawn on a chart")
     return value
