@@ -128,7 +128,8 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
             checks["linkedin"] = [vars(c) for c in counts]
             violations += found
         elif name.startswith("x-thread"):
-            per_post, found = platforms.check_x_thread(platforms.split_thread(text), draft=name)
+            per_post, found = platforms.check_x_thread(platforms.split_thread(text), draft=name,
+                                                       available={c["file"] for c in charts})
             checks["x"] = [[vars(c) for c in post] for post in per_post]
             violations += found
     for chart in charts:

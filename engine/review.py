@@ -21,6 +21,9 @@ from typing import Any
 
 import jinja2
 
+from engine.errors import UserError
+from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, read_text_limited
+
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "review"
 RESULTS = "results.json"
 DRAFTS = ("linkedin.md", "x-thread.md")
@@ -46,8 +49,9 @@ def render_index(out_root: Path) -> str:
 def write_day_page(day_dir: Path) -> Path:
     """(Re)write day_dir/index.html from what is on disk: results.json, the drafts, the charts."""
     day_dir = Path(day_dir)
-    results = json.loads((day_dir / RESULTS).read_text(encoding="utf-8"))
-    drafts = {name: (day_dir / name).read_text(encoding="utf-8") for name in DRAFTS if (day_dir / name).is_file()}
+    results = json.loads(read_text_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results"))
+    drafts = {name: read_text_limited(day_dir / name, MAX_DRAFT_BYTES, "draft")
+              for name in DRAFTS if (day_dir / name).is_file()}
     path = day_dir / PAGE
     path.write_text(render_day_page(day_dir, results, drafts), encoding="utf-8")
     return path
@@ -126,9 +130,11 @@ def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) 
 def index_context(out_root: Path) -> dict[str, Any]:
     days = []
     for day, folder in built_days(out_root):
-        try:
-            results = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
-        except ValueError:
+        try:  # another day's file: a corrupt or hand-edited one must not break this build
+            results = json.loads(read_text_limited(folder / RESULTS, MAX_RESULTS_BYTES, "results"))
+        except (ValueError, RecursionError, UserError):
+            results = {}
+        if not isinstance(results, dict):
             results = {}
         checks = results.get("checks") or {}
         days.append({

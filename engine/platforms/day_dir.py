@@ -68,7 +68,8 @@ def check_day_dir(path: Path) -> Report:
     thread = path / X_DRAFT
     if thread.is_file():
         posts = split_thread(_read(thread))
-        per_post, found = check_x_thread(posts, draft=X_DRAFT)
+        files = {p.name for p in path.iterdir() if p.is_file()}
+        per_post, found = check_x_thread(posts, draft=X_DRAFT, available=files)
         for k, post_counts in enumerate(per_post, start=1):
             counts[f"{X_DRAFT} post {k}/{len(posts)}"] = post_counts
         violations += found

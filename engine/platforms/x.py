@@ -33,7 +33,7 @@ _RANGES: tuple[tuple[int, int, int], ...] = tuple((r["start"], r["end"], r["weig
 
 # A post separator in x-thread.md, and a Markdown image (an attachment, not text).
 _SEPARATOR = "---"
-_IMAGE = re.compile(r"!\[[^\]]*\]\([^)\s]*\)")
+_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]*)\)")
 # "k/n" as the first or the last thing in a post: "1/7 …", "(1/7) …", "1/7: …", "… 7/7."
 _MARKER_AT_START = re.compile(r"^\s*\(?(\d{1,3})/(\d{1,3})\)?[.:]?(?=\s|$)")
 _MARKER_AT_END = re.compile(r"(?:^|\s)\(?(\d{1,3})/(\d{1,3})\)?[.:]?\s*$")
@@ -132,6 +132,11 @@ def post_text(post: str) -> str:
     return "\n".join(_strip_blank_lines([_IMAGE.sub("", line).rstrip() for line in post.split("\n")]))
 
 
+def image_files(post: str) -> list[str]:
+    """The files a post's Markdown images point at, in order."""
+    return _IMAGE.findall(post)
+
+
 def images_in(post: str) -> int:
     """How many images a post attaches, written as Markdown images in x-thread.md."""
     return len(_IMAGE.findall(post))
@@ -148,6 +153,7 @@ def check_x_thread(
     *,
     draft: str = "x-thread.md",
     images_per_post: dict[int, int] | None = None,
+    available: set[str] | None = None,
 ) -> tuple[list[list[Count]], list[Violation]]:
     """Each post's counts, and every broken rule, for a thread given as its posts.
 
@@ -155,6 +161,7 @@ def check_x_thread(
     not counted), holds no invalid character, carries its 'k/n' marker (k its position, n the
     number of posts; not needed for a single post), and attaches at most 4 images. Images are
     counted from the Markdown unless ``images_per_post`` (1-based post → images) says otherwise.
+    With ``available`` (file names in the day's folder), every image a post attaches must be one.
     """
     if not posts:
         return [], [Violation(draft, None, "posts", "the thread has no posts")]
@@ -183,6 +190,10 @@ def check_x_thread(
             fail("characters", f"X rejects {', '.join(dict.fromkeys(bad_chars))} in a post")
         if images > MAX_IMAGES_PER_POST:
             fail("images", f"{images} images, X allows {MAX_IMAGES_PER_POST} per post")
+        if available is not None:  # an attachment that is not there cannot be posted
+            for target in image_files(post):
+                if target not in available:
+                    fail("images", f"attaches {target or '(nothing)'}, which is not in the folder")
         if total > 1:
             marker = numbering(text)
             if marker is None:
