@@ -497,28 +497,40 @@ def _num(value: Any) -> Any:
 def _unknown_field(loc: list[str]) -> str:
     name = loc[-1] if loc else "?"
     known = _fields_at(loc[:-1])
+    if not known:
+        return f"unknown field '{name}': this value takes no fields"
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean '{close[0]}'?" if close else f"; known fields: {', '.join(known)}"
     return f"unknown field '{name}'{hint}"
 
 
 def _fields_at(loc: list[str]) -> list[str]:
-    """The field names valid at a location, for the 'did you mean' hint."""
-    model: Any = DaySpec
+    """The field names valid at a location, for the 'did you mean' hint: every form a union
+    allows (a workload is a trace or a generator), not only the first."""
+    models: list[Any] = [DaySpec]
     for part in loc:
-        fields = getattr(model, "model_fields", {})
-        if part not in fields:
-            return sorted(getattr(model, "model_fields", {}))
-        model = _model_of(fields[part].annotation)
-    return sorted(getattr(model, "model_fields", {}))
+        nxt = []
+        for model in models:
+            fields = getattr(model, "model_fields", {})
+            if part in fields:
+                nxt += _models_of(fields[part].annotation)
+        if not nxt:
+            return []
+        models = nxt
+    return sorted({f for m in models for f in getattr(m, "model_fields", {})})
+
+
+def _models_of(annotation: Any) -> list[Any]:
+    """Every BaseModel inside Optional[...] / list[...] / Union[...] / Annotated[...]."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found = []
+    for arg in getattr(annotation, "__args__", ()) + tuple(getattr(annotation, "__metadata__", ())):
+        found += _models_of(arg)
+    return found
 
 
 def _model_of(annotation: Any) -> Any:
-    """The BaseModel inside Optional[...] / list[...] annotations, if there is one."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_of(arg)
-        if found is not None:
-            return found
-    return None
+    """The first BaseModel inside Optional[...] / list[...] annotations, if there is one."""
+    models = _models_of(annotation)
+    return models[0] if models else None
