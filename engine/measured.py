@@ -218,14 +218,36 @@ def read_document(path: Path | str) -> dict:
     except json.JSONDecodeError as err:
         raise UserError(f"not valid JSON (line {err.lineno}, column {err.colno}): "
                         "a corrupt measurement file; re-run the bench", file=path) from None
+    found = _find_constant(doc)
+    if found:
+        raise UserError(f"{found[1]} is not a JSON number (a measured figure is finite)",
+                        file=path, field=found[0])
     if not isinstance(doc, dict):
         raise UserError("a measurement file holds one JSON object", file=path)
     return doc
 
 
-def _no_constant(name: str) -> float:
-    """JSON has no NaN or Infinity; Python's reader accepts them unless told not to."""
-    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
+class _NotANumber:
+    """Where the file wrote NaN or Infinity: JSON has neither, and Python's reader accepts both
+    unless told not to. Kept as a marker so the error can name the field."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _no_constant(name: str) -> _NotANumber:
+    return _NotANumber(name)
+
+
+def _find_constant(node: object, where: str = "") -> tuple[str, str] | None:
+    if isinstance(node, _NotANumber):
+        return where or "-", node.name
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        found = _find_constant(value, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return None
 
 
 def load_measurement(path: Path | str, *, day: int) -> dict:

@@ -127,7 +127,10 @@ def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
 def check_no_typed_numbers(templates_root: Path, names: list[str]) -> None:
     """Refuse a template with a figure typed into it, as text or as a Jinja constant."""
     for name in names:
-        source = read_text_limited(templates_root / name, MAX_TEMPLATE_BYTES, "template")
+        try:
+            source = read_text_limited(templates_root / name, MAX_TEMPLATE_BYTES, "template")
+        except UserError as err:
+            raise UserError(err.message, file=f"templates/{name}") from None
         try:
             found = digits_outside_jinja(source) + numbers_inside_jinja(source)
         except jinja2.TemplateSyntaxError as exc:
@@ -161,10 +164,13 @@ class _LimitedLoader(jinja2.FileSystemLoader):
     big, or not a regular file (a folder named ``*.j2``) is one line naming it."""
 
     def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
-        _, filename, uptodate = super().get_source(environment, template)
-        if uptodate is None:
-            raise jinja2.TemplateNotFound(template)
         shown = f"templates/{template}"
+        try:
+            _, filename, uptodate = super().get_source(environment, template)
+        except jinja2.TemplateNotFound:
+            if any((Path(root) / template).is_dir() for root in self.searchpath):
+                raise UserError("is a folder, not a template file", file=shown) from None
+            raise
         try:
             source = read_text_limited(filename, MAX_TEMPLATE_BYTES, "template")
         except UserError as err:

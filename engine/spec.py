@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from engine import limits
 from engine.errors import UserError
@@ -340,18 +349,32 @@ class DaySpec(_Strict):
     batching: BatchingSection | None = None
     queueing: QueueingSection | None = None
 
+    @field_validator("hashtags")
+    @classmethod
+    def _distinct_tags(cls, tags: list[str]) -> list[str]:
+        """#LLM #LLM #LLM is one hashtag said three times: a typo, never meant."""
+        seen = [t.lstrip("#").lower() for t in tags]
+        twice = next((t for t, key in zip(tags, seen) if seen.count(key) > 1), None)
+        if twice is not None:
+            raise ValueError(f"'{twice}' is given twice")
+        return tags
+
+    @field_validator("links_back")
+    @classmethod
+    def _links_point_back(cls, links: list[LinkBack], info: ValidationInfo) -> list[LinkBack]:
+        """A link back credits an earlier day: "Day 50's lesson again" on Day 37 is false."""
+        day = info.data.get("day")
+        for link in links:
+            if day is not None and link.day >= day:
+                raise ValueError(f"day {link.day} is not before day {day}; a post can only point "
+                                 "back to an earlier day")
+        return links
+
     @model_validator(mode="after")
     def _consistent(self) -> "DaySpec":
         if self.day > self.series.length:
             raise ValueError(f"day {self.day} is past the series' length {self.series.length}")
-        tags = [t.lstrip("#").lower() for t in self.hashtags]
-        if len(set(tags)) != len(tags):
-            twice = next(t for t in self.hashtags if tags.count(t.lstrip("#").lower()) > 1)
-            raise ValueError(f"hashtags: '{twice}' is given twice")
-        for link in self.links_back:
-            if link.day >= self.day:
-                raise ValueError(f"links_back: day {link.day} is not before day {self.day}; "
-                                 "a post can only point back to an earlier day")
+
         for chart in self.charts:
             missing = [need for need in CHART_NEEDS[chart] if getattr(self, need) is None]
             if missing:
@@ -514,9 +537,8 @@ def _fields_at(loc: list[str]) -> list[str]:
             fields = getattr(model, "model_fields", {})
             if part in fields:
                 nxt += _models_of(fields[part].annotation)
-        if not nxt:
-            return []
-        models = nxt
+        if nxt:  # else a name pydantic inserted (a union's tag), not a key of the user's
+            models = nxt
     return sorted({f for m in models for f in getattr(m, "model_fields", {})})
 
 
