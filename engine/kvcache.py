@@ -286,8 +286,17 @@ def estimate_vllm_kv_memory(model: ModelArch, gpu_memory_bytes: int, budget: Vll
     if model.num_params <= 0:
         raise UserError(f"{model.name} has no parameter count; the vllm budget needs one "
                         "(give num_params, or use a reserve or given budget)", field="num_params")
-    tokens = budget.max_num_batched_tokens or default_max_num_batched_tokens(
-        max_model_len or model.max_position_embeddings or None)
+    if budget.max_num_batched_tokens is not None and budget.max_num_batched_tokens < 1:
+        # 0 used to mean "the default" silently; a typo must not change the budget unseen.
+        raise UserError(f"max_num_batched_tokens must be at least 1, got {budget.max_num_batched_tokens}",
+                        field="max_num_batched_tokens")
+    if budget.max_num_seqs < 1:
+        raise UserError(f"max_num_seqs must be at least 1, got {budget.max_num_seqs}", field="max_num_seqs")
+    for name, value in (("non_torch_bytes", budget.non_torch_bytes), ("activation_bytes", budget.activation_bytes)):
+        if value is not None and not 0 <= value <= 2**60:
+            raise UserError(f"{name} must be between 0 and 2^60, got {value}", field=name)
+    tokens = (budget.max_num_batched_tokens if budget.max_num_batched_tokens is not None
+              else default_max_num_batched_tokens(max_model_len or model.max_position_embeddings or None))
     weights = weight_bytes(model, tp, weight_dtype)
     activation = (budget.activation_bytes if budget.activation_bytes is not None
                   else activation_peak_bytes(model, tokens, budget.max_num_seqs, tp))

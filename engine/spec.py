@@ -163,8 +163,8 @@ class VllmBudgetSpec(_Strict):
 
     kind: Literal["vllm"]
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
-    max_num_batched_tokens: PositiveInt | None = None
-    max_num_seqs: PositiveInt = 256
+    max_num_batched_tokens: ContextTokens | None = None
+    max_num_seqs: Slots = 256
 
 
 class GivenBudgetSpec(_Strict):

@@ -510,3 +510,11 @@ def test_any_flag_value_runs_or_is_one_line(command, data):
         one_line(err)
     else:
         assert not re.search(r"\b(nan|NaN|Infinity|inf)\b", out), out
+
+
+def test_zero_batched_tokens_is_not_quietly_the_default():
+    from engine.catalog import load_model
+    from engine.kvcache import VllmBudget, plan_kv_cache
+
+    with pytest.raises(UserError, match="max_num_batched_tokens must be at least 1, got 0"):
+        plan_kv_cache(load_model("llama-3-8b"), 80 * 2**30, VllmBudget(max_num_batched_tokens=0))
