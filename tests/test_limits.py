@@ -6,7 +6,6 @@ asserts the one line (file, field, the limit) and exit status 2 instead.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from engine.limits import read_bytes_limited, read_text_limited
 from engine.workload import load_trace
 from engine.workload import trace as trace_module
 
-from conftest import DAYS, LAB_TRACE
+from conftest import LAB_TRACE
 
 DEV_ZERO = Path("/dev/zero")
 
