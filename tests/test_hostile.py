@@ -520,3 +520,43 @@ def test_zero_batched_tokens_is_not_quietly_the_default():
 
     with pytest.raises(UserError, match="max_num_batched_tokens must be at least 1, got 0"):
         plan_kv_cache(load_model("llama-3-8b"), 80 * 2**30, VllmBudget(max_num_batched_tokens=0))
+
+
+def _leaf(data, path_in):
+    node = data
+    for part in path_in:
+        node = node[part]
+    return node
+
+
+_NUMBERS = [(name, p) for name, p in _SPEC_PATHS
+            if isinstance(_leaf(_SPECS[name], p), (int, float)) and not isinstance(_leaf(_SPECS[name], p), bool)
+            and p[0] not in ("day", "series")]
+
+
+@pytest.mark.skipif(not EXAMPLES, reason="full builds: make soak")
+@settings(max_examples=max(EXAMPLES // 20, 10), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(where=st.sampled_from(_NUMBERS), scale=st.sampled_from([0.001, 0.5, 2, 10, 1000, 10**6]))
+def test_soak_any_valid_number_builds_a_post_without_nan_or_inf(tmp_path_factory, where, scale):
+    """Scaled numbers either build a post that says no `nan`/`inf`, or are one line."""
+    name, path_in = where
+    folder = tmp_path_factory.mktemp("soak")
+
+    def edit(d):
+        node = _leaf(d, path_in[:-1])
+        old = node[path_in[-1]]
+        node[path_in[-1]] = type(old)(old * scale) if isinstance(old, int) else old * scale
+        d["charts"], d["linkedin_image"] = [], None
+        for link in d.get("links_back", []):
+            link.pop("spec", None)
+
+    path = spec_with(folder, edit, name)
+    code, _, err = run_cli("build", str(path), "--out", str(folder / "out"))
+    if code == 2:
+        one_line(err)
+        return
+    assert code == 0, err
+    for draft in (folder / "out").glob("day*/*.md"):
+        text = draft.read_text()
+        assert not re.search(r"\b(nan|NaN|inf|Infinity)\b", text), (where, scale, text)
