@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Iterable
 
 from engine.catalog import WEIGHT_DTYPE_BITS, ModelArch
 from engine.errors import UserError
+from engine.limits import MAX_BLOCK_SIZE, MAX_CONTEXT_TOKENS, MAX_CONTEXTS, MAX_TP
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -414,6 +415,16 @@ def plan_kv_cache(model: ModelArch, gpu_memory_bytes: int, budget: Budget, *,
     context_list = tuple(_positive(c, "context") for c in contexts)
     if max_model_len is not None:
         _positive(max_model_len, "max_model_len")
+    # The stated limits (engine/limits.py), for callers that did not come through the spec or
+    # the command line: a billion-token block or a million contexts is a typo, not a plan.
+    for name, value, most in (("block_size", block_size, MAX_BLOCK_SIZE), ("tp", tp, MAX_TP),
+                              ("max_model_len", max_model_len or 1, MAX_CONTEXT_TOKENS),
+                              ("gpu_memory", gpu_memory_bytes, 2**60)):
+        if not 1 <= value <= most:
+            raise UserError(f"must be between 1 and {most:,}, got {value:,}", field=name)
+    if len(context_list) > MAX_CONTEXTS or max(context_list, default=1) > MAX_CONTEXT_TOKENS:
+        raise UserError(f"at most {MAX_CONTEXTS:,} contexts of at most {MAX_CONTEXT_TOKENS:,} tokens",
+                        field="context")
     per_layer = kv_bytes_per_token_per_layer(model, kv_dtype, tp)
     per_token = per_layer * model.num_layers
     per_block = per_token * block_size
