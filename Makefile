@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEVICE ?=
 
-.PHONY: venv test lint all review serve bench bench-day37 clean
+.PHONY: venv test lint soak all review serve bench bench-day37 clean
 .DEFAULT_GOAL := day37
 
 venv: $(STAMP)
@@ -44,6 +44,10 @@ lint: $(STAMP)
 	$(PY) -m ruff check engine tests
 	$(PY) -m ruff format --check engine tests
 	$(PY) -m mypy
+
+# The hostile-input properties with many more generated inputs than `make test` runs (minutes).
+soak: $(STAMP)
+	HOSTILE_EXAMPLES=$${HOSTILE_EXAMPLES:-2000} $(PY) -m pytest tests/test_hostile.py tests/test_limits.py -q -p no:randomly
 
 bench: $(STAMP)
 	$(PY) tests/bench/bench_simulator.py

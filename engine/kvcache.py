@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from engine.catalog import WEIGHT_DTYPE_BITS, ModelArch
 from engine.errors import UserError
+from engine.limits import MAX_BLOCK_SIZE, MAX_CONTEXT_TOKENS, MAX_CONTEXTS, MAX_TP
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -284,8 +285,17 @@ def estimate_vllm_kv_memory(model: ModelArch, gpu_memory_bytes: int, budget: Vll
     if model.num_params <= 0:
         raise UserError(f"{model.name} has no parameter count; the vllm budget needs one "
                         "(give num_params, or use a reserve or given budget)", field="num_params")
-    tokens = budget.max_num_batched_tokens or default_max_num_batched_tokens(
-        max_model_len or model.max_position_embeddings or None)
+    if budget.max_num_batched_tokens is not None and budget.max_num_batched_tokens < 1:
+        # 0 used to mean "the default" silently; a typo must not change the budget unseen.
+        raise UserError(f"max_num_batched_tokens must be at least 1, got {budget.max_num_batched_tokens}",
+                        field="max_num_batched_tokens")
+    if budget.max_num_seqs < 1:
+        raise UserError(f"max_num_seqs must be at least 1, got {budget.max_num_seqs}", field="max_num_seqs")
+    for name, value in (("non_torch_bytes", budget.non_torch_bytes), ("activation_bytes", budget.activation_bytes)):
+        if value is not None and not 0 <= value <= 2**60:
+            raise UserError(f"{name} must be between 0 and 2^60, got {value}", field=name)
+    tokens = (budget.max_num_batched_tokens if budget.max_num_batched_tokens is not None
+              else default_max_num_batched_tokens(max_model_len or model.max_position_embeddings or None))
     weights = weight_bytes(model, tp, weight_dtype)
     activation = (budget.activation_bytes if budget.activation_bytes is not None
                   else activation_peak_bytes(model, tokens, budget.max_num_seqs, tp))
@@ -403,6 +413,16 @@ def plan_kv_cache(model: ModelArch, gpu_memory_bytes: int, budget: Budget, *,
     context_list = tuple(_positive(c, "context") for c in contexts)
     if max_model_len is not None:
         _positive(max_model_len, "max_model_len")
+    # The stated limits (engine/limits.py), for callers that did not come through the spec or
+    # the command line: a billion-token block or a million contexts is a typo, not a plan.
+    for name, value, most in (("block_size", block_size, MAX_BLOCK_SIZE), ("tp", tp, MAX_TP),
+                              ("max_model_len", max_model_len or 1, MAX_CONTEXT_TOKENS),
+                              ("gpu_memory", gpu_memory_bytes, 2**60)):
+        if not 1 <= value <= most:
+            raise UserError(f"must be between 1 and {most:,}, got {value:,}", field=name)
+    if len(context_list) > MAX_CONTEXTS or max(context_list, default=1) > MAX_CONTEXT_TOKENS:
+        raise UserError(f"at most {MAX_CONTEXTS:,} contexts of at most {MAX_CONTEXT_TOKENS:,} tokens",
+                        field="context")
     per_layer = kv_bytes_per_token_per_layer(model, kv_dtype, tp)
     per_token = per_layer * model.num_layers
     per_block = per_token * block_size

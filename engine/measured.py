@@ -43,20 +43,42 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.errors import UserError
-from engine.validation import Strict as _Strict
-from engine.validation import validate
+from engine.limits import (
+    MAX_CONTEXT_TOKENS,
+    MAX_CONTEXTS,
+    MAX_MEASUREMENT_BYTES,
+    MAX_REQUESTS,
+    MAX_SLOTS,
+    read_text_limited,
+)
+from engine.validation import Strict, validate
 
 SCHEMA = 1
+
+
+class _Strict(Strict):
+    # allow_inf_nan=False: a measured figure is finite, or it is not a measurement.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# Caps far above any device (engine/limits.py keeps the limits of inputs; these are the
+# physical bounds of a measurement): a figure past them is a corrupt or hand-edited file, and
+# would otherwise be quoted on a post as a 31-digit rate.
+_MAX_BYTES = 2**50  # a pebibyte
+_MAX_SECONDS = 1e7  # about four months of wall time
+_MAX_COUNT = 10**15  # tokens, steps
+_MAX_RATE = 1e9  # tokens per second
+_MAX_BANDWIDTH = 1e15  # bytes per second (a petabyte per second)
 
 
 class Device(_Strict):
     kind: Literal["cuda", "cpu"]
     name: str = Field(min_length=1)
     slug: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
-    memory_bytes: int = Field(ge=0)
+    memory_bytes: int = Field(ge=0, le=_MAX_BYTES)
 
 
 class ModelShapeSettings(_Strict):
@@ -84,38 +106,47 @@ class Settings(BaseModel):
 class MemoryFit(_Strict):
     """One context's row of the memory probe; engine.gpubench.memory builds these."""
 
-    context: int = Field(gt=0)
-    max_requests_measured: int = Field(ge=0)
-    max_requests_calculated: int = Field(ge=0)
+    context: int = Field(gt=0, le=MAX_CONTEXT_TOKENS)
+    max_requests_measured: int = Field(ge=0, le=_MAX_COUNT)
+    max_requests_calculated: int = Field(ge=0, le=_MAX_COUNT)
 
 
 class Memory(_Strict):
-    weights_bytes: int = Field(gt=0)
-    free_after_weights_bytes: int
-    kv_bytes_per_token: int | None = Field(default=None, gt=0)
-    contexts: list[MemoryFit]
+    weights_bytes: int = Field(gt=0, le=_MAX_BYTES)
+    free_after_weights_bytes: int = Field(ge=-_MAX_BYTES, le=_MAX_BYTES)
+    kv_bytes_per_token: int | None = Field(default=None, gt=0, le=_MAX_BYTES)
+    contexts: list[MemoryFit] = Field(max_length=MAX_CONTEXTS)
 
 
 class StepPoint(_Strict):
-    batch: int = Field(gt=0)
-    context: int = Field(gt=0)
-    seconds: float = Field(gt=0)
-    bytes_moved: int = Field(gt=0)
-    achieved_bytes_per_s: float = Field(gt=0)
+    batch: int = Field(gt=0, le=MAX_SLOTS)
+    context: int = Field(gt=0, le=MAX_CONTEXT_TOKENS)
+    seconds: float = Field(gt=0, le=3600)
+    bytes_moved: int = Field(gt=0, le=_MAX_BYTES)
+    achieved_bytes_per_s: float = Field(gt=0, le=_MAX_BANDWIDTH)
 
 
 class StepTimings(_Strict):
-    points: list[StepPoint] = Field(min_length=1)
-    hbm_peak_bytes_per_s: float | None = Field(gt=0)
-    share_of_peak_at_slots: float | None = Field(ge=0)
+    points: list[StepPoint] = Field(min_length=1, max_length=100_000)
+    hbm_peak_bytes_per_s: float | None = Field(gt=0, le=_MAX_BANDWIDTH)
+    share_of_peak_at_slots: float | None = Field(ge=0, le=10)
 
 
 class PolicyTiming(_Strict):
-    wall_seconds: float = Field(gt=0)
-    steps: int = Field(gt=0)
-    tokens: int = Field(gt=0)
-    tokens_per_second: float = Field(gt=0)
+    wall_seconds: float = Field(gt=0, le=_MAX_SECONDS)
+    steps: int = Field(gt=0, le=_MAX_COUNT)
+    tokens: int = Field(gt=0, le=_MAX_COUNT)
+    tokens_per_second: float = Field(gt=0, le=_MAX_RATE)
     utilisation: float = Field(gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _rate_is_tokens_over_time(self) -> "PolicyTiming":
+        """The rate a post quotes must be the file's own tokens over its own wall time."""
+        rate = self.tokens / self.wall_seconds
+        if abs(self.tokens_per_second - rate) > 0.01 * rate:
+            raise ValueError(f"tokens_per_second {self.tokens_per_second:g} is not tokens / "
+                             f"wall_seconds ({rate:g}): a corrupt or hand-edited file")
+        return self
 
 
 class Policies(_Strict):
@@ -124,10 +155,10 @@ class Policies(_Strict):
 
 
 class Batching(_Strict):
-    requests: int = Field(gt=0)
-    scale: float = Field(gt=0)
+    requests: int = Field(gt=0, le=MAX_REQUESTS)
+    scale: float = Field(gt=0, le=1e6)
     policies: Policies
-    multiple: float = Field(gt=0)
+    multiple: float = Field(gt=0, le=1e6)
 
 
 class Measurement(_Strict):
@@ -160,25 +191,60 @@ def validate_measurement(doc: object, *, file: str | Path) -> dict:
     if isinstance(doc, dict) and doc.get("schema") != SCHEMA:
         raise UserError(f"schema {doc.get('schema')!r} is not {SCHEMA}; re-run the bench with this "
                         "version of the engine", file=file, field="schema")
-    return validate(Measurement, doc, file=file).model_dump(by_alias=True)
+    model = validate(Measurement, doc, file=file)
+    # A CPU file edited to say `kind: cuda` must not be quoted as measured on a GPU: a CUDA run
+    # records its CUDA version, and only a CPU run has a synthetic memory budget.
+    if model.device.kind == "cuda" and (
+        model.cuda is None or "memory_budget_bytes" in (model.settings.model_extra or {})
+    ):
+        raise UserError("is cuda, but the file has no CUDA version or has a CPU run's synthetic "
+                        "memory budget: it was not measured on a GPU", file=file, field="device.kind")
+    return model.model_dump(by_alias=True)
 
 
 def read_document(path: Path | str) -> dict:
     """The JSON object in a measurement file; a missing, unreadable or corrupt file is a
     UserError naming it. Shared by every reader of these files (the build, the simulator)."""
     path = Path(path)
+    text = read_text_limited(path, MAX_MEASUREMENT_BYTES, "measurement")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError("no such measurement file", file=path) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"cannot read the measurement file: {err}", file=path) from None
+        doc = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise UserError("not valid JSON: nested too deep; a corrupt measurement file",
+                        file=path) from None
     except json.JSONDecodeError as err:
         raise UserError(f"not valid JSON (line {err.lineno}, column {err.colno}): "
                         "a corrupt measurement file; re-run the bench", file=path) from None
+    found = _find_constant(doc)
+    if found:
+        raise UserError(f"{found[1]} is not a JSON number (a measured figure is finite)",
+                        file=path, field=found[0])
     if not isinstance(doc, dict):
         raise UserError("a measurement file holds one JSON object", file=path)
     return doc
+
+
+class _NotANumber:
+    """Where the file wrote NaN or Infinity: JSON has neither, and Python's reader accepts both
+    unless told not to. Kept as a marker so the error can name the field."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _no_constant(name: str) -> _NotANumber:
+    return _NotANumber(name)
+
+
+def _find_constant(node: object, where: str = "") -> tuple[str, str] | None:
+    if isinstance(node, _NotANumber):
+        return where or "-", node.name
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        found = _find_constant(value, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return None
 
 
 def load_measurement(path: Path | str, *, day: int) -> dict:
@@ -199,16 +265,18 @@ def measured_dir(spec_path: Path | str, day: int) -> Path:
 def _on_accelerator(path: Path) -> bool:
     """Whether a measurement file was made on an accelerator (device kind other than cpu)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))["device"]["kind"] != "cpu"
-    except (OSError, ValueError, KeyError, TypeError):
+        return read_document(path)["device"]["kind"] != "cpu"
+    except (UserError, KeyError, TypeError):
         return False  # a corrupt file is reported by _recorded_date, which reads it too
 
 
 def _recorded_date(path: Path) -> datetime:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = read_document(path)
         when = datetime.fromisoformat(doc["date"])
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except UserError:
+        raise
+    except (ValueError, KeyError, TypeError) as err:
         raise UserError(f"cannot read its date ({err.__class__.__name__}): a corrupt measurement "
                         "file", file=path, field="date") from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -120,7 +120,9 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
     violations: list[Any] = []
     for platform in platforms():
         text = drafts.get(platform.draft)
-        per_post, found = platform.check_draft(text) if text is not None else ([], [])
+        per_post, found = (
+            platform.check_draft(text, available={c["file"] for c in charts}) if text is not None else ([], [])
+        )
         per_post_dicts = [[vars(c) for c in post] for post in per_post]
         # A single post's counts are stored flat; a thread's, one list per post.
         checks[platform.name] = per_post_dicts if platform.thread else sum(per_post_dicts, [])
@@ -135,7 +137,8 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
 
 
 def write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    # allow_nan=False: `Infinity` is not JSON, and a non-finite figure must never reach a post.
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def build(
@@ -151,7 +154,12 @@ def build(
     try:
         for name, text in drafts.items():
             (staging.path / name).write_text(text, encoding="utf-8")
-        results["charts"] = draw_charts(spec, results, staging.path)
+        try:
+            results["charts"] = draw_charts(spec, results, staging.path)
+        except UserError as err:  # a chart the results cannot draw: the spec asked for it
+            if err.file:
+                raise
+            raise UserError(err.message, file=spec_path, field=err.field) from None
         if spec.carousel is not None:
             results["carousel"] = formats.draw_carousel(spec, results, staging.path, templates_root)
         results["checks"] = check_drafts(drafts, results["charts"])

@@ -16,6 +16,7 @@ import jinja2
 
 from engine.errors import UserError
 from engine.units import format_gib
+from engine.limits import MAX_TEMPLATE_BYTES, read_text_limited
 
 
 def thousands(value: int | float) -> str:
@@ -159,7 +160,10 @@ def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
 def check_no_typed_numbers(templates_root: Path, names: list[str]) -> None:
     """Refuse a template with a figure typed into it, as text or as a Jinja constant."""
     for name in names:
-        source = (templates_root / name).read_text(encoding="utf-8")
+        try:
+            source = read_text_limited(templates_root / name, MAX_TEMPLATE_BYTES, "template")
+        except UserError as err:
+            raise UserError(err.message, file=f"templates/{name}") from None
         try:
             found = digits_outside_jinja(source) + numbers_inside_jinja(source)
         except jinja2.TemplateSyntaxError as exc:
@@ -188,10 +192,29 @@ def _finalize(value: Any) -> Any:
     return value
 
 
+class _LimitedLoader(jinja2.FileSystemLoader):
+    """Jinja's file loader, reading through engine.limits: a template that is not UTF-8, too
+    big, or not a regular file (a folder named ``*.j2``) is one line naming it."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+        shown = f"templates/{template}"
+        try:
+            _, filename, uptodate = super().get_source(environment, template)
+        except jinja2.TemplateNotFound:
+            if any((Path(root) / template).is_dir() for root in self.searchpath):
+                raise UserError("is a folder, not a template file", file=shown) from None
+            raise
+        try:
+            source = read_text_limited(filename, MAX_TEMPLATE_BYTES, "template")
+        except UserError as err:
+            raise UserError(err.message, file=shown) from None
+        return source, filename, uptodate
+
+
 def environment(templates_root: Path) -> jinja2.Environment:
     """One environment for every day: day folders plus shared macros at the root."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_root)),
+        loader=_LimitedLoader(str(templates_root)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -243,6 +266,12 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
         text = env.get_template(template).render(**context)
     except jinja2.TemplateSyntaxError as exc:  # also unknown filters and tests
         raise _syntax_error(exc, template) from None
+    except jinja2.TemplateNotFound as exc:
+        raise UserError(f"includes or imports {exc.name!r}, which does not exist",
+                        file=f"templates/{template}", field=_template_line(exc, template)) from None
+    except RecursionError:
+        raise UserError("includes itself (directly or through another template) without end",
+                        file=f"templates/{template}") from None
     except UnformattedNumber as exc:
         raise UserError(
             f"{exc.args[0]!r} printed without a filter: format it with "
@@ -259,6 +288,10 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
             file=f"templates/{template}",
             field=line,
         ) from None
+    except (TypeError, ValueError, ArithmeticError, AttributeError, jinja2.TemplateError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UserError(f"the template failed while rendering ({type(exc).__name__}: {detail})",
+                        file=f"templates/{template}", field=_template_line(exc, template)) from None
     lines = [line.rstrip() for line in text.splitlines()]
     tidy: list[str] = []
     for line in lines:

@@ -22,6 +22,7 @@ from typing import Any
 import jinja2
 
 from engine.errors import UserError
+from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, read_text_limited
 
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
@@ -38,7 +39,7 @@ __all__ = ["FOLD", "fold_index", "render_day_page", "render_index", "write_day_p
 
 def drafts_of(day_dir: Path) -> dict[str, str]:
     """Every registered platform's draft found in day_dir, by file name."""
-    return {p.draft: (day_dir / p.draft).read_text(encoding="utf-8")
+    return {p.draft: read_text_limited(day_dir / p.draft, MAX_DRAFT_BYTES, "draft")
             for p in platforms() if (day_dir / p.draft).is_file()}
 _DAY_DIR = re.compile(r"^day(\d+)$")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)\)")  # a Markdown image in a draft: an attachment marker
@@ -61,7 +62,7 @@ def write_day_page(day_dir: Path) -> Path:
     """(Re)write day_dir/index.html from what is on disk: results.json, the drafts, the charts."""
     day_dir = Path(day_dir)
     try:
-        results = json.loads((day_dir / RESULTS).read_text(encoding="utf-8"))
+        results = json.loads(read_text_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results"))
     except ValueError as exc:
         raise UserError(f"not readable JSON ({exc}); rebuild the day to replace it",
                         file=day_dir / RESULTS) from exc
@@ -140,9 +141,11 @@ def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) 
 def index_context(out_root: Path) -> dict[str, Any]:
     days = []
     for day, folder in built_days(out_root):
-        try:
-            results = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
-        except ValueError:
+        try:  # another day's file: a corrupt or hand-edited one must not break this build
+            results = json.loads(read_text_limited(folder / RESULTS, MAX_RESULTS_BYTES, "results"))
+        except (ValueError, RecursionError, UserError):
+            results = {}
+        if not isinstance(results, dict):
             results = {}
         checks = results.get("checks") or {}
         days.append({

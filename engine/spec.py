@@ -8,13 +8,16 @@ documentation of what a day can ask for. Sections are optional and registered
 """
 from __future__ import annotations
 
+import re
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, Field, create_model, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, create_model, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from engine import limits
 from engine.errors import UserError
 from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
 from engine.slides import CarouselSpec
@@ -22,19 +25,27 @@ from engine.workload import WorkloadSpec
 
 __all__ = ["DaySpec", "GiB", "PositiveFloat", "PositiveInt", "day_spec_model", "load_spec"]
 
+# Counts with a stated limit (engine/limits.py): a typo must not ask for a billion of anything.
+Slots = Annotated[int, Field(ge=1, le=limits.MAX_SLOTS, strict=True)]
+ModelDim = Annotated[int, Field(ge=1, le=limits.MAX_MODEL_DIM, strict=True)]
+Layers = Annotated[int, Field(ge=1, le=limits.MAX_LAYERS, strict=True)]
+ContextTokens = Annotated[int, Field(ge=1, le=limits.MAX_CONTEXT_TOKENS, strict=True)]
+Servers = Annotated[int, Field(ge=1, le=limits.MAX_SERVERS, strict=True)]
+DayNumber = Annotated[int, Field(ge=1, le=limits.MAX_SERIES_DAYS, strict=True)]
+
 
 # ---- metadata -------------------------------------------------------------------------------
 
 
 class Series(Strict):
     name: str
-    length: PositiveInt
+    length: DayNumber
 
 
 class LinkBack(Strict):
     """An earlier day this post refers to; its spec, when given, supplies a figure to cite."""
 
-    day: PositiveInt
+    day: DayNumber
     claim: str
     spec: str | None = None  # path relative to this spec's folder, e.g. day04.yaml
 
@@ -46,13 +57,22 @@ class InlineModel(Strict):
     """A model described by its shape alone, as the lab's '7B-class' model is."""
 
     name: str
-    num_layers: PositiveInt
-    num_kv_heads: PositiveInt
-    head_dim: PositiveInt
+    num_layers: Layers
+    num_kv_heads: ModelDim
+    head_dim: ModelDim
     dtype: Literal["float16", "bfloat16", "float32"] = "float16"
-    num_attention_heads: PositiveInt | None = None
-    hidden_size: PositiveInt | None = None
-    num_params: PositiveInt | None = None
+    num_attention_heads: ModelDim | None = None
+    hidden_size: ModelDim | None = None
+    num_params: Annotated[int, Field(ge=1, le=limits.MAX_PARAMS, strict=True)] | None = None
+
+    @model_validator(mode="after")
+    def _heads_group(self) -> "InlineModel":
+        """Grouped-query attention shares each KV head among a whole number of query heads."""
+        heads = self.num_attention_heads
+        if heads is not None and (self.num_kv_heads > heads or heads % self.num_kv_heads):
+            raise ValueError(f"num_kv_heads {self.num_kv_heads} must divide num_attention_heads "
+                             f"{heads} (each KV head serves a whole group of query heads)")
+        return self
 
 
 class ModelRef(Strict):
@@ -128,8 +148,8 @@ class VllmBudgetSpec(Strict):
 
     kind: Literal["vllm"]
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
-    max_num_batched_tokens: PositiveInt | None = None
-    max_num_seqs: PositiveInt = 256
+    max_num_batched_tokens: ContextTokens | None = None
+    max_num_seqs: Slots = 256
 
 
 class GivenBudgetSpec(Strict):
@@ -153,16 +173,16 @@ class KvView(Strict):
     gpu: GpuRef
     budget: BudgetSpec
     kv_dtype: KvDtype = "auto"
-    tp: PositiveInt = 1
-    block_size: PositiveInt = 16
+    tp: Annotated[int, Field(ge=1, le=limits.MAX_TP, strict=True)] = 1
+    block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
 
 
 class KvCacheSection(KvView):
     """The post's memory table, plus optional second views (real accounting, GQA, …)."""
 
-    contexts: Annotated[list[PositiveInt], Field(min_length=1)]
-    highlight: list[PositiveInt] = []
-    compare: list[KvView] = []
+    contexts: Annotated[list[ContextTokens], Field(min_length=1, max_length=limits.MAX_CONTEXTS)]
+    highlight: Annotated[list[ContextTokens], Field(max_length=limits.MAX_CONTEXTS)] = []
+    compare: Annotated[list[KvView], Field(max_length=limits.MAX_VIEWS)] = []
 
     @model_validator(mode="after")
     def _highlight_in_contexts(self) -> KvCacheSection:
@@ -231,15 +251,15 @@ PolicyName = Annotated[str, AfterValidator(_registered_policy)]
 
 
 class PagedSpec(Strict):
-    num_blocks: PositiveInt
-    block_size: PositiveInt = 16
-    max_num_seqs: PositiveInt | None = None
-    max_num_batched_tokens: PositiveInt | None = None
+    num_blocks: Annotated[int, Field(ge=1, le=limits.MAX_BLOCKS, strict=True)]
+    block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
+    max_num_seqs: Slots | None = None
+    max_num_batched_tokens: ContextTokens | None = None
     chunked_prefill: bool = False
 
 
 class BatchingSection(Strict):
-    slots: PositiveInt
+    slots: Slots
     workload: WorkloadSpec
     policies: Annotated[list[PolicyName], Field(min_length=1)] = ["static", "continuous"]
     step_time: StepTimeSpec | None = None
@@ -265,23 +285,24 @@ class SharedLineSpec(Strict):
     """One shared line feeding c servers, at a fixed arrival rate (the lab's M/M/c table)."""
 
     arrival_rate: PositiveFloat
-    servers: Annotated[list[PositiveInt], Field(min_length=1)]
+    servers: Annotated[list[Servers], Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)]
 
 
 class LinesSpec(Strict):
     """One shared line against c separate lines, at the same load per server."""
 
-    servers: Annotated[int, Field(ge=2)]
+    servers: Annotated[int, Field(ge=2, le=limits.MAX_SERVERS, strict=True)]
     load: Annotated[float, Field(gt=0, lt=1)]
 
 
 class QueueingSection(Strict):
     service_ms: PositiveFloat
-    requests: Annotated[int, Field(ge=1000)]
-    seed: int = 0
+    requests: Annotated[int, Field(ge=1000, le=limits.MAX_QUEUEING_REQUESTS, strict=True)]
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)] = 0
     service: Literal["exponential", "deterministic", "lognormal"] = "exponential"
     service_cv: PositiveFloat | None = None
-    utilisations: Annotated[list[Annotated[float, Field(gt=0, lt=1)]], Field(min_length=1)]
+    utilisations: Annotated[list[Annotated[float, Field(gt=0, lt=1)]],
+                            Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)]
     shared: SharedLineSpec | None = None
     lines: LinesSpec
 
@@ -303,7 +324,20 @@ def _known_chart(name: str) -> str:
 ChartName = Annotated[str, AfterValidator(_known_chart)]
 
 # One word each, CamelCase for screen readers; LinkedIn wants 3 to 5 at the end of a post.
-Hashtag = Annotated[str, Field(pattern=r"^#?[A-Za-z][A-Za-z0-9_]*$")]
+# A tag may start with a digit (#100DaysOfCode) but not be digits only (#2024 is no hashtag).
+Hashtag = Annotated[str, Field(pattern=r"^#?[0-9_]*[A-Za-z][A-Za-z0-9_]*$", max_length=100)]
+# One line, bounded: the title is drawn on charts, where a newline overlaps the plot.
+def _drawable_title(value: str) -> str:
+    """The title is drawn on charts: a line break overlaps the plot, and the chart font has no
+    emoji beyond the Basic Multilingual Plane (matplotlib draws an empty box and only warns)."""
+    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co")
+                or ord(c) > 0xFFFF), None)
+    if bad is not None:
+        raise ValueError(f"must be one line of plain text: U+{ord(bad):04X} cannot be drawn on a chart")
+    return value
+
+
+Title = Annotated[str, Field(min_length=1, max_length=limits.MAX_TITLE_CHARS), AfterValidator(_drawable_title)]
 
 
 class DaySpec(Strict):
@@ -311,9 +345,9 @@ class DaySpec(Strict):
     its own model under its key, so ``spec.batching`` is there when batching is registered.
     Validate through :func:`day_spec_model`, which builds that full model from the registry."""
 
-    day: PositiveInt
+    day: DayNumber
     series: Series
-    title: str
+    title: Title
     repository: str
     hashtags: Annotated[list[Hashtag], Field(min_length=3, max_length=5)]
     links_back: list[LinkBack] = []
@@ -325,6 +359,27 @@ class DaySpec(Strict):
     def section(self, key: str) -> Any:
         """The validated model of section ``key``, or None when the spec does not have it."""
         return getattr(self, key, None)
+
+    @field_validator("hashtags")
+    @classmethod
+    def _distinct_tags(cls, tags: list[str]) -> list[str]:
+        """#LLM #LLM #LLM is one hashtag said three times: a typo, never meant."""
+        seen = [t.lstrip("#").lower() for t in tags]
+        twice = next((t for t, key in zip(tags, seen) if seen.count(key) > 1), None)
+        if twice is not None:
+            raise ValueError(f"'{twice}' is given twice")
+        return tags
+
+    @field_validator("links_back")
+    @classmethod
+    def _links_point_back(cls, links: list[LinkBack], info: ValidationInfo) -> list[LinkBack]:
+        """A link back credits an earlier day: "Day 50's lesson again" on Day 37 is false."""
+        day = info.data.get("day")
+        for link in links:
+            if day is not None and link.day >= day:
+                raise ValueError(f"day {link.day} is not before day {day}; a post can only point "
+                                 "back to an earlier day")
+        return links
 
     @model_validator(mode="after")
     def _consistent(self) -> DaySpec:
@@ -385,12 +440,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def load_spec(path: str | Path) -> DaySpec:
     """Read and validate a day's YAML; every failure is a UserError naming file and field."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError("no such spec file", file=path) from None
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", file=path) from None
+    from engine.limits import MAX_SPEC_BYTES, check_yaml_depth, read_text_limited
+
+    text = read_text_limited(path, MAX_SPEC_BYTES, "spec")
+    check_yaml_depth(text, path)
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
@@ -400,4 +453,9 @@ def load_spec(path: str | Path) -> DaySpec:
         raise UserError(f"malformed YAML: {problem}", file=path, field=where) from None
     if not isinstance(data, dict):
         raise UserError("the spec must be a mapping of fields", file=path)
-    return validate(day_spec_model(), data, file=path)
+    spec = validate(day_spec_model(), data, file=path)
+    named = re.fullmatch(r"day0*(\d+)", path.stem)
+    if named and int(named.group(1)) != spec.day:  # day37.yaml copied to day38.yaml, unchanged
+        raise UserError(f"the file is named for day {int(named.group(1))} but says day {spec.day}",
+                        file=path, field="day")
+    return spec

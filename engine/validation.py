@@ -87,35 +87,45 @@ def _message(err: Mapping[str, Any], model: type[BaseModel], loc: list[str]) -> 
     if kind == "extra_forbidden":
         return _unknown_field(model, loc)
     if kind == "greater_than_equal":
-        return f"must be at least {_num(ctx['ge'])}, got {got!r}"
+        return f"must be at least {_num(ctx['ge'])}, got {_shown(got)}"
     if kind == "greater_than":
-        return f"must be greater than {_num(ctx['gt'])}, got {got!r}"
+        return f"must be greater than {_num(ctx['gt'])}, got {_shown(got)}"
     if kind == "less_than_equal":
-        return f"must be at most {_num(ctx['le'])}, got {got!r}"
+        return f"must be at most {_num(ctx['le'])}, got {_shown(got)}"
     if kind == "less_than":
-        return f"must be less than {_num(ctx['lt'])}, got {got!r}"
+        return f"must be less than {_num(ctx['lt'])}, got {_shown(got)}"
     if kind in {"int_type", "int_parsing", "int_from_float", "bool_type"}:
-        return f"must be a whole number, got {got!r}"
+        return f"must be a whole number, got {_shown(got)}"
     if kind in {"float_type", "float_parsing"}:
-        return f"must be a number, got {got!r}"
+        return f"must be a number, got {_shown(got)}"
     if kind == "string_type":
-        return f"must be text, got {got!r}"
+        return f"must be text, got {_shown(got)}"
     if kind == "list_type":
-        return f"must be a list, got {got!r}"
+        return f"must be a list, got {_shown(got)}"
     if kind == "too_short":
         return f"must have at least {ctx.get('min_length')} item(s)"
     if kind == "too_long":
-        return f"must have at most {ctx.get('max_length')} item(s)"
+        return f"must have at most {ctx.get('max_length')} item(s), the stated limit"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters, the stated limit; got {len(got):,}"
+    if kind == "string_too_short":
+        return f"must have at least {ctx.get('min_length')} character(s)"
     if kind == "string_pattern_mismatch":
-        return f"{got!r} is not one word (letters, digits, underscores; CamelCase reads best)"
+        return f"{_shown(got)} is not one word (letters, digits, underscores; CamelCase reads best)"
     if kind == "literal_error":
-        return f"must be one of {ctx.get('expected')}, got {got!r}"
+        return f"must be one of {ctx.get('expected')}, got {_shown(got)}"
     if kind == "union_tag_invalid":
         return f"kind must be one of {ctx.get('expected_tags')}, got {ctx.get('tag')!r}"
     if kind == "union_tag_not_found":
         return "needs a 'kind'"
     msg: str = err["msg"]
     return msg.removeprefix("Value error, ")
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value as the message quotes it, cut short: a 2-million-entry list is not a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _num(value: Any) -> Any:
@@ -126,20 +136,26 @@ def _num(value: Any) -> Any:
 def _unknown_field(model: type[BaseModel], loc: list[str]) -> str:
     name = loc[-1] if loc else "?"
     known = _fields_at(model, loc[:-1])
+    if not known:
+        return f"unknown field '{name}': this value takes no fields"
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean '{close[0]}'?" if close else f"; known fields: {', '.join(known)}"
     return f"unknown field '{name}'{hint}"
 
 
 def _fields_at(root: type[BaseModel], loc: list[str]) -> list[str]:
-    """The field names valid at a location, for the 'did you mean' hint."""
-    model: Any = root
+    """The field names valid at a location, for the 'did you mean' hint: every form a union
+    allows (a workload is a trace or a generator), not only the first."""
+    models: list[Any] = [root]
     for part in loc:
-        fields = getattr(model, "model_fields", {})
-        if part not in fields:
-            return _names(model)
-        model = _model_of(fields[part].annotation)
-    return _names(model)
+        found: list[Any] = []
+        for model in models:
+            fields = getattr(model, "model_fields", {})
+            if part in fields:
+                found += _models_of(fields[part].annotation)
+        if found:  # else a name pydantic inserted (a union's tag), not a key of the user's
+            models = found
+    return sorted({name for model in models for name in _names(model)})
 
 
 def _names(model: Any) -> list[str]:
@@ -148,12 +164,11 @@ def _names(model: Any) -> list[str]:
     return sorted(info.alias or name for name, info in fields.items())
 
 
-def _model_of(annotation: Any) -> Any:
-    """The BaseModel inside Optional[...] / list[...] annotations, if there is one."""
+def _models_of(annotation: Any) -> list[Any]:
+    """Every BaseModel inside Optional[...] / list[...] / Union[...] / Annotated[...]."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_of(arg)
-        if found is not None:
-            return found
-    return None
+        return [annotation]
+    found: list[Any] = []
+    for arg in (*getattr(annotation, "__args__", ()), *getattr(annotation, "__metadata__", ())):
+        found += _models_of(arg)
+    return found

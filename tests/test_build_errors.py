@@ -29,7 +29,7 @@ def break_thread(templates: Path, old: str, new: str) -> None:
 @pytest.mark.parametrize(
     "old, new, expected",
     [
-        ("{{ batching.slots }}", "{{ batching.slots }", "templates/day37/x-thread.md.j2: line "),
+        ("{{ batching.slots | thousands }}", "{{ batching.slots | thousands }", "templates/day37/x-thread.md.j2: line "),
         ("| multiple }}", "| multipel }}", "No filter named 'multipel'"),
         ("{{ batching.multiple | multiple }}", "{{ batching.multipel | multiple }}", "has no attribute 'multipel'"),
         ("{{ batching.multiple | multiple }}", "{{ batching.multipel | fixed }}", "has no attribute 'multipel'"),

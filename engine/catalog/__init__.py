@@ -23,7 +23,9 @@ from typing import Any
 import yaml
 
 from engine.catalog.params import count_params, moe_layout, ties_embeddings
+from engine.catalog.shapes import check_shapes
 from engine.errors import UserError
+from engine.limits import MAX_CONFIG_BYTES, check_yaml_depth, read_text_limited
 
 CATALOG_DIR = Path(__file__).parent
 MODEL_DTYPES = ("bfloat16", "float16", "float32")
@@ -214,6 +216,7 @@ def model_from_config(config: Mapping[str, Any], name: str, *, source: str | Non
     if missing:
         raise UserError(f"missing {', '.join(missing)}; is this a decoder model's config.json?",
                         file=file, field=missing[0])
+    check_shapes(c, file)
     try:
         layers = int(c["num_hidden_layers"])
         hidden = int(c["hidden_size"])
@@ -330,8 +333,10 @@ def model_from_fields(name: str, num_layers: int, num_kv_heads: int, head_dim: i
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    text = read_text_limited(path, MAX_CONFIG_BYTES, "catalog")
+    check_yaml_depth(text, path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise UserError(f"not valid YAML: {exc}", file=path) from None
     if not isinstance(data, dict):
@@ -395,11 +400,15 @@ def load_model(name_or_path: str) -> ModelArch:
     path = Path(key).expanduser()
     if path.is_dir():
         path = path / "config.json"
-    if path.is_file():
+    if path.exists():
+        text = read_text_limited(path, MAX_CONFIG_BYTES, "config.json")
         try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise UserError(f"not valid JSON: {exc}", file=path) from None
+            config = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
+                            file=path) from None
+        except RecursionError:
+            raise UserError("not valid JSON: nested too deep", file=path) from None
         if not isinstance(config, dict):
             raise UserError("a config.json must hold one JSON object", file=path)
         name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem

@@ -24,7 +24,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
 from engine.charts import labels, memo, style
-from engine.charts.batching import LONG, SHORT, ordered_policies, title_of
+from engine.charts.batching import LONG, SHORT, ordered_policies, timeline_fits, title_of
 from engine.charts.style import policy_colour
 from engine.charts.style import FONT, Size
 from engine.charts.registry import register_chart
@@ -113,7 +113,9 @@ def sample_steps(horizon: int, frames: int = FRAMES) -> list[int]:
     return sorted({int(round(x)) for x in np.linspace(0, horizon, frames)})
 
 
-@register_chart("slot_timeline_animation", needs=("batching",), size="x", animated=True)
+@register_chart(
+    "slot_timeline_animation", needs=("batching",), size="x", check=timeline_fits, animated=True
+)
 def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Path, str, Size]:
     """Write out_dir/slot_timeline_animation.gif; return (path, alt text, size)."""
     batching, shown = _shown(results)

@@ -58,7 +58,19 @@ def back_to_back(timeline: dict[str, list[int]]) -> list[tuple[int, int]]:
                    if (int(s), int(b)) in ends})
 
 
-@register_chart("slot_timeline", needs=("batching",), size="x")
+def timeline_fits(spec: Any) -> str | None:
+    """The spec-time rule of the timeline charts: one bar per request, so a workload past the
+    timeline limit is refused before the simulation runs rather than after it."""
+    from engine.limits import MAX_TIMELINE_REQUESTS
+
+    requests = getattr(spec.batching.workload, "requests", 0)
+    if requests > MAX_TIMELINE_REQUESTS:
+        return (f"draws one bar per request, at most {MAX_TIMELINE_REQUESTS:,}; "
+                f"the workload has {requests:,}")
+    return None
+
+
+@register_chart("slot_timeline", needs=("batching",), size="x", check=timeline_fits)
 def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Slots × steps, one bar per request: the idle slot-steps of static batching in grey.
 
@@ -69,7 +81,14 @@ def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
     batching = labels.section(results, "batching", "slot_timeline")
     shown = [(n, p) for n, p in ordered_policies(batching) if n in ("static", "continuous") and p.get("timeline")]
     if not shown:
-        raise ValueError("chart 'slot_timeline' needs a per-request timeline for static or continuous")
+        from engine.errors import UserError
+        from engine.limits import MAX_TIMELINE_REQUESTS
+
+        requests = batching.get("workload", {}).get("requests")
+        raise UserError(f"chart 'slot_timeline' draws one bar per request, at most "
+                        f"{MAX_TIMELINE_REQUESTS:,}; this workload has {requests:,}: drop the chart "
+                        "or use fewer requests" if isinstance(requests, int) else
+                        "chart 'slot_timeline' needs the static or continuous policy", field="charts")
     slots = int(batching["slots"])
     horizon = max(p["steps"] for _, p in shown)
     lengths_all = [e - s for _, p in shown for s, e in zip(p["timeline"]["start_step"], p["timeline"]["end_step"])]

@@ -10,8 +10,10 @@ import math
 import sys
 from typing import Any
 
+from engine import limits
 from engine.errors import UserError
 from engine.units import GIB
+from engine.limits import number_flag, whole_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,32 +23,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a catalog model (e.g. llama-3-8b) or a path to a Hugging Face "
                              "config.json")
     parser.add_argument("--gpu", metavar="NAME", help="a catalog GPU (e.g. a100-80gb, h100)")
-    parser.add_argument("--gpu-memory-gib", type=float, metavar="F",
+    parser.add_argument("--gpu-memory-gib", type=number_flag("--gpu-memory-gib", 0, 2**20, open_low=True), metavar="F",
                         help="GPU memory in GiB, instead of (or overriding) the catalog's figure")
     parser.add_argument("--budget", choices=("reserve", "vllm"),
                         help="reserve: memory minus --reserve-gib (the lab's); vllm: vLLM's own "
                              "accounting estimated from the card (default)")
-    parser.add_argument("--reserve-gib", type=float, metavar="F",
+    parser.add_argument("--reserve-gib", type=number_flag("--reserve-gib", 0, 2**20), metavar="F",
                         help="reserve for weights, activations and overhead (default 16)")
-    parser.add_argument("--gpu-util", type=float, metavar="F",
+    parser.add_argument("--gpu-util", type=number_flag("--gpu-util", 0, 1, open_low=True), metavar="F",
                         help="vLLM's gpu_memory_utilization (default 0.9)")
-    parser.add_argument("--kv-memory-gib", type=float, metavar="F",
+    parser.add_argument("--kv-memory-gib", type=number_flag("--kv-memory-gib", 0, 2**20, open_low=True), metavar="F",
                         help="the KV budget per GPU as given, e.g. vLLM's 'Available KV cache "
                              "memory' log line")
     parser.add_argument("--kv-dtype", default="auto", choices=KV_DTYPES,
                         help="KV cache dtype (auto = the model's)")
     parser.add_argument("--weight-dtype", choices=("fp16", "bf16", "fp8", "int8", "int4"),
                         help="weights' storage, for their share (default: the checkpoint's)")
-    parser.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel GPUs")
-    parser.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE, metavar="N",
+    parser.add_argument("--tp", type=whole_flag("--tp", 1, limits.MAX_TP), default=1, metavar="N", help="tensor-parallel GPUs")
+    parser.add_argument("--block-size", type=whole_flag("--block-size", 1, limits.MAX_BLOCK_SIZE), default=DEFAULT_BLOCK_SIZE, metavar="N",
                         help=f"tokens per KV block (default {DEFAULT_BLOCK_SIZE})")
-    parser.add_argument("--max-model-len", type=int, metavar="N",
+    parser.add_argument("--max-model-len", type=whole_flag("--max-model-len", 1, limits.MAX_CONTEXT_TOKENS), metavar="N",
                         help="longest context served (default: the model's)")
-    parser.add_argument("--max-num-batched-tokens", type=int, metavar="N",
+    parser.add_argument("--max-num-batched-tokens", type=whole_flag("--max-num-batched-tokens", 1, limits.MAX_CONTEXT_TOKENS), metavar="N",
                         help="vllm budget: tokens of the profiling pass and of a prefill chunk")
-    parser.add_argument("--non-torch-gib", type=float, metavar="F",
+    parser.add_argument("--non-torch-gib", type=number_flag("--non-torch-gib", 0, 2**20), metavar="F",
                         help="vllm budget: memory outside PyTorch (default: estimated)")
-    parser.add_argument("--context", type=int, nargs="+", metavar="N",
+    parser.add_argument("--context", type=whole_flag("--context", 1, limits.MAX_CONTEXT_TOKENS), nargs="+", metavar="N",
                         default=list(DEFAULT_CONTEXTS), help="context lengths to tabulate")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 

@@ -17,7 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from engine import limits
 from engine.errors import UserError
+from engine.limits import number_flag, whole_flag
 
 DEFAULT_SECONDS_PER_STEP = 0.02  # the lab's assumption: 20 ms per decode step
 # Where a simulator error names a policy field, the user typed a flag.
@@ -40,15 +42,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", metavar="FILE.csv",
                         help="a trace: output_tokens, optional prompt_tokens and arrival_time (s)")
-    source.add_argument("--requests", type=int, metavar="N", help="generate N requests")
+    source.add_argument("--requests", type=whole_flag("--requests", 1, limits.MAX_REQUESTS), metavar="N", help="generate N requests")
     parser.add_argument("--output-tokens", metavar="SPEC", help=f"output lengths: {DISTRIBUTION_SYNTAX}")
     parser.add_argument("--prompt-tokens", metavar="SPEC", help="prompt lengths (same syntax)")
-    parser.add_argument("--arrival-rate", type=float, metavar="R",
+    parser.add_argument("--arrival-rate", type=number_flag("--arrival-rate", 0, 1e12, open_low=True), metavar="R",
                         help="Poisson arrivals, R requests per second (default: all at t = 0)")
-    parser.add_argument("--arrival-cv", type=float, metavar="CV",
+    parser.add_argument("--arrival-cv", type=number_flag("--arrival-cv", 0, 1e6, open_low=True), metavar="CV",
                         help="gamma arrivals with this coefficient of variation (needs --arrival-rate)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated workload")
-    parser.add_argument("--slots", type=int, required=True, metavar="N", help="batch slots")
+    parser.add_argument("--seed", type=whole_flag("--seed", 0, 2**63 - 1), default=0, help="seed of the generated workload")
+    parser.add_argument("--slots", type=whole_flag("--slots", 1, limits.MAX_SLOTS), required=True, metavar="N", help="batch slots")
     from engine.batching import registry
 
     parser.add_argument("--policy", default="static,continuous", metavar="LIST",
@@ -57,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="NAME", help="catalog model (roofline, KV blocks)")
     parser.add_argument("--gpu", metavar="NAME", help="catalog GPU (roofline, KV blocks)")
     parser.add_argument("--kv-dtype", default="auto", help="KV cache dtype for --model (default auto)")
-    parser.add_argument("--tp", type=int, default=1, metavar="N",
+    parser.add_argument("--tp", type=whole_flag("--tp", 1, 1024), default=1, metavar="N",
                         help="tensor parallel GPUs per replica (with --model and --gpu): weights, KV "
                              "heads and FLOPs split as the KV calculator splits them, plus two "
                              "all-reduces per layer over the catalog's GPU link (default 1)")
@@ -65,16 +67,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="unit[:SECONDS] | roofline (a lower bound) | calibrated:FILE (the "
                              "roofline fitted to a bench JSON or a per-operator CSV: batch, context, "
                              "prefill, seconds) | measured:FILE (default unit, 0.02 s/step)")
-    parser.add_argument("--max-wait", type=float, metavar="S",
+    parser.add_argument("--max-wait", type=number_flag("--max-wait", 0, limits.MAX_ARRIVAL_SECONDS), metavar="S",
                         help="static: launch a partial group once its oldest waited S seconds")
-    parser.add_argument("--num-blocks", type=int, metavar="N",
+    parser.add_argument("--num-blocks", type=whole_flag("--num-blocks", 1, limits.MAX_BLOCKS), metavar="N",
                         help="paged: KV blocks (default: the KV calculator's for --model on --gpu)")
-    parser.add_argument("--block-size", type=int, default=16, metavar="N", help="paged: tokens per block")
-    parser.add_argument("--max-num-seqs", type=int, metavar="N", help="paged: running requests at most")
-    parser.add_argument("--max-num-batched-tokens", type=int, metavar="N",
+    parser.add_argument("--block-size", type=whole_flag("--block-size", 1, limits.MAX_BLOCK_SIZE), default=16, metavar="N", help="paged: tokens per block")
+    parser.add_argument("--max-num-seqs", type=whole_flag("--max-num-seqs", 1, limits.MAX_SLOTS), metavar="N", help="paged: running requests at most")
+    parser.add_argument("--max-num-batched-tokens", type=whole_flag("--max-num-batched-tokens", 1, limits.MAX_CONTEXT_TOKENS), metavar="N",
                         help="paged: tokens per step at most")
     parser.add_argument("--chunked-prefill", action="store_true", help="paged: Sarathi-style chunks")
-    parser.add_argument("--replicas", type=int, default=1, metavar="N",
+    parser.add_argument("--replicas", type=whole_flag("--replicas", 1, 4096), default=1, metavar="N",
                         help="N copies of the engine, each with its own scheduler and KV pool, "
                              "behind --router (default 1)")
     parser.add_argument("--router", default="round_robin",
@@ -282,8 +284,9 @@ def _step_time(args: argparse.Namespace) -> Any:
             seconds = float(rest) if rest else DEFAULT_SECONDS_PER_STEP
         except ValueError:
             raise UserError(f"seconds per step {rest!r} is not a number", field="--step-time") from None
-        if not seconds > 0:
-            raise UserError(f"seconds per step must be positive, got {rest}", field="--step-time")
+        if not (0 < seconds <= 3600):  # not NaN, not inf: "nanx the throughput" was printed
+            raise UserError(f"seconds per step must be a positive number up to 3600, got {rest}",
+                            field="--step-time")
         return batching.UnitStepTime(seconds)
     if kind == "roofline":
         if not (args.model and args.gpu):

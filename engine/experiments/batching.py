@@ -9,13 +9,14 @@ import numpy as np
 
 from engine import batching, workload
 from engine.errors import UserError
+from engine.limits import MAX_TIMELINE_REQUESTS
 from engine.review_tables import num_cell, source_kind
 from engine.sections import Inputs, SpecLocation, blame, register_section
 from engine.spec import BatchingSection, CalibratedStepTimeSpec, RooflineStepTimeSpec, UnitStepTimeSpec
 
 # Per-request timelines feed the slot-timeline chart; past this many requests the chart would be
 # unreadable and results.json large, so they are left out.
-TIMELINE_LIMIT = 5000
+TIMELINE_LIMIT = MAX_TIMELINE_REQUESTS
 
 
 def policy_of(name: str, section: BatchingSection) -> Any:

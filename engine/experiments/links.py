@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.errors import UserError
 from engine.sections import SpecLocation, blame, sections
 from engine.spec import DaySpec, load_spec
 
@@ -20,6 +21,9 @@ def run(spec: DaySpec, location: SpecLocation) -> list[dict[str, Any]]:
         if link.spec is not None:
             with blame(location, f"links_back.{i}.spec"):
                 earlier = load_spec(location.spec_dir / link.spec)
+            if earlier.day != link.day:  # else Day 4's figure would be credited to "Day 5"
+                raise UserError(f"day {link.day}, but {link.spec} is the spec of day {earlier.day}",
+                                file=location.spec_path, field=f"links_back.{i}.day")
             entry["figure"] = figure_of(earlier, SpecLocation(spec_path=location.spec_dir / link.spec))
         links.append(entry)
     return links

@@ -104,8 +104,9 @@ def _run_policies(model: Decoder, config: BenchConfig, lengths: list[int], conte
             if result is None:
                 bar.close()
                 raise UserError(f"out of device memory running {name} batching with "
-                                f"{config.slots} slots × {context} positions; use --quick, a "
-                                "smaller --scale or --eager", field="batching")
+                                f"{config.slots} slots × {context} positions; use "
+                                f"{'' if config.quick else '--quick, '}a smaller --scale or --eager",
+                                field="batching")
             out[name] = result
         return out
 
@@ -159,7 +160,8 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
     if config.slots * context * kv_per_token > kv_budget:
         bar.close()
         raise UserError(f"the batching cache ({config.slots} slots × {context} positions) does not "
-                        f"fit beside the weights on {info.name}; use --quick or a smaller model",
+                        f"fit beside the weights on {info.name}; use "
+                        f"{'' if config.quick else '--quick or '}a smaller model",
                         field="batching")
 
     bar.set_postfix_str("memory")

@@ -53,9 +53,77 @@ from twitter_text.config import config as _config  # noqa: E402
 from twitter_text.extract_urls import extract_urls_with_indices  # noqa: E402
 from twitter_text.parse_tweet import parse_tweet  # noqa: E402
 from twitter_text.regexp.emoji import emoji as library_emoji  # noqa: E402
+from twitter_text.regexp.extract_url import extract_url  # noqa: E402
 from twitter_text.regexp.invalid_chars import invalid_chars  # noqa: E402
+from twitter_text.regexp.invalid_url_without_protocol_preceding_chars import (  # noqa: E402
+    invalid_url_without_protocol_preceding_chars,
+)
+from twitter_text.regexp.valid_ascii_domain import valid_ascii_domain  # noqa: E402
+from twitter_text.regexp.valid_tco_url import valid_tco_url  # noqa: E402
 
 #: The v3 configuration (280, scale 100, default weight 200, URLs 23, emoji parsing on).
 V3 = _config["version3"]
 
-__all__ = ["V3", "extract_urls_with_indices", "invalid_chars", "library_emoji", "parse_tweet"]
+_DEFAULT_PROTOCOL = "https://"
+_MAX_URL_LENGTH = 4096
+_MAX_TCO_SLUG_LENGTH = 40
+_MAX_DOMAIN_LABEL_LENGTH = 63
+
+
+def _utf16_length(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _js_domain_ok(domain: str) -> bool:
+    """twitter-text JS's ``idna.toAscii`` test: each label, Punycode-encoded without nameprep,
+    is 1..63 characters. The Python port asks Python's ``idna`` codec instead, which refuses
+    mixed-script labels ("בn") that the official library, and X, accept as a domain; a link
+    missed is a post counted short by up to 22."""
+    if domain.startswith("xn--") and not valid_ascii_domain.fullmatch(domain):
+        return False
+    for label in domain.split("."):
+        try:
+            encoded = label if label.isascii() else "xn--" + label.encode("punycode").decode("ascii")
+        except UnicodeError:
+            return False
+        if not 1 <= len(encoded) <= _MAX_DOMAIN_LABEL_LENGTH:
+            return False
+    return True
+
+
+def extract_urls(text: str) -> list[tuple[int, int]]:
+    """(start, end) code point indices of each URL, as twitter-text 3.1.0 (JavaScript) finds
+    them: the Python port's expressions and steps, with the official library's domain test
+    and length rule (UTF-16 length of protocol and URL at most 4,096)."""
+    if "." not in text:
+        return []
+    found: list[tuple[int, int]] = []
+    for match in extract_url.finditer(text):
+        _, before, url, protocol, domain, _, path, _ = match.groups()
+        end = match.end()
+        start = end - len(url)
+        if not _js_domain_ok(domain) or _utf16_length(protocol or _DEFAULT_PROTOCOL) + _utf16_length(url) > _MAX_URL_LENGTH:
+            continue
+        if protocol is None:
+            if invalid_url_without_protocol_preceding_chars.match(before):
+                continue
+            last: list[int] | None = None
+            for ascii_match in valid_ascii_domain.finditer(domain):
+                last = [start + ascii_match.start(), start + ascii_match.end()]
+                found.append((last[0], last[1]))
+            if last is None:
+                continue
+            if path:
+                found[-1] = (last[0], end)
+        else:
+            tco = valid_tco_url.search(url)
+            if tco:
+                slug = tco.group(1)
+                if slug and len(slug) > _MAX_TCO_SLUG_LENGTH:
+                    continue
+                end = start + len(tco.group(0))
+            found.append((start, end))
+    return found
+
+
+__all__ = ["V3", "extract_urls", "extract_urls_with_indices", "invalid_chars", "library_emoji", "parse_tweet"]

@@ -38,10 +38,9 @@ class Report:
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"not UTF-8 text (byte {exc.start})", file=path) from None
+    from engine.limits import MAX_DRAFT_BYTES, read_text_limited
+
+    return read_text_limited(path, MAX_DRAFT_BYTES, "draft")
 
 
 def alt_text_platforms(name: str) -> tuple[str, ...]:
@@ -65,7 +64,8 @@ def check_day_dir(path: Path) -> Report:
         if not draft.is_file():
             violations.append(Violation(platform.draft, None, "missing", f"no {platform.draft} in {path}"))
             continue
-        per_post, found = platform.check_draft(_read(draft))
+        files = {p.name for p in path.iterdir() if p.is_file()}
+        per_post, found = platform.check_draft(_read(draft), available=files)
         if platform.thread:
             for k, post_counts in enumerate(per_post, start=1):
                 counts[f"{platform.draft} post {k}/{len(per_post)}"] = post_counts

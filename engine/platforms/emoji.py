@@ -1,31 +1,31 @@
-"""Emoji sequences by their grammar, so emoji newer than a table still count once.
+"""Which runs of text X counts as one emoji (weight 2), as the official twitter-text does, plus
+one class it does not know yet.
 
-twitter-text v3 counts an emoji, however many code points it is built from, as weight 2. The
-Python library finds emoji with a list from emoji-test.txt 12.0 (2019), so sequences added since
-(❤️‍🔥, 🐦‍🔥, 🧑‍🧑‍🧒, 🫱🏻‍🫲🏿, a skin tone on 🫃 …) fall apart into their pieces and cost 4 to 11.
+The official library (twitter-text 3.1.0, JavaScript) finds emoji with the regular expression of
+twemoji-parser 11.0.2, over UTF-16 code units. That expression is stored verbatim in
+``engine/data/twemoji-parser-11.0.2.regex`` (MIT, Copyright Twitter Inc.; see the README there)
+and runs here over the same UTF-16 units, so Python's ``re``, a backtracking engine with the same
+leftmost-first alternation as JavaScript's, matches exactly the same runs. Counting anything the
+official expression does not match as one emoji would count lower than the official library,
+and a post this check passes could then be refused by X.
 
-Instead of a newer list (which would age the same way), this module matches the *shape* of an
-emoji sequence from UTS #51 (ED-17, emoji_sequence):
-
-    keycap     [0-9#*] FE0F? 20E3
-    flag       regional indicator × 2
-    tag        1F3F4 tag-char+ E007F                       (England, Scotland, Wales)
-    element    pictographic (skin-tone modifier | FE0F)?
-    zwj        element (200D element)+
-
-A *pictographic* code point is one with Unicode's Extended_Pictographic property; the ranges below
-are that property from emoji-data.txt (stable since Unicode 11, which pre-assigned whole blocks
-to future emoji). tests/test_platforms.py checks them against every emoji in the library's
-emoji-test.txt.
-
-Only sequences of two or more code points are matched here: a lone code point is left to the
-library's own rule, so plain text (©, →, ×) keeps the weight twitter-text gives it.
+The one exception, with a published source: *standard* emoji sequences newer than twemoji 11
+(Emoji 12.0 onward: 🧑‍🤝‍🧑, ❤️‍🔥, 🐦‍🔥, 🫱🏻‍🫲🏿 …). X's own documentation says "All emojis count
+as 2 characters, regardless of complexity" and shows ZWJ and skin-tone sequences counting 2
+(https://docs.x.com/fundamentals/counting-characters), and X's clients use current twemoji. The
+list of standard sequences is the Unicode RGI list as the ``emoji`` package ships it (fully and
+minimally qualified entries of two or more code points); only those that twemoji 11 does not
+match whole are added. Nothing else (regional-indicator pairs that are not flags, ZWJ between
+arbitrary symbols, skin tones on bases that take none, FE0F after text) is shortened.
 """
 from __future__ import annotations
 
+import importlib.resources
 import re
+from functools import lru_cache
 
-#: Extended_Pictographic (emoji-data.txt), as code point ranges.
+#: Extended_Pictographic (emoji-data.txt), as code point ranges: kept for the tests and for
+#: anyone asking whether a code point is pictographic; counting does not use it.
 PICTOGRAPHIC_RANGES: tuple[tuple[int, int], ...] = (
     (0x00A9, 0x00A9), (0x00AE, 0x00AE), (0x203C, 0x203C), (0x2049, 0x2049),
     (0x2122, 0x2122), (0x2139, 0x2139), (0x2194, 0x2199), (0x21A9, 0x21AA),
@@ -49,34 +49,50 @@ PICTOGRAPHIC_RANGES: tuple[tuple[int, int], ...] = (
     (0x1F90C, 0x1F93A), (0x1F93C, 0x1F945), (0x1F947, 0x1FAFF), (0x1FC00, 0x1FFFD),
 )
 
-
-def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
-    parts = (re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
-    return "[" + "".join(parts) + "]"
-
-
-_PICT = _char_class(PICTOGRAPHIC_RANGES)
-_MODIFIER = "[\U0001F3FB-\U0001F3FF]"
-_VS16 = "\uFE0F"
-_ZWJ = "\u200D"
-_REGIONAL = "[\U0001F1E6-\U0001F1FF]"
-_KEYCAP = f"[0-9#*]{_VS16}?\u20E3"
-_FLAG = f"{_REGIONAL}{_REGIONAL}"
-_TAG = "\U0001F3F4[\U000E0020-\U000E007E]+\U000E007F"
-_ELEMENT = f"(?:{_PICT}(?:{_MODIFIER}|{_VS16})?|{_KEYCAP}|{_FLAG})"
-
-#: One emoji made of two or more code points. Alternatives are tried in order, longest shapes
-#: first, because Python's ``re`` takes the first alternative that matches.
-EMOJI_SEQUENCE = re.compile(
-    f"{_ELEMENT}(?:{_ZWJ}{_ELEMENT})+"
-    f"|{_TAG}"
-    f"|{_KEYCAP}"
-    f"|{_FLAG}"
-    f"|{_PICT}(?:{_MODIFIER}|{_VS16})"
-)
+TWEMOJI_REGEX_FILE = "twemoji-parser-11.0.2.regex"
 
 
 def is_pictographic(char: str) -> bool:
     """Whether one code point has the Extended_Pictographic property (per the ranges above)."""
     code = ord(char)
     return any(a <= code <= b for a, b in PICTOGRAPHIC_RANGES)
+
+
+def utf16_units(text: str) -> str:
+    """The text as one Python character per UTF-16 code unit (astral code points become their
+    two surrogates), the string the official JavaScript library works on."""
+    if text.isascii() or max(text) < "\U00010000":
+        return text
+    data = text.encode("utf-16-le", "surrogatepass")
+    return "".join(map(chr, memoryview(data).cast("H")))
+
+
+@lru_cache(maxsize=1)
+def twemoji() -> re.Pattern[str]:
+    """The official library's emoji expression, over UTF-16 units."""
+    source = importlib.resources.files("engine").joinpath("data", TWEMOJI_REGEX_FILE).read_text(encoding="ascii")
+    return re.compile(source.strip())
+
+
+@lru_cache(maxsize=1)
+def newer_standard_sequences() -> tuple[str, ...]:
+    """Standard (RGI) emoji sequences of two or more code points that twemoji 11 does not
+    match whole, longest first, each as UTF-16 units."""
+    import emoji as emoji_data
+
+    qualified = {emoji_data.STATUS["fully_qualified"], emoji_data.STATUS["minimally_qualified"]}
+    pattern = twemoji()
+    found = set()
+    for text, info in emoji_data.EMOJI_DATA.items():
+        if len(text) < 2 or info.get("status") not in qualified:
+            continue
+        units = utf16_units(text)
+        if not pattern.fullmatch(units):
+            found.add(units)
+    return tuple(sorted(found, key=lambda s: (-len(s), s)))
+
+
+@lru_cache(maxsize=1)
+def newer_pattern() -> re.Pattern[str]:
+    """The newer standard sequences as one expression, longest first (over UTF-16 units)."""
+    return re.compile("|".join(re.escape(s) for s in newer_standard_sequences()))

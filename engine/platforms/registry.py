@@ -43,13 +43,22 @@ class Platform:
 
         return split_thread(text)
 
-    def check_draft(self, text: str, draft: str | None = None) -> tuple[list[list[Count]], list[Violation]]:
-        """Counts per post and every broken rule, for the draft's whole text."""
+    def check_draft(
+        self, text: str, draft: str | None = None, *, available: set[str] | None = None
+    ) -> tuple[list[list[Count]], list[Violation]]:
+        """Counts per post and every broken rule, for the draft's whole text. With ``available``
+        (the file names in the day's folder), every image a post attaches must be one of them."""
+        from engine.platforms.thread import missing_attachments
+
         name = draft or self.draft
         if self.thread:
-            return self.check(self.posts(text), name)  # type: ignore[arg-type,return-value]
-        counts, violations = self.check(text, name)  # type: ignore[arg-type]
-        return [counts], violations  # type: ignore[list-item]
+            per_post, violations = self.check(self.posts(text), name)  # type: ignore[arg-type,assignment]
+        else:
+            counts, violations = self.check(text, name)  # type: ignore[arg-type]
+            per_post = [counts]  # type: ignore[list-item]
+        if available is not None:
+            violations = [*violations, *missing_attachments(self.posts(text), name, available, thread=self.thread)]
+        return per_post, violations  # type: ignore[return-value]
 
 
 _REGISTRY: dict[str, Platform] = {}

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 
+from engine.platforms.rules import Violation
+
 # A post separator in a thread's draft, and a Markdown image (an attachment, not text).
 _SEPARATOR = "---"
-_IMAGE = re.compile(r"!\[[^\]]*\]\([^)\s]*\)")
+_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]*)\)")
 # "k/n" as the first or the last thing in a post: "1/7 …", "(1/7) …", "1/7: …", "… 7/7."
 _MARKER_AT_START = re.compile(r"^\s*\(?(\d{1,3})/(\d{1,3})\)?[.:]?(?=\s|$)")
 _MARKER_AT_END = re.compile(r"(?:^|\s)\(?(\d{1,3})/(\d{1,3})\)?[.:]?\s*$")
@@ -48,6 +50,22 @@ def post_text(post: str) -> str:
 def images_in(post: str) -> int:
     """How many images a post attaches, written as Markdown images in the draft."""
     return len(_IMAGE.findall(post))
+
+
+def image_files(post: str) -> list[str]:
+    """The files a post's Markdown images point at, in order."""
+    return _IMAGE.findall(post)
+
+
+def missing_attachments(posts: list[str], draft: str, available: set[str], *, thread: bool) -> list[Violation]:
+    """An image a post attaches that is not in the day's folder cannot be posted: one violation
+    per such image, naming the post (None for a single post)."""
+    return [
+        Violation(draft, k if thread else None, "images", f"attaches {target or '(nothing)'}, which is not in the folder")
+        for k, post in enumerate(posts, start=1)
+        for target in image_files(post)
+        if target not in available
+    ]
 
 
 def numbering(post: str) -> tuple[int, int] | None:

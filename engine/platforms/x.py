@@ -1,25 +1,28 @@
 """X (Twitter) rules: weighted length per twitter-text v3, and what makes a thread postable.
 
-The count is twitter-text v3's: NFC first; each URL costs 23 whatever its length; each emoji
+The count is the official twitter-text 3.1.0 (JavaScript) ``parseTweet``, ported step for step:
+NFC first; each URL costs 23 whatever its length; each emoji the official expression finds
 costs 2; every other code point costs 1 inside the configured ranges (Latin, Cyrillic, Hebrew,
 Arabic, Devanagari …, U+2000–200D, U+2010–201F, U+2032–2037) and 2 outside them (CJK, `→`, `−`,
-U+202F …). U+FFFE, U+FEFF and U+FFFF make a post invalid.
+U+202F, astral code points …). U+FFFE, U+FEFF and U+FFFF make a post invalid. The walk is over
+UTF-16 code units, as the official library's, so an emoji or a URL starting inside a run the
+library has already counted is never counted twice.
 
-URLs, the ranges and the invalid characters come from twitter-text-parser, which runs the
-official conformance suite. Emoji are the one place we do not take its answer as is: its 2019
-table splits newer sequences into pieces, so a sequence of several code points is recognised by
-its shape first (engine.platforms.emoji) and the library's table is the fallback for the rest.
+tests/data/twitter-text/official-vectors.json holds thousands of random posts from the hard
+classes with the official library's answer; the counter equals it on every one, except the one
+class engine.platforms.emoji justifies with X's documentation (standard emoji newer than the
+library's table count 2).
 """
 from __future__ import annotations
 
 import re
 import unicodedata
 
-from engine.platforms._twitter_text import V3, extract_urls_with_indices, invalid_chars, library_emoji
-from engine.platforms.emoji import EMOJI_SEQUENCE
+from engine.platforms._twitter_text import V3, extract_urls, invalid_chars
+from engine.platforms.emoji import newer_pattern, twemoji, utf16_units
 from engine.platforms.registry import Platform, register_platform
 from engine.platforms.rules import Count, Violation
-from engine.platforms.thread import images_in, numbering, post_text
+from engine.platforms.thread import images_in, missing_attachments, numbering, post_text
 
 MAX_WEIGHTED_LENGTH: int = V3["max_weighted_tweet_length"]  # 280
 MAX_IMAGES_PER_POST = 4
@@ -36,26 +39,50 @@ def _normalise(text: str) -> str:
     return re.sub(r"\r\n|\r", "\n", unicodedata.normalize("NFC", text))
 
 
-def _char_weight(char: str) -> int:
-    code = ord(char)
+def _unit_weight(unit: int) -> int:
     for start, end, weight in _RANGES:
-        if start <= code <= end:
+        if start <= unit <= end:
             return weight
     return _DEFAULT_WEIGHT
 
 
-def x_weighted_length(text: str) -> int:
-    """X's count of a post, the number compared with 280."""
+def x_weighted_length(text: str, *, newer_emoji: bool = True) -> int:
+    """X's count of a post, the number compared with 280.
+
+    ``newer_emoji=False`` counts exactly as the official library (standard emoji newer than its
+    table fall apart into their pieces); the tests compare both forms with its vectors.
+    """
     text = _normalise(text)
-    url_end = {u["indices"][0]: u["indices"][1] for u in extract_urls_with_indices(text)}
-    total, i = 0, 0
-    while i < len(text):
+    units = utf16_units(text)
+    if len(units) != len(text):  # code point → UTF-16 index, for the URL finder's answers
+        offsets = [0]
+        for char in text:
+            offsets.append(offsets[-1] + (2 if ord(char) > 0xFFFF else 1))
+    else:
+        offsets = None
+    url_end = {}
+    for start, end in extract_urls(text):
+        if offsets is not None:
+            start, end = offsets[start], offsets[end]
+        url_end[start] = end
+    emoji_end = {m.start(): m.end() for m in twemoji().finditer(units)}
+    newer = newer_pattern() if newer_emoji and not units.isascii() else None
+    total, i, n = 0, 0, len(units)
+    while i < n:
         if i in url_end:
             total, i = total + _URL_WEIGHT, url_end[i]
-        elif match := EMOJI_SEQUENCE.match(text, i) or library_emoji.match(text, i):
-            total, i = total + _EMOJI_WEIGHT, match.end()
+            continue
+        end = emoji_end.get(i, i)
+        if newer is not None and (match := newer.match(units, i)) and match.end() > end:
+            end = match.end()  # a standard emoji newer than the official table: one emoji
+        if end > i:
+            total, i = total + _EMOJI_WEIGHT, end
         else:
-            total, i = total + _char_weight(text[i]), i + 1
+            unit = ord(units[i])
+            if 0xD800 <= unit <= 0xDBFF and i + 1 < n and 0xDC00 <= ord(units[i + 1]) <= 0xDFFF:
+                i += 1  # as the official library: a surrogate pair weighs as its low half (2)
+                unit = ord(units[i])
+            total, i = total + _unit_weight(unit), i + 1
     return total // _SCALE
 
 
@@ -74,6 +101,7 @@ def check_x_thread(
     *,
     draft: str = "x-thread.md",
     images_per_post: dict[int, int] | None = None,
+    available: set[str] | None = None,
 ) -> tuple[list[list[Count]], list[Violation]]:
     """Each post's counts, and every broken rule, for a thread given as its posts.
 
@@ -81,6 +109,7 @@ def check_x_thread(
     not counted), holds no invalid character, carries its 'k/n' marker (k its position, n the
     number of posts; not needed for a single post), and attaches at most 4 images. Images are
     counted from the Markdown unless ``images_per_post`` (1-based post → images) says otherwise.
+    With ``available`` (file names in the day's folder), every image a post attaches must be one.
     """
     if not posts:
         return [], [Violation(draft, None, "posts", "the thread has no posts")]
@@ -115,6 +144,8 @@ def check_x_thread(
                 fail("numbering", f"no '{k}/{total}' marker at the start or end of the post")
             elif marker != (k, total):
                 fail("numbering", f"numbered {marker[0]}/{marker[1]}, expected {k}/{total}")
+    if available is not None:  # an attachment that is not there cannot be posted
+        violations += missing_attachments(posts, draft, available, thread=True)
     return counts, violations
 
 

@@ -17,6 +17,9 @@ import heapq
 
 import numpy as np
 
+from engine.errors import UserError
+from engine.limits import MAX_SERVERS
+
 
 def single_server_starts(arrivals: np.ndarray, services: np.ndarray) -> np.ndarray:
     """Start times of a one-server FIFO queue (arrivals sorted ascending, times in seconds)."""
@@ -35,6 +38,8 @@ def shared_line_starts(arrivals: np.ndarray, services: np.ndarray, servers: int)
     """Start times when one FIFO line feeds `servers` identical servers."""
     if servers < 1:
         raise ValueError(f"servers must be at least 1, got {servers}")
+    if servers > MAX_SERVERS:
+        raise UserError(f"at most {MAX_SERVERS:,} servers, got {servers:,}", field="servers")
     if servers == 1:
         return single_server_starts(arrivals, services)
     free_at = [-np.inf] * servers  # a min-heap of the times the servers become free

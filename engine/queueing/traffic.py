@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.errors import UserError
+from engine.limits import MAX_QUEUEING_REQUESTS
+
 SERVICE_KINDS = ("exponential", "deterministic", "lognormal")
 
 
@@ -80,6 +83,9 @@ def draw(requests: int, seed: int, law: ServiceLaw = ServiceLaw()) -> Draws:
     """
     if requests < 2:
         raise ValueError(f"need at least 2 requests, got {requests}")
+    if requests > MAX_QUEUEING_REQUESTS:  # 10^8 used to take 7.5 GB before anyone noticed
+        raise UserError(f"at most {MAX_QUEUEING_REQUESTS:,} requests per run, got {requests:,}",
+                        field="requests")
     gaps_ss, work_ss, pick_ss = np.random.SeedSequence(seed).spawn(3)
     return Draws(
         gaps=np.random.default_rng(gaps_ss).exponential(1.0, requests),

@@ -1,0 +1,54 @@
+"""Arrival processes: when each request reaches the server, drawn from a seeded generator."""
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal, Union
+
+import numpy as np
+from pydantic import ConfigDict, Field, model_validator
+
+from engine.workload.distributions import PositiveFloat, _Model
+
+
+class AllAtZero(_Model):
+    """Everyone is already waiting when the clock starts: the lab's setting."""
+
+    kind: Literal["all_at_zero"] = "all_at_zero"
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.zeros(n)
+
+
+class Poisson(_Model):
+    """Independent arrivals at `rate` per second: exponential gaps."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=True)  # rate inf: all at 0
+    kind: Literal["poisson"] = "poisson"
+    rate: PositiveFloat
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.cumsum(rng.exponential(1.0 / self.rate, size=n))
+
+
+class Gamma(_Model):
+    """Gaps with mean 1/rate and coefficient of variation `cv`: cv > 1 is bursty, < 1 smooth."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=True)  # rate inf: all at 0
+    kind: Literal["gamma"] = "gamma"
+    rate: PositiveFloat
+    cv: PositiveFloat
+
+    @model_validator(mode="after")
+    def _finite_cv(self) -> "Gamma":
+        if not math.isfinite(self.cv):
+            raise ValueError("cv must be a finite number")
+        return self
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.cv**2 == 0:  # so smooth that the gaps are their mean (1 / cv² would overflow)
+            return np.cumsum(np.full(n, 1.0 / self.rate))
+        shape = 1.0 / self.cv**2
+        return np.cumsum(rng.gamma(shape, 1.0 / (self.rate * shape), size=n))
+
+
+Arrivals = Annotated[Union[AllAtZero, Poisson, Gamma], Field(discriminator="kind")]

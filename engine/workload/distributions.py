@@ -1,0 +1,232 @@
+"""Length distributions: how many tokens each request generates or prompts with.
+
+Why each is here: constant and uniform reproduce the lab; a clipped normal or a lognormal is
+what output lengths of chat traffic look like; a capped exponential and a capped zipf give the
+heavy tail that makes static batching hurt; a weighted mixture is the lab's "90 % short, 10 %
+long" shape. Continuous draws are rounded to whole tokens (the exponential upward, so its values
+start at 1) and then clipped to the bounds the spec gives. Every distribution knows its bounds
+without drawing, so "output lengths must be at least 1" is checked from the spec, not the seed.
+"""
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal, Union
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from engine.errors import UserError
+from engine.limits import MAX_TOKENS
+
+MAX_SIGMA = 10.0  # lognormal spread: e^10 ≈ 22,000× per standard deviation
+
+NonNegativeInt = Annotated[int, Field(ge=0)]
+PositiveInt = Annotated[int, Field(ge=1)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS)]  # a length, or a bound on lengths
+PositiveTokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+TokensFloat = Annotated[float, Field(gt=0, le=MAX_TOKENS)]  # a typical length (mean, median)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class Constant(_Model):
+    """Every request the same length: the lab's control case (all 100 tokens)."""
+
+    kind: Literal["constant"] = "constant"
+    value: Tokens
+
+    def bounds(self) -> tuple[int, int | None]:
+        return self.value, self.value
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.full(n, self.value, dtype=np.int64)
+
+
+class Uniform(_Model):
+    """Uniform integers, both ends included: the lab's 8–40 and 400–700."""
+
+    kind: Literal["uniform"] = "uniform"
+    low: Tokens
+    high: Tokens
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Uniform":
+        if self.high < self.low:
+            raise ValueError(f"high ({self.high}) must be at least low ({self.low})")
+        return self
+
+    def bounds(self) -> tuple[int, int | None]:
+        return self.low, self.high
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.integers(self.low, self.high, size=n, endpoint=True, dtype=np.int64)
+
+
+class _Clipped(_Model):
+    """Shared by the continuous distributions: round to a whole token, clip to [low, high]
+    (without `high`, to MAX_TOKENS)."""
+
+    low: Tokens = 1
+    high: Tokens | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "_Clipped":
+        if self.high is not None and self.high < self.low:
+            raise ValueError(f"high ({self.high}) must be at least low ({self.low})")
+        return self
+
+    def bounds(self) -> tuple[int, int | None]:
+        return self.low, self.high
+
+    def _clip(self, values: np.ndarray) -> np.ndarray:
+        upper = MAX_TOKENS if self.high is None else self.high
+        return np.clip(np.rint(values), self.low, upper).astype(np.int64)
+
+
+class Normal(_Clipped):
+    """A bell around a typical length, clipped (a normal can go negative; lengths cannot)."""
+
+    kind: Literal["normal"] = "normal"
+    mean: Annotated[float, Field(ge=-MAX_TOKENS, le=MAX_TOKENS)]
+    std: Annotated[float, Field(ge=0, le=MAX_TOKENS)]
+
+    @model_validator(mode="after")
+    def _mostly_inside(self) -> "Normal":
+        """A bell almost wholly outside [low, high] would clip every draw to one bound:
+        `normal:-100:1` is 'every request 1 token', which is not what anyone meant."""
+        if self.mean + 3 * self.std < self.low:
+            raise ValueError(f"mean {self.mean:g} and std {self.std:g} put almost every draw below "
+                             f"low ({self.low}), where it would be clipped to {self.low}")
+        if self.high is not None and self.mean - 3 * self.std > self.high:
+            raise ValueError(f"mean {self.mean:g} and std {self.std:g} put almost every draw above "
+                             f"high ({self.high}), where it would be clipped to {self.high}")
+        return self
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return self._clip(rng.normal(self.mean, self.std, size=n))
+
+
+class Lognormal(_Clipped):
+    """The usual shape of chat output lengths: a median and a spread (sigma of the log)."""
+
+    kind: Literal["lognormal"] = "lognormal"
+    median: TokensFloat
+    sigma: Annotated[float, Field(ge=0, le=MAX_SIGMA)]
+
+    @model_validator(mode="after")
+    def _mostly_inside(self) -> "Lognormal":
+        """As for the normal: a spread almost wholly outside [low, high] is a typo."""
+        spread = math.exp(min(3 * self.sigma, 700))
+        if self.median * spread < self.low:
+            raise ValueError(f"median {self.median:g} and sigma {self.sigma:g} put almost every draw "
+                             f"below low ({self.low}), where it would be clipped to {self.low}")
+        if self.high is not None and self.median / spread > self.high:
+            raise ValueError(f"median {self.median:g} and sigma {self.sigma:g} put almost every draw "
+                             f"above high ({self.high}), where it would be clipped to {self.high}")
+        return self
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return self._clip(rng.lognormal(math.log(self.median), self.sigma, size=n))
+
+
+class Exponential(_Model):
+    """Memoryless lengths, rounded up (so ≥ 1) and capped (without `cap`, at MAX_TOKENS): many
+    short, a few very long."""
+
+    kind: Literal["exponential"] = "exponential"
+    mean: TokensFloat
+    cap: PositiveTokens | None = None
+
+    def bounds(self) -> tuple[int, int | None]:
+        return 1, self.cap
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        values = np.maximum(np.ceil(rng.exponential(self.mean, size=n)), 1)
+        return np.minimum(values, MAX_TOKENS if self.cap is None else self.cap).astype(np.int64)
+
+
+class Zipf(_Model):
+    """A power-law tail (P(k) ∝ k^-a, a > 1), capped because the raw tail is unbounded."""
+
+    kind: Literal["zipf"] = "zipf"
+    a: Annotated[float, Field(gt=1)]
+    cap: PositiveTokens
+
+    def bounds(self) -> tuple[int, int | None]:
+        return 1, self.cap
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.minimum(rng.zipf(self.a, size=n), self.cap).astype(np.int64)
+
+
+class Component(_Model):
+    weight: PositiveFloat
+    dist: "Distribution"
+
+
+class Mixture(_Model):
+    """A weighted mix: each request picks a component by weight, then draws from it."""
+
+    kind: Literal["mixture"] = "mixture"
+    components: Annotated[list[Component], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _shares_add_up(self) -> "Mixture":
+        """Weights are relative (9 and 1 mean 90 % and 10 %), but fractions below 1 that do not
+        add up to 1 (0.9 and 0.2) are far more likely a typo than a ratio, so they are refused."""
+        weights = [c.weight for c in self.components]
+        if all(w < 1 for w in weights) and abs(sum(weights) - 1) > 1e-6:
+            raise ValueError(
+                f"mixture weights add up to {sum(weights):g}: give shares that add up to 1, "
+                "or whole-number ratios"
+            )
+        return self
+
+    def bounds(self) -> tuple[int, int | None]:
+        lows, highs = zip(*(c.dist.bounds() for c in self.components))
+        high = None if any(h is None for h in highs) else max(h for h in highs if h is not None)
+        return min(lows), high
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        weights = np.array([c.weight for c in self.components])
+        which = rng.choice(len(weights), size=n, p=weights / weights.sum())
+        values = np.empty(n, dtype=np.int64)
+        for k, component in enumerate(self.components):
+            mask = which == k
+            values[mask] = component.dist.sample(rng, int(mask.sum()))
+        return values
+
+
+DISTRIBUTION_EXAMPLE = "a distribution like uniform:8:40 or {kind: uniform, low: 8, high: 40}"
+
+
+def _distribution_input(value: Any) -> Any:
+    """A spec may write a distribution as the CLI does (`uniform:8:40`, `100`, a `W*DIST+...`
+    mixture) or as a mapping with a `kind`; anything else is refused here in plain words, before
+    pydantic would say "a valid dictionary or object to extract fields from"."""
+    if isinstance(value, (dict, BaseModel)):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)  # `output_tokens: 100` in YAML: every request 100 tokens
+    if isinstance(value, str):
+        try:
+            from engine.workload.syntax import parse_distribution
+
+            return parse_distribution(value)
+        except UserError as err:
+            raise ValueError(f"expected {DISTRIBUTION_EXAMPLE}: {err.message}") from None
+    shown = "nothing" if value is None else f"{type(value).__name__} {value!r}"
+    raise ValueError(f"expected {DISTRIBUTION_EXAMPLE}, got {shown}")
+
+
+Distribution = Annotated[
+    Union[Constant, Uniform, Normal, Lognormal, Exponential, Zipf, Mixture],
+    Field(discriminator="kind"),
+    BeforeValidator(_distribution_input),
+]
+Component.model_rebuild()
+Mixture.model_rebuild()

@@ -1,0 +1,562 @@
+"""Hostile input: each input either works or gets exactly one line naming the file and field.
+
+Part 1 reproduces, one by one, the inputs that used to hang, eat memory, crash with a traceback
+or put something false on a post. Part 2 generates inputs (hypothesis) over spec fields, traces,
+config.json files, measurement files, templates, drafts and command-line flags, and holds every
+one to the same rule. `make soak` runs part 2 with many more examples (HOSTILE_EXAMPLES).
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import math
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import limits
+from engine.cli import main
+from engine.errors import UserError
+from engine.spec import load_spec
+
+from conftest import DAYS, LAB_TRACE
+
+EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "0"))  # 0: the quick run of `make test`
+QUICK = settings(max_examples=EXAMPLES or 40, deadline=None,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def spec_with(tmp_path: Path, edit, name: str = "day37") -> Path:
+    """A copy of days/ with days/<name>.yaml edited as a dict."""
+    days = tmp_path / "days"
+    if not days.exists():
+        shutil.copytree(DAYS, days, ignore=shutil.ignore_patterns("*.measured"))
+    path = days / f"{name}.yaml"
+    data = yaml.safe_load((DAYS / f"{name}.yaml").read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def spec_error(path: Path) -> UserError:
+    with pytest.raises(UserError) as caught:
+        load_spec(path)
+    assert "\n" not in caught.value.line()
+    assert caught.value.file == str(path)
+    return caught.value
+
+
+# ---- part 1: the reproductions --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("edit, field, words", [
+    (lambda d: d["queueing"].update(requests=100_000_000), "queueing.requests", "at most 10000000"),
+    (lambda d: d["queueing"]["shared"].update(servers=[1, 1_000_000_000]), "queueing.shared.servers.1", "at most 100000"),
+    (lambda d: d["queueing"].update(seed=True), "queueing.seed", "whole number"),
+], ids=["requests", "servers", "seed"])
+def test_day04_counts_have_limits(tmp_path, edit, field, words):
+    err = spec_error(spec_with(tmp_path, edit, "day04"))
+    assert err.field == field and words in err.message
+
+
+@pytest.mark.parametrize("edit, field, words", [
+    (lambda d: d["batching"].update(slots=2**63), "batching.slots", "at most 1000000"),
+    (lambda d: d.update(title="x" * 1000), "title", "at most 200 characters"),
+    (lambda d: d.update(title="LLM\nserving"), "title", "U+000A"),
+    (lambda d: d.update(title="LLM serving \U0001F680"), "title", "U+1F680"),
+    (lambda d: d["kv_cache"].update(contexts=list(range(1, 2002))), "kv_cache.contexts", "at most 1000 item"),
+    (lambda d: d["kv_cache"].update(block_size=10**9), "kv_cache.block_size", "at most 1024"),
+    (lambda d: d["kv_cache"]["model"].update(num_layers=32.7), "kv_cache.model.num_layers", "whole number"),
+    (lambda d: d["kv_cache"]["model"].update(num_layers=True), "kv_cache.model.num_layers", "whole number"),
+    (lambda d: d["kv_cache"]["model"].update(num_attention_heads=32, num_kv_heads=5), "kv_cache.model", "must divide"),
+    (lambda d: d["kv_cache"]["model"].update(num_attention_heads=32, num_kv_heads=64), "kv_cache.model", "must divide"),
+    (lambda d: d["links_back"][0].update(day=5), None, None),  # checked at build time, below
+    (lambda d: d["links_back"][0].update(day=50), "links_back", "not before day 37"),
+    (lambda d: d.update(hashtags=["LLM", "LLM", "llm"]), "hashtags", "given twice"),
+    (lambda d: d["batching"].update(workload={"requests": 60, "seed": True, "output_tokens": "uniform:8:40"}),
+     "batching.workload.seed", "whole number"),
+    (lambda d: d["batching"].update(workload={"requests": 60, "output_tokens": "normal:-100:1"}),
+     "batching.workload.output_tokens", "clipped to 1"),
+    (lambda d: d["batching"].update(workload={"requests": 6000, "output_tokens": "uniform:8:40"}),
+     None, "slot_timeline"),
+], ids=["slots-2^63", "title-long", "title-newline", "title-emoji", "contexts", "block-size",
+        "layers-fraction", "layers-bool", "kv-heads-divide", "kv-heads-exceed", "link-day-5",
+        "link-later-day", "duplicate-hashtags", "seed-true", "normal-clips-all", "timeline-6000"])
+def test_day37_impossible_values_are_one_line(tmp_path, edit, field, words):
+    path = spec_with(tmp_path, edit)
+    if words is None:
+        return
+    err = spec_error(path)
+    if field is not None:
+        assert err.field == field
+    assert words in err.message
+
+
+def test_a_copied_spec_that_still_says_day_37_is_refused(tmp_path):
+    path = spec_with(tmp_path, lambda d: None)
+    copy_path = path.with_name("day38.yaml")
+    copy_path.write_text(path.read_text())
+    err = spec_error(copy_path)
+    assert err.field == "day" and "named for day 38 but says day 37" in err.message
+
+
+def test_a_digit_led_hashtag_is_a_hashtag(tmp_path):
+    path = spec_with(tmp_path, lambda d: d.update(hashtags=["SystemDesign", "LLM", "100DaysOfCode"]))
+    assert load_spec(path).hashtags[-1] == "100DaysOfCode"
+    bad = spec_with(tmp_path, lambda d: d.update(hashtags=["SystemDesign", "LLM", "2024"]))
+    assert spec_error(bad).field == "hashtags.2"
+
+
+def test_unknown_field_hints_name_every_form(tmp_path):
+    err = spec_error(spec_with(tmp_path, lambda d: d["batching"]["workload"].update(sed=3)))
+    assert err.message == "unknown field 'sed'; did you mean 'seed'?"
+
+
+def test_valid_large_values_build_and_say_them_formatted(tmp_path):
+    """slots 1024 and a 1,000-layer model are valid: they build, printed with separators,
+    instead of failing the build with the shipped template blamed."""
+    def edit(d):
+        d["batching"]["slots"] = 1024
+        d["kv_cache"]["model"].update(num_layers=1000, num_kv_heads=1024, head_dim=8)
+        d["charts"], d["linkedin_image"] = [], None
+        d["links_back"][0].pop("spec")
+        d["hashtags"] = ["SystemDesign", "LLM", "100DaysOfCode"]
+    code, _, err = run_cli("build", str(spec_with(tmp_path, edit)), "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    linkedin = (tmp_path / "out" / "day37" / "linkedin.md").read_text()
+    assert "on 1,024 slots" in linkedin and "(1,000 layers, 1,024 KV heads)" in linkedin
+    assert "#100DaysOfCode" in linkedin
+    assert not re.search(r"\b(nan|inf|Infinity)\b", linkedin)
+
+
+def test_a_link_to_the_wrong_spec_is_refused_at_build(tmp_path):
+    path = spec_with(tmp_path, lambda d: d["links_back"][0].update(day=5))
+    code, _, err = run_cli("build", str(path), "--out", str(tmp_path / "out"))
+    assert code == 2
+    assert one_line(err) == f"{path}: links_back.0.day: day 5, but day04.yaml is the spec of day 4"
+    assert not (tmp_path / "out" / "day37").exists()
+
+
+def test_a_trace_too_long_for_the_timeline_chart_is_one_line(tmp_path):
+    def edit(d):
+        d["batching"].update(workload={"trace": "big.csv"})
+        d["links_back"][0].pop("spec")  # Day 4's figure is not what this test is about
+
+    path = spec_with(tmp_path, edit)
+    (path.parent / "big.csv").write_text("output_tokens\n" + "5\n" * 5001)
+    code, _, err = run_cli("build", str(path), "--out", str(tmp_path / "out"))
+    assert code == 2
+    assert one_line(err).startswith(f"{path}: charts: chart 'slot_timeline' draws one bar per request")
+
+
+CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 32,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
+          "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16",
+          "max_position_embeddings": 8192}
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"num_hidden_layers": 10**12}, "num_hidden_layers"),
+    ({"num_hidden_layers": "32"}, "num_hidden_layers"),
+    ({"hidden_size": "big"}, "hidden_size"),
+    ({"num_hidden_layers": 32.7}, "num_hidden_layers"),
+    ({"num_hidden_layers": True}, "num_hidden_layers"),
+    ({"num_key_value_heads": 5}, "num_key_value_heads"),
+    ({"num_key_value_heads": 64}, "num_key_value_heads"),
+    ({"vocab_size": -1}, "vocab_size"),
+    ({"sliding_window": -5}, "sliding_window"),
+    ({"kv_lora_rank": 512, "qk_rope_head_dim": 64}, "qk_nope_head_dim"),
+    ({"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128}, "v_head_dim"),
+])
+def test_config_json_that_cannot_be_a_model_is_one_line(tmp_path, patch, field):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(CONFIG, **patch)))
+    code, _, err = run_cli("kv", "--model", str(path), "--gpu", "h100-80gb")
+    assert code == 2
+    assert one_line(err).startswith(f"{path}: {field}: ")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--non-torch-gib", "nan"], "--non-torch-gib"),
+    (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--non-torch-gib", "inf"], "--non-torch-gib"),
+    (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--non-torch-gib", "1e300"], "--non-torch-gib"),
+    (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--max-num-batched-tokens", "0"], "--max-num-batched-tokens"),
+    (["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--max-wait", "-1"], "--max-wait"),
+    (["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--max-wait", "nan"], "--max-wait"),
+    (["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--step-time", "unit:inf"], "--step-time"),
+    (["simulate", "--workload", str(LAB_TRACE), "--slots", str(2**63)], "--slots"),
+])
+def test_flags_out_of_range_are_one_line(argv, flag):
+    code, _, err = run_cli(*argv)
+    assert code == 2
+    assert one_line(err).startswith(f"{flag}: ")
+
+
+def _template_case(tmp_path: Path, body: bytes) -> tuple[int, str]:
+    from engine import posts
+
+    root = tmp_path / "templates"
+    (root / "day05").mkdir(parents=True, exist_ok=True)
+    (root / "day05" / "t.md.j2").write_bytes(body)
+    try:
+        posts.check_no_typed_numbers(root, ["day05/t.md.j2"])
+        return 0, posts.render(posts.environment(root), "day05/t.md.j2", {"x": 5, "title": "T"})
+    except UserError as err:
+        return 2, err.line()
+
+
+@pytest.mark.parametrize("body, words", [
+    (b"caf\xe9 {{ title }}", "not UTF-8 text"),
+    (b"{% include 'day05/none.j2' %}", "which does not exist"),
+    (b"{% include 'day05/t.md.j2' %}", "includes itself"),
+    (b"{{ title | gib }}", "failed while rendering (TypeError"),
+    (b"{{ (x / (x - x)) | fixed }}", "failed while rendering (ZeroDivisionError"),
+])
+def test_template_mistakes_are_one_line(tmp_path, body, words):
+    code, line = _template_case(tmp_path, body)
+    assert code == 2 and line.startswith("templates/day05/t.md.j2") and words in line
+    assert "\n" not in line
+
+
+def test_a_folder_named_like_a_template_is_one_line(tmp_path):
+    from engine import posts
+
+    root = tmp_path / "templates"
+    (root / "day05" / "t.md.j2").mkdir(parents=True)
+    with pytest.raises(UserError, match="is a folder, not a template file"):
+        posts.render(posts.environment(root), "day05/t.md.j2", {})
+
+
+def test_a_thread_image_that_is_not_there_fails_the_check(tmp_path):
+    from engine.platforms import check_day_dir
+
+    (tmp_path / "linkedin.md").write_text("Hook line.\n\n#A #B #C\n")
+    (tmp_path / "x-thread.md").write_text("1/2 First.\n![chart](gone.png)\n---\n2/2 Second.\n")
+    report = check_day_dir(tmp_path)
+    assert any("attaches gone.png, which is not in the folder" in str(v) for v in report.violations)
+
+
+def test_a_huge_x_post_is_refused_by_size_quickly(tmp_path):
+    import time
+
+    (tmp_path / "x-thread.md").write_text("a" * (10 * 2**20))
+    started = time.perf_counter()
+    code, _, err = run_cli("check", str(tmp_path))
+    assert code == 2 and "over the limit of 256 KiB for a draft file" in one_line(err)
+    assert time.perf_counter() - started < 2
+
+
+def test_another_days_results_json_being_a_list_does_not_break_the_index(tmp_path):
+    from engine import review
+
+    (tmp_path / "day04").mkdir()
+    (tmp_path / "day04" / "results.json").write_text("[]")
+    review.write_index(tmp_path)
+    assert "day04" in (tmp_path / "index.html").read_text()
+
+
+def _measurement(tmp_path: Path, edit) -> Path:
+    from test_measured import valid_doc
+
+    doc = valid_doc()
+    edit(doc)
+    path = tmp_path / "day37.measured" / "gpu.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["batching"]["policies"]["continuous"].update(tokens=10**30, tokens_per_second=5e29), "batching.policies.continuous.tokens"),
+    (lambda d: d["batching"]["policies"]["continuous"].update(tokens_per_second=9e9), "batching.policies.continuous.tokens_per_second"),
+    (lambda d: d["batching"]["policies"]["continuous"].update(tokens_per_second=401.0 * 2), "batching.policies.continuous"),
+    (lambda d: d["step_time"]["points"][0].update(seconds=float("inf")), "step_time.points.0.seconds"),
+    (lambda d: d.update(cuda=None), "device.kind"),
+], ids=["tokens-1e30", "rate-cap", "rate-inconsistent", "inf-seconds", "cpu-as-cuda"])
+def test_measurements_that_cannot_be_true_are_one_line(tmp_path, edit, field):
+    from engine.measured import load_measurement
+
+    path = _measurement(tmp_path, edit)
+    with pytest.raises(UserError) as caught:
+        load_measurement(path, day=37)
+    assert caught.value.file == str(path) and caught.value.field == field
+    assert "\n" not in caught.value.line()
+
+
+def test_infinity_in_a_measurement_is_not_json(tmp_path):
+    from engine.measured import read_document
+
+    path = tmp_path / "m.json"
+    path.write_text('{"step_time": {"points": [{"batch": 1, "context": 1, "seconds": Infinity}]}}')
+    with pytest.raises(UserError, match="Infinity is not a JSON number"):
+        read_document(path)
+
+
+# ---- part 2: generated hostile input ----------------------------------------------------------
+
+_HOSTILE_SCALARS = st.one_of(
+    st.none(), st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([0, 1, -1, 999, 1000, 1024, 10**6, 2**31, 2**63, 2**64]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([float("nan"), float("inf"), -float("inf"), 1e300, 0.5, 32.7]),
+    st.text(max_size=30),
+    st.sampled_from(["", "x" * 300, "LLM\nx", "\U0001F680", "uniform:8:40", "normal:-100:1", "1_000"]),
+)
+_HOSTILE = st.one_of(_HOSTILE_SCALARS, st.lists(_HOSTILE_SCALARS, max_size=4),
+                     st.dictionaries(st.sampled_from(["kind", "value", "x", "day"]), _HOSTILE_SCALARS, max_size=2))
+
+
+def _paths(node, prefix=()):
+    """Every path to a value in the spec's dict."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield prefix + (key,)
+            yield from _paths(value, prefix + (key,))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield prefix + (i,)
+            yield from _paths(value, prefix + (i,))
+
+
+_SPECS = {name: yaml.safe_load((DAYS / f"{name}.yaml").read_text()) for name in ("day37", "day04")}
+_SPEC_PATHS = [(name, p) for name, data in _SPECS.items() for p in _paths(data)]
+
+
+@settings(QUICK, max_examples=EXAMPLES or 25)
+@given(where=st.sampled_from(_SPEC_PATHS), value=_HOSTILE)
+def test_any_spec_field_set_to_anything_loads_or_is_one_line(tmp_path_factory, where, value):
+    name, path_in = where
+    data = copy.deepcopy(_SPECS[name])
+    node = data
+    for part in path_in[:-1]:
+        node = node[part]
+    node[path_in[-1]] = value
+    folder = tmp_path_factory.mktemp("spec")
+    path = folder / f"{name}.yaml"
+    try:
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    except yaml.YAMLError:
+        return
+    path.write_text(text)
+    try:
+        load_spec(path)
+    except UserError as err:
+        assert err.file == str(path) and "\n" not in err.line()
+        # A check across fields (day against the series, a chart against its section) names
+        # them in its words; every other error names the field.
+        assert err.field or re.match(r"(day \d+ is past|chart '|linkedin_image ')", err.message), err.line()
+
+
+@QUICK
+@given(lines=st.lists(st.lists(st.one_of(
+    st.integers(-5, 2 * limits.MAX_TOKENS).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text(max_size=6)), min_size=0, max_size=4), max_size=8),
+    header=st.sampled_from(["output_tokens", "output_tokens,prompt_tokens,arrival_time",
+                            "arrival_time,output_tokens", "x,output_tokens,output_tokens", "prompt_tokens", ""]))
+def test_any_trace_loads_or_is_one_line(tmp_path_factory, lines, header):
+    from engine.workload import load_trace
+
+    path = tmp_path_factory.mktemp("trace") / "t.csv"
+    path.write_text(header + "\n" + "\n".join(",".join(cells) for cells in lines), encoding="utf-8",
+                    errors="surrogatepass")
+    try:
+        w = load_trace(path)
+    except UserError as err:
+        assert err.file == str(path) and "\n" not in err.line()
+        return
+    assert w.n >= 1 and w.output_tokens.min() >= 1 and w.output_tokens.max() <= limits.MAX_TOKENS
+
+
+_CONFIG_KEYS = sorted(set(CONFIG) | {"head_dim", "sliding_window", "kv_lora_rank", "qk_rope_head_dim",
+                                     "qk_nope_head_dim", "v_head_dim", "num_local_experts",
+                                     "num_experts_per_tok", "layer_types", "text_config"})
+
+
+@QUICK
+@given(patch=st.dictionaries(st.sampled_from(_CONFIG_KEYS), _HOSTILE, min_size=1, max_size=3))
+def test_any_config_json_loads_or_is_one_line(tmp_path_factory, patch):
+    from engine.catalog import load_model
+    from engine.kvcache import VllmBudget, plan_kv_cache
+
+    path = tmp_path_factory.mktemp("cfg") / "config.json"
+    try:
+        path.write_text(json.dumps(dict(CONFIG, **patch)))
+    except (ValueError, TypeError):
+        return
+    try:
+        model = load_model(str(path))
+        plan = plan_kv_cache(model, 80 * 2**30, VllmBudget())
+    except UserError as err:
+        assert "\n" not in err.line() and (err.file == str(path) or err.field)
+        return
+    assert plan.num_blocks >= 0
+
+
+@QUICK
+@given(where=st.sampled_from(["day", "device.memory_bytes", "step_time.points.0.seconds",
+                              "batching.policies.static.tokens", "batching.multiple",
+                              "memory.contexts.0.context", "settings.slots", "device.kind", "cuda",
+                              "batching.policies.continuous.tokens_per_second"]),
+       value=_HOSTILE)
+def test_any_measurement_validates_or_is_one_line(tmp_path_factory, where, value):
+    from engine.measured import load_measurement
+
+    def edit(doc):
+        node = doc
+        parts = [int(p) if p.isdigit() else p for p in where.split(".")]
+        for part in parts[:-1]:
+            node = node[part]
+        node[parts[-1]] = value
+
+    try:
+        path = _measurement(tmp_path_factory.mktemp("m"), edit)
+    except (ValueError, TypeError):
+        return
+    try:
+        doc = load_measurement(path, day=37)
+    except UserError as err:
+        assert err.file == str(path) and "\n" not in err.line() and err.field
+        return
+    for policy in doc["batching"]["policies"].values():
+        assert math.isfinite(policy["tokens_per_second"]) and policy["tokens_per_second"] <= 1e9
+
+
+@QUICK
+@given(body=st.lists(st.one_of(
+    st.text(max_size=20), st.sampled_from(["{{ x }}", "{{ title }}", "{{ x | thousands }}",
+                                           "{{ title | gib }}", "{% include 'day05/t.md.j2' %}",
+                                           "{% include 'nope' %}", "{{ x / 0 }}", "{{ 5 }}", "{{",
+                                           "{% for a in x %}{{ a }}{% endfor %}", "{{ y }}",
+                                           "{{ (x * 1000) }}", "{{ x | fixed }}"])), max_size=5))
+def test_any_template_renders_or_is_one_line(tmp_path_factory, body):
+    code, line = _template_case(tmp_path_factory.mktemp("tpl"), "".join(body).encode("utf-8", "surrogatepass"))
+    if code == 2:
+        assert line.startswith("templates/day05/") and "\n" not in line
+
+
+@QUICK
+@given(thread=st.text(max_size=400), linkedin=st.text(max_size=200))
+def test_any_draft_is_checked_or_is_one_line(tmp_path_factory, thread, linkedin):
+    from engine.platforms import check_day_dir
+
+    folder = tmp_path_factory.mktemp("drafts")
+    (folder / "x-thread.md").write_text(thread, encoding="utf-8", errors="surrogatepass")
+    (folder / "linkedin.md").write_text(linkedin, encoding="utf-8", errors="surrogatepass")
+    try:
+        report = check_day_dir(folder)
+    except UserError as err:
+        assert "\n" not in err.line() and err.file
+        return
+    assert all("\n" not in str(v) for v in report.violations)
+
+
+_FLAGS = {
+    "kv": ["--tp", "--block-size", "--max-model-len", "--max-num-batched-tokens", "--non-torch-gib",
+           "--gpu-util", "--kv-memory-gib", "--reserve-gib", "--gpu-memory-gib", "--context"],
+    "simulate": ["--slots", "--max-wait", "--seed", "--arrival-rate", "--arrival-cv", "--step-time",
+                 "--max-num-seqs", "--block-size", "--num-blocks", "--max-num-batched-tokens",
+                 "--output-tokens"],
+}
+_FLAG_VALUES = st.one_of(
+    st.sampled_from(["0", "-1", "nan", "inf", "-inf", "1e300", "2e9", str(2**63), "0.5", "", "abc",
+                     "unit:0", "unit:nan", "unit:-1", "measured:/dev/null", "roofline",
+                     "uniform:8:40", "normal:-100:1", "zipf:1:5", "0.9*uniform:8:40+0.2*constant:5"]),
+    st.integers(-(2**66), 2**66).map(str), st.floats().map(repr), st.text(max_size=8))
+
+
+@QUICK
+@given(command=st.sampled_from(sorted(_FLAGS)), data=st.data())
+def test_any_flag_value_runs_or_is_one_line(command, data):
+    flag = data.draw(st.sampled_from(_FLAGS[command]))
+    value = data.draw(_FLAG_VALUES)
+    base = (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--json"] if command == "kv" else
+            ["simulate", "--requests", "50", "--output-tokens", "uniform:1:20", "--slots", "4", "--json"])
+    if flag in base:
+        i = base.index(flag)
+        base = base[:i] + base[i + 2:]
+    if command == "simulate" and flag in ("--num-blocks", "--max-num-seqs", "--block-size", "--max-num-batched-tokens"):
+        base += ["--policy", "paged", "--model", "llama-3-8b", "--gpu", "h100-80gb"]
+    if flag == "--arrival-cv":
+        base += ["--arrival-rate", "10"]
+    if flag == "--slots" or value.startswith("-"):
+        argv = base + [f"{flag}={value}"]
+    else:
+        argv = base + [flag, value]
+    code, out, err = run_cli(*argv)
+    assert code in (0, 2), (argv, err)
+    if code == 2:
+        one_line(err)
+    else:
+        assert not re.search(r"\b(nan|NaN|Infinity|inf)\b", out), out
+
+
+def test_zero_batched_tokens_is_not_quietly_the_default():
+    from engine.catalog import load_model
+    from engine.kvcache import VllmBudget, plan_kv_cache
+
+    with pytest.raises(UserError, match="max_num_batched_tokens must be at least 1, got 0"):
+        plan_kv_cache(load_model("llama-3-8b"), 80 * 2**30, VllmBudget(max_num_batched_tokens=0))
+
+
+def _leaf(data, path_in):
+    node = data
+    for part in path_in:
+        node = node[part]
+    return node
+
+
+_NUMBERS = [(name, p) for name, p in _SPEC_PATHS
+            if isinstance(_leaf(_SPECS[name], p), (int, float)) and not isinstance(_leaf(_SPECS[name], p), bool)
+            and p[0] not in ("day", "series")]
+
+
+@pytest.mark.skipif(not EXAMPLES, reason="full builds: make soak")
+@settings(max_examples=max(EXAMPLES // 20, 10), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(where=st.sampled_from(_NUMBERS), scale=st.sampled_from([0.001, 0.5, 2, 10, 1000, 10**6]))
+def test_soak_any_valid_number_builds_a_post_without_nan_or_inf(tmp_path_factory, where, scale):
+    """Scaled numbers either build a post that says no `nan`/`inf`, or are one line."""
+    name, path_in = where
+    folder = tmp_path_factory.mktemp("soak")
+
+    def edit(d):
+        node = _leaf(d, path_in[:-1])
+        old = node[path_in[-1]]
+        node[path_in[-1]] = type(old)(old * scale) if isinstance(old, int) else old * scale
+        d["charts"], d["linkedin_image"] = [], None
+        for link in d.get("links_back", []):
+            link.pop("spec", None)
+
+    path = spec_with(folder, edit, name)
+    code, _, err = run_cli("build", str(path), "--out", str(folder / "out"))
+    if code == 2:
+        one_line(err)
+        return
+    assert code == 0, err
+    for draft in (folder / "out").glob("day*/*.md"):
+        text = draft.read_text()
+        assert not re.search(r"\b(nan|NaN|inf|Infinity)\b", text), (where, scale, text)
