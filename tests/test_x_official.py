@@ -72,3 +72,18 @@ def test_validity_agrees_with_official():
 def test_reported_cases(text, official):
     assert x_weighted_length(text) == official
     assert x_post_valid(text)
+
+
+def test_text_that_makes_the_url_expression_backtrack_is_counted_quickly():
+    """'a.a.a.a…' with no top-level domain took the URL expression seconds per thousand
+    characters (cubic); the count is the same, found in a fraction of a second."""
+    import time
+
+    from engine.platforms._twitter_text import _url_matches, extract_url
+
+    started = time.process_time()
+    assert x_weighted_length("a." * 2000) == 4000
+    assert x_weighted_length("a." * 500 + "cox " + "a.a.a.com") == 1004 + 23
+    assert time.process_time() - started < 1
+    for text in ("x.com/" + "a." * 50, "(a.a.a.a.com)", "@a.a.a.com", " see https://t.co/abc a.b.co"):
+        assert [m.span() for m in _url_matches(text)] == [m.span() for m in extract_url.finditer(text)]

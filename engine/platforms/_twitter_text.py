@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.resources
+import re
 import sys
 import types
+from collections.abc import Iterator
 
 
 def _resource_string(module_name: str, resource: str) -> bytes:
@@ -59,6 +61,9 @@ from twitter_text.regexp.invalid_url_without_protocol_preceding_chars import (  
     invalid_url_without_protocol_preceding_chars,
 )
 from twitter_text.regexp.valid_ascii_domain import valid_ascii_domain  # noqa: E402
+from twitter_text.regexp.valid_cctld import valid_cctld  # noqa: E402
+from twitter_text.regexp.valid_gtld import valid_gtld  # noqa: E402
+from twitter_text.regexp.valid_punycode import valid_punycode  # noqa: E402
 from twitter_text.regexp.valid_tco_url import valid_tco_url  # noqa: E402
 
 #: The v3 configuration (280, scale 100, default weight 200, URLs 23, emoji parsing on).
@@ -91,6 +96,42 @@ def _js_domain_ok(domain: str) -> bool:
     return True
 
 
+# Every URL's domain ends in "." and a top-level domain (the library's valid_domain), and a URL
+# holds no whitespace. Where no such marker follows a position within its run of non-space
+# characters, no URL can start there, and the library's expression is not tried: on text like
+# "a.a.a.a…" with no TLD it backtracks for seconds per thousand characters.
+_TLD_MARKER = re.compile(r"\.(?:" + valid_gtld.pattern + "|" + valid_cctld.pattern + "|"
+                         + valid_punycode.pattern + ")", extract_url.flags)
+_SPACE = re.compile(r"\s")
+
+
+def _url_matches(text: str) -> Iterator[re.Match[str]]:
+    """``extract_url.finditer(text)``, the same matches in the same order, trying the
+    expression only at positions from which a URL could start (see _TLD_MARKER)."""
+    markers = [m.start() for m in _TLD_MARKER.finditer(text)]
+    if not markers:
+        return
+    spaces = [m.start() for m in _SPACE.finditer(text)]
+    pos, k, w = 0, 0, 0
+    n = len(text)
+    while pos < n:
+        while k < len(markers) and markers[k] < pos:
+            k += 1
+        if k == len(markers):
+            return
+        while w < len(spaces) and spaces[w] <= pos:
+            w += 1
+        if w < len(spaces) and spaces[w] < markers[k]:
+            pos = spaces[w]  # a space before the next marker: no URL starts before that space
+            continue
+        match = extract_url.match(text, pos)
+        if match is None:
+            pos += 1
+            continue
+        yield match
+        pos = match.end() if match.end() > pos else pos + 1
+
+
 def extract_urls(text: str) -> list[tuple[int, int]]:
     """(start, end) code point indices of each URL, as twitter-text 3.1.0 (JavaScript) finds
     them: the Python port's expressions and steps, with the official library's domain test
@@ -98,7 +139,7 @@ def extract_urls(text: str) -> list[tuple[int, int]]:
     if "." not in text:
         return []
     found: list[tuple[int, int]] = []
-    for match in extract_url.finditer(text):
+    for match in _url_matches(text):
         _, before, url, protocol, domain, _, path, _ = match.groups()
         end = match.end()
         start = end - len(url)
