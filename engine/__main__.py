@@ -1,4 +1,5 @@
 """``python -m engine …``: see engine.cli."""
+
 import sys
 
 from engine.cli import main

@@ -5,6 +5,7 @@ which figures moved before they post. The previous results are the ones kept in 
 ``.base.json``; the spec echo (``inputs``), the platform counts and the chart sizes are left
 out, so only the numbers the posts are made of are compared.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -91,8 +92,9 @@ def format_value(path: tuple[str, ...], value: float | None) -> str:
     return text + "x" if key.endswith(("multiple", "ratio", "speedup")) else text
 
 
-def compare_figures(old: dict[str, Any] | None, new: dict[str, Any] | None,
-                    quoted: str = "") -> list[dict[str, Any]]:
+def compare_figures(
+    old: dict[str, Any] | None, new: dict[str, Any] | None, quoted: str = ""
+) -> list[dict[str, Any]]:
     """The figures whose value differs: first those the drafts quoted (their old value appears in
     `quoted`, the previous drafts), then the rest, each group in results.json's order."""
     if old is None or new is None:
@@ -103,8 +105,16 @@ def compare_figures(old: dict[str, Any] | None, new: dict[str, Any] | None,
         a, b = format_value(path, before.get(path)), format_value(path, after.get(path))
         if a == b:
             continue  # float noise below the shown precision is not a change
-        changed.append({"path": ".".join(path), "name": figure_name(path), "old": a, "new": b,
-                        "quoted": _quotes(quoted, a), "depth": len(figure_name(path).split())})
+        changed.append(
+            {
+                "path": ".".join(path),
+                "name": figure_name(path),
+                "old": a,
+                "new": b,
+                "quoted": _quotes(quoted, a),
+                "depth": len(figure_name(path).split()),
+            }
+        )
     changed.sort(key=lambda c: (not c["quoted"], c["depth"]))  # stable: results.json order within
     names = [c["name"] for c in changed]
     for c in changed:  # the same short name twice: say which section each belongs to
@@ -209,9 +219,14 @@ def page_context(folder: Path) -> dict[str, Any] | None:
         return None
     return {
         "figures": found.get("figures") or [],
-        "drafts": [{"name": name, "paragraphs": changed_paragraphs(segments),
-                    "edits": sum(1 for kind, _ in segments if kind == "+")}
-                   for name, segments in sorted((found.get("drafts") or {}).items())],
+        "drafts": [
+            {
+                "name": name,
+                "paragraphs": changed_paragraphs(segments),
+                "edits": sum(1 for kind, _ in segments if kind == "+"),
+            }
+            for name, segments in sorted((found.get("drafts") or {}).items())
+        ],
         "merged": found.get("merged") or [],
         "conflicts": found.get("conflicts") or [],
         "set_aside": found.get("set_aside") or [],

@@ -4,6 +4,7 @@ Each command lives in its own module under engine/commands with two functions,
 ``add_arguments(parser)`` and ``run(args) -> int``. Command modules keep heavy imports (torch,
 matplotlib) inside ``run`` so that ``--help`` and the other commands stay fast.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("engine.commands.check", "check drafts against X and LinkedIn rules"),
     "review": ("engine.commands.review", "build the review pages for every day in out/"),
     "lab": ("engine.commands.lab", "run a day's own lab once and keep its figures"),
-    "serve": ("engine.commands.serve", "live preview: serve out/ locally, rebuild a day when its files change"),
-    "sweep": ("engine.commands.sweep", "capacity planning: a grid of serving configs against latency targets"),
+    "serve": (
+        "engine.commands.serve",
+        "live preview: serve out/ locally, rebuild a day when its files change",
+    ),
+    "sweep": (
+        "engine.commands.sweep",
+        "capacity planning: a grid of serving configs against latency targets",
+    ),
 }
 
 

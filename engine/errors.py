@@ -4,6 +4,7 @@ A UserError carries where the mistake is (a file, and a field or row inside it) 
 wrong. The CLI prints it as one line, ``file: field: message``, and exits with status 2.
 Anything else that escapes is a bug and keeps its traceback.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

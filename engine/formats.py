@@ -5,6 +5,7 @@ day's template, engine.slides; pages drawn by engine.charts.carousel) and ``chec
 such file against its platform's file limits, engine.platforms.media). The GIF itself is a chart
 (``slot_timeline_animation`` in engine.charts), drawn with the others.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +15,9 @@ if TYPE_CHECKING:
     from engine.spec import DaySpec
 
 
-def draw_carousel(spec: DaySpec, results: dict[str, Any], folder: Path, templates_root: Path) -> dict[str, Any]:
+def draw_carousel(
+    spec: DaySpec, results: dict[str, Any], folder: Path, templates_root: Path
+) -> dict[str, Any]:
     """The LinkedIn carousel: slide words from the day's template, pages drawn to one PDF."""
     from engine import pipeline, slides
     from engine.charts import carousel
@@ -37,7 +40,11 @@ def check_media(folder: Path, results: dict[str, Any]) -> dict[str, Any]:
         files.append(results["carousel"]["file"])
     for name in files:
         path = folder / name
-        found = media.gif_counts(path) if name.endswith(".gif") else media.document_counts(path, media.page_sizes(path))
+        found = (
+            media.gif_counts(path)
+            if name.endswith(".gif")
+            else media.document_counts(path, media.page_sizes(path))
+        )
         checks[name] = [vars(c) for c in found[0]]
         violations += found[1]
     if violations:

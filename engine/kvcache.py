@@ -17,6 +17,7 @@ Per GPU, in the order vLLM sizes its cache:
 
 Everything here is pure arithmetic on integers (bytes), so the numbers are exact and repeatable.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,15 @@ DEFAULT_PREFILL_CHUNK = 2048
 
 KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "int8", "int4")
 _KV_BITS = {"fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
-_KV_ALIASES = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "fp8_e4m3": "fp8",
-               "fp8_e5m2": "fp8", "fp8_inc": "fp8", "float8": "fp8"}
+_KV_ALIASES = {
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+    "fp8_inc": "fp8",
+    "float8": "fp8",
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -61,8 +69,7 @@ def resolve_kv_dtype(model: ModelArch, kv_dtype: str = "auto") -> str:
     if key == "auto":
         return "bf16" if serving_dtype(model) == "bfloat16" else "fp16"
     if key not in _KV_BITS:
-        raise UserError(f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}",
-                        field="kv_dtype")
+        raise UserError(f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}", field="kv_dtype")
     return key
 
 
@@ -70,8 +77,11 @@ def _check_tp(model: ModelArch, tp: int) -> None:
     if not isinstance(tp, int) or tp < 1:
         raise UserError(f"tensor parallel size must be a whole number ≥ 1, got {tp!r}", field="tp")
     if model.num_attention_heads % tp:
-        raise UserError(f"{model.name} has {model.num_attention_heads} attention heads, which "
-                        f"{tp} GPUs cannot split evenly", field="tp")
+        raise UserError(
+            f"{model.name} has {model.num_attention_heads} attention heads, which "
+            f"{tp} GPUs cannot split evenly",
+            field="tp",
+        )
 
 
 def kv_heads_per_gpu(model: ModelArch, tp: int = 1) -> int:
@@ -86,8 +96,7 @@ def kv_heads_per_gpu(model: ModelArch, tp: int = 1) -> int:
 def kv_bytes_per_token_per_layer(model: ModelArch, kv_dtype: str = "auto", tp: int = 1) -> int:
     """One token in one attention layer, on one GPU."""
     factor = 1 if model.is_mla else 2  # MLA caches a single latent, not K and V
-    bits = factor * kv_heads_per_gpu(model, tp) * model.head_dim * _KV_BITS[
-        resolve_kv_dtype(model, kv_dtype)]
+    bits = factor * kv_heads_per_gpu(model, tp) * model.head_dim * _KV_BITS[resolve_kv_dtype(model, kv_dtype)]
     return bits // 8 if bits % 8 == 0 else math.ceil(bits / 8)
 
 
@@ -114,8 +123,10 @@ def weight_bytes(model: ModelArch, tp: int = 1, weight_dtype: str | None = None)
     """
     _check_tp(model, tp)
     if weight_dtype is not None and weight_dtype.lower() not in WEIGHT_DTYPE_BITS:
-        raise UserError(f"unknown weight dtype {weight_dtype!r}; use one of "
-                        f"{', '.join(sorted(WEIGHT_DTYPE_BITS))}", field="weight_dtype")
+        raise UserError(
+            f"unknown weight dtype {weight_dtype!r}; use one of {', '.join(sorted(WEIGHT_DTYPE_BITS))}",
+            field="weight_dtype",
+        )
     chosen = (weight_dtype or model.weight_quant or serving_dtype(model)).lower()
     bits = WEIGHT_DTYPE_BITS[chosen]
     if bits >= 16:
@@ -192,8 +203,7 @@ def non_torch_bytes_estimate(tp: int = 1) -> int:
     return CUDA_CONTEXT_BYTES + (NCCL_BUFFER_BYTES if tp > 1 else 0)
 
 
-def activation_peak_bytes(model: ModelArch, tokens: int, max_num_seqs: int = 256,
-                          tp: int = 1) -> int:
+def activation_peak_bytes(model: ModelArch, tokens: int, max_num_seqs: int = 256, tp: int = 1) -> int:
     """Peak activation memory of one forward pass over ``tokens`` tokens, per GPU.
 
     Layers run one after another, so the peak is the largest set of tensors alive at once in any
@@ -213,8 +223,9 @@ def activation_peak_bytes(model: ModelArch, tokens: int, max_num_seqs: int = 256
     (7,449 blocks; see the tests).
     """
     if tokens < 1:
-        raise UserError(f"max_num_batched_tokens must be positive, got {tokens}",
-                        field="max_num_batched_tokens")
+        raise UserError(
+            f"max_num_batched_tokens must be positive, got {tokens}", field="max_num_batched_tokens"
+        )
     _check_tp(model, tp)
     a = 2 if serving_dtype(model) in ("float16", "bfloat16") else 4
     h = model.hidden_size
@@ -231,8 +242,9 @@ def activation_peak_bytes(model: ModelArch, tokens: int, max_num_seqs: int = 256
     if model.num_experts:
         inner = math.ceil(model.expert_intermediate_size / tp)
         shared = math.ceil(model.shared_expert_intermediate_size / tp)
-        moe = tokens * (a * (2 * h + model.experts_per_token * (3 * inner + h) + 3 * shared)
-                        + 4 * model.num_experts)
+        moe = tokens * (
+            a * (2 * h + model.experts_per_token * (3 * inner + h) + 3 * shared) + 4 * model.num_experts
+        )
         # Mixtral's intermediate_size is the expert's; DeepSeek's is that of its dense layers.
         has_dense_layers = model.intermediate_size != model.expert_intermediate_size
         feed_forward = max(moe, dense) if has_dense_layers else moe
@@ -254,9 +266,15 @@ class VllmEstimate:
     kv_memory_bytes: int
 
 
-def estimate_vllm_kv_memory(model: ModelArch, gpu_memory_bytes: int, budget: VllmBudget, *,
-                            tp: int = 1, max_model_len: int | None = None,
-                            weight_dtype: str | None = None) -> VllmEstimate:
+def estimate_vllm_kv_memory(
+    model: ModelArch,
+    gpu_memory_bytes: int,
+    budget: VllmBudget,
+    *,
+    tp: int = 1,
+    max_model_len: int | None = None,
+    weight_dtype: str | None = None,
+) -> VllmEstimate:
     """vLLM's KV budget on one GPU, estimated from first principles.
 
     vLLM measures, after a profiling forward pass, everything the process holds on the device and
@@ -283,29 +301,47 @@ def estimate_vllm_kv_memory(model: ModelArch, gpu_memory_bytes: int, budget: Vll
     if not 0 < util <= 1:
         raise UserError(f"gpu_memory_utilization must be in (0, 1], got {util}", field="gpu_util")
     if model.num_params <= 0:
-        raise UserError(f"{model.name} has no parameter count; the vllm budget needs one "
-                        "(give num_params, or use a reserve or given budget)", field="num_params")
+        raise UserError(
+            f"{model.name} has no parameter count; the vllm budget needs one "
+            "(give num_params, or use a reserve or given budget)",
+            field="num_params",
+        )
     if budget.max_num_batched_tokens is not None and budget.max_num_batched_tokens < 1:
         # 0 used to mean "the default" silently; a typo must not change the budget unseen.
-        raise UserError(f"max_num_batched_tokens must be at least 1, got {budget.max_num_batched_tokens}",
-                        field="max_num_batched_tokens")
+        raise UserError(
+            f"max_num_batched_tokens must be at least 1, got {budget.max_num_batched_tokens}",
+            field="max_num_batched_tokens",
+        )
     if budget.max_num_seqs < 1:
         raise UserError(f"max_num_seqs must be at least 1, got {budget.max_num_seqs}", field="max_num_seqs")
-    for name, value in (("non_torch_bytes", budget.non_torch_bytes), ("activation_bytes", budget.activation_bytes)):
+    for name, value in (
+        ("non_torch_bytes", budget.non_torch_bytes),
+        ("activation_bytes", budget.activation_bytes),
+    ):
         if value is not None and not 0 <= value <= 2**60:
             raise UserError(f"{name} must be between 0 and 2^60, got {value}", field=name)
-    tokens = (budget.max_num_batched_tokens if budget.max_num_batched_tokens is not None
-              else default_max_num_batched_tokens(max_model_len or model.max_position_embeddings or None))
+    tokens = (
+        budget.max_num_batched_tokens
+        if budget.max_num_batched_tokens is not None
+        else default_max_num_batched_tokens(max_model_len or model.max_position_embeddings or None)
+    )
     weights = weight_bytes(model, tp, weight_dtype)
-    activation = (budget.activation_bytes if budget.activation_bytes is not None
-                  else activation_peak_bytes(model, tokens, budget.max_num_seqs, tp))
-    non_torch = (budget.non_torch_bytes if budget.non_torch_bytes is not None
-                 else non_torch_bytes_estimate(tp))
+    activation = (
+        budget.activation_bytes
+        if budget.activation_bytes is not None
+        else activation_peak_bytes(model, tokens, budget.max_num_seqs, tp)
+    )
+    non_torch = budget.non_torch_bytes if budget.non_torch_bytes is not None else non_torch_bytes_estimate(tp)
     requested = int(gpu_memory_bytes * util)
-    return VllmEstimate(total_bytes=gpu_memory_bytes, requested_bytes=requested,
-                        weights_bytes=weights, activation_bytes=activation,
-                        non_torch_bytes=non_torch, max_num_batched_tokens=tokens,
-                        kv_memory_bytes=requested - weights - activation - non_torch)
+    return VllmEstimate(
+        total_bytes=gpu_memory_bytes,
+        requested_bytes=requested,
+        weights_bytes=weights,
+        activation_bytes=activation,
+        non_torch_bytes=non_torch,
+        max_num_batched_tokens=tokens,
+        kv_memory_bytes=requested - weights - activation - non_torch,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,8 +354,9 @@ def sliding_window_blocks(window: int, block_size: int, prefill_chunk: int) -> i
     return math.ceil((window - 1 + prefill_chunk) / block_size) + 1
 
 
-def layer_blocks_per_request(model: ModelArch, context: int, block_size: int,
-                             prefill_chunk: int) -> tuple[int, int]:
+def layer_blocks_per_request(
+    model: ModelArch, context: int, block_size: int, prefill_chunk: int
+) -> tuple[int, int]:
     """(blocks a full-attention layer needs, blocks a sliding layer needs) at this context."""
     full = math.ceil(context / block_size)
     sliding = full
@@ -397,10 +434,19 @@ def _positive(value: Any, fieldname: str) -> int:
     return value
 
 
-def plan_kv_cache(model: ModelArch, gpu_memory_bytes: int, budget: Budget, *,
-                  kv_dtype: str = "auto", tp: int = 1, block_size: int = DEFAULT_BLOCK_SIZE,
-                  contexts: Iterable[int] = DEFAULT_CONTEXTS, max_model_len: int | None = None,
-                  weight_dtype: str | None = None, prefill_chunk: int | None = None) -> KvPlan:
+def plan_kv_cache(
+    model: ModelArch,
+    gpu_memory_bytes: int,
+    budget: Budget,
+    *,
+    kv_dtype: str = "auto",
+    tp: int = 1,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    contexts: Iterable[int] = DEFAULT_CONTEXTS,
+    max_model_len: int | None = None,
+    weight_dtype: str | None = None,
+    prefill_chunk: int | None = None,
+) -> KvPlan:
     """Size the KV cache of ``model`` on one GPU of ``gpu_memory_bytes`` under ``budget``.
 
     ``max_model_len`` (default: the model's max_position_embeddings) only flags contexts the
@@ -415,14 +461,18 @@ def plan_kv_cache(model: ModelArch, gpu_memory_bytes: int, budget: Budget, *,
         _positive(max_model_len, "max_model_len")
     # The stated limits (engine/limits.py), for callers that did not come through the spec or
     # the command line: a billion-token block or a million contexts is a typo, not a plan.
-    for name, value, most in (("block_size", block_size, MAX_BLOCK_SIZE), ("tp", tp, MAX_TP),
-                              ("max_model_len", max_model_len or 1, MAX_CONTEXT_TOKENS),
-                              ("gpu_memory", gpu_memory_bytes, 2**60)):
+    for name, value, most in (
+        ("block_size", block_size, MAX_BLOCK_SIZE),
+        ("tp", tp, MAX_TP),
+        ("max_model_len", max_model_len or 1, MAX_CONTEXT_TOKENS),
+        ("gpu_memory", gpu_memory_bytes, 2**60),
+    ):
         if not 1 <= value <= most:
             raise UserError(f"must be between 1 and {most:,}, got {value:,}", field=name)
     if len(context_list) > MAX_CONTEXTS or max(context_list, default=1) > MAX_CONTEXT_TOKENS:
-        raise UserError(f"at most {MAX_CONTEXTS:,} contexts of at most {MAX_CONTEXT_TOKENS:,} tokens",
-                        field="context")
+        raise UserError(
+            f"at most {MAX_CONTEXTS:,} contexts of at most {MAX_CONTEXT_TOKENS:,} tokens", field="context"
+        )
     per_layer = kv_bytes_per_token_per_layer(model, kv_dtype, tp)
     per_token = per_layer * model.num_layers
     per_block = per_token * block_size
@@ -434,22 +484,30 @@ def plan_kv_cache(model: ModelArch, gpu_memory_bytes: int, budget: Budget, *,
     if isinstance(budget, ReserveBudget):
         reserve = int(budget.reserve_bytes)
         if not 0 <= reserve < gpu_memory_bytes:
-            raise UserError(f"the reserve ({reserve / GIB:.2f} GiB) must be smaller than the GPU's "
-                            f"memory ({gpu_memory_bytes / GIB:.2f} GiB)", field="reserve")
+            raise UserError(
+                f"the reserve ({reserve / GIB:.2f} GiB) must be smaller than the GPU's "
+                f"memory ({gpu_memory_bytes / GIB:.2f} GiB)",
+                field="reserve",
+            )
         kv_memory = gpu_memory_bytes - reserve
         weights = budget.weights_bytes if budget.weights_bytes is not None else estimated_weights
         if weights > reserve:
-            notes.append(f"the weights ({weights / GIB:.2f} GiB) exceed the reserve "
-                         f"({reserve / GIB:.2f} GiB); the breakdown caps them at the reserve")
+            notes.append(
+                f"the weights ({weights / GIB:.2f} GiB) exceed the reserve "
+                f"({reserve / GIB:.2f} GiB); the breakdown caps them at the reserve"
+            )
             weights = reserve
         if weights == 0:
-            notes.append("the reserve's split between weights and activations is not known "
-                         "(no parameter count); it is shown as activations and overhead")
+            notes.append(
+                "the reserve's split between weights and activations is not known "
+                "(no parameter count); it is shown as activations and overhead"
+            )
         overhead = reserve - weights
         budget_info.update(reserve_bytes=reserve)
     elif isinstance(budget, VllmBudget):
-        est = estimate_vllm_kv_memory(model, gpu_memory_bytes, budget, tp=tp,
-                                      max_model_len=max_model_len, weight_dtype=weight_dtype)
+        est = estimate_vllm_kv_memory(
+            model, gpu_memory_bytes, budget, tp=tp, max_model_len=max_model_len, weight_dtype=weight_dtype
+        )
         if est.kv_memory_bytes <= 0:
             raise UserError(
                 f"{model.name} leaves no memory for the KV cache on this GPU: of "
@@ -457,28 +515,37 @@ def plan_kv_cache(model: ModelArch, gpu_memory_bytes: int, budget: Budget, *,
                 f"{gpu_memory_bytes / GIB:.2f} GiB), weights take {est.weights_bytes / GIB:.2f} GiB "
                 f"and activations and overhead "
                 f"{(est.activation_bytes + est.non_torch_bytes) / GIB:.2f} GiB; try more GPUs "
-                "(--tp), a quantised KV or weight dtype, or a bigger card", field="gpu")
+                "(--tp), a quantised KV or weight dtype, or a bigger card",
+                field="gpu",
+            )
         kv_memory = est.kv_memory_bytes
         weights = est.weights_bytes
         overhead = est.activation_bytes + est.non_torch_bytes
         chunk_default = est.max_num_batched_tokens
-        budget_info.update(gpu_memory_utilization=budget.gpu_memory_utilization,
-                           requested_bytes=est.requested_bytes,
-                           max_num_batched_tokens=est.max_num_batched_tokens,
-                           max_num_seqs=budget.max_num_seqs,
-                           activation_bytes=est.activation_bytes,
-                           non_torch_bytes=est.non_torch_bytes,
-                           activation_estimated=budget.activation_bytes is None,
-                           non_torch_estimated=budget.non_torch_bytes is None)
+        budget_info.update(
+            gpu_memory_utilization=budget.gpu_memory_utilization,
+            requested_bytes=est.requested_bytes,
+            max_num_batched_tokens=est.max_num_batched_tokens,
+            max_num_seqs=budget.max_num_seqs,
+            activation_bytes=est.activation_bytes,
+            non_torch_bytes=est.non_torch_bytes,
+            activation_estimated=budget.activation_bytes is None,
+            non_torch_estimated=budget.non_torch_bytes is None,
+        )
     elif isinstance(budget, GivenBudget):
         kv_memory = _positive(int(budget.kv_memory_bytes), "kv_memory")
         if kv_memory > gpu_memory_bytes:
-            raise UserError(f"the given KV memory ({kv_memory / GIB:.2f} GiB) is more than the "
-                            f"GPU has ({gpu_memory_bytes / GIB:.2f} GiB)", field="kv_memory")
+            raise UserError(
+                f"the given KV memory ({kv_memory / GIB:.2f} GiB) is more than the "
+                f"GPU has ({gpu_memory_bytes / GIB:.2f} GiB)",
+                field="kv_memory",
+            )
         weights = min(estimated_weights, gpu_memory_bytes - kv_memory)
         overhead = gpu_memory_bytes - kv_memory - weights
-        notes.append("with a given KV size, everything besides weights and KV cache (activations, "
-                     "overhead and utilisation headroom) is one figure")
+        notes.append(
+            "with a given KV size, everything besides weights and KV cache (activations, "
+            "overhead and utilisation headroom) is one figure"
+        )
         budget_info.update(kv_memory_bytes=kv_memory)
     else:  # pragma: no cover - the type says which budgets exist
         raise TypeError(f"unknown budget {budget!r}")
@@ -496,20 +563,24 @@ def plan_kv_cache(model: ModelArch, gpu_memory_bytes: int, budget: Budget, *,
     for context in context_list:
         full, sliding = layer_blocks_per_request(model, context, block_size, chunk)
         need = full_layers * full + sliding_layers * sliding
-        fits.append(ContextFit(
-            context=context,
-            blocks_per_request=full,
-            sliding_blocks_per_request=sliding if sliding_layers else None,
-            bytes_per_request=need * block_size * per_layer,
-            max_requests=pool // need,
-            concurrency=round(pool / need, 2),
-            within_max_model_len=limit is None or context <= limit,
-        ))
+        fits.append(
+            ContextFit(
+                context=context,
+                blocks_per_request=full,
+                sliding_blocks_per_request=sliding if sliding_layers else None,
+                bytes_per_request=need * block_size * per_layer,
+                max_requests=pool // need,
+                concurrency=round(pool / need, 2),
+                within_max_model_len=limit is None or context <= limit,
+            )
+        )
     if limit:
         full, sliding = layer_blocks_per_request(model, limit, block_size, chunk)
         if pool < full_layers * full + sliding_layers * sliding:
-            notes.append(f"one request of the full {limit:,}-token context does not fit "
-                         "(vLLM refuses to start unless max_model_len is lowered)")
+            notes.append(
+                f"one request of the full {limit:,}-token context does not fit "
+                "(vLLM refuses to start unless max_model_len is lowered)"
+            )
 
     return KvPlan(
         model=model.name,
@@ -523,8 +594,9 @@ def plan_kv_cache(model: ModelArch, gpu_memory_bytes: int, budget: Budget, *,
         prefill_chunk=chunk,
         max_model_len=limit,
         attention={
-            "kind": "mla" if model.is_mla else ("mha" if model.num_kv_heads ==
-                                                model.num_attention_heads else "gqa"),
+            "kind": "mla"
+            if model.is_mla
+            else ("mha" if model.num_kv_heads == model.num_attention_heads else "gqa"),
             "layers": layers,
             "full_attention_layers": full_layers,
             "sliding_attention_layers": sliding_layers,
@@ -540,8 +612,12 @@ def plan_kv_cache(model: ModelArch, gpu_memory_bytes: int, budget: Budget, *,
         num_blocks=num_blocks,
         kv_tokens=num_blocks * block_size,
         contexts=tuple(fits),
-        breakdown=MemoryBreakdown(total_bytes=gpu_memory_bytes, weights_bytes=weights,
-                                  activation_and_overhead_bytes=overhead, kv_cache_bytes=kv_cache,
-                                  unused_bytes=unused),
+        breakdown=MemoryBreakdown(
+            total_bytes=gpu_memory_bytes,
+            weights_bytes=weights,
+            activation_and_overhead_bytes=overhead,
+            kv_cache_bytes=kv_cache,
+            unused_bytes=unused,
+        ),
         notes=tuple(notes),
     )

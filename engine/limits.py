@@ -10,6 +10,7 @@ without blocking (a FIFO would wait forever for a writer), refuses anything that
 regular file (FIFOs, devices such as /dev/zero, folders), and never reads more than the limit
 plus one byte, so a file that grows while it is read cannot get past the check.
 """
+
 from __future__ import annotations
 
 import errno
@@ -70,16 +71,20 @@ def read_bytes_limited(path: str | Path, limit: int, what: str, *, field: str | 
         raise UserError(f"is a folder, not a {what} file", file=path, field=field) from None
     except OSError as err:
         if err.errno == errno.ENXIO:  # a FIFO or socket with nobody on the other end
-            raise UserError(f"not a regular file: a {what} file must be a plain file",
-                            file=path, field=field) from None
+            raise UserError(
+                f"not a regular file: a {what} file must be a plain file", file=path, field=field
+            ) from None
         raise UserError(f"cannot read: {err.strerror or err}", file=path, field=field) from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise UserError(f"is a folder, not a {what} file", file=path, field=field)
         if not stat.S_ISREG(info.st_mode):
-            raise UserError(f"not a regular file (a device, pipe or socket): a {what} file must "
-                            "be a plain file", file=path, field=field)
+            raise UserError(
+                f"not a regular file (a device, pipe or socket): a {what} file must be a plain file",
+                file=path,
+                field=field,
+            )
         if info.st_size > limit:
             raise UserError(_too_big(info.st_size, limit, what), file=path, field=field)
         chunks, total = [], 0
@@ -90,8 +95,7 @@ def read_bytes_limited(path: str | Path, limit: int, what: str, *, field: str | 
             chunks.append(chunk)
             total += len(chunk)
         if total > limit:  # it grew while being read, or stat could not tell its size
-            raise UserError(f"over the limit of {size_text(limit)} for a {what} file",
-                            file=path, field=field)
+            raise UserError(f"over the limit of {size_text(limit)} for a {what} file", file=path, field=field)
         return b"".join(chunks)
     except OSError as err:
         raise UserError(f"cannot read: {err.strerror or err}", file=path, field=field) from None
@@ -111,8 +115,11 @@ def decode_utf8(data: bytes, path: str | Path, *, field: str | None = None) -> s
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
-        raise UserError(f"not UTF-8 text (byte {err.start + 1}, line {line}): save the file as UTF-8",
-                        file=path, field=field) from None
+        raise UserError(
+            f"not UTF-8 text (byte {err.start + 1}, line {line}): save the file as UTF-8",
+            file=path,
+            field=field,
+        ) from None
 
 
 def size_text(n: float) -> str:
@@ -135,8 +142,12 @@ def check_yaml_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -
     import yaml
 
     depth = 0
-    starts = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
-              yaml.FlowMappingStartToken, yaml.FlowSequenceStartToken)
+    starts = (
+        yaml.BlockMappingStartToken,
+        yaml.BlockSequenceStartToken,
+        yaml.FlowMappingStartToken,
+        yaml.FlowSequenceStartToken,
+    )
     ends = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
     try:
         for token in yaml.scan(text, Loader=yaml.SafeLoader):
@@ -144,8 +155,11 @@ def check_yaml_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -
                 depth += 1
                 if depth > limit:
                     mark = token.start_mark
-                    raise UserError(f"nested more than {limit} levels deep",
-                                    file=path, field=f"line {mark.line + 1}, column {mark.column + 1}")
+                    raise UserError(
+                        f"nested more than {limit} levels deep",
+                        file=path,
+                        field=f"line {mark.line + 1}, column {mark.column + 1}",
+                    )
             elif isinstance(token, ends):
                 depth -= 1
     except yaml.YAMLError:
@@ -155,7 +169,7 @@ def check_yaml_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -
 # ---- command-line numbers ------------------------------------------------------------------------
 
 
-def whole_flag(flag: str, least: int, most: int):  # type: ignore[no-untyped-def]
+def whole_flag(flag: str, least: int, most: int):
     """An argparse ``type`` for a whole number within [least, most]. A mistake is a UserError
     naming the flag (argparse lets it through), raised before any work: 2^63 slots used to
     overflow numpy halfway through a run."""
@@ -174,7 +188,7 @@ def whole_flag(flag: str, least: int, most: int):  # type: ignore[no-untyped-def
     return parse
 
 
-def number_flag(flag: str, least: float, most: float, *, open_low: bool = False):  # type: ignore[no-untyped-def]
+def number_flag(flag: str, least: float, most: float, *, open_low: bool = False):
     """An argparse ``type`` for a finite number within [least, most] (or (least, most] when
     ``open_low``): NaN, inf and 1e300 are refused, never multiplied into a figure."""
     import math
@@ -189,8 +203,12 @@ def number_flag(flag: str, least: float, most: float, *, open_low: bool = False)
         if open_low and value <= least:
             raise UserError(f"must be greater than {least:g}, got {text}", field=flag)
         if value < least:
-            raise UserError(f"must not be negative, got {text}" if least == 0 else
-                            f"must be at least {least:g}, got {text}", field=flag)
+            raise UserError(
+                f"must not be negative, got {text}"
+                if least == 0
+                else f"must be at least {least:g}, got {text}",
+                field=flag,
+            )
         if value > most:
             raise UserError(f"must be at most {most:,g} (the stated limit), got {text}", field=flag)
         return value

@@ -4,6 +4,7 @@ Two builds of one day (two terminals, `serve` and a manual build) would otherwis
 folder and the second could move away the first one's fresh render with an edit in it. flock is
 released by the kernel when the process dies, so a killed build never leaves the day locked.
 """
+
 from __future__ import annotations
 
 import fcntl

@@ -5,6 +5,7 @@ a build consumed (``consumed``: a draft merged with new numbers, an edited chart
 the build's number (``build``, which tells the newer of two folders after a crash).
 ``.base.json`` holds the text of each render as the person last saw it: the next merge's base.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -34,6 +34,7 @@ On a CPU the memory figures are against a fixed budget (settings.memory_budget_b
 for the device's free memory, and the peak is null. ``share_of_peak_at_slots`` is the median over
 contexts of achieved / peak bandwidth at batch = slots.
 """
+
 from __future__ import annotations
 
 import json
@@ -140,12 +141,14 @@ class PolicyTiming(_Strict):
     utilisation: float = Field(gt=0, le=1)
 
     @model_validator(mode="after")
-    def _rate_is_tokens_over_time(self) -> "PolicyTiming":
+    def _rate_is_tokens_over_time(self) -> PolicyTiming:
         """The rate a post quotes must be the file's own tokens over its own wall time."""
         rate = self.tokens / self.wall_seconds
         if abs(self.tokens_per_second - rate) > 0.01 * rate:
-            raise ValueError(f"tokens_per_second {self.tokens_per_second:g} is not tokens / "
-                             f"wall_seconds ({rate:g}): a corrupt or hand-edited file")
+            raise ValueError(
+                f"tokens_per_second {self.tokens_per_second:g} is not tokens / "
+                f"wall_seconds ({rate:g}): a corrupt or hand-edited file"
+            )
         return self
 
 
@@ -189,16 +192,23 @@ def validate_measurement(doc: object, *, file: str | Path) -> dict:
     """The document as a plain dict if it is a valid schema-1 measurement, else a UserError
     naming the first offending field."""
     if isinstance(doc, dict) and doc.get("schema") != SCHEMA:
-        raise UserError(f"schema {doc.get('schema')!r} is not {SCHEMA}; re-run the bench with this "
-                        "version of the engine", file=file, field="schema")
+        raise UserError(
+            f"schema {doc.get('schema')!r} is not {SCHEMA}; re-run the bench with this version of the engine",
+            file=file,
+            field="schema",
+        )
     model = validate(Measurement, doc, file=file)
     # A CPU file edited to say `kind: cuda` must not be quoted as measured on a GPU: a CUDA run
     # records its CUDA version, and only a CPU run has a synthetic memory budget.
     if model.device.kind == "cuda" and (
         model.cuda is None or "memory_budget_bytes" in (model.settings.model_extra or {})
     ):
-        raise UserError("is cuda, but the file has no CUDA version or has a CPU run's synthetic "
-                        "memory budget: it was not measured on a GPU", file=file, field="device.kind")
+        raise UserError(
+            "is cuda, but the file has no CUDA version or has a CPU run's synthetic "
+            "memory budget: it was not measured on a GPU",
+            file=file,
+            field="device.kind",
+        )
     return model.model_dump(by_alias=True)
 
 
@@ -210,15 +220,18 @@ def read_document(path: Path | str) -> dict:
     try:
         doc = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
-        raise UserError("not valid JSON: nested too deep; a corrupt measurement file",
-                        file=path) from None
+        raise UserError("not valid JSON: nested too deep; a corrupt measurement file", file=path) from None
     except json.JSONDecodeError as err:
-        raise UserError(f"not valid JSON (line {err.lineno}, column {err.colno}): "
-                        "a corrupt measurement file; re-run the bench", file=path) from None
+        raise UserError(
+            f"not valid JSON (line {err.lineno}, column {err.colno}): "
+            "a corrupt measurement file; re-run the bench",
+            file=path,
+        ) from None
     found = _find_constant(doc)
     if found:
-        raise UserError(f"{found[1]} is not a JSON number (a measured figure is finite)",
-                        file=path, field=found[0])
+        raise UserError(
+            f"{found[1]} is not a JSON number (a measured figure is finite)", file=path, field=found[0]
+        )
     if not isinstance(doc, dict):
         raise UserError("a measurement file holds one JSON object", file=path)
     return doc
@@ -277,8 +290,11 @@ def _recorded_date(path: Path) -> datetime:
     except UserError:
         raise
     except (ValueError, KeyError, TypeError) as err:
-        raise UserError(f"cannot read its date ({err.__class__.__name__}): a corrupt measurement "
-                        "file", file=path, field="date") from None
+        raise UserError(
+            f"cannot read its date ({err.__class__.__name__}): a corrupt measurement file",
+            file=path,
+            field="date",
+        ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
@@ -302,13 +318,13 @@ def resolve_measurement(day_dir: Path | str, choice: str) -> Path | None:
         # must never displace the rented GPU's committed figures from the posts.
         return max(files, key=lambda p: (_on_accelerator(p), _recorded_date(p), p.name))
     if not choice or Path(choice).name != choice or choice in (".", ".."):
-        raise UserError(f"{choice!r} is not a file name: use latest, none, or a file in {day_dir}",
-                        field="measured")
+        raise UserError(
+            f"{choice!r} is not a file name: use latest, none, or a file in {day_dir}", field="measured"
+        )
     path = day_dir / (choice if choice.endswith(".json") else f"{choice}.json")
     if not path.is_file():
         have = ", ".join(p.name for p in sorted(day_dir.glob("*.json"))) or "none"
-        raise UserError(f"no measurement file {path.name} in {day_dir} (have: {have})",
-                        field="measured")
+        raise UserError(f"no measurement file {path.name} in {day_dir} (have: {have})", field="measured")
     return path
 
 

@@ -9,6 +9,7 @@ wording" plus "the number in that paragraph changed" a conflict. A line-level co
 therefore merged again word by word; only when
 that also conflicts are standard conflict markers written, around whole lines.
 """
+
 from __future__ import annotations
 
 import re

@@ -16,14 +16,15 @@ An engine file the person edited:
 - anything else (results.json, a chart): the fresh file takes its place so the folder stays
   consistent, and their version is kept beside it as ``<name>.edited<suffix>``.
 """
+
 from __future__ import annotations
 
 import errno
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine import lock as day_lock
@@ -45,8 +46,22 @@ from engine.manifest import is_new_render as _is_new_render
 
 MAX_MERGE_BYTES = 1_000_000  # a draft is a few kB; a larger file is kept, never merged
 
-__all__ = ["BASE", "CHANGES", "DERIVED", "INTERNAL", "MANIFEST", "MERGEABLE", "CommitReport",
-           "Staging", "commit", "new_name", "read_manifest", "report_lines", "sha256", "write_failed"]
+__all__ = [
+    "BASE",
+    "CHANGES",
+    "DERIVED",
+    "INTERNAL",
+    "MANIFEST",
+    "MERGEABLE",
+    "CommitReport",
+    "Staging",
+    "commit",
+    "new_name",
+    "read_manifest",
+    "report_lines",
+    "sha256",
+    "write_failed",
+]
 
 
 # ---- errors a person can fix: one line each -------------------------------------------------
@@ -72,6 +87,7 @@ def _check_target(target: Path) -> None:
         raise UserError("--out names a file, not a folder", file=parent)
     if target.exists() and not target.is_dir():
         raise UserError("is a file, not a day folder: move it away and build again", file=target)
+
 
 # ---- staging ----------------------------------------------------------------------------------
 
@@ -115,6 +131,7 @@ class Staging:
         if self.lock is not None:
             self.lock.release()
 
+
 # ---- commit -----------------------------------------------------------------------------------
 
 
@@ -131,8 +148,11 @@ class CommitReport:
 
     def checked_edits(self) -> list[tuple[Path, Path]]:
         """Every draft of the person's now in the folder, for the platform rules."""
-        return [*self.kept_edits, *((p, p) for p in [*self.merged, *self.unchanged_edits]),
-                *((kept, new) for kept, new, _ in self.conflicts)]
+        return [
+            *self.kept_edits,
+            *((p, p) for p in [*self.merged, *self.unchanged_edits]),
+            *((kept, new) for kept, new, _ in self.conflicts),
+        ]
 
 
 def report_lines(report: CommitReport) -> list[str]:
@@ -250,10 +270,17 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
     previous = read_manifest(target) if exists else {}
     base = {
         name: (stage / name).read_text(encoding="utf-8")
-        for name in rendered if name.endswith((*MERGEABLE, ".json"))
+        for name in rendered
+        if name.endswith((*MERGEABLE, ".json"))
     }
-    plan = _Plan(target=target, stage=stage, rendered=rendered, report=report,
-                 old_base=read_base(target) if exists else {}, base=base)
+    plan = _Plan(
+        target=target,
+        stage=stage,
+        rendered=rendered,
+        report=report,
+        old_base=read_base(target) if exists else {},
+        base=base,
+    )
 
     edited: list[tuple[str, Path, str]] = []
     for old in _walk(target) if exists else []:
@@ -288,8 +315,11 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
         )
         (stage / CHANGES).write_text(changes.dumps(report.changes), encoding="utf-8")
     # build: counts the day's builds, so that after a crash the newer of two folders is known.
-    manifest = {"files": {**rendered, **plan.extra}, "consumed": plan.consumed,
-                "build": (_build_number(target) or 0) + 1 if exists else 1}
+    manifest = {
+        "files": {**rendered, **plan.extra},
+        "consumed": plan.consumed,
+        "build": (_build_number(target) or 0) + 1 if exists else 1,
+    }
     (stage / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     (stage / BASE).write_text(json.dumps(base, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     swap.pause("staged")
@@ -323,8 +353,10 @@ class _Plan:
         """``name`` is the file's path below the day's folder (``carousel/page-01.png``)."""
         stage, target = self.stage, self.target
         base = self.old_base.get(name)
-        if force or current == self.rendered[name] or (
-            name.endswith(".json") and base is not None and _same_json(old, base)
+        if (
+            force
+            or current == self.rendered[name]
+            or (name.endswith(".json") and base is not None and _same_json(old, base))
         ):
             self.consumed[name] = current  # overwritten on request, identical, or only re-indented
             return
@@ -337,7 +369,8 @@ class _Plan:
         too_big = old.stat().st_size > MAX_MERGE_BYTES
         if too_big:
             self.report.notes.append(
-                f"{name} is over {MAX_MERGE_BYTES:,} bytes, too large to merge: kept as it is")
+                f"{name} is over {MAX_MERGE_BYTES:,} bytes, too large to merge: kept as it is"
+            )
         theirs = "" if too_big else _read_text(old)
         if base is None or too_big:
             # No render on record to merge from (a file written before the engine's), or a file

@@ -7,6 +7,7 @@
 Steps 1–6 happen in a staging folder; out/ changes only at step 7, so a failing build (bad
 input, a post over the limit) leaves out/ exactly as it was, and outdir keeps hand edits.
 """
+
 from __future__ import annotations
 
 import json
@@ -121,7 +122,9 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
     for platform in platforms():
         text = drafts.get(platform.draft)
         per_post, found = (
-            platform.check_draft(text, available={c["file"] for c in charts}) if text is not None else ([], [])
+            platform.check_draft(text, available={c["file"] for c in charts})
+            if text is not None
+            else ([], [])
         )
         per_post_dicts = [[vars(c) for c in post] for post in per_post]
         # A single post's counts are stored flat; a thread's, one list per post.

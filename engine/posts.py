@@ -4,6 +4,7 @@ Templates see results and spec metadata only; every number on a post reaches it 
 filter here, so formatting (thousands separators, percentages, multiples) is decided once.
 StrictUndefined turns a misspelt variable into an error instead of an empty gap in a post.
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,8 +16,8 @@ from typing import Any
 import jinja2
 
 from engine.errors import UserError
-from engine.units import format_gib
 from engine.limits import MAX_TEMPLATE_BYTES, read_text_limited
+from engine.units import format_gib
 
 
 def thousands(value: int | float) -> str:
@@ -196,7 +197,9 @@ class _LimitedLoader(jinja2.FileSystemLoader):
     """Jinja's file loader, reading through engine.limits: a template that is not UTF-8, too
     big, or not a regular file (a folder named ``*.j2``) is one line naming it."""
 
-    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
         shown = f"templates/{template}"
         try:
             _, filename, uptodate = super().get_source(environment, template)
@@ -267,15 +270,18 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
     except jinja2.TemplateSyntaxError as exc:  # also unknown filters and tests
         raise _syntax_error(exc, template) from None
     except jinja2.TemplateNotFound as exc:
-        raise UserError(f"includes or imports {exc.name!r}, which does not exist",
-                        file=f"templates/{template}", field=_template_line(exc, template)) from None
+        raise UserError(
+            f"includes or imports {exc.name!r}, which does not exist",
+            file=f"templates/{template}",
+            field=_template_line(exc, template),
+        ) from None
     except RecursionError:
-        raise UserError("includes itself (directly or through another template) without end",
-                        file=f"templates/{template}") from None
+        raise UserError(
+            "includes itself (directly or through another template) without end", file=f"templates/{template}"
+        ) from None
     except UnformattedNumber as exc:
         raise UserError(
-            f"{exc.args[0]!r} printed without a filter: format it with "
-            f"{', '.join(sorted(FILTERS))}",
+            f"{exc.args[0]!r} printed without a filter: format it with {', '.join(sorted(FILTERS))}",
             file=f"templates/{template}",
             field=_template_line(exc, template),
         ) from None
@@ -290,8 +296,11 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
         ) from None
     except (TypeError, ValueError, ArithmeticError, AttributeError, jinja2.TemplateError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UserError(f"the template failed while rendering ({type(exc).__name__}: {detail})",
-                        file=f"templates/{template}", field=_template_line(exc, template)) from None
+        raise UserError(
+            f"the template failed while rendering ({type(exc).__name__}: {detail})",
+            file=f"templates/{template}",
+            field=_template_line(exc, template),
+        ) from None
     lines = [line.rstrip() for line in text.splitlines()]
     tidy: list[str] = []
     for line in lines:

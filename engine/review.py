@@ -12,6 +12,7 @@ beside the page, and Jinja autoescapes every string. Counts come from each regis
 rules run on the draft text shown, so a hand-edited draft is counted as edited. The page loops
 over the registries: one column per platform, one table set per section.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,6 @@ import jinja2
 
 from engine.errors import UserError
 from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, read_text_limited
-
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
 from engine.review_tables import source_kind
@@ -33,14 +33,30 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "review"
 RESULTS = "results.json"
 PAGE = "index.html"
 
-__all__ = ["FOLD", "fold_index", "render_day_page", "render_index", "write_day_page",
-           "write_index", "write_review", "built_days", "source_kind", "sources", "inputs"]
+__all__ = [
+    "FOLD",
+    "fold_index",
+    "render_day_page",
+    "render_index",
+    "write_day_page",
+    "write_index",
+    "write_review",
+    "built_days",
+    "source_kind",
+    "sources",
+    "inputs",
+]
 
 
 def drafts_of(day_dir: Path) -> dict[str, str]:
     """Every registered platform's draft found in day_dir, by file name."""
-    return {p.draft: read_text_limited(day_dir / p.draft, MAX_DRAFT_BYTES, "draft")
-            for p in platforms() if (day_dir / p.draft).is_file()}
+    return {
+        p.draft: read_text_limited(day_dir / p.draft, MAX_DRAFT_BYTES, "draft")
+        for p in platforms()
+        if (day_dir / p.draft).is_file()
+    }
+
+
 _DAY_DIR = re.compile(r"^day(\d+)$")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)\)")  # a Markdown image in a draft: an attachment marker
 
@@ -64,8 +80,9 @@ def write_day_page(day_dir: Path) -> Path:
     try:
         results = json.loads(read_text_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results"))
     except ValueError as exc:
-        raise UserError(f"not readable JSON ({exc}); rebuild the day to replace it",
-                        file=day_dir / RESULTS) from exc
+        raise UserError(
+            f"not readable JSON ({exc}); rebuild the day to replace it", file=day_dir / RESULTS
+        ) from exc
     drafts = drafts_of(day_dir)
     path = day_dir / PAGE
     path.write_text(render_day_page(day_dir, results, drafts), encoding="utf-8")
@@ -133,7 +150,8 @@ def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) 
         "inputs": inputs(results),
         "links_back": results.get("links_back") or [],
         "spec_json": json.dumps(results["inputs"], indent=2, sort_keys=True, ensure_ascii=False)
-        if results.get("inputs") else "",
+        if results.get("inputs")
+        else "",
         "changes": _changes().page_context(day_dir),
     }
 
@@ -148,16 +166,18 @@ def index_context(out_root: Path) -> dict[str, Any]:
         if not isinstance(results, dict):
             results = {}
         checks = results.get("checks") or {}
-        days.append({
-            "day": day,
-            "folder": folder.name,
-            "title": results.get("title", "(results.json unreadable)"),
-            "page": f"{folder.name}/{PAGE}",
-            "drafts": [p.draft for p in platforms() if (folder / p.draft).is_file()],
-            "charts": len(results.get("charts") or []),
-            "violations": len(checks.get("violations") or []),
-            "sources": sources(results),
-        })
+        days.append(
+            {
+                "day": day,
+                "folder": folder.name,
+                "title": results.get("title", "(results.json unreadable)"),
+                "page": f"{folder.name}/{PAGE}",
+                "drafts": [p.draft for p in platforms() if (folder / p.draft).is_file()],
+                "charts": len(results.get("charts") or []),
+                "violations": len(checks.get("violations") or []),
+                "sources": sources(results),
+            }
+        )
     return {"days": days}
 
 
@@ -178,13 +198,22 @@ def _newer(day_dir: Path, name: str) -> str | None:
     return candidate if (day_dir / candidate).is_file() else None
 
 
-def _platform(platform: Platform, text: str | None, day_dir: Path, charts: list[dict[str, Any]],
-              results: dict[str, Any]) -> dict[str, Any]:
+def _platform(
+    platform: Platform, text: str | None, day_dir: Path, charts: list[dict[str, Any]], results: dict[str, Any]
+) -> dict[str, Any]:
     """One platform's column: its posts as the feed shows them, each with its counts."""
-    out: dict[str, Any] = {"name": platform.name, "title": platform.title, "draft": platform.draft,
-                           "thread": platform.thread, "present": text is not None,
-                           "newer": _newer(day_dir, platform.draft), "violations": [], "posts": [],
-                           "images": [], "chosen_image": platform.name == "linkedin"}
+    out: dict[str, Any] = {
+        "name": platform.name,
+        "title": platform.title,
+        "draft": platform.draft,
+        "thread": platform.thread,
+        "present": text is not None,
+        "newer": _newer(day_dir, platform.draft),
+        "violations": [],
+        "posts": [],
+        "images": [],
+        "chosen_image": platform.name == "linkedin",
+    }
     if text is None:
         return out
     per_post, violations = platform.check_draft(text)
@@ -192,9 +221,15 @@ def _platform(platform: Platform, text: str | None, day_dir: Path, charts: list[
     if platform.thread:
         posts = platform.posts(text)
         for k, (post, counts) in enumerate(zip(posts, per_post), start=1):
-            out["posts"].append({"number": k, "total": len(posts), "text": _without_markers(post),
-                                 "images": _attachments(post, day_dir, charts),
-                                 "counts": _count_dicts(counts)})
+            out["posts"].append(
+                {
+                    "number": k,
+                    "total": len(posts),
+                    "text": _without_markers(post),
+                    "images": _attachments(post, day_dir, charts),
+                    "counts": _count_dicts(counts),
+                }
+            )
         return out
     # A single post: an image line in it is an attachment, not text, shown as an image and
     # folded without it.
@@ -204,8 +239,13 @@ def _platform(platform: Platform, text: str | None, day_dir: Path, charts: list[
     shown = _without_markers(text) if markers else text
     cut = platform.fold_at(shown) if platform.fold_at is not None else len(shown)
     # Line breaks at the cut are shown by the fold marker itself, not as empty lines around it.
-    out.update(visible=shown[:cut].rstrip("\n"), rest=shown[cut:].lstrip("\n"), fold=FOLD,
-               counts=_count_dicts(per_post[0]), paste=shown)
+    out.update(
+        visible=shown[:cut].rstrip("\n"),
+        rest=shown[cut:].lstrip("\n"),
+        fold=FOLD,
+        counts=_count_dicts(per_post[0]),
+        paste=shown,
+    )
     return out
 
 
@@ -216,10 +256,18 @@ def _attachments(markdown: str, day_dir: Path, charts: list[dict[str, Any]]) -> 
     found = []
     for alt, src in _IMAGE.findall(markdown):
         chart = by_file.get(src, {})
-        found.append({"src": src, "alt": alt, "marker": f"![{alt}]({src})",
-                      "alt_text": chart.get("alt_text") or alt, "alt_length": len(chart.get("alt_text") or alt),
-                      "width": chart.get("width"), "height": chart.get("height"),
-                      "exists": (day_dir / src).is_file()})
+        found.append(
+            {
+                "src": src,
+                "alt": alt,
+                "marker": f"![{alt}]({src})",
+                "alt_text": chart.get("alt_text") or alt,
+                "alt_length": len(chart.get("alt_text") or alt),
+                "width": chart.get("width"),
+                "height": chart.get("height"),
+                "exists": (day_dir / src).is_file(),
+            }
+        )
     return found
 
 
@@ -258,9 +306,19 @@ def linkedin_images(results: dict[str, Any], charts: list[dict[str, Any]]) -> li
         picked = [c for c in picked if c in redrawn] or picked
     else:
         picked = [c for c in mine if c in redrawn or c.get("attach")]
-    return [{"src": c["file"], "alt": c["alt_text"], "marker": "", "alt_text": c["alt_text"],
-             "alt_length": c["alt_length"], "width": c.get("width"), "height": c.get("height"),
-             "exists": c["exists"]} for c in picked]
+    return [
+        {
+            "src": c["file"],
+            "alt": c["alt_text"],
+            "marker": "",
+            "alt_text": c["alt_text"],
+            "alt_length": c["alt_length"],
+            "width": c.get("width"),
+            "height": c.get("height"),
+            "exists": c["exists"],
+        }
+        for c in picked
+    ]
 
 
 def _unique(images: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -277,16 +335,25 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
         recorded = []
         for png in sorted(day_dir.glob("*.png")):
             alt_file = png.with_name(f"{png.stem}.alt.txt")
-            recorded.append({"name": png.stem, "file": png.name, "platform": "",
-                             "alt_text": alt_file.read_text(encoding="utf-8").strip()
-                             if alt_file.is_file() else "",
-                             "width": None, "height": None})
+            recorded.append(
+                {
+                    "name": png.stem,
+                    "file": png.name,
+                    "platform": "",
+                    "alt_text": alt_file.read_text(encoding="utf-8").strip() if alt_file.is_file() else "",
+                    "width": None,
+                    "height": None,
+                }
+            )
     charts = []
     for chart in recorded:
         alt_path = day_dir / f"{Path(chart['file']).stem}.alt.txt"
-        alt = alt_path.read_text(encoding="utf-8").strip() if alt_path.is_file() else chart.get("alt_text", "")
-        charts.append({**chart, "alt_text": alt, "alt_length": len(alt),
-                       "exists": (day_dir / chart["file"]).is_file()})
+        alt = (
+            alt_path.read_text(encoding="utf-8").strip() if alt_path.is_file() else chart.get("alt_text", "")
+        )
+        charts.append(
+            {**chart, "alt_text": alt, "alt_length": len(alt), "exists": (day_dir / chart["file"]).is_file()}
+        )
     return charts
 
 
@@ -297,12 +364,19 @@ def carousel(results: dict[str, Any], day_dir: Path) -> dict[str, Any] | None:
         return None
     media = ((results.get("checks") or {}).get("media") or {}).get(record["file"], [])
     pages = [{**page, "exists": (day_dir / page["preview"]).is_file()} for page in record.get("pages", [])]
-    return {"file": record["file"], "title": record.get("title", ""), "exists": (day_dir / record["file"]).is_file(),
-            "width": record.get("width_pt"), "height": record.get("height_pt"), "pages": pages,
-            "counts": list(media)}
+    return {
+        "file": record["file"],
+        "title": record.get("title", ""),
+        "exists": (day_dir / record["file"]).is_file(),
+        "width": record.get("width_pt"),
+        "height": record.get("height_pt"),
+        "pages": pages,
+        "counts": list(media),
+    }
 
 
 # ---- where the numbers came from, and what went in --------------------------------------------
+
 
 def warnings(results: dict[str, Any]) -> list[str]:
     """Notices a section wants above everything else (a lab changed since it was measured)."""
@@ -320,12 +394,22 @@ def sources(results: dict[str, Any]) -> list[dict[str, str]]:
     for section in sections():
         result = results.get(section.key)
         if result and result.get("source"):
-            found.append({"section": section.title, "source": str(result["source"]),
-                          "kind": source_kind(str(result["source"]))})
+            found.append(
+                {
+                    "section": section.title,
+                    "source": str(result["source"]),
+                    "kind": source_kind(str(result["source"])),
+                }
+            )
     measured = results.get("measured")
     if isinstance(measured, dict) and measured.get("source"):
-        found.append({"section": "Measurement", "source": str(measured["source"]),
-                      "kind": source_kind(str(measured["source"]))})
+        found.append(
+            {
+                "section": "Measurement",
+                "source": str(measured["source"]),
+                "kind": source_kind(str(measured["source"])),
+            }
+        )
     return found
 
 

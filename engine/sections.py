@@ -97,8 +97,21 @@ _REGISTRY: dict[str, Section] = {}
 _loaded = False
 # The metadata keys of a day's spec: a section may not take one of these names.
 RESERVED = frozenset(
-    {"day", "series", "title", "repository", "hashtags", "links_back", "charts",
-     "linkedin_image", "measured", "inputs", "checks", "links", "carousel"}
+    {
+        "day",
+        "series",
+        "title",
+        "repository",
+        "hashtags",
+        "links_back",
+        "charts",
+        "linkedin_image",
+        "measured",
+        "inputs",
+        "checks",
+        "links",
+        "carousel",
+    }
 )
 
 
@@ -120,7 +133,15 @@ def register_section(
     if not key.isidentifier() or key in RESERVED:
         raise ValueError(f"section key {key!r} must be a Python name and not one of {sorted(RESERVED)}")
     section = Section(
-        key, model, run, title, headline, review_tables, link_figure, order, review_warnings,
+        key,
+        model,
+        run,
+        title,
+        headline,
+        review_tables,
+        link_figure,
+        order,
+        review_warnings,
         owns_measurement,
     )
     _REGISTRY[key] = section

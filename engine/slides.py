@@ -7,6 +7,7 @@ environment, number filters and no-typed-numbers rule, so a slide can no more ca
 figure than a post can. Drawing happens in engine.charts.carousel; this module stays free of
 matplotlib so that loading a spec never imports it.
 """
+
 from __future__ import annotations
 
 import re
@@ -52,7 +53,7 @@ class Slide(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _chart_known(self) -> "Slide":
+    def _chart_known(self) -> Slide:
         if self.kind == "chart":
             if self.chart is None:
                 raise ValueError("a chart slide needs 'chart'")
@@ -84,7 +85,9 @@ class CarouselSpec(BaseModel):
             needs = registry.get(slide.chart).needs if slide.chart else ()
             missing = [need for need in needs if getattr(spec, need, None) is None]
             if missing:
-                raise ValueError(f"carousel slide {i + 1}: chart '{slide.chart}' needs a '{missing[0]}' section")
+                raise ValueError(
+                    f"carousel slide {i + 1}: chart '{slide.chart}' needs a '{missing[0]}' section"
+                )
 
 
 def known_charts() -> set[str]:

@@ -6,6 +6,7 @@ unknown keys must fail (a typo silently ignored is a wrong post), and the models
 documentation of what a day can ask for. Sections are optional and registered
 (engine.sections): a day runs the experiments whose sections it has.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,8 @@ from pydantic_core import PydanticCustomError
 
 from engine import limits
 from engine.errors import UserError
-from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
 from engine.slides import CarouselSpec
+from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
 from engine.workload import WorkloadSpec
 
 __all__ = ["DaySpec", "GiB", "PositiveFloat", "PositiveInt", "day_spec_model", "load_spec"]
@@ -66,12 +67,14 @@ class InlineModel(Strict):
     num_params: Annotated[int, Field(ge=1, le=limits.MAX_PARAMS, strict=True)] | None = None
 
     @model_validator(mode="after")
-    def _heads_group(self) -> "InlineModel":
+    def _heads_group(self) -> InlineModel:
         """Grouped-query attention shares each KV head among a whole number of query heads."""
         heads = self.num_attention_heads
         if heads is not None and (self.num_kv_heads > heads or heads % self.num_kv_heads):
-            raise ValueError(f"num_kv_heads {self.num_kv_heads} must divide num_attention_heads "
-                             f"{heads} (each KV head serves a whole group of query heads)")
+            raise ValueError(
+                f"num_kv_heads {self.num_kv_heads} must divide num_attention_heads "
+                f"{heads} (each KV head serves a whole group of query heads)"
+            )
         return self
 
 
@@ -159,9 +162,7 @@ class GivenBudgetSpec(Strict):
     kv_memory_gib: Annotated[GiB, Field(gt=0)]
 
 
-BudgetSpec = Annotated[
-    ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec, Field(discriminator="kind")
-]
+BudgetSpec = Annotated[ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec, Field(discriminator="kind")]
 KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8", "int4"]
 
 
@@ -235,6 +236,8 @@ StepTimeSpec = Annotated[
     UnitStepTimeSpec | RooflineStepTimeSpec | CalibratedStepTimeSpec | MeasuredStepTimeSpec,
     Field(discriminator="kind"),
 ]
+
+
 def _registered_policy(name: str) -> str:
     """A policy name the registry knows (engine.batching.registry), checked when the spec is
     read, so a policy registered by a plugin or a test is accepted and a typo is not."""
@@ -301,8 +304,9 @@ class QueueingSection(Strict):
     seed: Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)] = 0
     service: Literal["exponential", "deterministic", "lognormal"] = "exponential"
     service_cv: PositiveFloat | None = None
-    utilisations: Annotated[list[Annotated[float, Field(gt=0, lt=1)]],
-                            Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)]
+    utilisations: Annotated[
+        list[Annotated[float, Field(gt=0, lt=1)]], Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)
+    ]
     shared: SharedLineSpec | None = None
     lines: LinesSpec
 
@@ -326,18 +330,28 @@ ChartName = Annotated[str, AfterValidator(_known_chart)]
 # One word each, CamelCase for screen readers; LinkedIn wants 3 to 5 at the end of a post.
 # A tag may start with a digit (#100DaysOfCode) but not be digits only (#2024 is no hashtag).
 Hashtag = Annotated[str, Field(pattern=r"^#?[0-9_]*[A-Za-z][A-Za-z0-9_]*$", max_length=100)]
+
+
 # One line, bounded: the title is drawn on charts, where a newline overlaps the plot.
 def _drawable_title(value: str) -> str:
     """The title is drawn on charts: a line break overlaps the plot, and the chart font has no
     emoji beyond the Basic Multilingual Plane (matplotlib draws an empty box and only warns)."""
-    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co")
-                or ord(c) > 0xFFFF), None)
+    bad = next(
+        (
+            c
+            for c in value
+            if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co") or ord(c) > 0xFFFF
+        ),
+        None,
+    )
     if bad is not None:
         raise ValueError(f"must be one line of plain text: U+{ord(bad):04X} cannot be drawn on a chart")
     return value
 
 
-Title = Annotated[str, Field(min_length=1, max_length=limits.MAX_TITLE_CHARS), AfterValidator(_drawable_title)]
+Title = Annotated[
+    str, Field(min_length=1, max_length=limits.MAX_TITLE_CHARS), AfterValidator(_drawable_title)
+]
 
 
 class DaySpec(Strict):
@@ -377,8 +391,9 @@ class DaySpec(Strict):
         day = info.data.get("day")
         for link in links:
             if day is not None and link.day >= day:
-                raise ValueError(f"day {link.day} is not before day {day}; a post can only point "
-                                 "back to an earlier day")
+                raise ValueError(
+                    f"day {link.day} is not before day {day}; a post can only point back to an earlier day"
+                )
         return links
 
     @model_validator(mode="after")
@@ -456,6 +471,7 @@ def load_spec(path: str | Path) -> DaySpec:
     spec = validate(day_spec_model(), data, file=path)
     named = re.fullmatch(r"day0*(\d+)", path.stem)
     if named and int(named.group(1)) != spec.day:  # day37.yaml copied to day38.yaml, unchanged
-        raise UserError(f"the file is named for day {int(named.group(1))} but says day {spec.day}",
-                        file=path, field="day")
+        raise UserError(
+            f"the file is named for day {int(named.group(1))} but says day {spec.day}", file=path, field="day"
+        )
     return spec

@@ -8,6 +8,7 @@ bytes, the engine's own unedited file, or consumed and recorded in the new manif
 it is kept, visibly, as ``<day>.kept-N``. The next build (recover, under the day's lock) undoes or
 finishes a swap that was cut short and removes unfinished staging folders.
 """
+
 from __future__ import annotations
 
 import errno
@@ -116,6 +117,7 @@ def _exchange(a: Path, b: Path) -> bool:
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         return False
     raise OSError(err, os.strerror(err), str(b))
+
 
 # ---- the old folder goes only when nothing in it would be lost -------------------------------
 

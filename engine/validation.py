@@ -44,7 +44,11 @@ def validate(model: type[M], data: Any, *, file: str | Path | None) -> M:
 
 
 def one_line(
-    exc: ValidationError, model: type[BaseModel], data: Any, *, file: str | Path | None,
+    exc: ValidationError,
+    model: type[BaseModel],
+    data: Any,
+    *,
+    file: str | Path | None,
     prefix: tuple[str, ...] = (),
 ) -> UserError:
     """Turn pydantic's report into one line: the first error, in the input's own words.
@@ -107,7 +111,7 @@ def _message(err: Mapping[str, Any], model: type[BaseModel], loc: list[str]) -> 
     if kind == "too_long":
         return f"must have at most {ctx.get('max_length')} item(s), the stated limit"
     if kind == "string_too_long":
-        return f"must be at most {ctx.get('max_length')} characters, the stated limit; got {len(got):,}"
+        return f"must be at most {ctx.get('max_length')} characters, the stated limit; got {len(got or ''):,}"
     if kind == "string_too_short":
         return f"must have at least {ctx.get('min_length')} character(s)"
     if kind == "string_pattern_mismatch":

@@ -14,6 +14,7 @@ static group a finished member stays in the batch as padding until the group end
 growing by one token per step, as the torch benchmark runs it. `naive_static` can also take
 arrivals in seconds and a model, and then keeps that clock itself, step by step.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -65,8 +66,9 @@ def naive_clock(run: NaiveRun, model) -> list[float]:
     return times
 
 
-def naive_static(eligible, prompt, output, slots, deadline=None, *, arrival=None, model=None,
-                 max_wait=None) -> NaiveRun:
+def naive_static(
+    eligible, prompt, output, slots, deadline=None, *, arrival=None, model=None, max_wait=None
+) -> NaiveRun:
     """Groups of `slots` in arrival order; a group holds all its slots until its longest ends.
 
     A group launches, when the engine is free, once `slots` requests have arrived or every

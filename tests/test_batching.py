@@ -1,4 +1,5 @@
 """The simulator against the lab's published figures and hand-worked cases."""
+
 from __future__ import annotations
 
 import json
@@ -197,9 +198,12 @@ def test_series_built_from_stays_equal_the_step_by_step_counts(lab):
     """Runs longer than the 500 points of a series: each bin's mean busy and held slots, and the
     paged run's peak, mean and per-bin maximum of KV blocks, against per-step arrays."""
     w = Workload.of(lab.output_tokens, prompt_tokens=(np.arange(lab.n) * 37) % 300)
-    for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy(num_blocks=400, block_size=8),
-                   PagedPolicy(num_blocks=2_000, block_size=5, max_num_batched_tokens=64,
-                               chunked_prefill=True)):
+    for policy in (
+        StaticPolicy(),
+        ContinuousPolicy(),
+        PagedPolicy(num_blocks=400, block_size=8),
+        PagedPolicy(num_blocks=2_000, block_size=5, max_num_batched_tokens=64, chunked_prefill=True),
+    ):
         r = simulate(w, policy, slots=16, step_time=LAB_STEP)
         assert r.steps > 1_000
         edges = np.asarray(r.series["step"])
@@ -278,10 +282,23 @@ def test_result_dict_is_plain_json(lab_static, lab_continuous):
     for r in (lab_static, lab_continuous):
         d = r.to_dict()
         assert json.loads(json.dumps(d)) == d
-        for key in ("policy", "slots", "steps", "makespan_steps", "makespan_seconds", "makespan",
-                    "tokens", "utilisation", "throughput_tokens_per_step",
-                    "throughput_tokens_per_second", "requests_per_second", "latency",
-                    "preemptions", "timeline", "series"):
+        for key in (
+            "policy",
+            "slots",
+            "steps",
+            "makespan_steps",
+            "makespan_seconds",
+            "makespan",
+            "tokens",
+            "utilisation",
+            "throughput_tokens_per_step",
+            "throughput_tokens_per_second",
+            "requests_per_second",
+            "latency",
+            "preemptions",
+            "timeline",
+            "series",
+        ):
             assert key in d
         assert set(d["latency"]["steps"]) == {"queueing", "ttft", "tpot", "e2e"}
         assert set(d["latency"]["seconds"]["e2e"]) >= {"p50", "p90", "p99"}

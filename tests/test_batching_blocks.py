@@ -1,4 +1,5 @@
 """The decoding requests' blocks counted in aggregate, against a per-request count."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings

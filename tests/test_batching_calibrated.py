@@ -1,6 +1,7 @@
 """The calibrated step time: closed-form sums against step-by-step sums, and the least-squares
 fit against points generated from known efficiencies (a synthetic fixture, labelled as such:
 no GPU measured these)."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ ROOF = RooflineStepTime(14e9, 524_288, 14e9, 2.039e12, 312e12)
 ATTENTION = 4.0 * 32 * 128 * 32  # 4 · heads · head_dim · layers
 BASE = CalibratedStepTime.from_roofline(ROOF, ATTENTION, 32)
 # what the synthetic "measurements" are generated from
-TRUE = CalibratedStepTime.from_roofline(ROOF, ATTENTION, 32, memory_efficiency=0.72,
-                                        flops_efficiency=0.55, kernel_seconds=25e-6)
+TRUE = CalibratedStepTime.from_roofline(
+    ROOF, ATTENTION, 32, memory_efficiency=0.72, flops_efficiency=0.55, kernel_seconds=25e-6
+)
 
 
 def synthetic_points() -> list[tuple[float, float, float, float]]:
@@ -35,11 +37,18 @@ def synthetic_points() -> list[tuple[float, float, float, float]]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(batch=st.integers(1, 512), context=st.integers(0, 10**6), steps=st.integers(0, 3000),
-       eta_m=st.floats(0.05, 1.0), eta_f=st.floats(0.05, 1.0), kernel=st.floats(0, 1e-4))
+@given(
+    batch=st.integers(1, 512),
+    context=st.integers(0, 10**6),
+    steps=st.integers(0, 3000),
+    eta_m=st.floats(0.05, 1.0),
+    eta_f=st.floats(0.05, 1.0),
+    kernel=st.floats(0, 1e-4),
+)
 def test_segment_sums_match_step_by_step(batch, context, steps, eta_m, eta_f, kernel):
-    model = CalibratedStepTime.from_roofline(ROOF, ATTENTION, 32, memory_efficiency=eta_m,
-                                             flops_efficiency=eta_f, kernel_seconds=kernel)
+    model = CalibratedStepTime.from_roofline(
+        ROOF, ATTENTION, 32, memory_efficiency=eta_m, flops_efficiency=eta_f, kernel_seconds=kernel
+    )
     per_step = model.seconds(np.full(steps, batch), context + batch * np.arange(steps), np.zeros(steps))
     expected = per_step.sum()
     assert model.segment_seconds(batch, context, steps) == pytest.approx(expected, rel=1e-9, abs=1e-12)
@@ -53,11 +62,18 @@ def test_segment_sums_match_step_by_step(batch, context, steps, eta_m, eta_f, ke
 
 
 @settings(max_examples=60, deadline=None)
-@given(batch=st.integers(0, 512), context=st.integers(0, 10**6), prefill=st.integers(0, 8192),
-       eta_m=st.floats(0.05, 1.0), eta_f=st.floats(0.05, 1.0), kernel=st.floats(0, 1e-4))
+@given(
+    batch=st.integers(0, 512),
+    context=st.integers(0, 10**6),
+    prefill=st.integers(0, 8192),
+    eta_m=st.floats(0.05, 1.0),
+    eta_f=st.floats(0.05, 1.0),
+    kernel=st.floats(0, 1e-4),
+)
 def test_the_bare_roofline_is_a_lower_bound(batch, context, prefill, eta_m, eta_f, kernel):
-    model = CalibratedStepTime.from_roofline(ROOF, ATTENTION, 32, memory_efficiency=eta_m,
-                                             flops_efficiency=eta_f, kernel_seconds=kernel)
+    model = CalibratedStepTime.from_roofline(
+        ROOF, ATTENTION, 32, memory_efficiency=eta_m, flops_efficiency=eta_f, kernel_seconds=kernel
+    )
     a = [batch], [context], [prefill]
     assert model.seconds(*a)[0] >= ROOF.seconds(*a)[0]
     bare = CalibratedStepTime.from_roofline(ROOF, 0.0, 32)  # η = 1, no kernels, no attention
@@ -94,8 +110,16 @@ def test_operator_table_and_bench_file_give_the_same_points(tmp_path):
     np.testing.assert_allclose([s for *_, s in read], [s for *_, s in points], rtol=1e-12)
     bench = tmp_path / "synthetic-bench.json"
     decode = [p for p in points if p[2] == 0]
-    bench.write_text(json.dumps({"note": "synthetic", "step_time": {"points": [
-        {"batch": b, "context": c // b, "seconds": s} for b, c, _, s in decode]}}))
+    bench.write_text(
+        json.dumps(
+            {
+                "note": "synthetic",
+                "step_time": {
+                    "points": [{"batch": b, "context": c // b, "seconds": s} for b, c, _, s in decode]
+                },
+            }
+        )
+    )
     assert points_from_file(bench) == [(float(b), float(c), 0.0, s) for b, c, _, s in decode]
 
 
@@ -111,16 +135,23 @@ def test_a_bad_operator_table_names_the_file_and_column(tmp_path):
 
 def test_a_day_spec_can_ask_for_the_calibrated_step_time(tmp_path):
     from engine.errors import UserError
-    from engine.sections import SpecLocation
     from engine.experiments.batching import step_time_of
+    from engine.sections import SpecLocation
     from engine.spec import BatchingSection
 
     table = tmp_path / "ops.csv"
-    table.write_text("batch,context,prefill,seconds\n" + "".join(
-        f"{b},{c},{p},{s!r}\n" for b, c, p, s in synthetic_points()))
-    section = BatchingSection.model_validate({
-        "slots": 8, "workload": {"trace": "x.csv"}, "policies": ["continuous"],
-        "step_time": {"kind": "calibrated", "model": "llama-2-7b", "gpu": "a100-80gb", "file": "ops.csv"}})
+    table.write_text(
+        "batch,context,prefill,seconds\n"
+        + "".join(f"{b},{c},{p},{s!r}\n" for b, c, p, s in synthetic_points())
+    )
+    section = BatchingSection.model_validate(
+        {
+            "slots": 8,
+            "workload": {"trace": "x.csv"},
+            "policies": ["continuous"],
+            "step_time": {"kind": "calibrated", "model": "llama-2-7b", "gpu": "a100-80gb", "file": "ops.csv"},
+        }
+    )
     model = step_time_of(section, SpecLocation(tmp_path / "day99.yaml"), None)
     assert isinstance(model, CalibratedStepTime) and model.points == 21
     table.unlink()

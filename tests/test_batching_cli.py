@@ -1,4 +1,5 @@
 """`python -m engine simulate`: the lab through the CLI, JSON shape, and one-line errors."""
+
 from __future__ import annotations
 
 import json
@@ -47,9 +48,24 @@ def test_lab_trace_as_a_table(capsys):
 
 def test_generated_workload_with_paged_and_arrivals(capsys):
     code, out, _ = run_cli(
-        capsys, "--requests", "300", "--output-tokens", "0.9*uniform:8:40+0.1*uniform:400:700",
-        "--prompt-tokens", "uniform:16:256", "--arrival-rate", "20", "--seed", "4", "--slots", "16",
-        "--policy", "static,continuous,paged", "--num-blocks", "200", "--json",
+        capsys,
+        "--requests",
+        "300",
+        "--output-tokens",
+        "0.9*uniform:8:40+0.1*uniform:400:700",
+        "--prompt-tokens",
+        "uniform:16:256",
+        "--arrival-rate",
+        "20",
+        "--seed",
+        "4",
+        "--slots",
+        "16",
+        "--policy",
+        "static,continuous,paged",
+        "--num-blocks",
+        "200",
+        "--json",
     )
     assert code == 0
     policies = json.loads(out)["policies"]
@@ -60,8 +76,21 @@ def test_generated_workload_with_paged_and_arrivals(capsys):
 
 def test_model_and_gpu_size_the_cache_and_the_roofline(capsys):
     code, out, _ = run_cli(
-        capsys, "--requests", "200", "--output-tokens", "uniform:10:100", "--slots", "32",
-        "--policy", "paged", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--step-time", "roofline",
+        capsys,
+        "--requests",
+        "200",
+        "--output-tokens",
+        "uniform:10:100",
+        "--slots",
+        "32",
+        "--policy",
+        "paged",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100-80gb",
+        "--step-time",
+        "roofline",
         "--json",
     )
     assert code == 0
@@ -74,8 +103,20 @@ def test_measured_step_time(tmp_path, capsys):
     points = [{"batch": b, "context": 1024, "seconds": 0.01 + 0.001 * b} for b in (1, 2, 4, 8)]
     bench = tmp_path / "gpu.json"
     bench.write_text(json.dumps({"step_time": {"points": points}}))
-    code, out, _ = run_cli(capsys, "--requests", "16", "--output-tokens", "10", "--slots", "16",
-                           "--policy", "continuous", "--step-time", f"measured:{bench}", "--json")
+    code, out, _ = run_cli(
+        capsys,
+        "--requests",
+        "16",
+        "--output-tokens",
+        "10",
+        "--slots",
+        "16",
+        "--policy",
+        "continuous",
+        "--step-time",
+        f"measured:{bench}",
+        "--json",
+    )
     assert code == 0
     # 10 steps of 16 requests: 0.01 + 0.001 × 16 each
     assert json.loads(out)["policies"]["continuous"]["makespan_seconds"] == pytest.approx(0.26)
@@ -107,19 +148,59 @@ def test_malformed_csv_is_one_line_and_exit_2(tmp_path, capsys, csv_text, where)
         (["--requests", "10", "--output-tokens", "uniform:5:1", "--slots", "4"], "--output-tokens"),
         (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--policy", "lifo"], "--policy"),
         (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--policy", "paged"], "--num-blocks"),
-        (["--requests", "10", "--output-tokens", "50", "--slots", "4", "--policy", "paged",
-          "--num-blocks", "2"], "--num-blocks"),
-        (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--step-time", "roofline"], "--step-time"),
+        (
+            [
+                "--requests",
+                "10",
+                "--output-tokens",
+                "50",
+                "--slots",
+                "4",
+                "--policy",
+                "paged",
+                "--num-blocks",
+                "2",
+            ],
+            "--num-blocks",
+        ),
+        (
+            ["--requests", "10", "--output-tokens", "5", "--slots", "4", "--step-time", "roofline"],
+            "--step-time",
+        ),
         (["--requests", "10", "--output-tokens", "5", "--slots", "0"], "--slots"),
         (["--workload", LAB_TRACE, "--output-tokens", "5", "--slots", "4"], "--output-tokens"),
         (["--requests", "10", "--output-tokens", "5", "--seed", "-1", "--slots", "4"], "--seed"),
         (["--requests", "10", "--output-tokens", "exponential:inf", "--slots", "4"], "--output-tokens"),
         (["--requests", "10", "--output-tokens", "lognormal:1e308:1", "--slots", "4"], "--output-tokens"),
         (["--requests", "10", "--output-tokens", "zipf:1.5:1e19", "--slots", "4"], "--output-tokens"),
-        (["--requests", "10", "--output-tokens", "5", "--prompt-tokens", "constant:1000000000000000",
-          "--slots", "4"], "--prompt-tokens"),
-        (["--requests", "10", "--output-tokens", "5", "--arrival-rate", "1", "--slots", "4",
-          "--step-time", "unit:1e-15"], "--step-time"),
+        (
+            [
+                "--requests",
+                "10",
+                "--output-tokens",
+                "5",
+                "--prompt-tokens",
+                "constant:1000000000000000",
+                "--slots",
+                "4",
+            ],
+            "--prompt-tokens",
+        ),
+        (
+            [
+                "--requests",
+                "10",
+                "--output-tokens",
+                "5",
+                "--arrival-rate",
+                "1",
+                "--slots",
+                "4",
+                "--step-time",
+                "unit:1e-15",
+            ],
+            "--step-time",
+        ),
     ],
 )
 def test_flag_mistakes_name_the_flag(capsys, argv, flag):
@@ -131,16 +212,20 @@ def test_flag_mistakes_name_the_flag(capsys, argv, flag):
 def test_module_entry_point_exits_2_on_a_bad_trace(tmp_path):
     trace = tmp_path / "bad.csv"
     trace.write_text("output_tokens\n0\n")
-    done = subprocess.run([sys.executable, "-m", "engine", "simulate", "--workload", str(trace),
-                           "--slots", "4"], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[1])
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "simulate", "--workload", str(trace), "--slots", "4"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert done.returncode == 2
     assert done.stderr.strip() == f"{trace}: row 2, column output_tokens: must be at least 1, got '0'"
 
 
 def test_paged_without_a_cache_size_names_the_three_ways_before_simulating(capsys):
-    code, out, err = run_cli(capsys, "--workload", LAB_TRACE, "--slots", "16",
-                             "--policy", "static,continuous,paged")
+    code, out, err = run_cli(
+        capsys, "--workload", LAB_TRACE, "--slots", "16", "--policy", "static,continuous,paged"
+    )
     assert code == 2 and out == ""  # nothing printed for static and continuous first
     assert err.count("\n") == 1 and err.startswith("--num-blocks: paged needs")
     for way in ("--num-blocks N", "--model NAME --gpu NAME", "leave paged out of --policy"):
@@ -148,16 +233,27 @@ def test_paged_without_a_cache_size_names_the_three_ways_before_simulating(capsy
 
 
 def test_negative_seed_is_one_line(capsys):
-    code, _, err = run_cli(capsys, "--requests", "10", "--output-tokens", "5", "--seed", "-3",
-                           "--slots", "4")
+    code, _, err = run_cli(capsys, "--requests", "10", "--output-tokens", "5", "--seed", "-3", "--slots", "4")
     assert code == 2 and err == "--seed: must be at least 0, got -3\n"
 
 
 @pytest.mark.parametrize(
     "value, text",
-    [(0, "0"), (1630.4, "1,630"), (999.7, "1,000"), (999.4, "999"), (115.94, "116"),
-     (12.345, "12.3"), (0.99951, "1.00"), (0.5, "0.500"), (0.0213, "0.0213"), (-3.2, "-3.20"),
-     (1_234_567.8, "1,234,568"), (float("nan"), "-"), (1e-9, "0.00000000100")],
+    [
+        (0, "0"),
+        (1630.4, "1,630"),
+        (999.7, "1,000"),
+        (999.4, "999"),
+        (115.94, "116"),
+        (12.345, "12.3"),
+        (0.99951, "1.00"),
+        (0.5, "0.500"),
+        (0.0213, "0.0213"),
+        (-3.2, "-3.20"),
+        (1_234_567.8, "1,234,568"),
+        (float("nan"), "-"),
+        (1e-9, "0.00000000100"),
+    ],
 )
 def test_numbers_are_written_for_people(value, text):
     assert _number(value) == text
@@ -169,15 +265,31 @@ PEOPLE_NUMBER = re.compile(r"-?\d{1,3}(,\d{3})*(\.\d+)?[%x]?")
 def test_table_numbers_have_separators_and_no_exponents(capsys):
     """40 requests of 2,000 tokens with 1,043-token prompts on 4 slots at 1 s per step: ten
     waves of about 2,000 s, so every latency is in the thousands of seconds."""
-    code, out, _ = run_cli(capsys, "--requests", "40", "--output-tokens", "2000",
-                           "--prompt-tokens", "1043", "--slots", "4", "--step-time", "unit:1")
+    code, out, _ = run_cli(
+        capsys,
+        "--requests",
+        "40",
+        "--output-tokens",
+        "2000",
+        "--prompt-tokens",
+        "1043",
+        "--slots",
+        "4",
+        "--step-time",
+        "unit:1",
+    )
     assert code == 0
     assert "e+" not in out and "e-" not in out
-    assert out.splitlines()[0] == ("40 requests from generated seed=0: 80,000 output tokens "
-                                   "(mean 2,000.0, longest 2,000), prompts mean 1,043.0")
+    assert out.splitlines()[0] == (
+        "40 requests from generated seed=0: 80,000 output tokens "
+        "(mean 2,000.0, longest 2,000), prompts mean 1,043.0"
+    )
     assert "unit, 1,000 ms per step" in out
-    rows = [line.split() for line in out.splitlines()
-            if line.startswith(("static ", "continuous ")) and " vs " not in line]
+    rows = [
+        line.split()
+        for line in out.splitlines()
+        if line.startswith(("static ", "continuous ")) and " vs " not in line
+    ]
     assert len(rows) == 2
     for _name, *cells in rows:
         assert len(cells) == 10

@@ -1,4 +1,5 @@
 """The per-request CSV and the Chrome/Perfetto trace, read back and checked against the run."""
+
 from __future__ import annotations
 
 import csv
@@ -20,8 +21,9 @@ def tight_load() -> Workload:
     return Workload.of(rng.integers(5, 40, n), rng.integers(1, 60, n), np.sort(rng.uniform(0, 6, n)))
 
 
-@pytest.mark.parametrize("policy", [PagedPolicy(num_blocks=60, block_size=4),
-                                    PrefillFirstPolicy(num_blocks=60, block_size=4)])
+@pytest.mark.parametrize(
+    "policy", [PagedPolicy(num_blocks=60, block_size=4), PrefillFirstPolicy(num_blocks=60, block_size=4)]
+)
 def test_preemptions_per_request_add_up_and_pauses_do_not_count(policy):
     r = simulate(tight_load(), policy, slots=8, step_time=UnitStepTime(0.02))
     per = export.preemptions_per_request(r.schedule, 80)
@@ -32,7 +34,9 @@ def test_requests_csv_reads_back(tmp_path):
     w, step = tight_load(), UnitStepTime(0.02)
     r = simulate(w, PagedPolicy(num_blocks=60, block_size=4), slots=8, step_time=step)
     path = tmp_path / "requests.csv"
-    rows = export.write_requests_csv(path, [export.Run("paged", None, r, np.arange(80), w.arrival_time, step)])
+    rows = export.write_requests_csv(
+        path, [export.Run("paged", None, r, np.arange(80), w.arrival_time, step)]
+    )
     table = list(csv.DictReader(path.open()))
     assert rows == len(table) == 80
     first = np.array([float(t["first_token_s"]) for t in table])
@@ -53,7 +57,8 @@ def test_trace_has_a_bar_per_stay_part_and_a_track_per_slot(tmp_path):
     bars = [e for e in events if e["ph"] == "X"]
     assert len(bars) == int(np.sum(s.decode_start > s.start) + np.sum(s.end > s.decode_start))
     assert {e["args"]["name"] for e in events if e.get("name") == "thread_name"} == {
-        f"slot {k}" for k in np.unique(s.slot)}
+        f"slot {k}" for k in np.unique(s.slot)
+    }
     decode_us = sum(e["dur"] for e in bars if e["cat"] == "decode")
     assert decode_us == pytest.approx(0.02e6 * int((s.end - s.decode_start).sum()), rel=1e-9)
 
@@ -61,8 +66,21 @@ def test_trace_has_a_bar_per_stay_part_and_a_track_per_slot(tmp_path):
 def test_caps_refuse_before_writing(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(export, "MAX_TRACE_STAYS", 5)
     path = tmp_path / "trace.json"
-    code = main(["simulate", "--requests", "20", "--output-tokens", "4", "--slots", "2",
-                 "--policy", "continuous", "--trace", str(path)])
+    code = main(
+        [
+            "simulate",
+            "--requests",
+            "20",
+            "--output-tokens",
+            "4",
+            "--slots",
+            "2",
+            "--policy",
+            "continuous",
+            "--trace",
+            str(path),
+        ]
+    )
     assert code == 2 and "--trace" in capsys.readouterr().err and not path.exists()
     monkeypatch.setattr(export, "MAX_CSV_ROWS", 5)
     with pytest.raises(UserError) as err:

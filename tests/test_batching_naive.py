@@ -7,6 +7,7 @@ with 1 s per step, so the simulator's arrival steps are the naive loop's inputs 
 Seconds are checked with a step-time model whose every figure is a whole number of seconds, so
 the simulator's closed-form sums and the naive loop's step-by-step sums must agree exactly.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,10 +44,8 @@ EXAMPLES = settings(max_examples=150, deadline=None)
 def workloads(draw, max_requests: int = 25) -> tuple[list[int], list[int], list[int]]:
     n = draw(st.integers(1, max_requests))
     output = draw(st.lists(st.integers(1, 25), min_size=n, max_size=n))
-    prompt = (draw(st.lists(st.integers(0, 20), min_size=n, max_size=n))
-              if draw(st.booleans()) else [0] * n)
-    gaps = (draw(st.lists(st.integers(0, 6), min_size=n, max_size=n))
-            if draw(st.booleans()) else [0] * n)
+    prompt = draw(st.lists(st.integers(0, 20), min_size=n, max_size=n)) if draw(st.booleans()) else [0] * n
+    gaps = draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)) if draw(st.booleans()) else [0] * n
     return output, prompt, np.cumsum(gaps).tolist()
 
 
@@ -116,8 +115,7 @@ def test_static_matches_naive(load, slots):
 @given(load=workloads(), slots=st.integers(1, 6), wait=st.integers(0, 16))
 def test_static_with_max_wait_matches_naive(load, slots, wait):
     max_wait = wait / 2  # half-seconds: deadlines fall between steps too
-    result = simulate(as_workload(*load), StaticPolicy(max_wait=max_wait), slots=slots,
-                      step_time=ONE_SECOND)
+    result = simulate(as_workload(*load), StaticPolicy(max_wait=max_wait), slots=slots, step_time=ONE_SECOND)
     deadline = np.ceil(np.asarray(load[2]) + max_wait).astype(int).tolist()
     assert_same(result, naive_static(*in_naive_order(load), slots, deadline), slots)
 
@@ -161,10 +159,19 @@ def paged_setups(draw):
     chunked = draw(st.booleans())
     budget = None
     if chunked or draw(st.booleans()):
-        least = cap if chunked else max(cap, max(p + (o - 1 if num_blocks else 0) for p, o in zip(prompt, output)))
+        least = (
+            cap
+            if chunked
+            else max(cap, max(p + (o - 1 if num_blocks else 0) for p, o in zip(prompt, output)))
+        )
         budget = draw(st.integers(max(least, 1), max(least, 1) + 12))
-    policy = PagedPolicy(num_blocks=num_blocks, block_size=block_size, max_num_seqs=max_num_seqs,
-                         max_num_batched_tokens=budget, chunked_prefill=chunked and budget is not None)
+    policy = PagedPolicy(
+        num_blocks=num_blocks,
+        block_size=block_size,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=budget,
+        chunked_prefill=chunked and budget is not None,
+    )
     return (output, prompt, eligible), slots, policy
 
 
@@ -173,8 +180,15 @@ def paged_setups(draw):
 def test_paged_matches_naive(setup):
     load, slots, policy = setup
     result = simulate(as_workload(*load), policy, slots=slots, step_time=ONE_SECOND)
-    naive = naive_paged(*in_naive_order(load), slots, policy.num_blocks, policy.block_size, policy.max_num_seqs,
-                        policy.max_num_batched_tokens, policy.chunked_prefill)
+    naive = naive_paged(
+        *in_naive_order(load),
+        slots,
+        policy.num_blocks,
+        policy.block_size,
+        policy.max_num_seqs,
+        policy.max_num_batched_tokens,
+        policy.chunked_prefill,
+    )
     cap = policy.max_num_seqs or slots
     assert_same(result, naive, cap)
     assert result.preemptions == naive.preemptions
@@ -210,18 +224,27 @@ def test_static_seconds_match_the_naive_clock(load, slots):
 
 
 @EXAMPLES
-@given(load=workloads(), slots=st.integers(1, 6), wait=st.one_of(st.none(), st.integers(0, 40)),
-       spacing=st.integers(1, 9))
+@given(
+    load=workloads(),
+    slots=st.integers(1, 6),
+    wait=st.one_of(st.none(), st.integers(0, 40)),
+    spacing=st.integers(1, 9),
+)
 def test_static_with_arrivals_keeps_the_naive_clock(load, slots, wait, spacing):
     """Arrivals in seconds and a batch-dependent step: the simulator keeps its clock group by
     group (closed forms), the naive loop step by step; both must launch the same groups."""
     output, prompt, eligible = load
     arrival = np.asarray(eligible, dtype=float) * spacing
     max_wait = None if wait is None else float(wait)
-    result = simulate(Workload.of(output, prompt, arrival), StaticPolicy(max_wait=max_wait),
-                      slots=slots, step_time=WHOLE_SECONDS)
-    naive = naive_static(None, prompt, output, slots, arrival=arrival.tolist(), model=WHOLE_SECONDS,
-                         max_wait=max_wait)
+    result = simulate(
+        Workload.of(output, prompt, arrival),
+        StaticPolicy(max_wait=max_wait),
+        slots=slots,
+        step_time=WHOLE_SECONDS,
+    )
+    naive = naive_static(
+        None, prompt, output, slots, arrival=arrival.tolist(), model=WHOLE_SECONDS, max_wait=max_wait
+    )
     assert_same(result, naive, slots)
     assert_clock_matches(result, naive, arrival)
     # the step each request could first join: the first that begins at or after its arrival
@@ -236,8 +259,7 @@ def test_static_with_arrivals_keeps_the_naive_clock(load, slots, wait, spacing):
 @given(load=workloads(), slots=st.integers(1, 6))
 def test_continuous_seconds_match_the_naive_clock(load, slots):
     output, prompt, _ = load
-    result = simulate(Workload.of(output, prompt), ContinuousPolicy(), slots=slots,
-                      step_time=WHOLE_SECONDS)
+    result = simulate(Workload.of(output, prompt), ContinuousPolicy(), slots=slots, step_time=WHOLE_SECONDS)
     naive = naive_continuous([0] * len(output), prompt, output, slots)
     assert_same(result, naive, slots)
     assert_clock_matches(result, naive, np.zeros(len(output)))
@@ -248,8 +270,17 @@ def test_continuous_seconds_match_the_naive_clock(load, slots):
 def test_paged_seconds_match_the_naive_clock(setup):
     (output, prompt, _), slots, policy = setup
     result = simulate(Workload.of(output, prompt), policy, slots=slots, step_time=WHOLE_SECONDS)
-    naive = naive_paged([0] * len(output), prompt, output, slots, policy.num_blocks, policy.block_size,
-                        policy.max_num_seqs, policy.max_num_batched_tokens, policy.chunked_prefill)
+    naive = naive_paged(
+        [0] * len(output),
+        prompt,
+        output,
+        slots,
+        policy.num_blocks,
+        policy.block_size,
+        policy.max_num_seqs,
+        policy.max_num_batched_tokens,
+        policy.chunked_prefill,
+    )
     assert_same(result, naive, policy.max_num_seqs or slots)
     assert_clock_matches(result, naive, np.zeros(len(output)))
 
@@ -289,8 +320,11 @@ def test_clock_keeping_paths_reproduce_the_grid(load, slots, wait, shift):
     w = Workload.of(output, prompt, arrival)
     block = 2
     peak = max(-(-(p + o) // block) for p, o in zip(prompt, output))
-    for policy in (StaticPolicy(max_wait=None if wait is None else wait / 4), ContinuousPolicy(),
-                   PagedPolicy(num_blocks=peak + 2, block_size=block)):
+    for policy in (
+        StaticPolicy(max_wait=None if wait is None else wait / 4),
+        ContinuousPolicy(),
+        PagedPolicy(num_blocks=peak + 2, block_size=block),
+    ):
         grid = simulate(w, policy, slots=slots, step_time=UnitStepTime(0.5))
         kept = simulate(w, policy, slots=slots, step_time=_UnitButVariable(0.5))
         assert grid.steps == kept.steps and grid.preemptions == kept.preemptions
@@ -315,14 +349,22 @@ def prefill_first_setups(draw):
     if draw(st.booleans()):
         least = max(cap, max(p + (o - 1 if num_blocks else 0) for p, o in zip(prompt, output)))
         budget = draw(st.integers(least, least + 12))
-    policy = PrefillFirstPolicy(num_blocks=num_blocks, block_size=bs, max_num_seqs=paged.max_num_seqs,
-                                max_num_batched_tokens=budget)
+    policy = PrefillFirstPolicy(
+        num_blocks=num_blocks, block_size=bs, max_num_seqs=paged.max_num_seqs, max_num_batched_tokens=budget
+    )
     return (output, prompt, eligible), slots, policy
 
 
 def naive_prefill_first(load, slots, policy):
-    return naive_paged(*in_naive_order(load), slots, policy.num_blocks, policy.block_size,
-                       policy.max_num_seqs, policy.max_num_batched_tokens, prefill_first=True)
+    return naive_paged(
+        *in_naive_order(load),
+        slots,
+        policy.num_blocks,
+        policy.block_size,
+        policy.max_num_seqs,
+        policy.max_num_batched_tokens,
+        prefill_first=True,
+    )
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,6 +1,7 @@
 """Batching policies by name: a toy policy registered from this file alone is simulated, accepted
 by the spec and the simulate flags, and drawn in its own colour; an unknown name is refused
 everywhere; the paged scheduler's waiting queue is a replaceable object."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,10 +28,15 @@ class OneAtATime(batching.ContinuousPolicy):
 
 @pytest.fixture
 def toy():
-    kind = registry.register(registry.PolicyKind(
-        "one_at_a_time", lambda settings: OneAtATime(), "one at a time",
-        "Every request alone, in arrival order.", colour="#123456",
-    ))
+    kind = registry.register(
+        registry.PolicyKind(
+            "one_at_a_time",
+            lambda settings: OneAtATime(),
+            "one at a time",
+            "Every request alone, in arrival order.",
+            colour="#123456",
+        )
+    )
     yield kind
     registry.unregister("one_at_a_time")
 
@@ -46,8 +52,9 @@ def test_a_toy_policy_registered_here_runs_everywhere(toy):
     from engine.commands.simulate import _policy_names
     from engine.spec import BatchingSection
 
-    section = BatchingSection.model_validate({
-        "slots": 2, "workload": {"trace": "x.csv"}, "policies": ["static", "one_at_a_time"]})
+    section = BatchingSection.model_validate(
+        {"slots": 2, "workload": {"trace": "x.csv"}, "policies": ["static", "one_at_a_time"]}
+    )
     assert section.policies == ["static", "one_at_a_time"]
     assert _policy_names("one_at_a_time,static") == ["one_at_a_time", "static"]
     assert policy_colour("one_at_a_time") == "#123456"

@@ -1,4 +1,5 @@
 """Replicas behind a router: each replica is one engine on the requests it was sent."""
+
 from __future__ import annotations
 
 import json
@@ -35,11 +36,13 @@ def test_one_replica_is_the_engine_and_seconds_merge_in_workload_order():
     assert one.makespan_seconds == alone.makespan_seconds
     assert np.array_equal(one.latency_seconds["e2e"], alone.latency.seconds["e2e"])
     three = simulate_replicas(w, policy, slots=4, step_time=step, replicas=3, router="random", seed=5)
-    for j, r in enumerate(three.replicas):
+    for j in range(len(three.replicas)):
         mine = np.flatnonzero(three.replica_of == j)
         part = Workload.of(w.output_tokens[mine], w.prompt_tokens[mine], w.arrival_time[mine])
-        assert np.array_equal(three.latency_seconds["ttft"][mine],
-                              simulate(part, policy, slots=4, step_time=step).latency.seconds["ttft"])
+        assert np.array_equal(
+            three.latency_seconds["ttft"][mine],
+            simulate(part, policy, slots=4, step_time=step).latency.seconds["ttft"],
+        )
     assert three.makespan_seconds == max(r.makespan_seconds for r in three.replicas)
 
 
@@ -56,14 +59,31 @@ def test_random_router_is_seeded_and_uses_every_replica():
 
 
 def test_simulate_replicas_flag(capsys):
-    code = main(["simulate", "--requests", "40", "--output-tokens", "uniform:5:20", "--arrival-rate", "10",
-                 "--slots", "4", "--policy", "continuous", "--replicas", "2", "--json"])
+    code = main(
+        [
+            "simulate",
+            "--requests",
+            "40",
+            "--output-tokens",
+            "uniform:5:20",
+            "--arrival-rate",
+            "10",
+            "--slots",
+            "4",
+            "--policy",
+            "continuous",
+            "--replicas",
+            "2",
+            "--json",
+        ]
+    )
     assert code == 0
     d = json.loads(capsys.readouterr().out)["policies"]["continuous"]
     assert d["replicas"] == 2 and d["requests"] == 40 and len(d["per_replica"]) == 2
     assert sum(r["requests"] for r in d["per_replica"]) == 40
-    assert main(["simulate", "--requests", "4", "--output-tokens", "5", "--slots", "1",
-                 "--replicas", "0"]) == 2
+    assert (
+        main(["simulate", "--requests", "4", "--output-tokens", "5", "--slots", "1", "--replicas", "0"]) == 2
+    )
     assert "--replicas" in capsys.readouterr().err
 
 
@@ -99,8 +119,12 @@ def test_least_outstanding_matches_its_definition(seed):
     assert c.replica_of.tolist() == _brute_least_outstanding(w, policy, 3, step, 3)
     for j, r in enumerate(c.replicas):  # and each replica is the engine on what it was sent
         mine = np.flatnonzero(c.replica_of == j)
-        alone = simulate(Workload.of(w.output_tokens[mine], w.prompt_tokens[mine], w.arrival_time[mine]),
-                         policy, slots=3, step_time=step)
+        alone = simulate(
+            Workload.of(w.output_tokens[mine], w.prompt_tokens[mine], w.arrival_time[mine]),
+            policy,
+            slots=3,
+            step_time=step,
+        )
         assert r.schedule.finish.tolist() == alone.schedule.finish.tolist()
         assert r.preemptions == alone.preemptions
 
@@ -112,12 +136,14 @@ def test_least_outstanding_needs_time_and_a_paged_engine():
     from engine.batching import StaticPolicy
 
     with pytest.raises(UserError) as err:
-        simulate_replicas(w, StaticPolicy(), slots=1, step_time=UnitStepTime(0.1), replicas=2,
-                          router="least_outstanding")
+        simulate_replicas(
+            w, StaticPolicy(), slots=1, step_time=UnitStepTime(0.1), replicas=2, router="least_outstanding"
+        )
     assert err.value.field == "router"
     # by hand, 0.1 s steps: request 0 (30 tokens) runs until 3 s, so request 1 (at 1 s) goes to
     # the idle replica 1; at 5 s both are done and the tie goes to replica 0
     w = Workload.of([30, 4, 2], arrival_time=[0.0, 1.0, 5.0])
-    c = simulate_replicas(w, ContinuousPolicy(), slots=1, step_time=UnitStepTime(0.1), replicas=2,
-                          router="least_outstanding")
+    c = simulate_replicas(
+        w, ContinuousPolicy(), slots=1, step_time=UnitStepTime(0.1), replicas=2, router="least_outstanding"
+    )
     assert c.replica_of.tolist() == [0, 1, 0]

@@ -1,4 +1,5 @@
 """Seconds: step-time models against closed forms, the clock against Little's law."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,11 @@ from helpers import LAB_TRACE  # the lab's trace, as committed in days/
 
 # A 7B model in fp16 on a 2 TB/s, 1 PFLOP/s card, the lab's 512 KiB of KV per token.
 SEVEN_B = RooflineStepTime(
-    weights_bytes=14e9, kv_bytes_per_token=524_288, flops_per_token=14e9,
-    hbm_bytes_per_s=2e12, peak_flops=1e15,
+    weights_bytes=14e9,
+    kv_bytes_per_token=524_288,
+    flops_per_token=14e9,
+    hbm_bytes_per_s=2e12,
+    peak_flops=1e15,
 )
 
 
@@ -43,10 +47,12 @@ def test_roofline_by_hand():
     # 16 requests at 2,048 tokens read 16 GiB of KV on top of the weights
     kv = 16 * 2048 * 524_288
     assert SEVEN_B.seconds(np.array([16]), np.array([16 * 2048]), np.array([0]))[0] == pytest.approx(
-        (14e9 + kv) / 2e12)
+        (14e9 + kv) / 2e12
+    )
     # a 4,096-token prompt is compute-bound: 4,096 × 14 GFLOP at 1 PFLOP/s
     assert SEVEN_B.seconds(np.array([0]), np.array([0]), np.array([4096]))[0] == pytest.approx(
-        4096 * 14e9 / 1e15)
+        4096 * 14e9 / 1e15
+    )
 
 
 MODELS = [
@@ -58,16 +64,24 @@ MODELS = [
 
 
 @settings(max_examples=80, deadline=None)
-@given(model=st.sampled_from(MODELS), batch=st.integers(1, 512), context=st.integers(0, 10**6),
-       steps=st.integers(0, 3000))
+@given(
+    model=st.sampled_from(MODELS),
+    batch=st.integers(1, 512),
+    context=st.integers(0, 10**6),
+    steps=st.integers(0, 3000),
+)
 def test_segment_sums_match_step_by_step(model, batch, context, steps):
     per_step = model.seconds(np.full(steps, batch), context + batch * np.arange(steps), np.zeros(steps))
     assert model.segment_seconds(batch, context, steps) == pytest.approx(per_step.sum(), rel=1e-9, abs=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
-@given(model=st.sampled_from(MODELS), batch=st.integers(0, 64), context=st.integers(0, 10**5),
-       seconds=st.floats(0, 50))
+@given(
+    model=st.sampled_from(MODELS),
+    batch=st.integers(0, 64),
+    context=st.integers(0, 10**5),
+    seconds=st.floats(0, 50),
+)
 def test_steps_to_reach_is_the_fewest(model, batch, context, seconds):
     m = steps_to_reach(model, batch, context, seconds)
     assert run_seconds(model, batch, context, m) >= seconds
@@ -94,9 +108,15 @@ def test_measured_fit_keeps_coefficients_non_negative():
 
 
 def test_load_measured_file(tmp_path):
-    doc = {"step_time": {"points": [
-        {"batch": b, "context": c, "seconds": 0.005 + 1e-4 * b, "bytes_moved": 1}
-        for b in (1, 2, 4, 8) for c in (512, 2048)]}}
+    doc = {
+        "step_time": {
+            "points": [
+                {"batch": b, "context": c, "seconds": 0.005 + 1e-4 * b, "bytes_moved": 1}
+                for b in (1, 2, 4, 8)
+                for c in (512, 2048)
+            ]
+        }
+    }
     path = tmp_path / "h100.json"
     path.write_text(json.dumps(doc))
     fit = load_measured_step_time(path)
@@ -153,12 +173,17 @@ def test_roofline_clock_sums_what_each_step_runs():
 def test_batch_dependent_clock_with_arrivals_is_causal():
     """With roofline steps and Poisson arrivals, nobody starts before arriving, and each request
     joins no earlier than the first step that begins after its arrival."""
-    w = generate(GeneratedWorkload.model_validate({
-        "requests": 600, "seed": 3,
-        "output_tokens": {"kind": "uniform", "low": 5, "high": 80},
-        "prompt_tokens": {"kind": "uniform", "low": 0, "high": 400},
-        "arrivals": {"kind": "poisson", "rate": 40.0},
-    }))
+    w = generate(
+        GeneratedWorkload.model_validate(
+            {
+                "requests": 600,
+                "seed": 3,
+                "output_tokens": {"kind": "uniform", "low": 5, "high": 80},
+                "prompt_tokens": {"kind": "uniform", "low": 0, "high": 400},
+                "arrivals": {"kind": "poisson", "rate": 40.0},
+            }
+        )
+    )
     for policy in (StaticPolicy(max_wait=0.05), ContinuousPolicy(), PagedPolicy(num_blocks=120)):
         r = simulate(w, policy, slots=8, step_time=SEVEN_B)
         for name in ("queueing", "ttft", "e2e"):
@@ -180,13 +205,22 @@ def test_littles_law_and_the_utilisation_law_on_poisson_arrivals(policy):
     """λ = 8/s into 16 slots of 20 ms steps, mean output 66 tokens: offered load λ·E[S] = 10.6
     slots. Little: time-average in system = λ·W. Utilisation law: busy share = λ·E[S] / slots."""
     rate, slots, dt = 8.0, 16, 0.02
-    w = generate(GeneratedWorkload.model_validate({
-        "requests": 20_000, "seed": 11,
-        "output_tokens": {"kind": "mixture", "components": [
-            {"weight": 0.9, "dist": {"kind": "uniform", "low": 8, "high": 40}},
-            {"weight": 0.1, "dist": {"kind": "uniform", "low": 400, "high": 700}}]},
-        "arrivals": {"kind": "poisson", "rate": rate},
-    }))
+    w = generate(
+        GeneratedWorkload.model_validate(
+            {
+                "requests": 20_000,
+                "seed": 11,
+                "output_tokens": {
+                    "kind": "mixture",
+                    "components": [
+                        {"weight": 0.9, "dist": {"kind": "uniform", "low": 8, "high": 40}},
+                        {"weight": 0.1, "dist": {"kind": "uniform", "low": 400, "high": 700}},
+                    ],
+                },
+                "arrivals": {"kind": "poisson", "rate": rate},
+            }
+        )
+    )
     r = simulate(w, policy, slots=slots, step_time=UnitStepTime(dt))
     departure = r.schedule.finish * dt
     window = float(departure.max())
@@ -202,9 +236,16 @@ def test_littles_law_and_the_utilisation_law_on_poisson_arrivals(policy):
 
 
 def test_same_inputs_same_bytes():
-    w = generate(GeneratedWorkload.model_validate({
-        "requests": 300, "seed": 5, "output_tokens": {"kind": "lognormal", "median": 40, "sigma": 1, "high": 400},
-        "arrivals": {"kind": "gamma", "rate": 20, "cv": 2}}))
+    w = generate(
+        GeneratedWorkload.model_validate(
+            {
+                "requests": 300,
+                "seed": 5,
+                "output_tokens": {"kind": "lognormal", "median": 40, "sigma": 1, "high": 400},
+                "arrivals": {"kind": "gamma", "rate": 20, "cv": 2},
+            }
+        )
+    )
     for policy in (StaticPolicy(max_wait=0.1), ContinuousPolicy(), PagedPolicy(num_blocks=60, block_size=8)):
         a = json.dumps(simulate(w, policy, slots=8, step_time=UnitStepTime(0.02)).to_dict(), sort_keys=True)
         b = json.dumps(simulate(w, policy, slots=8, step_time=UnitStepTime(0.02)).to_dict(), sort_keys=True)

@@ -1,4 +1,5 @@
 """Day 1 builds from the committed measurement of its lab, on any machine, without running it."""
+
 from __future__ import annotations
 
 import json
@@ -53,4 +54,5 @@ def test_terminal_screenshot_and_alt_text_at_both_sizes(day01: Path) -> None:
 def test_day01s_labkit_is_the_engines() -> None:
     """The lab carries its own copy so it runs anywhere; it must not drift from the engine's."""
     assert (DAYS / "day01.lab" / "labkit.py").read_bytes() == (
-        REPO / "engine" / "lab" / "kit" / "labkit.py").read_bytes()
+        REPO / "engine" / "lab" / "kit" / "labkit.py"
+    ).read_bytes()

@@ -1,4 +1,5 @@
 """Day 4 through the same pipeline: numbers agree with the closed forms, and Day 37 cites them."""
+
 from __future__ import annotations
 
 import json
@@ -57,9 +58,7 @@ def test_separate_lines_wait_longer_by_the_mm1_gap(results):
 def test_hockey_stick_follows_service_over_one_minus_rho(results):
     for row in results["queueing"]["mm1"]:
         if row["utilisation"] <= 0.9:  # at 0.95+ a 300k run is too short for a tight check
-            assert row["mean_time_in_system_ms"] == pytest.approx(
-                10.0 / (1 - row["utilisation"]), rel=0.05
-            )
+            assert row["mean_time_in_system_ms"] == pytest.approx(10.0 / (1 - row["utilisation"]), rel=0.05)
 
 
 def test_posts_cite_the_computed_gap(built_out):

@@ -1,4 +1,5 @@
 """The whole Day 37 build: the lab's numbers come out of the engine and onto the drafts."""
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,13 @@ def test_drafts_say_the_labs_numbers(built):
     linkedin = (built / "linkedin.md").read_text()
     thread = (built / "x-thread.md").read_text()
     for text in (linkedin, thread):
-        for figure in ("2,048-token chats: 64", "8,192-token chats: 16", Lab.static_busy,
-                       Lab.continuous_busy, Lab.multiple):
+        for figure in (
+            "2,048-token chats: 64",
+            "8,192-token chats: 16",
+            Lab.static_busy,
+            Lab.continuous_busy,
+            Lab.multiple,
+        ):
             assert figure in text, figure
     assert f"{Lab.static_steps:,} steps" in linkedin and f"{Lab.continuous_steps:,} steps" in linkedin
     assert "simulated" in linkedin and "calculated" in linkedin

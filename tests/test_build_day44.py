@@ -3,6 +3,7 @@
 The real spec's sweep takes tens of seconds with the current simulator, so the build test runs
 the same spec and templates with fewer requests and points; the real spec is validated as is.
 """
+
 from __future__ import annotations
 
 import json
@@ -10,10 +11,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DAYS
 
 from engine.pipeline import build
 from engine.spec import load_spec
+
+from conftest import DAYS
 
 
 def test_the_real_day44_spec_is_valid_and_asks_for_the_sweep_charts():

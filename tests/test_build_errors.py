@@ -1,4 +1,5 @@
 """Template mistakes are user mistakes: one line naming the template and the line, out/ untouched."""
+
 from __future__ import annotations
 
 import shutil
@@ -29,15 +30,33 @@ def break_thread(templates: Path, old: str, new: str) -> None:
 @pytest.mark.parametrize(
     "old, new, expected",
     [
-        ("{{ batching.slots | thousands }}", "{{ batching.slots | thousands }", "templates/day37/x-thread.md.j2: line "),
+        (
+            "{{ batching.slots | thousands }}",
+            "{{ batching.slots | thousands }",
+            "templates/day37/x-thread.md.j2: line ",
+        ),
         ("| multiple }}", "| multipel }}", "No filter named 'multipel'"),
-        ("{{ batching.multiple | multiple }}", "{{ batching.multipel | multiple }}", "has no attribute 'multipel'"),
-        ("{{ batching.multiple | multiple }}", "{{ batching.multipel | fixed }}", "has no attribute 'multipel'"),
+        (
+            "{{ batching.multiple | multiple }}",
+            "{{ batching.multipel | multiple }}",
+            "has no attribute 'multipel'",
+        ),
+        (
+            "{{ batching.multiple | multiple }}",
+            "{{ batching.multipel | fixed }}",
+            "has no attribute 'multipel'",
+        ),
         ("Second fact:", "Second fact, on 8 slots:", "a number typed into a template"),
         ("{{ batching.multiple | multiple }}", "{{ batching.multiple }}", "printed without a filter"),
     ],
-    ids=["syntax", "unknown-filter", "misspelt-variable", "misspelt-into-format", "typed-number",
-         "unformatted-number"],
+    ids=[
+        "syntax",
+        "unknown-filter",
+        "misspelt-variable",
+        "misspelt-into-format",
+        "typed-number",
+        "unformatted-number",
+    ],
 )
 def test_template_mistakes_are_one_line(templates, tmp_path, old, new, expected):
     out = tmp_path / "out"

@@ -1,4 +1,5 @@
 """`make bench-day37 DEVICE=cpu`, then `make day37`: the posts use and label the measurements."""
+
 from __future__ import annotations
 
 import json

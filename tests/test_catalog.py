@@ -1,4 +1,5 @@
 """The model and GPU catalog: complete, sourced, and read the same way as any config.json."""
+
 from __future__ import annotations
 
 import json
@@ -21,11 +22,36 @@ from engine.errors import UserError
 GIB = 1 << 30
 FIXTURES = Path(__file__).parent / "fixtures" / "kv"
 
-ISSUE_MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3.1-8b",
-                "llama-3-70b", "llama-3.1-70b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b",
-                "qwen3-8b", "qwen3-14b", "qwen3-32b", "gemma-2-9b", "deepseek-v3"]
-ISSUE_GPUS = ["a10g", "l4", "rtx-3090", "rtx-4090", "l40s", "a100-40gb", "a100-80gb",
-              "h100-80gb", "h200", "b200", "mi300x"]
+ISSUE_MODELS = [
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3-8b",
+    "llama-3.1-8b",
+    "llama-3-70b",
+    "llama-3.1-70b",
+    "mistral-7b",
+    "mixtral-8x7b",
+    "qwen2.5-7b",
+    "qwen3-8b",
+    "qwen3-14b",
+    "qwen3-32b",
+    "gemma-2-9b",
+    "deepseek-v3",
+]
+ISSUE_GPUS = [
+    "a10g",
+    "l4",
+    "rtx-3090",
+    "rtx-4090",
+    "l40s",
+    "a100-40gb",
+    "a100-80gb",
+    "h100-80gb",
+    "h200",
+    "b200",
+    "mi300x",
+]
 
 
 def test_catalog_lists_every_model_and_gpu_of_the_issue():
@@ -39,8 +65,7 @@ def test_parameter_count_from_shapes_matches_the_published_figure(name):
     published = catalog_model_entry(name)["published"]
     assert abs(model.num_params - published["num_params"]) <= published["precision"]
     if "active_params" in published:
-        assert abs(model.active_params - published["active_params"]) <= \
-            published["active_precision"]
+        assert abs(model.active_params - published["active_params"]) <= published["active_precision"]
     else:
         assert model.active_params == model.num_params
 
@@ -93,6 +118,7 @@ def test_unknown_names_suggest_the_nearest():
 
 # --- config.json ------------------------------------------------------------------------------
 
+
 def test_config_json_round_trip_matches_the_catalog_entry():
     from_file = load_model(str(FIXTURES / "llama-3-8b" / "config.json"))
     from_dir = load_model(str(FIXTURES / "llama-3-8b"))
@@ -111,17 +137,28 @@ def test_catalog_config_written_out_reads_back_the_same(tmp_path):
         path.parent.mkdir()
         path.write_text(json.dumps(catalog_model_entry(name)["config"]))
         again, catalog = load_model(str(path)), load_model(name)
-        assert (again.num_params, again.layer_types, again.head_dim, again.kv_lora_rank) == \
-            (catalog.num_params, catalog.layer_types, catalog.head_dim, catalog.kv_lora_rank)
+        assert (again.num_params, again.layer_types, again.head_dim, again.kv_lora_rank) == (
+            catalog.num_params,
+            catalog.layer_types,
+            catalog.head_dim,
+            catalog.kv_lora_rank,
+        )
 
 
 def test_config_without_kv_heads_or_head_dim_uses_transformers_defaults():
-    model = model_from_config({"num_hidden_layers": 2, "hidden_size": 512,
-                               "num_attention_heads": 8, "vocab_size": 1000,
-                               "intermediate_size": 1024}, "tiny")
+    model = model_from_config(
+        {
+            "num_hidden_layers": 2,
+            "hidden_size": 512,
+            "num_attention_heads": 8,
+            "vocab_size": 1000,
+            "intermediate_size": 1024,
+        },
+        "tiny",
+    )
     assert (model.num_kv_heads, model.head_dim, model.dtype) == (8, 64, "float32")
     # embeddings 2 × 1000 × 512, per layer 4 × 512² + 3 × 512 × 1024 + 2 × 512, final norm 512
-    assert model.num_params == 2 * 1000 * 512 + 2 * (4 * 512 ** 2 + 3 * 512 * 1024 + 1024) + 512
+    assert model.num_params == 2 * 1000 * 512 + 2 * (4 * 512**2 + 3 * 512 * 1024 + 1024) + 512
 
 
 def test_gemma_2_alternates_local_and_global_layers():
@@ -132,9 +169,16 @@ def test_gemma_2_alternates_local_and_global_layers():
 
 
 def test_gemma_3_pattern_and_explicit_layer_types():
-    base = {"model_type": "gemma3_text", "num_hidden_layers": 12, "hidden_size": 256,
-            "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 64,
-            "sliding_window": 512, "sliding_window_pattern": 6}
+    base = {
+        "model_type": "gemma3_text",
+        "num_hidden_layers": 12,
+        "hidden_size": 256,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "head_dim": 64,
+        "sliding_window": 512,
+        "sliding_window_pattern": 6,
+    }
     model = model_from_config(base, "g3")
     assert [i for i, t in enumerate(model.layer_types) if t == "full_attention"] == [5, 11]
     listed = dict(base, layer_types=["full_attention"] * 12)
@@ -142,8 +186,7 @@ def test_gemma_3_pattern_and_explicit_layer_types():
 
 
 def test_layer_types_must_match_and_be_known():
-    base = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 2,
-            "sliding_window": 16}
+    base = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 2, "sliding_window": 16}
     with pytest.raises(UserError, match="2 layers"):
         model_from_config(dict(base, layer_types=["full_attention"]), "x")
     with pytest.raises(UserError, match="linear_attention"):
@@ -163,9 +206,16 @@ def test_mla_is_one_latent_head():
 
 
 def test_nested_text_config_is_read():
-    config = {"model_type": "llava", "torch_dtype": "float16",
-              "text_config": {"num_hidden_layers": 4, "hidden_size": 256,
-                              "num_attention_heads": 4, "num_key_value_heads": 2}}
+    config = {
+        "model_type": "llava",
+        "torch_dtype": "float16",
+        "text_config": {
+            "num_hidden_layers": 4,
+            "hidden_size": 256,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+        },
+    }
     model = model_from_config(config, "vlm")
     assert (model.num_layers, model.num_kv_heads, model.dtype) == (4, 2, "float16")
 
@@ -184,16 +234,15 @@ def test_bad_config_files_are_user_errors(tmp_path):
 
 # --- inline models ----------------------------------------------------------------------------
 
+
 def test_inline_model_of_the_lab():
-    model = model_from_fields("7B-class", num_layers=32, num_kv_heads=32, head_dim=128,
-                              dtype="fp16")
+    model = model_from_fields("7B-class", num_layers=32, num_kv_heads=32, head_dim=128, dtype="fp16")
     assert (model.num_attention_heads, model.hidden_size, model.dtype) == (32, 4096, "float16")
     assert model.num_params == 0 and model.layer_types == ("full_attention",) * 32
 
 
 def test_inline_model_computes_params_when_shapes_are_given():
-    model = model_from_fields("llama-2-7b-inline", 32, 32, 128, intermediate_size=11008,
-                              vocab_size=32000)
+    model = model_from_fields("llama-2-7b-inline", 32, 32, 128, intermediate_size=11008, vocab_size=32000)
     assert model.num_params == 6_738_415_616
 
 

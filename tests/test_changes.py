@@ -1,18 +1,28 @@
 """What a rebuild changed: figures by human names, old → new, and a word diff of each draft."""
+
 from __future__ import annotations
 
 from engine import changes
 
 OLD = {
-    "day": 37, "inputs": {"batching": {"slots": 16}}, "checks": {"linkedin": [{"value": 1200}]},
+    "day": 37,
+    "inputs": {"batching": {"slots": 16}},
+    "checks": {"linkedin": [{"value": 1200}]},
     "batching": {
-        "slots": 16, "multiple": 5.05,
-        "policies": {"continuous": {"utilisation": 0.723, "steps": 1148,
-                                    "series": {"busy": [0.1, 0.2, 0.3]}},
-                     "static": {"utilisation": 0.143, "steps": 5797}},
+        "slots": 16,
+        "multiple": 5.05,
+        "policies": {
+            "continuous": {"utilisation": 0.723, "steps": 1148, "series": {"busy": [0.1, 0.2, 0.3]}},
+            "static": {"utilisation": 0.143, "steps": 5797},
+        },
     },
-    "kv_cache": {"main": {"plan": {"contexts": [{"context": 2048, "max_requests": 64},
-                                                 {"context": 8192, "max_requests": 16}]}}},
+    "kv_cache": {
+        "main": {
+            "plan": {
+                "contexts": [{"context": 2048, "max_requests": 64}, {"context": 8192, "max_requests": 16}]
+            }
+        }
+    },
 }
 
 
@@ -49,20 +59,25 @@ def test_figures_the_drafts_quote_come_first():
 def test_summary_line():
     figures = changes.compare_figures(OLD, new_results())
     line = changes.summary({"previous": True, "figures": figures})
-    assert line == ("3 figures changed: multiple 5.05x → 5.2x, continuous utilisation 72.3% → 74.1%, "
-                    "max requests at context 8,192 16 → 18")
+    assert line == (
+        "3 figures changed: multiple 5.05x → 5.2x, continuous utilisation 72.3% → 74.1%, "
+        "max requests at context 8,192 16 → 18"
+    )
     assert changes.summary({"previous": True, "figures": []}) == "no figure changed since the last build"
     assert changes.summary({"previous": False, "figures": []}) is None
     many = [{"name": f"f{k}", "old": str(k), "new": str(k + 1)} for k in range(6)]
     assert changes.summary({"previous": True, "figures": many}, limit=2) == (
-        "6 figures changed: f0 0 → 1, f1 1 → 2, … (all 6 on the review page)")
+        "6 figures changed: f0 0 → 1, f1 1 → 2, … (all 6 on the review page)"
+    )
 
 
 def test_word_diff_marks_only_the_changed_words():
     old = "The GPU is busy 72.3% of the time.\nStatic: 14.3%."
     new = "The GPU is busy 74.1% of the time.\nStatic: 14.3%."
     assert changes.word_diff(old, new) == [
-        ["=", "The GPU is busy "], ["-", "72.3%"], ["+", "74.1%"],
+        ["=", "The GPU is busy "],
+        ["-", "72.3%"],
+        ["+", "74.1%"],
         ["=", " of the time.\nStatic: 14.3%."],
     ]
     segments = changes.word_diff("a b c", "a x c d")

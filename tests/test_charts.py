@@ -6,6 +6,7 @@ The batching timelines come from a deliberately naive replay of the lab's worklo
 (a few lines, independent of engine.batching), so the slot picture is checked against ground
 truth: 5,797 static steps, 1,148 continuous steps, 13,280 busy slot-steps.
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,11 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sweep_fixture import sweep_results
 
 from engine import charts
 from engine.charts import style
-
-from sweep_fixture import sweep_results
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
@@ -50,7 +50,11 @@ def naive_static(lengths: list[int], slots: int) -> dict:
             slot.append(i), start.append(t), end.append(t + n)
         maxima.append(max(group))
         t += max(group)
-    return {"steps": t, "group_maxima": maxima, "timeline": {"slot": slot, "start_step": start, "end_step": end}}
+    return {
+        "steps": t,
+        "group_maxima": maxima,
+        "timeline": {"slot": slot, "start_step": start, "end_step": end},
+    }
 
 
 def naive_continuous(lengths: list[int], slots: int) -> dict:
@@ -84,8 +88,14 @@ def _view(label: str, gpu_gib: int, kv_gib: float, weights_gib: float, act_gib: 
     rows = []
     for c in CONTEXTS:
         blocks = -(-c // 16)
-        rows.append({"context": c, "blocks_per_request": blocks, "bytes_per_request": c * BYTES_PER_TOKEN,
-                     "max_requests": num_blocks // blocks})
+        rows.append(
+            {
+                "context": c,
+                "blocks_per_request": blocks,
+                "bytes_per_request": c * BYTES_PER_TOKEN,
+                "max_requests": num_blocks // blocks,
+            }
+        )
     total = gpu_gib * GIB
     used = int((weights_gib + act_gib) * GIB) + kv_bytes
     return {
@@ -93,19 +103,31 @@ def _view(label: str, gpu_gib: int, kv_gib: float, weights_gib: float, act_gib: 
         "model": {"name": "7B-class", "num_layers": 32},
         "gpu": {"name": "H100", "memory_bytes": total},
         "plan": {
-            "bytes_per_token": BYTES_PER_TOKEN, "kv_memory_bytes": kv_bytes, "block_size": 16,
-            "num_blocks": num_blocks, "kv_tokens": num_blocks * 16, "contexts": rows,
-            "breakdown": {"total_bytes": total, "weights_bytes": int(weights_gib * GIB),
-                          "activation_and_overhead_bytes": int(act_gib * GIB),
-                          "kv_cache_bytes": kv_bytes, "unused_bytes": total - used},
+            "bytes_per_token": BYTES_PER_TOKEN,
+            "kv_memory_bytes": kv_bytes,
+            "block_size": 16,
+            "num_blocks": num_blocks,
+            "kv_tokens": num_blocks * 16,
+            "contexts": rows,
+            "breakdown": {
+                "total_bytes": total,
+                "weights_bytes": int(weights_gib * GIB),
+                "activation_and_overhead_bytes": int(act_gib * GIB),
+                "kv_cache_bytes": kv_bytes,
+                "unused_bytes": total - used,
+            },
         },
     }
 
 
 def _mm1_row(rho: float, mean: float) -> dict:
     closed = 10 / (1 - rho)
-    return {"utilisation": rho, "mean_time_in_system_ms": mean, "p99_time_in_system_ms": 4.6 * mean,
-            "closed_form_mean_ms": closed}
+    return {
+        "utilisation": rho,
+        "mean_time_in_system_ms": mean,
+        "p99_time_in_system_ms": 4.6 * mean,
+        "closed_form_mean_ms": closed,
+    }
 
 
 def _wait_row(mean: float, p99: float) -> dict:
@@ -121,8 +143,10 @@ def day37_results() -> dict:
     paged = copy.deepcopy(continuous)
     tl = paged["timeline"]
     steps = list(range(paged["steps"]))
-    blocks = [sum(-(-(t - s + 1) // 16) for s, e in zip(tl["start_step"], tl["end_step"]) if s <= t < e)
-              for t in steps]
+    blocks = [
+        sum(-(-(t - s + 1) // 16) for s, e in zip(tl["start_step"], tl["end_step"]) if s <= t < e)
+        for t in steps
+    ]
     paged["kv_blocks_used"] = {"step": steps, "blocks": blocks, "num_blocks": 1024}
     return {
         "day": 37,
@@ -147,11 +171,25 @@ def day37_results() -> dict:
         },
         "queueing": {
             "source": "simulated",
-            "mm1": [_mm1_row(r, m) for r, m in
-                    [(0.5, 19.9), (0.7, 33.5), (0.8, 50.2), (0.9, 98.1), (0.95, 221.4), (0.99, 1223.7)]],
-            "lines": {"servers": 2, "load": 0.9, "shared": _wait_row(42.6, 222.3),
-                      "separate_random": _wait_row(90.1, 450.2),
-                      "separate_round_robin": _wait_row(61.0, 318.0), "wait_ratio": 2.1},
+            "mm1": [
+                _mm1_row(r, m)
+                for r, m in [
+                    (0.5, 19.9),
+                    (0.7, 33.5),
+                    (0.8, 50.2),
+                    (0.9, 98.1),
+                    (0.95, 221.4),
+                    (0.99, 1223.7),
+                ]
+            ],
+            "lines": {
+                "servers": 2,
+                "load": 0.9,
+                "shared": _wait_row(42.6, 222.3),
+                "separate_random": _wait_row(90.1, 450.2),
+                "separate_round_robin": _wait_row(61.0, 318.0),
+                "wait_ratio": 2.1,
+            },
         },
         "lab": _lab(),
         "sweep": sweep_results(),
@@ -162,20 +200,45 @@ def _lab() -> dict:
     """A lab's results as engine.lab.section.run shapes them: a transcript and two figures."""
     source = "measured on Test CPU, 2 cores"
     figures = {
-        "ram_random": {"value": 92.0, "unit": "ns", "label": "RAM, random read", "about": "a load",
-                       "source": source, "text": "92 ns"},
-        "tcp_round_trip": {"value": 11.0, "unit": "us", "label": "TCP round trip", "about": "a trip",
-                           "source": source, "text": "11 µs"},
+        "ram_random": {
+            "value": 92.0,
+            "unit": "ns",
+            "label": "RAM, random read",
+            "about": "a load",
+            "source": source,
+            "text": "92 ns",
+        },
+        "tcp_round_trip": {
+            "value": 11.0,
+            "unit": "us",
+            "label": "TCP round trip",
+            "about": "a trip",
+            "source": source,
+            "text": "11 µs",
+        },
     }
     text = "".join(f"step {i}: done\n" for i in range(30)) + "RAM 92 ns\nTCP 11 us\n"
-    return {"source": source, "when": "2026-01-31 12:00 UTC", "lab_folder": "day01.lab",
-            "command": "python lab.py", "stale": False, "stale_message": None,
-            "machine": {"name": "Test CPU, 2 cores", "os": "Linux", "kernel": "6.1.0"},
-            "transcript": {"text": text, "lines": 32, "truncated": False}, "terminal": {},
-            "table": ["ram_random", "tcp_round_trip"], "figures": figures,
-            "reference": {"source": {"short": "Dean and Norvig (~2012)", "year": 2012,
-                                     "url": "https://gist.github.com/jboner/2841832"},
-                          "compare": {"ram_random": {"value": 100, "unit": "ns", "text": "100 ns"}}}}
+    return {
+        "source": source,
+        "when": "2026-01-31 12:00 UTC",
+        "lab_folder": "day01.lab",
+        "command": "python lab.py",
+        "stale": False,
+        "stale_message": None,
+        "machine": {"name": "Test CPU, 2 cores", "os": "Linux", "kernel": "6.1.0"},
+        "transcript": {"text": text, "lines": 32, "truncated": False},
+        "terminal": {},
+        "table": ["ram_random", "tcp_round_trip"],
+        "figures": figures,
+        "reference": {
+            "source": {
+                "short": "Dean and Norvig (~2012)",
+                "year": 2012,
+                "url": "https://gist.github.com/jboner/2841832",
+            },
+            "compare": {"ram_random": {"value": 100, "unit": "ns", "text": "100 ns"}},
+        },
+    }
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +250,9 @@ def results() -> dict:
 def drawn(results: dict, tmp_path_factory: pytest.TempPathFactory) -> dict[str, charts.ChartFile]:
     out = tmp_path_factory.mktemp("charts")
     # Still charts only: the animation writes a GIF of its own, checked in test_formats.
-    return {name: charts.draw(name, results, out) for name, chart in charts.CHARTS.items() if not chart.animated}
+    return {
+        name: charts.draw(name, results, out) for name, chart in charts.CHARTS.items() if not chart.animated
+    }
 
 
 def _still() -> list[str]:
@@ -221,7 +286,14 @@ def test_fixture_reproduces_the_lab_run(results: dict) -> None:
     assert round(b["policies"]["static"]["utilisation"] * 100, 1) == 14.3
     assert round(b["policies"]["continuous"]["utilisation"] * 100, 1) == 72.3
     assert [r["max_requests"] for r in results["kv_cache"]["main"]["plan"]["contexts"]] == [
-        256, 128, 64, 32, 16, 8, 4]
+        256,
+        128,
+        64,
+        32,
+        16,
+        8,
+        4,
+    ]
 
 
 # ---- files: sizes, bytes, alt text -----------------------------------------------------------
@@ -238,8 +310,12 @@ def test_every_chart_is_at_its_platform_size(drawn: dict[str, charts.ChartFile])
 
 
 def test_same_results_give_the_same_bytes(results: dict, tmp_path: Path) -> None:
-    for name, size in (("scoreboard", None), ("scoreboard", "linkedin_portrait"), ("slot_timeline", None),
-                       ("kv_fit", None)):
+    for name, size in (
+        ("scoreboard", None),
+        ("scoreboard", "linkedin_portrait"),
+        ("slot_timeline", None),
+        ("kv_fit", None),
+    ):
         a = charts.draw(name, results, tmp_path / "a", size=size).path.read_bytes()
         b = charts.draw(name, results, tmp_path / "b", size=size).path.read_bytes()
         assert a == b, (name, size)
@@ -253,10 +329,16 @@ def test_another_process_draws_the_same_bytes(results: dict, tmp_path: Path) -> 
 
     (tmp_path / "results.json").write_text(json.dumps(results))
     here = charts.draw("scoreboard", results, tmp_path / "here").path.read_bytes()
-    code = ("import json, sys; from pathlib import Path; from engine import charts; "
-            "charts.draw('scoreboard', json.load(open(sys.argv[1])), Path(sys.argv[2]))")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "results.json"), str(tmp_path / "there")],
-                   check=True, cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": "12345"})
+    code = (
+        "import json, sys; from pathlib import Path; from engine import charts; "
+        "charts.draw('scoreboard', json.load(open(sys.argv[1])), Path(sys.argv[2]))"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "results.json"), str(tmp_path / "there")],
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+    )
     assert (tmp_path / "there" / "scoreboard.png").read_bytes() == here
 
 
@@ -264,8 +346,9 @@ def test_pngs_carry_no_timestamp_or_software_tag(drawn: dict[str, charts.ChartFi
     for name, chart in drawn.items():
         kinds = {kind for kind, _ in png_chunks(chart.path.read_bytes())}
         assert b"tIME" not in kinds, name
-        text = b"".join(body for kind, body in png_chunks(chart.path.read_bytes())
-                        if kind in (b"tEXt", b"iTXt", b"zTXt"))
+        text = b"".join(
+            body for kind, body in png_chunks(chart.path.read_bytes()) if kind in (b"tEXt", b"iTXt", b"zTXt")
+        )
         assert b"Software" not in text and b"matplotlib" not in text.lower(), name
 
 
@@ -317,7 +400,9 @@ def test_size_override_writes_a_second_file(results: dict, tmp_path: Path) -> No
 
 
 def _texts(fig) -> list[str]:
-    return [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize"))]
+    return [
+        t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize"))
+    ]
 
 
 _FIGURES: dict[tuple[str, str, str | None], object] = {}
@@ -338,11 +423,16 @@ def _built(name: str, results: dict, size: str | None = None):
 def test_each_chart_names_where_its_numbers_came_from(results: dict) -> None:
     expected = {
         "scoreboard": ["simulated, 200 requests, 16 slots", "calculated"],
-        "kv_fit": ["calculated"], "memory_breakdown": ["calculated"],
-        "slot_timeline": ["simulated, 200 requests, 16 slots"], "utilisation": ["simulated"],
-        "latency_cdf": ["simulated"], "kv_blocks": ["simulated"],
-        "queue_hockey_stick": ["simulated, M/M/1"], "shared_vs_separate": ["simulated, 2 servers at 90% load"],
-        "terminal": ["measured on Test CPU, 2 cores"], "figures_table": ["Measured on Test CPU, 2 cores"],
+        "kv_fit": ["calculated"],
+        "memory_breakdown": ["calculated"],
+        "slot_timeline": ["simulated, 200 requests, 16 slots"],
+        "utilisation": ["simulated"],
+        "latency_cdf": ["simulated"],
+        "kv_blocks": ["simulated"],
+        "queue_hockey_stick": ["simulated, M/M/1"],
+        "shared_vs_separate": ["simulated, 2 servers at 90% load"],
+        "terminal": ["measured on Test CPU, 2 cores"],
+        "figures_table": ["Measured on Test CPU, 2 cores"],
         "pareto": ["Simulated: 8 configurations", "list prices"],
         "cheapest_table": ["Simulated: 8 configurations", "list prices"],
     }
@@ -567,7 +657,10 @@ def test_latency_cdf_draws_the_full_curve_when_the_results_have_one(results: dic
     with_curve = copy.deepcopy(results)
     pol = with_curve["batching"]["policies"]["continuous"]
     ends = sorted(pol["timeline"]["end_step"])
-    pol["latency_cdf"] = {"quantiles": [0.0, 0.5, 1.0], "e2e_steps": [ends[0], ends[len(ends) // 2], ends[-1]]}
+    pol["latency_cdf"] = {
+        "quantiles": [0.0, 0.5, 1.0],
+        "e2e_steps": [ends[0], ends[len(ends) // 2], ends[-1]],
+    }
     fig = _built("latency_cdf", with_curve)
     xs = [list(line.get_xdata()) for line in fig.axes[0].lines]
     assert [ends[0], ends[len(ends) // 2], ends[-1]] in xs
@@ -608,4 +701,8 @@ def test_no_text_spills_off_the_image_or_onto_the_title(results: dict) -> None:
             for ax in fig.axes:
                 assert not box.overlaps(ax.get_tightbbox(renderer)), (name, frame.get_text())
             for other in frames[i + 1 :]:
-                assert not box.overlaps(other.get_window_extent(renderer)), (name, frame.get_text(), other.get_text())
+                assert not box.overlaps(other.get_window_extent(renderer)), (
+                    name,
+                    frame.get_text(),
+                    other.get_text(),
+                )

@@ -1,4 +1,5 @@
 """The glue between spec sections and engines: derived figures, generated workloads, mismatches."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,12 @@ def test_head_of_line_example_on_the_drill():
     # 8 × 500 − (7 × 20 + 500) = 3,360 idle slot-steps; the median member waits 480 steps.
     example = head_of_line_example(np.array([20] * 7 + [500]), [8])
     assert example == {
-        "group": 1, "members": 8, "longest": 500, "median": 20,
-        "median_waits": 480, "idle_slot_steps": 3360,
+        "group": 1,
+        "members": 8,
+        "longest": 500,
+        "median": 20,
+        "median_waits": 480,
+        "idle_slot_steps": 3360,
     }
 
 
@@ -112,8 +117,9 @@ def test_the_multiple_is_a_ratio_of_durations():
     from engine.batching import throughput_multiple
 
     # Untimed: steps are the only clock.
-    untimed = throughput_multiple(Run(steps=5797, makespan_seconds=None),
-                                  Run(steps=1148, makespan_seconds=None))
+    untimed = throughput_multiple(
+        Run(steps=5797, makespan_seconds=None), Run(steps=1148, makespan_seconds=None)
+    )
     assert untimed == pytest.approx(5797 / 1148)
     # Timed: steps differ in length, so seconds decide (hand-made: 10 s vs 4 s → 2.5x).
     timed_static = Run(steps=500, makespan_seconds=10.0)
@@ -136,10 +142,13 @@ def test_a_roofline_priced_run_quotes_the_seconds_multiple(days_copy, tmp_path):
 def test_measured_figures_are_recomputed_from_wall_times():
     from engine.experiments.measured import recomputed_batching
 
-    doc = {"multiple": 99.0, "policies": {
-        "static": {"wall_seconds": 2.0, "tokens": 1000, "tokens_per_second": 1.0, "steps": 10},
-        "continuous": {"wall_seconds": 0.5, "tokens": 1000, "tokens_per_second": 1.0, "steps": 2},
-    }}
+    doc = {
+        "multiple": 99.0,
+        "policies": {
+            "static": {"wall_seconds": 2.0, "tokens": 1000, "tokens_per_second": 1.0, "steps": 10},
+            "continuous": {"wall_seconds": 0.5, "tokens": 1000, "tokens_per_second": 1.0, "steps": 2},
+        },
+    }
     out = recomputed_batching(doc)
     assert out["multiple"] == pytest.approx(4.0)
     assert out["policies"]["continuous"]["tokens_per_second"] == pytest.approx(2000.0)

@@ -4,6 +4,7 @@ The PDF is read back with pypdf, the GIF with Pillow: libraries that did not wri
 figures expected on the slides are the lab's (test_build_day37 pins them: 14.3%, 72.3%, 5.0x,
 5,797 and 1,148 steps); the limits are the platforms' published ones (engine.platforms.media).
 """
+
 from __future__ import annotations
 
 import json
@@ -148,7 +149,11 @@ def test_gif_is_within_x_limits_and_loops(day37: Path, results: dict) -> None:
     assert "5,797" in alt and "1,148" in alt and "14.3%" in alt and "72.3%" in alt
     entry = next(c for c in results["charts"] if c["name"] == "slot_timeline_animation")
     assert (entry["file"], entry["width"], entry["height"], entry["platform"]) == (
-        "slot_timeline_animation.gif", 1280, 720, "x")
+        "slot_timeline_animation.gif",
+        1280,
+        720,
+        "x",
+    )
 
 
 def test_gif_first_and_last_frames_show_the_run(day37: Path) -> None:
@@ -183,7 +188,9 @@ def test_same_bytes_when_drawn_again(day37: Path, results: dict, tmp_path: Path)
     spec = load_spec(DAYS / "day37.yaml")
     draw_carousel(spec, results, tmp_path, TEMPLATES)
     charts.draw("slot_timeline_animation", results, tmp_path)
-    names = ["carousel.pdf", "slot_timeline_animation.gif"] + [p["preview"] for p in results["carousel"]["pages"]]
+    names = ["carousel.pdf", "slot_timeline_animation.gif"] + [
+        p["preview"] for p in results["carousel"]["pages"]
+    ]
     for name in names:
         assert (tmp_path / name).read_bytes() == (day37 / name).read_bytes(), name
 
@@ -296,7 +303,9 @@ def test_document_rules_at_their_limits(tmp_path: Path) -> None:
     mixed = media.document_counts(path, [portrait, (540.0, 675.0)])[1]
     assert [v.detail.split(":")[0] for v in mixed] == ["pages differ in size"]
     small = media.DocumentRules(max_bytes=100)
-    assert [v.detail for v in media.document_counts(path, [portrait], small)[1]] == ["document bytes 109/100 FAIL"]
+    assert [v.detail for v in media.document_counts(path, [portrait], small)[1]] == [
+        "document bytes 109/100 FAIL"
+    ]
 
 
 def test_a_media_file_over_its_limit_fails_the_build_naming_it(tmp_path: Path, monkeypatch) -> None:

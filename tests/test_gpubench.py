@@ -6,6 +6,7 @@
 - the memory probe against the formula under a fake budget, and its out-of-memory path;
 - the command end to end, and its bad inputs (exit 2, nothing written or overwritten).
 """
+
 from __future__ import annotations
 
 import csv
@@ -31,8 +32,16 @@ from helpers import LAB_TRACE  # noqa: E402  (the lab's trace, as committed in d
 REPO = Path(__file__).resolve().parent.parent
 
 # Smaller than TINY where speed matters, with 4 query heads sharing each KV head.
-MICRO = ModelShape(name="micro", num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=1,
-                   head_dim=16, intermediate_size=96, vocab_size=101)
+MICRO = ModelShape(
+    name="micro",
+    num_layers=2,
+    hidden_size=64,
+    num_heads=4,
+    num_kv_heads=1,
+    head_dim=16,
+    intermediate_size=96,
+    vocab_size=101,
+)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -52,13 +61,16 @@ def model() -> Decoder:
 # ---------------------------------------------------------------------------------------------
 # An independent reference: the whole sequence, no cache, attention head by head.
 
+
 def reference_logits(model: Decoder, tokens: list[int]) -> torch.Tensor:
     """Logits ``[T, vocab]`` of a plain causal forward over ``tokens``, sharing only the weights."""
     s = model.shape
     n, d, group = len(tokens), s.head_dim, s.num_heads // s.num_kv_heads
     half = d // 2
-    angles = torch.arange(n, dtype=torch.float64)[:, None] / (
-        10_000.0 ** (torch.arange(0, d, 2, dtype=torch.float64) / d))[None, :]
+    angles = (
+        torch.arange(n, dtype=torch.float64)[:, None]
+        / (10_000.0 ** (torch.arange(0, d, 2, dtype=torch.float64) / d))[None, :]
+    )
     turn = torch.polar(torch.ones_like(angles), angles)  # e^{i·angle}, [T, d/2]
 
     def rope(t: torch.Tensor) -> torch.Tensor:  # (x1 + i·x2) · e^{i·angle}
@@ -72,17 +84,16 @@ def reference_logits(model: Decoder, tokens: list[int]) -> torch.Tensor:
     x = model.tok_embeddings[torch.tensor(tokens)]
     for layer in model.layers:
         qkv = norm(x, layer.attention_norm) @ layer.wqkv.T
-        q = rope(qkv[:, :s.num_heads * d].reshape(n, s.num_heads, d))
-        k = rope(qkv[:, s.num_heads * d:(s.num_heads + s.num_kv_heads) * d]
-                 .reshape(n, s.num_kv_heads, d))
-        v = qkv[:, (s.num_heads + s.num_kv_heads) * d:].reshape(n, s.num_kv_heads, d)
+        q = rope(qkv[:, : s.num_heads * d].reshape(n, s.num_heads, d))
+        k = rope(qkv[:, s.num_heads * d : (s.num_heads + s.num_kv_heads) * d].reshape(n, s.num_kv_heads, d))
+        v = qkv[:, (s.num_heads + s.num_kv_heads) * d :].reshape(n, s.num_kv_heads, d)
         heads = []
         for h in range(s.num_heads):
             scores = (q[:, h] @ k[:, h // group].T) / math.sqrt(d)
             heads.append(scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v[:, h // group])
         x = x + torch.cat(heads, dim=-1) @ layer.wo.T
         gate_up = norm(x, layer.ffn_norm) @ layer.w13.T
-        gate, up = gate_up[:, :s.intermediate_size], gate_up[:, s.intermediate_size:]
+        gate, up = gate_up[:, : s.intermediate_size], gate_up[:, s.intermediate_size :]
         x = x + (torch.nn.functional.silu(gate) * up) @ layer.w2.T
     return norm(x, model.norm) @ model.output.T
 
@@ -93,6 +104,7 @@ def close(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # The model
+
 
 def test_cached_decode_equals_full_recompute(model):
     prompt = [5, 17, 900, 3, 42]
@@ -162,8 +174,12 @@ def test_weights_are_seeded_and_counted():
     assert torch.equal(a.layers[1].w2, b.layers[1].w2)
     assert not torch.equal(a.layers[1].w2, c.layers[1].w2)
     s = MICRO
-    per_layer = 2 * s.hidden_size + (s.num_heads + 2 * s.num_kv_heads) * s.head_dim * s.hidden_size \
-        + s.hidden_size * s.num_heads * s.head_dim + 3 * s.intermediate_size * s.hidden_size
+    per_layer = (
+        2 * s.hidden_size
+        + (s.num_heads + 2 * s.num_kv_heads) * s.head_dim * s.hidden_size
+        + s.hidden_size * s.num_heads * s.head_dim
+        + 3 * s.intermediate_size * s.hidden_size
+    )
     params = 2 * s.vocab_size * s.hidden_size + s.hidden_size + s.num_layers * per_layer
     assert a.weight_bytes == 4 * params == 4 * MICRO.param_count()
     assert a.decode_weight_bytes == 4 * (params - s.vocab_size * s.hidden_size)
@@ -172,8 +188,9 @@ def test_weights_are_seeded_and_counted():
 # ---------------------------------------------------------------------------------------------
 # Batching: the lab's rules, computed here without the model
 
+
 def lab_static_steps(lengths: list[int], slots: int) -> int:
-    return sum(max(lengths[i:i + slots]) for i in range(0, len(lengths), slots))
+    return sum(max(lengths[i : i + slots]) for i in range(0, len(lengths), slots))
 
 
 def lab_static_schedule(lengths: list[int], slots: int) -> list[list[tuple[int, int]]]:
@@ -220,8 +237,9 @@ def greedy_alone(model: Decoder, prompt: list[int], steps: int) -> list[torch.Te
         model.prefill(cache, 0, torch.tensor(prompt[:-1]))
     token, out = torch.tensor(prompt[-1]), []
     for k in range(steps):
-        logits = model.decode(cache, token.view(1), torch.tensor([len(prompt) - 1 + k]),
-                              attn_len=len(prompt) + steps)
+        logits = model.decode(
+            cache, token.view(1), torch.tensor([len(prompt) - 1 + k]), attn_len=len(prompt) + steps
+        )
         out.append(logits[0])
         token = logits[0].argmax()
     return out
@@ -236,11 +254,14 @@ def test_lab_rules_reproduce_the_reference_run():
     assert len(lab_continuous(lengths, 16)) == 1148
 
 
-@pytest.mark.parametrize("lengths, slots, prompt", [
-    ([3, 9, 1, 4, 7, 2, 8, 5, 6, 1, 2], 3, 1),  # the default: the prompt token rides in a step
-    ([3, 9, 1, 4, 7, 2, 8, 5, 6, 1, 2], 3, 4),  # three tokens prefilled into the slot first
-    ([5] * 10, 4, 1),  # the control case: equal lengths tie
-])
+@pytest.mark.parametrize(
+    "lengths, slots, prompt",
+    [
+        ([3, 9, 1, 4, 7, 2, 8, 5, 6, 1, 2], 3, 1),  # the default: the prompt token rides in a step
+        ([3, 9, 1, 4, 7, 2, 8, 5, 6, 1, 2], 3, 4),  # three tokens prefilled into the slot first
+        ([5] * 10, 4, 1),  # the control case: equal lengths tie
+    ],
+)
 def test_policies_follow_the_lab_rules(lengths, slots, prompt):
     model = Decoder(MICRO, seed=2)
     prompts = batching.request_prompts(len(lengths), prompt, MICRO.vocab_size, seed=0).tolist()
@@ -248,8 +269,10 @@ def test_policies_follow_the_lab_rules(lengths, slots, prompt):
     alone = [greedy_alone(model, p, max(lengths)) for p in prompts]
     cache = model.new_cache(slots, batching.cache_context(lengths, prompt))
     runs = {}
-    for name, run, schedule in (("static", batching.run_static, lab_static_schedule),
-                                ("continuous", batching.run_continuous, lab_continuous)):
+    for name, run, schedule in (
+        ("static", batching.run_static, lab_static_schedule),
+        ("continuous", batching.run_continuous, lab_continuous),
+    ):
         spy = Spy(model)
         runs[name] = result = run(spy, cache, lengths, prompt_tokens=prompt)  # cache reused: stale
         expected = schedule(lengths, slots)
@@ -263,8 +286,14 @@ def test_policies_follow_the_lab_rules(lengths, slots, prompt):
         for (positions, logits), want in zip(spy.steps, expected):
             unmatched = list(want)
             for row, pos in enumerate(positions):
-                hit = next((rk for rk in unmatched if prompt - 1 + rk[1] == pos
-                            and close(logits[row], alone[rk[0]][rk[1]])), None)
+                hit = next(
+                    (
+                        rk
+                        for rk in unmatched
+                        if prompt - 1 + rk[1] == pos and close(logits[row], alone[rk[0]][rk[1]])
+                    ),
+                    None,
+                )
                 assert hit is not None, f"{name}: row {row} at position {pos} is no running request"
                 unmatched.remove(hit)
             assert not unmatched
@@ -302,12 +331,14 @@ def test_scaling_keeps_every_request():
 # ---------------------------------------------------------------------------------------------
 # Memory and step time
 
+
 def test_memory_probe_against_a_budget():
     kv_per_token = TINY.kv_bytes_per_token(4)
     assert kv_per_token == 2 * 2 * 2 * 64 * 4
     budget = 3 * 2**20 + 12345
-    fits = memory.measure_fits([16, 100, 4096], kv_per_token, budget, torch.device("cpu"),
-                               budget_bytes=budget)
+    fits = memory.measure_fits(
+        [16, 100, 4096], kv_per_token, budget, torch.device("cpu"), budget_bytes=budget
+    )
     for fit, context in zip(fits, [16, 100, 4096]):
         assert fit.context == context
         assert fit.max_requests_measured == budget // (context * kv_per_token)
@@ -318,8 +349,9 @@ def test_memory_probe_against_a_budget():
 def test_memory_probe_stops_at_out_of_memory_and_frees(monkeypatch):
     taken: list[weakref.ref] = []
     released: list[bool] = []  # at release time (empty_cache on CUDA), was everything let go?
-    monkeypatch.setattr(memory, "release",
-                        lambda device: released.append(all(ref() is None for ref in taken)))
+    monkeypatch.setattr(
+        memory, "release", lambda device: released.append(all(ref() is None for ref in taken))
+    )
 
     class Block:
         pass
@@ -397,7 +429,8 @@ def test_bytes_moved_for_the_7b_shape_by_hand():
     # dominated by the weights: 4.02 ms at 100 %.
     assert moved / (0.7 * 3.35e12) == pytest.approx(12.96e-3, abs=0.01e-3)
     assert steptime.bytes_moved(13_214_687_232, 524_288, 1, 512) / 3.35e12 == pytest.approx(
-        4.025e-3, abs=0.001e-3)
+        4.025e-3, abs=0.001e-3
+    )
     # the model counts the same bytes as the shape, for any dtype
     assert Decoder(MICRO).decode_weight_bytes == MICRO.decode_weight_bytes(4)
 
@@ -454,18 +487,23 @@ def test_graph_capture_is_never_entered_off_cuda(model, monkeypatch):
     def boom(*_args, **_kwargs):
         raise AssertionError("a CUDA graph path was entered on the CPU")
 
-    for target, name in ((steptime, "cuda_graph"), (batching, "cuda_graph"),
-                         (steptime, "graph_pool"), (batching, "graph_pool"),
-                         (torch.cuda, "CUDAGraph"), (torch.cuda, "graph_pool_handle"),
-                         (torch.cuda, "Stream"), (torch.cuda, "synchronize")):
+    for target, name in (
+        (steptime, "cuda_graph"),
+        (batching, "cuda_graph"),
+        (steptime, "graph_pool"),
+        (batching, "graph_pool"),
+        (torch.cuda, "CUDAGraph"),
+        (torch.cuda, "graph_pool_handle"),
+        (torch.cuda, "Stream"),
+        (torch.cuda, "synchronize"),
+    ):
         monkeypatch.setattr(target, name, boom)
-    assert not dev.graphs_supported(torch.device("cpu")) and dev.graphs_supported(
-        torch.device("cuda"))
-    points, _ = steptime.measure_step_times(model, [16], 2, 10**9, warmup=0, repeats=1,
-                                            use_cuda_graphs=True)
+    assert not dev.graphs_supported(torch.device("cpu")) and dev.graphs_supported(torch.device("cuda"))
+    points, _ = steptime.measure_step_times(model, [16], 2, 10**9, warmup=0, repeats=1, use_cuda_graphs=True)
     assert len(points) == 2
-    run = batching.run_continuous(Decoder(MICRO), Decoder(MICRO).new_cache(2, 8), [3, 1, 2],
-                                  prompt_tokens=1, cuda_graphs=True)
+    run = batching.run_continuous(
+        Decoder(MICRO), Decoder(MICRO).new_cache(2, 8), [3, 1, 2], prompt_tokens=1, cuda_graphs=True
+    )
     assert run.note is None and run.steps == 3
 
 
@@ -493,19 +531,26 @@ def test_batching_captures_each_shape_once_in_the_warm_pass(monkeypatch):
         spy, captures = Spy(model), []
         result = run(spy, cache, lengths, prompt_tokens=2, cuda_graphs=True)
         assert result.note is None and result.steps == len(eager.steps)
-        timed = spy.steps[-len(eager.steps):]
+        timed = spy.steps[-len(eager.steps) :]
         warm = len(spy.steps) - len(timed)
         assert all(at < warm for at, _ in captures)  # nothing captured while timing
         assert {pool for _, pool in captures} == {"the pool"}
-        shapes = {(len(pos), -(-(max(pos) + 1) // batching.ATTN_ROUND) * batching.ATTN_ROUND)
-                  for pos, _ in eager.steps}
+        shapes = {
+            (len(pos), -(-(max(pos) + 1) // batching.ATTN_ROUND) * batching.ATTN_ROUND)
+            for pos, _ in eager.steps
+        }
         assert len(captures) == len(shapes) >= 2  # one per (running, attention length)
         for (pos_a, logits_a), (pos_b, logits_b) in zip(eager.steps, timed):
             assert pos_a == pos_b and close(logits_a, logits_b)
 
 
-@pytest.mark.parametrize("error", [RuntimeError("operation not permitted when stream is capturing"),
-                                   torch.OutOfMemoryError("CUDA out of memory")])
+@pytest.mark.parametrize(
+    "error",
+    [
+        RuntimeError("operation not permitted when stream is capturing"),
+        torch.OutOfMemoryError("CUDA out of memory"),
+    ],
+)
 def test_a_failed_capture_falls_back_to_eager_steps(monkeypatch, error):
     made = []
 
@@ -526,7 +571,7 @@ def test_a_failed_capture_falls_back_to_eager_steps(monkeypatch, error):
     run = batching.run_continuous(spy, cache, lengths, prompt_tokens=1, cuda_graphs=True)
     assert "capture failed" in run.note and "after 2 step shapes" in run.note
     assert run.steps == len(eager.steps)
-    for (pos_a, logits_a), (pos_b, logits_b) in zip(eager.steps, spy.steps[-len(eager.steps):]):
+    for (pos_a, logits_a), (pos_b, logits_b) in zip(eager.steps, spy.steps[-len(eager.steps) :]):
         assert pos_a == pos_b and close(logits_a, logits_b)
 
 
@@ -537,13 +582,18 @@ def test_a_policy_without_graphs_makes_the_other_run_without_them(model, monkeyp
         def run(model, cache, lengths, *, cuda_graphs, **_kwargs):
             calls.append((name, cuda_graphs))
             return batching.PolicyRun(1.0, 1, 1, 1.0, 1.0, note if cuda_graphs else None)
+
         return run
 
-    monkeypatch.setattr(runner, "POLICIES", (("static", fake("static", None)),
-                                             ("continuous", fake("continuous", "capture failed"))))
+    monkeypatch.setattr(
+        runner,
+        "POLICIES",
+        (("static", fake("static", None)), ("continuous", fake("continuous", "capture failed"))),
+    )
     monkeypatch.setattr(runner.dev, "release", lambda device: None)
-    config = runner.BenchConfig(device="cuda", shape=MICRO, dtype="float32", slots=2,
-                                contexts=[8], output_tokens=[1], day=37)
+    config = runner.BenchConfig(
+        device="cuda", shape=MICRO, dtype="float32", slots=2, contexts=[8], output_tokens=[1], day=37
+    )
     notes: list[str] = []
     bar = runner.tqdm(disable=True)
     runs = runner._run_policies(model, config, [1], 4, notes, bar)
@@ -570,6 +620,7 @@ def test_bf16_decode_runs_on_the_cpu_and_agrees_with_fp32():
 # ---------------------------------------------------------------------------------------------
 # The command
 
+
 def write_spec(folder: Path, lengths: list[int], *, day: int = 37) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "trace.csv").write_text("output_tokens\n" + "".join(f"{n}\n" for n in lengths))
@@ -580,7 +631,8 @@ def write_spec(folder: Path, lengths: list[int], *, day: int = 37) -> Path:
         "kv_cache:\n  model: {name: m, num_layers: 2, num_kv_heads: 2, head_dim: 64}\n"
         "  gpu: {name: g, memory_gib: 1}\n  budget: {kind: reserve, reserve_gib: 0}\n"
         "  contexts: [32, 64]\n"
-        "batching:\n  slots: 4\n  workload:\n    trace: trace.csv\n")
+        "batching:\n  slots: 4\n  workload:\n    trace: trace.csv\n"
+    )
     return spec
 
 
@@ -595,12 +647,14 @@ def test_bench_command_writes_a_valid_measurement(tmp_path, capsys):
     assert doc["settings"]["model"]["name"] == "tiny" and doc["settings"]["dtype"] == "float32"
     assert [c["context"] for c in doc["memory"]["contexts"]] == [32, 64]
     assert {(p["batch"], p["context"]) for p in doc["step_time"]["points"]} == {
-        (b, c) for b in (1, 2, 4) for c in (32, 64)}
+        (b, c) for b in (1, 2, 4) for c in (32, 64)
+    }
     policies = doc["batching"]["policies"]
     assert policies["static"]["steps"] == lab_static_steps(lengths, 4)
     assert policies["continuous"]["steps"] == len(lab_continuous(lengths, 4))
     assert doc["batching"]["multiple"] == pytest.approx(
-        policies["static"]["wall_seconds"] / policies["continuous"]["wall_seconds"])
+        policies["static"]["wall_seconds"] / policies["continuous"]["wall_seconds"]
+    )
     assert "wrote" in capsys.readouterr().out
 
 
@@ -626,13 +680,19 @@ def test_a_model_too_big_for_the_device_stops_before_loading(tmp_path, capsys):
     assert not (tmp_path / "days" / "day37.measured").exists()
 
 
-@pytest.mark.parametrize("breakage, where", [
-    (lambda folder: (folder / "trace.csv").write_text("output_tokens\n3\nlots\n"), "row 3"),
-    (lambda folder: (folder / "trace.csv").unlink(), "trace.csv"),
-    (lambda folder: (folder / "day37.yaml").write_text(
-        (folder / "day37.yaml").read_text().replace("contexts: [32, 64]", "contexts: []")),
-     "kv_cache.contexts"),
-])
+@pytest.mark.parametrize(
+    "breakage, where",
+    [
+        (lambda folder: (folder / "trace.csv").write_text("output_tokens\n3\nlots\n"), "row 3"),
+        (lambda folder: (folder / "trace.csv").unlink(), "trace.csv"),
+        (
+            lambda folder: (folder / "day37.yaml").write_text(
+                (folder / "day37.yaml").read_text().replace("contexts: [32, 64]", "contexts: []")
+            ),
+            "kv_cache.contexts",
+        ),
+    ],
+)
 def test_bad_day_inputs_exit_2_before_anything_is_written(tmp_path, capsys, breakage, where):
     folder = tmp_path / "days"
     spec = write_spec(folder, [3, 4])
@@ -643,10 +703,11 @@ def test_bad_day_inputs_exit_2_before_anything_is_written(tmp_path, capsys, brea
 
 
 def test_build_modules_do_not_import_torch():
-    code = ("import sys, engine.measured, engine.commands.bench, engine.gpubench.shapes; "
-            "assert 'torch' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys, engine.measured, engine.commands.bench, engine.gpubench.shapes; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
-
 
 
 def test_an_out_that_is_a_file_is_refused_before_measuring(tmp_path, capsys):

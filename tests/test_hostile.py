@@ -5,6 +5,7 @@ or put something false on a post. Part 2 generates inputs (hypothesis) over spec
 config.json files, measurement files, templates, drafts and command-line flags, and holds every
 one to the same rule. `make soak` runs part 2 with many more examples (HOSTILE_EXAMPLES).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,8 +31,11 @@ from engine.spec import load_spec
 from conftest import DAYS, LAB_TRACE
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "0"))  # 0: the quick run of `make test`
-QUICK = settings(max_examples=EXAMPLES or 40, deadline=None,
-                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+QUICK = settings(
+    max_examples=EXAMPLES or 40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -71,39 +75,97 @@ def spec_error(path: Path) -> UserError:
 # ---- part 1: the reproductions --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("edit, field, words", [
-    (lambda d: d["queueing"].update(requests=100_000_000), "queueing.requests", "at most 10000000"),
-    (lambda d: d["queueing"]["shared"].update(servers=[1, 1_000_000_000]), "queueing.shared.servers.1", "at most 100000"),
-    (lambda d: d["queueing"].update(seed=True), "queueing.seed", "whole number"),
-], ids=["requests", "servers", "seed"])
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        (lambda d: d["queueing"].update(requests=100_000_000), "queueing.requests", "at most 10000000"),
+        (
+            lambda d: d["queueing"]["shared"].update(servers=[1, 1_000_000_000]),
+            "queueing.shared.servers.1",
+            "at most 100000",
+        ),
+        (lambda d: d["queueing"].update(seed=True), "queueing.seed", "whole number"),
+    ],
+    ids=["requests", "servers", "seed"],
+)
 def test_day04_counts_have_limits(tmp_path, edit, field, words):
     err = spec_error(spec_with(tmp_path, edit, "day04"))
     assert err.field == field and words in err.message
 
 
-@pytest.mark.parametrize("edit, field, words", [
-    (lambda d: d["batching"].update(slots=2**63), "batching.slots", "at most 1000000"),
-    (lambda d: d.update(title="x" * 1000), "title", "at most 200 characters"),
-    (lambda d: d.update(title="LLM\nserving"), "title", "U+000A"),
-    (lambda d: d.update(title="LLM serving \U0001F680"), "title", "U+1F680"),
-    (lambda d: d["kv_cache"].update(contexts=list(range(1, 2002))), "kv_cache.contexts", "at most 1000 item"),
-    (lambda d: d["kv_cache"].update(block_size=10**9), "kv_cache.block_size", "at most 1024"),
-    (lambda d: d["kv_cache"]["model"].update(num_layers=32.7), "kv_cache.model.num_layers", "whole number"),
-    (lambda d: d["kv_cache"]["model"].update(num_layers=True), "kv_cache.model.num_layers", "whole number"),
-    (lambda d: d["kv_cache"]["model"].update(num_attention_heads=32, num_kv_heads=5), "kv_cache.model", "must divide"),
-    (lambda d: d["kv_cache"]["model"].update(num_attention_heads=32, num_kv_heads=64), "kv_cache.model", "must divide"),
-    (lambda d: d["links_back"][0].update(day=5), None, None),  # checked at build time, below
-    (lambda d: d["links_back"][0].update(day=50), "links_back", "not before day 37"),
-    (lambda d: d.update(hashtags=["LLM", "LLM", "llm"]), "hashtags", "given twice"),
-    (lambda d: d["batching"].update(workload={"requests": 60, "seed": True, "output_tokens": "uniform:8:40"}),
-     "batching.workload.seed", "whole number"),
-    (lambda d: d["batching"].update(workload={"requests": 60, "output_tokens": "normal:-100:1"}),
-     "batching.workload.output_tokens", "clipped to 1"),
-    (lambda d: d["batching"].update(workload={"requests": 6000, "output_tokens": "uniform:8:40"}),
-     None, "slot_timeline"),
-], ids=["slots-2^63", "title-long", "title-newline", "title-emoji", "contexts", "block-size",
-        "layers-fraction", "layers-bool", "kv-heads-divide", "kv-heads-exceed", "link-day-5",
-        "link-later-day", "duplicate-hashtags", "seed-true", "normal-clips-all", "timeline-6000"])
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        (lambda d: d["batching"].update(slots=2**63), "batching.slots", "at most 1000000"),
+        (lambda d: d.update(title="x" * 1000), "title", "at most 200 characters"),
+        (lambda d: d.update(title="LLM\nserving"), "title", "U+000A"),
+        (lambda d: d.update(title="LLM serving \U0001f680"), "title", "U+1F680"),
+        (
+            lambda d: d["kv_cache"].update(contexts=list(range(1, 2002))),
+            "kv_cache.contexts",
+            "at most 1000 item",
+        ),
+        (lambda d: d["kv_cache"].update(block_size=10**9), "kv_cache.block_size", "at most 1024"),
+        (
+            lambda d: d["kv_cache"]["model"].update(num_layers=32.7),
+            "kv_cache.model.num_layers",
+            "whole number",
+        ),
+        (
+            lambda d: d["kv_cache"]["model"].update(num_layers=True),
+            "kv_cache.model.num_layers",
+            "whole number",
+        ),
+        (
+            lambda d: d["kv_cache"]["model"].update(num_attention_heads=32, num_kv_heads=5),
+            "kv_cache.model",
+            "must divide",
+        ),
+        (
+            lambda d: d["kv_cache"]["model"].update(num_attention_heads=32, num_kv_heads=64),
+            "kv_cache.model",
+            "must divide",
+        ),
+        (lambda d: d["links_back"][0].update(day=5), None, None),  # checked at build time, below
+        (lambda d: d["links_back"][0].update(day=50), "links_back", "not before day 37"),
+        (lambda d: d.update(hashtags=["LLM", "LLM", "llm"]), "hashtags", "given twice"),
+        (
+            lambda d: d["batching"].update(
+                workload={"requests": 60, "seed": True, "output_tokens": "uniform:8:40"}
+            ),
+            "batching.workload.seed",
+            "whole number",
+        ),
+        (
+            lambda d: d["batching"].update(workload={"requests": 60, "output_tokens": "normal:-100:1"}),
+            "batching.workload.output_tokens",
+            "clipped to 1",
+        ),
+        (
+            lambda d: d["batching"].update(workload={"requests": 6000, "output_tokens": "uniform:8:40"}),
+            None,
+            "slot_timeline",
+        ),
+    ],
+    ids=[
+        "slots-2^63",
+        "title-long",
+        "title-newline",
+        "title-emoji",
+        "contexts",
+        "block-size",
+        "layers-fraction",
+        "layers-bool",
+        "kv-heads-divide",
+        "kv-heads-exceed",
+        "link-day-5",
+        "link-later-day",
+        "duplicate-hashtags",
+        "seed-true",
+        "normal-clips-all",
+        "timeline-6000",
+    ],
+)
 def test_day37_impossible_values_are_one_line(tmp_path, edit, field, words):
     path = spec_with(tmp_path, edit)
     if words is None:
@@ -137,12 +199,14 @@ def test_unknown_field_hints_name_every_form(tmp_path):
 def test_valid_large_values_build_and_say_them_formatted(tmp_path):
     """slots 1024 and a 1,000-layer model are valid: they build, printed with separators,
     instead of failing the build with the shipped template blamed."""
+
     def edit(d):
         d["batching"]["slots"] = 1024
         d["kv_cache"]["model"].update(num_layers=1000, num_kv_heads=1024, head_dim=8)
         d["charts"], d["linkedin_image"] = [], None
         d["links_back"][0].pop("spec")
         d["hashtags"] = ["SystemDesign", "LLM", "100DaysOfCode"]
+
     code, _, err = run_cli("build", str(spec_with(tmp_path, edit)), "--out", str(tmp_path / "out"))
     assert code == 0, err
     linkedin = (tmp_path / "out" / "day37" / "linkedin.md").read_text()
@@ -171,25 +235,36 @@ def test_a_trace_too_long_for_the_timeline_chart_is_one_line(tmp_path):
     assert one_line(err).startswith(f"{path}: charts: chart 'slot_timeline' draws one bar per request")
 
 
-CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 32,
-          "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
-          "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16",
-          "max_position_embeddings": 8192}
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+    "torch_dtype": "bfloat16",
+    "max_position_embeddings": 8192,
+}
 
 
-@pytest.mark.parametrize("patch, field", [
-    ({"num_hidden_layers": 10**12}, "num_hidden_layers"),
-    ({"num_hidden_layers": "32"}, "num_hidden_layers"),
-    ({"hidden_size": "big"}, "hidden_size"),
-    ({"num_hidden_layers": 32.7}, "num_hidden_layers"),
-    ({"num_hidden_layers": True}, "num_hidden_layers"),
-    ({"num_key_value_heads": 5}, "num_key_value_heads"),
-    ({"num_key_value_heads": 64}, "num_key_value_heads"),
-    ({"vocab_size": -1}, "vocab_size"),
-    ({"sliding_window": -5}, "sliding_window"),
-    ({"kv_lora_rank": 512, "qk_rope_head_dim": 64}, "qk_nope_head_dim"),
-    ({"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128}, "v_head_dim"),
-])
+@pytest.mark.parametrize(
+    "patch, field",
+    [
+        ({"num_hidden_layers": 10**12}, "num_hidden_layers"),
+        ({"num_hidden_layers": "32"}, "num_hidden_layers"),
+        ({"hidden_size": "big"}, "hidden_size"),
+        ({"num_hidden_layers": 32.7}, "num_hidden_layers"),
+        ({"num_hidden_layers": True}, "num_hidden_layers"),
+        ({"num_key_value_heads": 5}, "num_key_value_heads"),
+        ({"num_key_value_heads": 64}, "num_key_value_heads"),
+        ({"vocab_size": -1}, "vocab_size"),
+        ({"sliding_window": -5}, "sliding_window"),
+        ({"kv_lora_rank": 512, "qk_rope_head_dim": 64}, "qk_nope_head_dim"),
+        ({"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128}, "v_head_dim"),
+    ],
+)
 def test_config_json_that_cannot_be_a_model_is_one_line(tmp_path, patch, field):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(dict(CONFIG, **patch)))
@@ -198,16 +273,28 @@ def test_config_json_that_cannot_be_a_model_is_one_line(tmp_path, patch, field):
     assert one_line(err).startswith(f"{path}: {field}: ")
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--non-torch-gib", "nan"], "--non-torch-gib"),
-    (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--non-torch-gib", "inf"], "--non-torch-gib"),
-    (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--non-torch-gib", "1e300"], "--non-torch-gib"),
-    (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--max-num-batched-tokens", "0"], "--max-num-batched-tokens"),
-    (["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--max-wait", "-1"], "--max-wait"),
-    (["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--max-wait", "nan"], "--max-wait"),
-    (["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--step-time", "unit:inf"], "--step-time"),
-    (["simulate", "--workload", str(LAB_TRACE), "--slots", str(2**63)], "--slots"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--non-torch-gib", "nan"], "--non-torch-gib"),
+        (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--non-torch-gib", "inf"], "--non-torch-gib"),
+        (
+            ["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--non-torch-gib", "1e300"],
+            "--non-torch-gib",
+        ),
+        (
+            ["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--max-num-batched-tokens", "0"],
+            "--max-num-batched-tokens",
+        ),
+        (["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--max-wait", "-1"], "--max-wait"),
+        (["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--max-wait", "nan"], "--max-wait"),
+        (
+            ["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--step-time", "unit:inf"],
+            "--step-time",
+        ),
+        (["simulate", "--workload", str(LAB_TRACE), "--slots", str(2**63)], "--slots"),
+    ],
+)
 def test_flags_out_of_range_are_one_line(argv, flag):
     code, _, err = run_cli(*argv)
     assert code == 2
@@ -227,13 +314,16 @@ def _template_case(tmp_path: Path, body: bytes) -> tuple[int, str]:
         return 2, err.line()
 
 
-@pytest.mark.parametrize("body, words", [
-    (b"caf\xe9 {{ title }}", "not UTF-8 text"),
-    (b"{% include 'day05/none.j2' %}", "which does not exist"),
-    (b"{% include 'day05/t.md.j2' %}", "includes itself"),
-    (b"{{ title | gib }}", "failed while rendering (TypeError"),
-    (b"{{ (x / (x - x)) | fixed }}", "failed while rendering (ZeroDivisionError"),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        (b"caf\xe9 {{ title }}", "not UTF-8 text"),
+        (b"{% include 'day05/none.j2' %}", "which does not exist"),
+        (b"{% include 'day05/t.md.j2' %}", "includes itself"),
+        (b"{{ title | gib }}", "failed while rendering (TypeError"),
+        (b"{{ (x / (x - x)) | fixed }}", "failed while rendering (ZeroDivisionError"),
+    ],
+)
 def test_template_mistakes_are_one_line(tmp_path, body, words):
     code, line = _template_case(tmp_path, body)
     assert code == 2 and line.startswith("templates/day05/t.md.j2") and words in line
@@ -288,13 +378,26 @@ def _measurement(tmp_path: Path, edit) -> Path:
     return path
 
 
-@pytest.mark.parametrize("edit, field", [
-    (lambda d: d["batching"]["policies"]["continuous"].update(tokens=10**30, tokens_per_second=5e29), "batching.policies.continuous.tokens"),
-    (lambda d: d["batching"]["policies"]["continuous"].update(tokens_per_second=9e9), "batching.policies.continuous.tokens_per_second"),
-    (lambda d: d["batching"]["policies"]["continuous"].update(tokens_per_second=401.0 * 2), "batching.policies.continuous"),
-    (lambda d: d["step_time"]["points"][0].update(seconds=float("inf")), "step_time.points.0.seconds"),
-    (lambda d: d.update(cuda=None), "device.kind"),
-], ids=["tokens-1e30", "rate-cap", "rate-inconsistent", "inf-seconds", "cpu-as-cuda"])
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (
+            lambda d: d["batching"]["policies"]["continuous"].update(tokens=10**30, tokens_per_second=5e29),
+            "batching.policies.continuous.tokens",
+        ),
+        (
+            lambda d: d["batching"]["policies"]["continuous"].update(tokens_per_second=9e9),
+            "batching.policies.continuous.tokens_per_second",
+        ),
+        (
+            lambda d: d["batching"]["policies"]["continuous"].update(tokens_per_second=401.0 * 2),
+            "batching.policies.continuous",
+        ),
+        (lambda d: d["step_time"]["points"][0].update(seconds=float("inf")), "step_time.points.0.seconds"),
+        (lambda d: d.update(cuda=None), "device.kind"),
+    ],
+    ids=["tokens-1e30", "rate-cap", "rate-inconsistent", "inf-seconds", "cpu-as-cuda"],
+)
 def test_measurements_that_cannot_be_true_are_one_line(tmp_path, edit, field):
     from engine.measured import load_measurement
 
@@ -317,16 +420,20 @@ def test_infinity_in_a_measurement_is_not_json(tmp_path):
 # ---- part 2: generated hostile input ----------------------------------------------------------
 
 _HOSTILE_SCALARS = st.one_of(
-    st.none(), st.booleans(),
+    st.none(),
+    st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.sampled_from([0, 1, -1, 999, 1000, 1024, 10**6, 2**31, 2**63, 2**64]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([float("nan"), float("inf"), -float("inf"), 1e300, 0.5, 32.7]),
     st.text(max_size=30),
-    st.sampled_from(["", "x" * 300, "LLM\nx", "\U0001F680", "uniform:8:40", "normal:-100:1", "1_000"]),
+    st.sampled_from(["", "x" * 300, "LLM\nx", "\U0001f680", "uniform:8:40", "normal:-100:1", "1_000"]),
 )
-_HOSTILE = st.one_of(_HOSTILE_SCALARS, st.lists(_HOSTILE_SCALARS, max_size=4),
-                     st.dictionaries(st.sampled_from(["kind", "value", "x", "day"]), _HOSTILE_SCALARS, max_size=2))
+_HOSTILE = st.one_of(
+    _HOSTILE_SCALARS,
+    st.lists(_HOSTILE_SCALARS, max_size=4),
+    st.dictionaries(st.sampled_from(["kind", "value", "x", "day"]), _HOSTILE_SCALARS, max_size=2),
+)
 
 
 def _paths(node, prefix=()):
@@ -371,18 +478,39 @@ def test_any_spec_field_set_to_anything_loads_or_is_one_line(tmp_path_factory, w
 
 
 @QUICK
-@given(lines=st.lists(st.lists(st.one_of(
-    st.integers(-5, 2 * limits.MAX_TOKENS).map(str),
-    st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.text(max_size=6)), min_size=0, max_size=4), max_size=8),
-    header=st.sampled_from(["output_tokens", "output_tokens,prompt_tokens,arrival_time",
-                            "arrival_time,output_tokens", "x,output_tokens,output_tokens", "prompt_tokens", ""]))
+@given(
+    lines=st.lists(
+        st.lists(
+            st.one_of(
+                st.integers(-5, 2 * limits.MAX_TOKENS).map(str),
+                st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                st.text(max_size=6),
+            ),
+            min_size=0,
+            max_size=4,
+        ),
+        max_size=8,
+    ),
+    header=st.sampled_from(
+        [
+            "output_tokens",
+            "output_tokens,prompt_tokens,arrival_time",
+            "arrival_time,output_tokens",
+            "x,output_tokens,output_tokens",
+            "prompt_tokens",
+            "",
+        ]
+    ),
+)
 def test_any_trace_loads_or_is_one_line(tmp_path_factory, lines, header):
     from engine.workload import load_trace
 
     path = tmp_path_factory.mktemp("trace") / "t.csv"
-    path.write_text(header + "\n" + "\n".join(",".join(cells) for cells in lines), encoding="utf-8",
-                    errors="surrogatepass")
+    path.write_text(
+        header + "\n" + "\n".join(",".join(cells) for cells in lines),
+        encoding="utf-8",
+        errors="surrogatepass",
+    )
     try:
         w = load_trace(path)
     except UserError as err:
@@ -391,9 +519,21 @@ def test_any_trace_loads_or_is_one_line(tmp_path_factory, lines, header):
     assert w.n >= 1 and w.output_tokens.min() >= 1 and w.output_tokens.max() <= limits.MAX_TOKENS
 
 
-_CONFIG_KEYS = sorted(set(CONFIG) | {"head_dim", "sliding_window", "kv_lora_rank", "qk_rope_head_dim",
-                                     "qk_nope_head_dim", "v_head_dim", "num_local_experts",
-                                     "num_experts_per_tok", "layer_types", "text_config"})
+_CONFIG_KEYS = sorted(
+    set(CONFIG)
+    | {
+        "head_dim",
+        "sliding_window",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "qk_nope_head_dim",
+        "v_head_dim",
+        "num_local_experts",
+        "num_experts_per_tok",
+        "layer_types",
+        "text_config",
+    }
+)
 
 
 @QUICK
@@ -417,11 +557,23 @@ def test_any_config_json_loads_or_is_one_line(tmp_path_factory, patch):
 
 
 @QUICK
-@given(where=st.sampled_from(["day", "device.memory_bytes", "step_time.points.0.seconds",
-                              "batching.policies.static.tokens", "batching.multiple",
-                              "memory.contexts.0.context", "settings.slots", "device.kind", "cuda",
-                              "batching.policies.continuous.tokens_per_second"]),
-       value=_HOSTILE)
+@given(
+    where=st.sampled_from(
+        [
+            "day",
+            "device.memory_bytes",
+            "step_time.points.0.seconds",
+            "batching.policies.static.tokens",
+            "batching.multiple",
+            "memory.contexts.0.context",
+            "settings.slots",
+            "device.kind",
+            "cuda",
+            "batching.policies.continuous.tokens_per_second",
+        ]
+    ),
+    value=_HOSTILE,
+)
 def test_any_measurement_validates_or_is_one_line(tmp_path_factory, where, value):
     from engine.measured import load_measurement
 
@@ -446,14 +598,35 @@ def test_any_measurement_validates_or_is_one_line(tmp_path_factory, where, value
 
 
 @QUICK
-@given(body=st.lists(st.one_of(
-    st.text(max_size=20), st.sampled_from(["{{ x }}", "{{ title }}", "{{ x | thousands }}",
-                                           "{{ title | gib }}", "{% include 'day05/t.md.j2' %}",
-                                           "{% include 'nope' %}", "{{ x / 0 }}", "{{ 5 }}", "{{",
-                                           "{% for a in x %}{{ a }}{% endfor %}", "{{ y }}",
-                                           "{{ (x * 1000) }}", "{{ x | fixed }}"])), max_size=5))
+@given(
+    body=st.lists(
+        st.one_of(
+            st.text(max_size=20),
+            st.sampled_from(
+                [
+                    "{{ x }}",
+                    "{{ title }}",
+                    "{{ x | thousands }}",
+                    "{{ title | gib }}",
+                    "{% include 'day05/t.md.j2' %}",
+                    "{% include 'nope' %}",
+                    "{{ x / 0 }}",
+                    "{{ 5 }}",
+                    "{{",
+                    "{% for a in x %}{{ a }}{% endfor %}",
+                    "{{ y }}",
+                    "{{ (x * 1000) }}",
+                    "{{ x | fixed }}",
+                ]
+            ),
+        ),
+        max_size=5,
+    )
+)
 def test_any_template_renders_or_is_one_line(tmp_path_factory, body):
-    code, line = _template_case(tmp_path_factory.mktemp("tpl"), "".join(body).encode("utf-8", "surrogatepass"))
+    code, line = _template_case(
+        tmp_path_factory.mktemp("tpl"), "".join(body).encode("utf-8", "surrogatepass")
+    )
     if code == 2:
         assert line.startswith("templates/day05/") and "\n" not in line
 
@@ -475,17 +648,61 @@ def test_any_draft_is_checked_or_is_one_line(tmp_path_factory, thread, linkedin)
 
 
 _FLAGS = {
-    "kv": ["--tp", "--block-size", "--max-model-len", "--max-num-batched-tokens", "--non-torch-gib",
-           "--gpu-util", "--kv-memory-gib", "--reserve-gib", "--gpu-memory-gib", "--context"],
-    "simulate": ["--slots", "--max-wait", "--seed", "--arrival-rate", "--arrival-cv", "--step-time",
-                 "--max-num-seqs", "--block-size", "--num-blocks", "--max-num-batched-tokens",
-                 "--output-tokens"],
+    "kv": [
+        "--tp",
+        "--block-size",
+        "--max-model-len",
+        "--max-num-batched-tokens",
+        "--non-torch-gib",
+        "--gpu-util",
+        "--kv-memory-gib",
+        "--reserve-gib",
+        "--gpu-memory-gib",
+        "--context",
+    ],
+    "simulate": [
+        "--slots",
+        "--max-wait",
+        "--seed",
+        "--arrival-rate",
+        "--arrival-cv",
+        "--step-time",
+        "--max-num-seqs",
+        "--block-size",
+        "--num-blocks",
+        "--max-num-batched-tokens",
+        "--output-tokens",
+    ],
 }
 _FLAG_VALUES = st.one_of(
-    st.sampled_from(["0", "-1", "nan", "inf", "-inf", "1e300", "2e9", str(2**63), "0.5", "", "abc",
-                     "unit:0", "unit:nan", "unit:-1", "measured:/dev/null", "roofline",
-                     "uniform:8:40", "normal:-100:1", "zipf:1:5", "0.9*uniform:8:40+0.2*constant:5"]),
-    st.integers(-(2**66), 2**66).map(str), st.floats().map(repr), st.text(max_size=8))
+    st.sampled_from(
+        [
+            "0",
+            "-1",
+            "nan",
+            "inf",
+            "-inf",
+            "1e300",
+            "2e9",
+            str(2**63),
+            "0.5",
+            "",
+            "abc",
+            "unit:0",
+            "unit:nan",
+            "unit:-1",
+            "measured:/dev/null",
+            "roofline",
+            "uniform:8:40",
+            "normal:-100:1",
+            "zipf:1:5",
+            "0.9*uniform:8:40+0.2*constant:5",
+        ]
+    ),
+    st.integers(-(2**66), 2**66).map(str),
+    st.floats().map(repr),
+    st.text(max_size=8),
+)
 
 
 @QUICK
@@ -493,12 +710,20 @@ _FLAG_VALUES = st.one_of(
 def test_any_flag_value_runs_or_is_one_line(command, data):
     flag = data.draw(st.sampled_from(_FLAGS[command]))
     value = data.draw(_FLAG_VALUES)
-    base = (["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--json"] if command == "kv" else
-            ["simulate", "--requests", "50", "--output-tokens", "uniform:1:20", "--slots", "4", "--json"])
+    base = (
+        ["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--json"]
+        if command == "kv"
+        else ["simulate", "--requests", "50", "--output-tokens", "uniform:1:20", "--slots", "4", "--json"]
+    )
     if flag in base:
         i = base.index(flag)
-        base = base[:i] + base[i + 2:]
-    if command == "simulate" and flag in ("--num-blocks", "--max-num-seqs", "--block-size", "--max-num-batched-tokens"):
+        base = base[:i] + base[i + 2 :]
+    if command == "simulate" and flag in (
+        "--num-blocks",
+        "--max-num-seqs",
+        "--block-size",
+        "--max-num-batched-tokens",
+    ):
         base += ["--policy", "paged", "--model", "llama-3-8b", "--gpu", "h100-80gb"]
     if flag == "--arrival-cv":
         base += ["--arrival-rate", "10"]
@@ -529,14 +754,21 @@ def _leaf(data, path_in):
     return node
 
 
-_NUMBERS = [(name, p) for name, p in _SPEC_PATHS
-            if isinstance(_leaf(_SPECS[name], p), (int, float)) and not isinstance(_leaf(_SPECS[name], p), bool)
-            and p[0] not in ("day", "series")]
+_NUMBERS = [
+    (name, p)
+    for name, p in _SPEC_PATHS
+    if isinstance(_leaf(_SPECS[name], p), (int, float))
+    and not isinstance(_leaf(_SPECS[name], p), bool)
+    and p[0] not in ("day", "series")
+]
 
 
 @pytest.mark.skipif(not EXAMPLES, reason="full builds: make soak")
-@settings(max_examples=max(EXAMPLES // 20, 10), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=max(EXAMPLES // 20, 10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(where=st.sampled_from(_NUMBERS), scale=st.sampled_from([0.001, 0.5, 2, 10, 1000, 10**6]))
 def test_soak_any_valid_number_builds_a_post_without_nan_or_inf(tmp_path_factory, where, scale):
     """Scaled numbers either build a post that says no `nan`/`inf`, or are one line."""

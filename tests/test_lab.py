@@ -1,6 +1,7 @@
 """The lab section: run a day's own script once, keep its figures with provenance, build from
 them without rerunning, and flag a lab that changed since. Every lab here is the tiny one in
 tests/data/tinylab (a subprocess of well under a second), never Day 1's real lab."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from engine.errors import UserError
-from engine.sections import Inputs, SpecLocation
 from engine.lab import section, units
 from engine.lab.measure import measure
+from engine.sections import Inputs, SpecLocation
 from engine.spec import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -69,8 +70,11 @@ def test_good_run_writes_figures_in_the_specs_units_with_provenance(tmp_path: Pa
     assert path.parent == spec.parent / "day02.measured" and path.is_file()
     assert json.loads(path.read_text()) == doc
     # Converted into the spec's units: 1.5 us = 1500 ns, 4096 B = 4 KiB.
-    assert doc["figures"]["wait"] == {"value": pytest.approx(1500), "unit": "ns",
-                                      "about": "how long the tiny lab says it waited"}
+    assert doc["figures"]["wait"] == {
+        "value": pytest.approx(1500),
+        "unit": "ns",
+        "about": "how long the tiny lab says it waited",
+    }
     assert doc["figures"]["size"]["value"] == pytest.approx(4.0)
     machine = doc["machine"]
     for key in ("name", "cpu", "cores", "memory_bytes", "os", "kernel", "python", "arch"):
@@ -87,19 +91,26 @@ def test_good_run_writes_figures_in_the_specs_units_with_provenance(tmp_path: Pa
     by_hand = hashlib.sha256()
     by_hand.update(len(b"lab.py").to_bytes(8, "big") + b"lab.py")
     by_hand.update(len(data).to_bytes(8, "big") + data)
-    assert doc["lab"] == {"script": "day02.lab/lab.py", "files_sha256": by_hand.hexdigest(),
-                          "files": ["lab.py"]}
+    assert doc["lab"] == {
+        "script": "day02.lab/lab.py",
+        "files_sha256": by_hand.hexdigest(),
+        "files": ["lab.py"],
+    }
 
 
-@pytest.mark.parametrize(("mode", "field", "words"), [
-    ("fail", "lab.script", "exit status 3 (boom: the lab fell over)"),
-    ("none", "lab.figures", "recorded no figures"),
-    ("missing", "lab.figures.size", "did not report"),
-    ("wrong_unit", "lab.figures.wait.unit", "the spec says ns, the lab reported 'MiB'"),
-    ("unknown", "lab.figures", "reported 'extra'"),
-])
+@pytest.mark.parametrize(
+    ("mode", "field", "words"),
+    [
+        ("fail", "lab.script", "exit status 3 (boom: the lab fell over)"),
+        ("none", "lab.figures", "recorded no figures"),
+        ("missing", "lab.figures.size", "did not report"),
+        ("wrong_unit", "lab.figures.wait.unit", "the spec says ns, the lab reported 'MiB'"),
+        ("unknown", "lab.figures", "reported 'extra'"),
+    ],
+)
 def test_a_bad_run_is_one_line_and_keeps_the_earlier_measurement(
-        tmp_path: Path, mode: str, field: str, words: str) -> None:
+    tmp_path: Path, mode: str, field: str, words: str
+) -> None:
     spec = make_day(tmp_path)
     _, earlier = run_lab(spec)
     before = earlier.read_bytes()
@@ -131,8 +142,14 @@ def test_a_child_left_behind_does_not_hold_the_run_until_its_timeout(tmp_path: P
 
 def test_the_command_line_says_one_line_and_exits_2(tmp_path: Path) -> None:
     spec = make_day(tmp_path, mode="fail")
-    out = subprocess.run([sys.executable, "-m", "engine", "lab", str(spec), "--quiet"], cwd=REPO,
-                         capture_output=True, text=True, timeout=60, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "engine", "lab", str(spec), "--quiet"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 2
     assert out.stderr.strip().splitlines()[-1].startswith(f"{spec}: lab.script: the lab failed")
     assert stored(spec) == []
@@ -142,12 +159,21 @@ def test_labkit_as_a_plain_script_prints_and_writes_nothing(tmp_path: Path) -> N
     shutil.copy(REPO / "engine" / "lab" / "kit" / "labkit.py", tmp_path / "labkit.py")
     shutil.copy(TINY / "lab.py", tmp_path / "lab.py")
     env = {k: v for k, v in os.environ.items() if k != "LABKIT_FIGURES"}
-    out = subprocess.run([sys.executable, "lab.py"], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=30, check=False)
+    out = subprocess.run(
+        [sys.executable, "lab.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert out.returncode == 0
     assert "[labkit] wait = 1.5 us" in out.stderr and "[labkit] size = 4096 B" in out.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".pyc" and p.is_file()) == [
-        "lab.py", "labkit.py"]
+        "lab.py",
+        "labkit.py",
+    ]
 
 
 # ---- building from the stored measurement --------------------------------------------------------
@@ -155,7 +181,9 @@ def test_labkit_as_a_plain_script_prints_and_writes_nothing(tmp_path: Path) -> N
 
 def results_for(spec_path: Path) -> dict:
     spec = load_spec(spec_path)
-    return section.run(spec.lab, SpecLocation(spec_path=spec_path), Inputs(day=spec.day, measured=spec.measured))
+    return section.run(
+        spec.lab, SpecLocation(spec_path=spec_path), Inputs(day=spec.day, measured=spec.measured)
+    )
 
 
 def test_build_reads_the_measurement_and_never_reruns_the_lab(tmp_path: Path) -> None:
@@ -181,8 +209,10 @@ def test_a_changed_lab_is_flagged_stale_in_the_summary(tmp_path: Path) -> None:
     (spec.parent / "day02.lab" / "helper.txt").write_text("a new file is a change too\n")
     stale = results_for(spec)
     when = doc["date"].replace("T", " ")[:16] + " UTC"
-    message = (f"the lab changed since these numbers were measured on {doc['machine']['name']} at "
-               f"{when}: run make lab-day02")
+    message = (
+        f"the lab changed since these numbers were measured on {doc['machine']['name']} at "
+        f"{when}: run make lab-day02"
+    )
     assert stale["stale_message"] == message
     assert section.headline(stale)[-1] == f"STALE: {message}"
     assert section.review_warnings(stale) == [message]
@@ -208,13 +238,16 @@ def test_a_lab_day_without_a_measurement_says_how_to_make_one(tmp_path: Path) ->
 # ---- the spec ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("change", "field"), [
-    (("unit: ns", "unit: furlongs"), "lab.figures.wait.unit"),
-    (("script: day02.lab/lab.py", "script: lab.py"), "lab.script"),
-    (("script: day02.lab/lab.py", "script: ../x/lab.py"), "lab.script"),
-    (("timeout_s: 10", "timeout_s: 0"), "lab.timeout_s"),
-    (("    wait: {", "    Wait: {"), "lab.figures.Wait"),
-])
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (("unit: ns", "unit: furlongs"), "lab.figures.wait.unit"),
+        (("script: day02.lab/lab.py", "script: lab.py"), "lab.script"),
+        (("script: day02.lab/lab.py", "script: ../x/lab.py"), "lab.script"),
+        (("timeout_s: 10", "timeout_s: 0"), "lab.timeout_s"),
+        (("    wait: {", "    Wait: {"), "lab.figures.Wait"),
+    ],
+)
 def test_spec_mistakes_name_the_field(tmp_path: Path, change: tuple[str, str], field: str) -> None:
     spec = make_day(tmp_path)
     spec.write_text(spec.read_text().replace(*change))
@@ -255,9 +288,14 @@ def test_filters_print_each_dimension_in_its_best_unit() -> None:
 
 def terminal_results(lines: int) -> dict:
     text = "".join(f"line {i}: some output\n" for i in range(1, lines + 1))
-    lab = {"command": "python lab.py --quick", "lab_folder": "day02.lab",
-           "source": "measured on Test CPU, 2 cores", "when": "2026-01-31 12:00 UTC",
-           "transcript": {"text": text, "lines": lines, "truncated": False}, "terminal": {}}
+    lab = {
+        "command": "python lab.py --quick",
+        "lab_folder": "day02.lab",
+        "source": "measured on Test CPU, 2 cores",
+        "when": "2026-01-31 12:00 UTC",
+        "transcript": {"text": text, "lines": lines, "truncated": False},
+        "terminal": {},
+    }
     return {"day": 2, "title": "A tiny lab", "lab": lab}
 
 
@@ -271,8 +309,9 @@ def test_terminal_chart_is_the_same_bytes_every_time_at_both_sizes(tmp_path: Pat
     assert (first.width, first.height) == (1600, 900)
     portrait = charts.draw("terminal", results, tmp_path / "a", size="linkedin_portrait")
     assert (portrait.width, portrait.height) == (1080, 1350)
-    assert first.alt_text.startswith('Terminal output of "python lab.py --quick" in day02.lab, '
-                                     "measured on Test CPU, 2 cores:")
+    assert first.alt_text.startswith(
+        'Terminal output of "python lab.py --quick" in day02.lab, measured on Test CPU, 2 cores:'
+    )
     assert first.alt_text.endswith("line 8: some output") and len(first.alt_text) <= 250
 
 
@@ -291,8 +330,7 @@ def test_long_output_is_elided_visibly() -> None:
 def test_terminal_shows_the_lines_as_a_terminal_would_and_the_selection() -> None:
     from engine.charts.terminal import transcript_lines
 
-    lab = {"transcript": {"text": "a\tb\n10%\r50%\r100%\n\x1b[32mgreen\x1b[0m\nlast\n\n\n"},
-           "terminal": {}}
+    lab = {"transcript": {"text": "a\tb\n10%\r50%\r100%\n\x1b[32mgreen\x1b[0m\nlast\n\n\n"}, "terminal": {}}
     assert transcript_lines(lab) == ["a       b", "100%", "green", "last"]
     lab["terminal"] = {"first_line": 2, "last_line": 3}
     assert transcript_lines(lab) == ["100%", "green"]

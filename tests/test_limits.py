@@ -3,6 +3,7 @@
 Each test reproduces a hostile input that used to hang, eat memory or end in a traceback, and
 asserts the one line (file, field, the limit) and exit status 2 instead.
 """
+
 from __future__ import annotations
 
 import os
@@ -92,13 +93,16 @@ def test_not_utf8_names_the_byte_and_line(tmp_path):
 
 
 @pytest.mark.skipif(not DEV_ZERO.exists(), reason="needs /dev/zero")
-@pytest.mark.parametrize("argv", [
-    ["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--step-time", "measured:/dev/zero"],
-    ["simulate", "--workload", "/dev/zero", "--slots", "4"],
-    ["kv", "--model", "/dev/zero", "--gpu", "h100-80gb"],
-    ["build", "/dev/zero"],
-    ["check", "/dev/zero"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--step-time", "measured:/dev/zero"],
+        ["simulate", "--workload", "/dev/zero", "--slots", "4"],
+        ["kv", "--model", "/dev/zero", "--gpu", "h100-80gb"],
+        ["build", "/dev/zero"],
+        ["check", "/dev/zero"],
+    ],
+)
 def test_unbounded_inputs_are_one_line_and_exit_2(capsys, argv, tmp_path):
     started = time.perf_counter()
     code = main(argv + (["--out", str(tmp_path / "out")] if argv[0] == "build" else []))
@@ -132,14 +136,17 @@ def write(tmp_path: Path, text: str | bytes, name: str = "trace.csv") -> Path:
     return path
 
 
-@pytest.mark.parametrize("text, row, column, words", [
-    ("output_tokens\n5\n1_000\n", 3, "output_tokens", "whole number"),
-    ("output_tokens\n\u0661\u0662\n", 2, "output_tokens", "whole number"),  # Arabic-Indic 12
-    ("output_tokens\n\uff11\n", 2, "output_tokens", "whole number"),  # full-width 1
-    ("output_tokens,arrival_time\n5,1_0\n", 2, "arrival_time", "seconds"),
-    ("output_tokens,arrival_time\n5,\u0661\n", 2, "arrival_time", "seconds"),
-    ("output_tokens,prompt_tokens,output_tokens\n5,1,7\n", 1, "output_tokens", "given twice"),
-])
+@pytest.mark.parametrize(
+    "text, row, column, words",
+    [
+        ("output_tokens\n5\n1_000\n", 3, "output_tokens", "whole number"),
+        ("output_tokens\n\u0661\u0662\n", 2, "output_tokens", "whole number"),  # Arabic-Indic 12
+        ("output_tokens\n\uff11\n", 2, "output_tokens", "whole number"),  # full-width 1
+        ("output_tokens,arrival_time\n5,1_0\n", 2, "arrival_time", "seconds"),
+        ("output_tokens,arrival_time\n5,\u0661\n", 2, "arrival_time", "seconds"),
+        ("output_tokens,prompt_tokens,output_tokens\n5,1,7\n", 1, "output_tokens", "given twice"),
+    ],
+)
 def test_cells_python_would_accept_but_a_person_did_not_mean(tmp_path, text, row, column, words):
     path = write(tmp_path, text)
     with pytest.raises(UserError) as caught:
@@ -150,6 +157,7 @@ def test_cells_python_would_accept_but_a_person_did_not_mean(tmp_path, text, row
 
 def test_the_fast_reader_takes_plain_traces(tmp_path, monkeypatch):
     """The lab trace and a three-column trace go through numpy, not the row-by-row reader."""
+
     def refuse(*_args):
         raise AssertionError("the careful reader was used for a plain trace")
 

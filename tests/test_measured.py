@@ -1,5 +1,6 @@
 """Measurement files (engine.measured): the schema both ways, atomic writes, and which file a
 spec's ``measured:`` key picks. No torch here: a build reads these files without it."""
+
 from __future__ import annotations
 
 import json
@@ -18,34 +19,75 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def valid_doc(*, day: int = 37, date: str = "2026-01-31T12:00:00Z") -> dict:
-    policy = {"wall_seconds": 2.0, "steps": 100, "tokens": 800, "tokens_per_second": 400.0,
-              "utilisation": 0.5}
+    policy = {
+        "wall_seconds": 2.0,
+        "steps": 100,
+        "tokens": 800,
+        "tokens_per_second": 400.0,
+        "utilisation": 0.5,
+    }
     return {
-        "schema": 1, "day": day,
-        "device": {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3",
-                   "slug": "nvidia-h100-80gb-hbm3", "memory_bytes": 85_045_346_304},
-        "torch": "2.13.0", "cuda": "12.8", "date": date,
-        "settings": {"model": {"name": "7b-class", "num_layers": 32, "hidden_size": 4096,
-                               "num_heads": 32, "num_kv_heads": 32, "head_dim": 128,
-                               "intermediate_size": 11008, "vocab_size": 32000},
-                     "dtype": "bfloat16", "slots": 16, "contexts": [512, 8192], "quick": False,
-                     "workload_scale": 1.0, "repeats": 10, "prompt_tokens": 8},
+        "schema": 1,
+        "day": day,
+        "device": {
+            "kind": "cuda",
+            "name": "NVIDIA H100 80GB HBM3",
+            "slug": "nvidia-h100-80gb-hbm3",
+            "memory_bytes": 85_045_346_304,
+        },
+        "torch": "2.13.0",
+        "cuda": "12.8",
+        "date": date,
+        "settings": {
+            "model": {
+                "name": "7b-class",
+                "num_layers": 32,
+                "hidden_size": 4096,
+                "num_heads": 32,
+                "num_kv_heads": 32,
+                "head_dim": 128,
+                "intermediate_size": 11008,
+                "vocab_size": 32000,
+            },
+            "dtype": "bfloat16",
+            "slots": 16,
+            "contexts": [512, 8192],
+            "quick": False,
+            "workload_scale": 1.0,
+            "repeats": 10,
+            "prompt_tokens": 8,
+        },
         "random_weights": True,
         "note": "random weights: step time and memory do not depend on the weights' values",
         "notes": [],
-        "memory": {"weights_bytes": 13_476_839_424, "free_after_weights_bytes": 70_000_000_000,
-                   "kv_bytes_per_token": 524_288,
-                   "contexts": [{"context": 512, "max_requests_measured": 260,
-                                 "max_requests_calculated": 260}]},
-        "step_time": {"points": [{"batch": 16, "context": 512, "seconds": 0.006,
-                                  "bytes_moved": 17_000_000_000,
-                                  "achieved_bytes_per_s": 17e9 / 0.006}],
-                      "hbm_peak_bytes_per_s": 3.35e12, "share_of_peak_at_slots": 0.85},
-        "batching": {"requests": 200, "scale": 1.0,
-                     "policies": {"static": dict(policy, wall_seconds=10.0, steps=500,
-                                                 tokens_per_second=80.0, utilisation=0.1),
-                                  "continuous": policy},
-                     "multiple": 5.0},
+        "memory": {
+            "weights_bytes": 13_476_839_424,
+            "free_after_weights_bytes": 70_000_000_000,
+            "kv_bytes_per_token": 524_288,
+            "contexts": [{"context": 512, "max_requests_measured": 260, "max_requests_calculated": 260}],
+        },
+        "step_time": {
+            "points": [
+                {
+                    "batch": 16,
+                    "context": 512,
+                    "seconds": 0.006,
+                    "bytes_moved": 17_000_000_000,
+                    "achieved_bytes_per_s": 17e9 / 0.006,
+                }
+            ],
+            "hbm_peak_bytes_per_s": 3.35e12,
+            "share_of_peak_at_slots": 0.85,
+        },
+        "batching": {
+            "requests": 200,
+            "scale": 1.0,
+            "policies": {
+                "static": dict(policy, wall_seconds=10.0, steps=500, tokens_per_second=80.0, utilisation=0.1),
+                "continuous": policy,
+            },
+            "multiple": 5.0,
+        },
     }
 
 
@@ -61,11 +103,14 @@ def test_a_written_file_reads_back_the_same(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["gpu.json"]  # no temporary file left
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"schema": 1, "day": 37, ', "not valid JSON"),
-    ("", "not valid JSON"),
-    ("[1, 2]", "one JSON object"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"schema": 1, "day": 37, ', "not valid JSON"),
+        ("", "not valid JSON"),
+        ("[1, 2]", "one JSON object"),
+    ],
+)
 def test_a_corrupt_file_is_a_user_error(tmp_path, text, message):
     path = tmp_path / "gpu.json"
     path.write_text(text)
@@ -81,20 +126,25 @@ def test_a_file_for_another_day_is_refused(tmp_path):
     assert err.value.field == "day" and "day 38" in err.value.message
 
 
-@pytest.mark.parametrize("breakage, field", [
-    (lambda d: d["step_time"]["points"][0].pop("seconds"), "step_time.points.0.seconds"),
-    (lambda d: d["step_time"]["points"][0].update(seconds=0), "step_time.points.0.seconds"),
-    (lambda d: d["step_time"].update(points=[]), "step_time.points"),
-    (lambda d: d["batching"]["policies"].pop("continuous"), "batching.policies.continuous"),
-    (lambda d: d["batching"]["policies"]["static"].update(utilisation=1.5),
-     "batching.policies.static.utilisation"),
-    (lambda d: d["device"].update(kind="tpu"), "device.kind"),
-    (lambda d: d["device"].update(slug="NVIDIA H100"), "device.slug"),
-    (lambda d: d.update(date="2026-01-31T12:00:00+02:00"), "date"),
-    (lambda d: d.update(date="yesterday"), "date"),
-    (lambda d: d.update(schema=2), "schema"),
-    (lambda d: d.update(surprise=1), "surprise"),
-])
+@pytest.mark.parametrize(
+    "breakage, field",
+    [
+        (lambda d: d["step_time"]["points"][0].pop("seconds"), "step_time.points.0.seconds"),
+        (lambda d: d["step_time"]["points"][0].update(seconds=0), "step_time.points.0.seconds"),
+        (lambda d: d["step_time"].update(points=[]), "step_time.points"),
+        (lambda d: d["batching"]["policies"].pop("continuous"), "batching.policies.continuous"),
+        (
+            lambda d: d["batching"]["policies"]["static"].update(utilisation=1.5),
+            "batching.policies.static.utilisation",
+        ),
+        (lambda d: d["device"].update(kind="tpu"), "device.kind"),
+        (lambda d: d["device"].update(slug="NVIDIA H100"), "device.slug"),
+        (lambda d: d.update(date="2026-01-31T12:00:00+02:00"), "date"),
+        (lambda d: d.update(date="yesterday"), "date"),
+        (lambda d: d.update(schema=2), "schema"),
+        (lambda d: d.update(surprise=1), "surprise"),
+    ],
+)
 def test_an_invalid_file_names_the_field(tmp_path, breakage, field):
     doc = valid_doc()
     breakage(doc)
@@ -137,6 +187,7 @@ def test_a_write_that_fails_half_way_leaves_the_old_file(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------------------------------------
 # Which file a spec means
+
 
 def test_measured_dir_sits_beside_the_spec():
     assert measured_dir(Path("days/day37.yaml"), 37) == Path("days/day37.measured")
@@ -184,8 +235,10 @@ def test_a_named_file(tmp_path):
 
 
 def test_reading_measurements_does_not_import_torch():
-    code = ("import sys, engine.measured; "
-            "assert 'torch' not in sys.modules and 'engine.gpubench' not in sys.modules")
+    code = (
+        "import sys, engine.measured; "
+        "assert 'torch' not in sys.modules and 'engine.gpubench' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 

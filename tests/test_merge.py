@@ -3,6 +3,7 @@
 Expected results are built by hand from the edits (replace line i, replace line j), not by
 calling a second merge.
 """
+
 from __future__ import annotations
 
 from hypothesis import given, settings

@@ -1,4 +1,5 @@
 """No hand edit is ever lost, and a failing build leaves out/ as it was."""
+
 from __future__ import annotations
 
 import errno
@@ -164,7 +165,10 @@ def test_an_edited_chart_or_results_is_set_aside_and_replaced(tmp_path):
     assert (target / "scoreboard.edited.png").read_text() == "retouched"
     assert (target / "results.json").read_text() == '{"a": 2}\n'
     assert (target / "results.edited.json").read_text() == '{"a": 99}\n'
-    assert sorted(p.name for p in target.glob("*.edited.*")) == ["results.edited.json", "scoreboard.edited.png"]
+    assert sorted(p.name for p in target.glob("*.edited.*")) == [
+        "results.edited.json",
+        "scoreboard.edited.png",
+    ]
     assert len(report.set_aside) == 2
     assert any("your version kept as scoreboard.edited.png" in line for line in outdir.report_lines(report))
     # The set-aside copies are the person's now: the next build keeps them.
@@ -224,8 +228,13 @@ def test_a_conflict_leaves_their_file_and_marks_the_merge(tmp_path):
     merged = (target / "linkedin.new.md").read_text().split("\n")
     # The clean part (their hook) is merged; the line both changed is between markers.
     assert merged[0] == "A better hook."
-    assert merged[2:7] == ["<<<<<<< your edit", mine.split("\n")[2], "=======",
-                           POST.format(u="74.1%", s="14.3%").split("\n")[2], ">>>>>>> new numbers"]
+    assert merged[2:7] == [
+        "<<<<<<< your edit",
+        mine.split("\n")[2],
+        "=======",
+        POST.format(u="74.1%", s="14.3%").split("\n")[2],
+        ">>>>>>> new numbers",
+    ]
     assert report.conflicts == [(target / "linkedin.md", target / "linkedin.new.md", "line 3-7")]
     line = next(x for x in outdir.report_lines(report) if "conflicts" in x)
     assert "line 3-7 of linkedin.new.md" in line
@@ -274,8 +283,10 @@ def test_out_pointing_at_a_file_or_a_day_that_is_a_file(tmp_path):
     assert (tmp_path / "day37").read_text() == "a file"
 
 
-@pytest.mark.parametrize("code, words", [(errno.EROFS, "read-only"), (errno.ENOSPC, "disk is full"),
-                                         (errno.EACCES, "permission denied")])
+@pytest.mark.parametrize(
+    "code, words",
+    [(errno.EROFS, "read-only"), (errno.ENOSPC, "disk is full"), (errno.EACCES, "permission denied")],
+)
 def test_an_unwritable_out_is_one_line(tmp_path, monkeypatch, code, words):
     target = tmp_path / "day37"
     outdir.commit(stage(target, {"linkedin.md": "v1\n"}))
@@ -312,8 +323,9 @@ def test_a_disk_filling_up_during_the_commit_loses_nothing(tmp_path, monkeypatch
 def tmpfs(tmp_path: Path, size: str) -> Path:
     mount = tmp_path / "mnt"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
-                          check=False, capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], check=False, capture_output=True
+    )
     if done.returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root); the monkeypatched test covers it")
     return mount

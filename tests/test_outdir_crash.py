@@ -3,6 +3,7 @@
 Each test runs a commit in a child process that stops at a named point of the swap (the
 ENGINE_TEST_PAUSE_AT hook in engine.swap), kills it with SIGKILL, then builds again here.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,14 +41,24 @@ def stage(target: Path, busy: str) -> None:
     outdir.commit(staging)
 
 
-def child(target: Path, busy: str, *, pause: str | None = None, seconds: float = 60,
-          swap: str = "exchange") -> subprocess.Popen:
+def child(
+    target: Path, busy: str, *, pause: str | None = None, seconds: float = 60, swap: str = "exchange"
+) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if pause:
-        env.update(ENGINE_TEST_PAUSE_AT=pause, ENGINE_TEST_PAUSE_FILE=str(target.parent.parent / "paused"),
-                   ENGINE_TEST_PAUSE_SECONDS=str(seconds))
-    return subprocess.Popen([sys.executable, "-c", CHILD, str(target), busy, swap], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env.update(
+            ENGINE_TEST_PAUSE_AT=pause,
+            ENGINE_TEST_PAUSE_FILE=str(target.parent.parent / "paused"),
+            ENGINE_TEST_PAUSE_SECONDS=str(seconds),
+        )
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(target), busy, swap],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 20) -> None:
@@ -82,14 +93,17 @@ def complete(target: Path) -> str:
     return "old"
 
 
-@pytest.mark.parametrize("point, swap, expect", [
-    ("staging", "exchange", "old"),
-    ("staged", "exchange", "old"),
-    ("ready", "exchange", "old"),
-    ("swapped", "exchange", "new"),
-    ("old-moved", "renames", None),  # between two renames: .day37.old holds the whole old folder
-    ("swapped", "renames", "new"),
-])
+@pytest.mark.parametrize(
+    "point, swap, expect",
+    [
+        ("staging", "exchange", "old"),
+        ("staged", "exchange", "old"),
+        ("ready", "exchange", "old"),
+        ("swapped", "exchange", "new"),
+        ("old-moved", "renames", None),  # between two renames: .day37.old holds the whole old folder
+        ("swapped", "renames", "new"),
+    ],
+)
 def test_killed_at_any_point_then_rebuilt(tmp_path, point, swap, expect):
     target = a_day_with_an_edit(tmp_path)
     proc = child(target, "74.1%", pause=point, swap=swap)

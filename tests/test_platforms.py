@@ -1,5 +1,6 @@
 """Platform rules against independent truth: twitter-text's official conformance vectors, the
 Unicode emoji list, and counts worked out by hand from ../shared/reference/platform-rules.md."""
+
 from __future__ import annotations
 
 import importlib.resources
@@ -37,10 +38,11 @@ CONFORMANCE = [
     for case in _TESTS[section]
 ]
 
-FAMILY = "\U0001F468\u200D\U0001F469\u200D\U0001F467\u200D\U0001F466"  # 👨‍👩‍👧‍👦, 7 code points
+FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"  # 👨‍👩‍👧‍👦, 7 code points
 
 
 # --- X: the official vectors ---------------------------------------------------------------------
+
 
 def test_all_vectors_are_present():
     assert len(CONFORMANCE) == 23
@@ -63,6 +65,7 @@ def test_vectors_survived_transcription(text, expected):
 
 
 # --- X: emoji ------------------------------------------------------------------------------------
+
 
 def _unicode_emoji_list() -> list[tuple[str, str]]:
     """Every qualified line of the emoji-test.txt bundled with twitter-text-parser (Unicode,
@@ -89,21 +92,21 @@ def test_every_listed_emoji_counts_two():
 
 
 NEWER_EMOJI = {  # sequences added after the library's 2019 table; each is one emoji, weight 2
-    "heart on fire (13.1)": "\u2764\uFE0F\u200D\U0001F525",
-    "face exhaling (13.1)": "\U0001F62E\u200D\U0001F4A8",
-    "black cat (13.0)": "\U0001F408\u200D\u2B1B",
-    "polar bear (13.0)": "\U0001F43B\u200D\u2744\uFE0F",
-    "transgender flag (13.0)": "\U0001F3F3\uFE0F\u200D\u26A7\uFE0F",
-    "kiss, two skin tones (13.1)": "\U0001F9D1\U0001F3FB\u200D\u2764\uFE0F\u200D\U0001F48B\u200D\U0001F9D1\U0001F3FC",
-    "handshake, two skin tones (14.0)": "\U0001FAF1\U0001F3FB\u200D\U0001FAF2\U0001F3FF",
-    "pregnant man, medium skin tone (14.0)": "\U0001FAC3\U0001F3FD",
-    "phoenix (15.1)": "\U0001F426\u200D\U0001F525",
-    "lime (15.1)": "\U0001F34B\u200D\U0001F7E9",
-    "broken chain (15.1)": "\u26D3\uFE0F\u200D\U0001F4A5",
-    "head shaking horizontally (15.1)": "\U0001F642\u200D\u2194\uFE0F",
-    "person walking facing right, dark skin tone (15.1)": "\U0001F6B6\U0001F3FF\u200D\u27A1\uFE0F",
-    "family: adult, adult, child (15.1)": "\U0001F9D1\u200D\U0001F9D1\u200D\U0001F9D2",
-    "melting face (14.0, one code point)": "\U0001FAE0",
+    "heart on fire (13.1)": "\u2764\ufe0f\u200d\U0001f525",
+    "face exhaling (13.1)": "\U0001f62e\u200d\U0001f4a8",
+    "black cat (13.0)": "\U0001f408\u200d\u2b1b",
+    "polar bear (13.0)": "\U0001f43b\u200d\u2744\ufe0f",
+    "transgender flag (13.0)": "\U0001f3f3\ufe0f\u200d\u26a7\ufe0f",
+    "kiss, two skin tones (13.1)": "\U0001f9d1\U0001f3fb\u200d\u2764\ufe0f\u200d\U0001f48b\u200d\U0001f9d1\U0001f3fc",
+    "handshake, two skin tones (14.0)": "\U0001faf1\U0001f3fb\u200d\U0001faf2\U0001f3ff",
+    "pregnant man, medium skin tone (14.0)": "\U0001fac3\U0001f3fd",
+    "phoenix (15.1)": "\U0001f426\u200d\U0001f525",
+    "lime (15.1)": "\U0001f34b\u200d\U0001f7e9",
+    "broken chain (15.1)": "\u26d3\ufe0f\u200d\U0001f4a5",
+    "head shaking horizontally (15.1)": "\U0001f642\u200d\u2194\ufe0f",
+    "person walking facing right, dark skin tone (15.1)": "\U0001f6b6\U0001f3ff\u200d\u27a1\ufe0f",
+    "family: adult, adult, child (15.1)": "\U0001f9d1\u200d\U0001f9d1\u200d\U0001f9d2",
+    "melting face (14.0, one code point)": "\U0001fae0",
 }
 
 
@@ -113,36 +116,59 @@ def test_newer_emoji_count_two(emoji):
     assert x_weighted_length(f"Day 37 {emoji} done") == 14
 
 
-@pytest.mark.parametrize("text,weight", [
-    (FAMILY, 2),                                   # ZWJ family
-    ("\U0001F44D\U0001F3FD", 2),                   # skin tone
-    ("\U0001F1EE\U0001F1F3\U0001F1EF\U0001F1F5", 4),  # two flags
-    ("\U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F", 2),  # Scotland
-    ("1\uFE0F\u20E3 #\uFE0F\u20E3", 5),            # keycaps
-    ("\u2764\uFE0F", 2),                           # emoji presentation selector
-])
+@pytest.mark.parametrize(
+    "text,weight",
+    [
+        (FAMILY, 2),  # ZWJ family
+        ("\U0001f44d\U0001f3fd", 2),  # skin tone
+        ("\U0001f1ee\U0001f1f3\U0001f1ef\U0001f1f5", 4),  # two flags
+        ("\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f", 2),  # Scotland
+        ("1\ufe0f\u20e3 #\ufe0f\u20e3", 5),  # keycaps
+        ("\u2764\ufe0f", 2),  # emoji presentation selector
+    ],
+)
 def test_emoji_sequences(text, weight):
     assert x_weighted_length(text) == weight
 
 
 # --- X: characters people actually type ----------------------------------------------------------
 
-@pytest.mark.parametrize("char,weight", [
-    ("\u00D7", 1), ("\u2013", 1), ("\u2014", 1), ("\u2019", 1), ("\u00B0", 1),   # × – — ’ °
-    ("\u2022", 2), ("\u2026", 2), ("\u2192", 2), ("\u2212", 2), ("\u20B9", 2),   # • … → − ₹
-    ("\u20AC", 2), ("\u202F", 2),                                               # € narrow nbsp
-    ("a", 1), ("\u00E9", 1), ("\u0416", 1), ("\u05D0", 1), ("\u0915", 1),       # Latin, Cyrillic, Hebrew, Devanagari
-    ("\u65E5", 2), ("\uD55C", 2), ("\u3042", 2), ("\u3002", 2),                 # CJK, Hangul, kana, 。
-])
+
+@pytest.mark.parametrize(
+    "char,weight",
+    [
+        ("\u00d7", 1),
+        ("\u2013", 1),
+        ("\u2014", 1),
+        ("\u2019", 1),
+        ("\u00b0", 1),  # × – — ’ °
+        ("\u2022", 2),
+        ("\u2026", 2),
+        ("\u2192", 2),
+        ("\u2212", 2),
+        ("\u20b9", 2),  # • … → − ₹
+        ("\u20ac", 2),
+        ("\u202f", 2),  # € narrow nbsp
+        ("a", 1),
+        ("\u00e9", 1),
+        ("\u0416", 1),
+        ("\u05d0", 1),
+        ("\u0915", 1),  # Latin, Cyrillic, Hebrew, Devanagari
+        ("\u65e5", 2),
+        ("\ud55c", 2),
+        ("\u3042", 2),
+        ("\u3002", 2),  # CJK, Hangul, kana, 。
+    ],
+)
 def test_character_weights(char, weight):
     assert x_weighted_length(char) == weight
 
 
 def test_numbers_as_posts_format_them():
-    assert x_weighted_length("5\u00D7 the throughput") == 17          # 17 characters, × weighs 1
-    assert x_weighted_length("64 \u2192 16 requests") == 16 + 1      # → weighs 2
-    assert x_weighted_length("\u22128.2%") == 5 + 1                 # − (U+2212) weighs 2
-    assert x_weighted_length("8,192\u202Ftokens") == 12 + 1         # narrow no-break space weighs 2
+    assert x_weighted_length("5\u00d7 the throughput") == 17  # 17 characters, × weighs 1
+    assert x_weighted_length("64 \u2192 16 requests") == 16 + 1  # → weighs 2
+    assert x_weighted_length("\u22128.2%") == 5 + 1  # − (U+2212) weighs 2
+    assert x_weighted_length("8,192\u202ftokens") == 12 + 1  # narrow no-break space weighs 2
 
 
 def test_cjk_sentence():
@@ -150,12 +176,15 @@ def test_cjk_sentence():
     assert x_post_valid("日" * 140) and not x_post_valid("日" * 141)
 
 
-@pytest.mark.parametrize("text,weight", [
-    ("see https://example.com/a/very/long/path/that/goes/on/and/on?q=1", 4 + 23),
-    ("Code: github.com/anurag629/system-design-60-days", 6 + 23),
-    ("http://a.co http://b.co", 23 + 1 + 23),
-    ("ftp://example.com", 17),  # not a scheme X links (conformance: invalid url): plain text
-])
+@pytest.mark.parametrize(
+    "text,weight",
+    [
+        ("see https://example.com/a/very/long/path/that/goes/on/and/on?q=1", 4 + 23),
+        ("Code: github.com/anurag629/system-design-60-days", 6 + 23),
+        ("http://a.co http://b.co", 23 + 1 + 23),
+        ("ftp://example.com", 17),  # not a scheme X links (conformance: invalid url): plain text
+    ],
+)
 def test_urls_count_23(text, weight):
     assert x_weighted_length(text) == weight
 
@@ -166,7 +195,7 @@ def test_nfc_before_counting():
     assert x_weighted_length("line\r\nbreak") == 10
 
 
-@pytest.mark.parametrize("bad", ["\uFFFE", "\uFEFF", "\uFFFF"])
+@pytest.mark.parametrize("bad", ["\ufffe", "\ufeff", "\uffff"])
 def test_invalid_characters_make_a_post_invalid(bad):
     text = f"short {bad}post"
     assert 0 < x_weighted_length(text) <= 280
@@ -179,17 +208,19 @@ def test_invalid_characters_make_a_post_invalid(bad):
 def test_length_boundaries():
     assert not x_post_valid("")
     assert x_post_valid("a" * 280) and not x_post_valid("a" * 281)
-    assert x_post_valid("\U0001F637" * 140) and not x_post_valid("\U0001F637" * 141)
+    assert x_post_valid("\U0001f637" * 140) and not x_post_valid("\U0001f637" * 141)
     assert x_post_valid(FAMILY * 140)
 
 
-_PLAIN = st.text(st.sampled_from(list("abcXYZ019 ,;!?-\u00D7\u2013\u65E5\u3042\u2192\u20AC")), max_size=60)
-_EMOJI = st.sampled_from(list(NEWER_EMOJI.values()) + [FAMILY, "\U0001F44D\U0001F3FD", "\U0001F637"])
+_PLAIN = st.text(st.sampled_from(list("abcXYZ019 ,;!?-\u00d7\u2013\u65e5\u3042\u2192\u20ac")), max_size=60)
+_EMOJI = st.sampled_from(list(NEWER_EMOJI.values()) + [FAMILY, "\U0001f44d\U0001f3fd", "\U0001f637"])
 
 
 @given(_PLAIN, _EMOJI, _PLAIN)
 def test_an_emoji_between_spaces_adds_exactly_two(before, emoji, after):
-    assert x_weighted_length(f"{before} {emoji} {after}") == x_weighted_length(before) + 4 + x_weighted_length(after)
+    assert x_weighted_length(f"{before} {emoji} {after}") == x_weighted_length(
+        before
+    ) + 4 + x_weighted_length(after)
 
 
 @given(st.text(st.characters(codec="ascii", exclude_characters=".:/@#$"), max_size=300))
@@ -198,6 +229,7 @@ def test_ascii_without_urls_counts_each_character(text):
 
 
 # --- X: threads ----------------------------------------------------------------------------------
+
 
 def test_split_thread():
     markdown = "\n\n1/3 First\n\nstill first\n\n---\n2/3 Second\n---\n\n3/3 Third\n\n"
@@ -222,7 +254,7 @@ def test_good_thread_passes_with_counts():
 
 
 def test_over_long_post_is_named():
-    posts = _thread("hook", "\u65E5" * 139, "end")
+    posts = _thread("hook", "\u65e5" * 139, "end")
     counts, violations = check_x_thread(posts)
     assert counts[1][0] == Count("length", 4 + 278, 280, False)
     assert violations == [Violation("x-thread.md", 2, "length", "282/280 as X counts it, 2 over")]
@@ -235,7 +267,9 @@ def test_numbering():
     assert check_x_thread(ok)[1] == []
     _, violations = check_x_thread(["1/3 a", "3/3 b", "2/3 c"])
     assert [(v.post, v.detail) for v in violations] == [
-        (2, "numbered 3/3, expected 2/3"), (3, "numbered 2/3, expected 3/3")]
+        (2, "numbered 3/3, expected 2/3"),
+        (3, "numbered 2/3, expected 3/3"),
+    ]
     _, violations = check_x_thread(["1/2 a", "b, open 24/7 and 50/50 odds here"])
     assert [(v.post, v.rule) for v in violations] == [(2, "numbering")]
     _, violations = check_x_thread(["1/3 a", "2/3 b"])
@@ -259,16 +293,26 @@ def test_empty_posts_and_threads():
 
 # --- LinkedIn ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,units", [
-    ("abc", 3), ("\u65E5\u672C", 2), ("\U0001F600", 2), (FAMILY, 11),
-    ("\U0001D401\U0001D428\U0001D425\U0001D41D", 8),    # 𝐁𝐨𝐥𝐝: mathematical bold, 2 each
-    ("\u00E9", 1), ("e\u0301", 2),
-])
+
+@pytest.mark.parametrize(
+    "text,units",
+    [
+        ("abc", 3),
+        ("\u65e5\u672c", 2),
+        ("\U0001f600", 2),
+        (FAMILY, 11),
+        ("\U0001d401\U0001d428\U0001d425\U0001d41d", 8),  # 𝐁𝐨𝐥𝐝: mathematical bold, 2 each
+        ("\u00e9", 1),
+        ("e\u0301", 2),
+    ],
+)
 def test_utf16_length(text, units):
     assert utf16_length(text) == units
 
 
-def _linkedin(hook_text: str = "A short hook.", body: str = "Body.", tags: str = "#SystemDesign #LLM #Inference") -> str:
+def _linkedin(
+    hook_text: str = "A short hook.", body: str = "Body.", tags: str = "#SystemDesign #LLM #Inference"
+) -> str:
     return f"{hook_text}\n\n{body}\n\n{tags}\n"
 
 
@@ -281,10 +325,10 @@ def test_good_linkedin_post():
 
 def test_linkedin_length_in_utf16_units():
     tags = "\n\n#a1 #b2 #c3"
-    fits = "\U0001F600" * 1493 + "x" + tags   # 2986 + 1 + 13
+    fits = "\U0001f600" * 1493 + "x" + tags  # 2986 + 1 + 13
     assert utf16_length(fits) == 3000
     assert check_linkedin(fits, fold=10_000)[1] == []
-    bold = "\U0001D401" * 1500 + tags
+    bold = "\U0001d401" * 1500 + tags
     counts, violations = check_linkedin(bold, fold=10_000)
     assert counts[0] == Count("length", 3000 + len(tags), 3000, False)
     assert [v.rule for v in violations] == ["length"]
@@ -301,9 +345,9 @@ def test_fold_counts_line_breaks_as_whole_lines():
     three_short_lines = "one\ntwo\nthree"
     assert feed_position(three_short_lines) == 70 + 70 + 5
     four_short_lines = "one\ntwo\nthree\nfour"
-    assert feed_position(four_short_lines) == 214          # 18 characters, yet past the fold
+    assert feed_position(four_short_lines) == 214  # 18 characters, yet past the fold
     assert [v.rule for v in check_linkedin(_linkedin(four_short_lines))[1]] == ["fold"]
-    assert feed_position("y" * 71 + "\nz") == 141          # a wrapped line uses two lines
+    assert feed_position("y" * 71 + "\nz") == 141  # a wrapped line uses two lines
 
 
 def test_hook_is_the_first_paragraph():
@@ -312,10 +356,17 @@ def test_hook_is_the_first_paragraph():
     assert [v.rule for v in check_linkedin(text + "\n\n#a #b #c")[1]] == ["fold"]
 
 
-@pytest.mark.parametrize("tags,ok", [
-    ("#One #Two", False), ("#One #Two #Three", True), ("#A #B #C #D #E", True),
-    ("#A #B #C #D #E #F", False), ("#100DaysOfCode #LLM #Inference", True), ("", False),
-])
+@pytest.mark.parametrize(
+    "tags,ok",
+    [
+        ("#One #Two", False),
+        ("#One #Two #Three", True),
+        ("#A #B #C #D #E", True),
+        ("#A #B #C #D #E #F", False),
+        ("#100DaysOfCode #LLM #Inference", True),
+        ("", False),
+    ],
+)
 def test_hashtag_count(tags, ok):
     counts, violations = check_linkedin(_linkedin(tags=tags))
     assert counts[2].ok is ok
@@ -332,13 +383,16 @@ def test_hashtags_belong_at_the_end():
 
 # --- Alt text ------------------------------------------------------------------------------------
 
+
 def test_alt_text_limits():
     assert check_alt_text("x" * 1000, platform="x") == []
-    assert [v.detail for v in check_alt_text("x" * 1001, platform="x")] == ["1001/1000 characters on x, 1 over"]
+    assert [v.detail for v in check_alt_text("x" * 1001, platform="x")] == [
+        "1001/1000 characters on x, 1 over"
+    ]
     assert check_alt_text("x" * 250, platform="linkedin") == []
     assert len(check_alt_text("x" * 251, platform="linkedin")) == 1
     assert check_alt_text("x" * 251, platform="linkedin", limit=300) == []
-    assert len(check_alt_text("\U0001F600" * 126, platform="linkedin")) == 1   # 252 UTF-16 units
+    assert len(check_alt_text("\U0001f600" * 126, platform="linkedin")) == 1  # 252 UTF-16 units
 
 
 @pytest.mark.parametrize("text", ["", "   \n"])
@@ -360,19 +414,29 @@ def test_alt_text_platform_from_file_name():
 
 # --- A built day folder and the CLI --------------------------------------------------------------
 
-def _write_day(folder: Path, *, second_post: str = "2/2 Second post \U0001F469\U0001F3FD\u200D\U0001F4BB") -> Path:
+
+def _write_day(
+    folder: Path, *, second_post: str = "2/2 Second post \U0001f469\U0001f3fd\u200d\U0001f4bb"
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "linkedin.md").write_text(_linkedin(), encoding="utf-8")
     (folder / "x-thread.md").write_text(f"1/2 Hook\n\n---\n\n{second_post}\n", encoding="utf-8")
     (folder / "kv.png").write_bytes(b"\x89PNG")
-    (folder / "kv.alt.txt").write_text("Bar chart: 64 requests fit at 2,048 tokens, 16 at 8,192.", encoding="utf-8")
+    (folder / "kv.alt.txt").write_text(
+        "Bar chart: 64 requests fit at 2,048 tokens, 16 at 8,192.", encoding="utf-8"
+    )
     return folder
 
 
 def test_check_day_dir_passes(tmp_path):
     report = check_day_dir(_write_day(tmp_path / "day37"))
     assert report.violations == [] and report.ok
-    assert list(report.counts) == ["linkedin.md", "x-thread.md post 1/2", "x-thread.md post 2/2", "kv.alt.txt"]
+    assert list(report.counts) == [
+        "linkedin.md",
+        "x-thread.md post 1/2",
+        "x-thread.md post 2/2",
+        "kv.alt.txt",
+    ]
     assert report.counts["x-thread.md post 2/2"] == [Count("length", len("2/2 Second post ") + 2, 280, True)]
     assert [c.limit for c in report.counts["kv.alt.txt"]] == [1000, 250]
 
@@ -383,12 +447,18 @@ def test_check_day_dir_finds_every_problem(tmp_path):
     (day / "big.linkedin.alt.txt").write_text("y" * 251, encoding="utf-8")
     report = check_day_dir(day)
     assert [str(v).split(":")[0] for v in report.violations] == [
-        "x-thread.md post 2", "big.linkedin.alt.txt", "latency.png"]
+        "x-thread.md post 2",
+        "big.linkedin.alt.txt",
+        "latency.png",
+    ]
 
 
 def test_check_day_dir_missing_drafts_and_folder(tmp_path):
     report = check_day_dir(tmp_path)
-    assert [(v.draft, v.rule) for v in report.violations] == [("linkedin.md", "missing"), ("x-thread.md", "missing")]
+    assert [(v.draft, v.rule) for v in report.violations] == [
+        ("linkedin.md", "missing"),
+        ("x-thread.md", "missing"),
+    ]
     with pytest.raises(UserError):
         check_day_dir(tmp_path / "nope")
 
@@ -418,6 +488,7 @@ def test_cli_exit_codes(tmp_path, capsys):
 
 
 # --- The pkg_resources stand-in ------------------------------------------------------------------
+
 
 def test_stand_in_does_not_outlive_the_import():
     if importlib.util.find_spec("pkg_resources") is None:

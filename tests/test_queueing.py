@@ -13,6 +13,7 @@ there. Probabilities of waiting: the batch se of the 0/1 "waited" series for Erl
 is flaky: the bands say how far a correct simulator may stray, and a wrong formula or
 simulator lands outside them (e.g. M/M/1 instead of Pollaczek–Khinchine for CV ≠ 1).
 """
+
 from __future__ import annotations
 
 import json
@@ -101,9 +102,7 @@ def test_mmc_matches_lab_and_mm1():
     assert cf.mmc_sojourn_quantile(0.99, 1, 90, S) == pytest.approx(
         cf.mm1_sojourn_quantile(0.99, 90, S), rel=1e-9
     )
-    assert cf.mmc_wait_quantile(0.99, 1, 90, S) == pytest.approx(
-        cf.mm1_wait_quantile(0.99, 90, S), rel=1e-12
-    )
+    assert cf.mmc_wait_quantile(0.99, 1, 90, S) == pytest.approx(cf.mm1_wait_quantile(0.99, 90, S), rel=1e-12)
 
 
 def test_mm1_closed_forms():
@@ -261,18 +260,16 @@ def test_littles_law(mm1_rows):
     cmp = compare_lines(2, 150, S, ROW, seed=3)
     rows += [cmp[p] for p in ("shared", "separate_random", "separate_round_robin")]
     for row in rows:
-        assert row.mean_in_system == pytest.approx(
-            row.observed_arrival_rate * row.mean_sojourn, rel=0.005
-        ), row
+        assert row.mean_in_system == pytest.approx(row.observed_arrival_rate * row.mean_sojourn, rel=0.005), (
+            row
+        )
         assert row.observed_arrival_rate == pytest.approx(row.arrival_rate, rel=0.01)
 
 
 # --- general service: Pollaczek–Khinchine --------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "service,cv", [("deterministic", None), ("lognormal", 0.5), ("lognormal", 1.0)]
-)
+@pytest.mark.parametrize("service,cv", [("deterministic", None), ("lognormal", 0.5), ("lognormal", 1.0)])
 def test_mg1_mean_wait_pollaczek_khinchine(service, cv):
     row = mm1_sweep([0.8], S, BIG, seed=11, service=service, service_cv=cv)[0]
     exact = cf.pk_mean_wait(80, S, 0.0 if cv is None else cv)

@@ -1,4 +1,5 @@
 """The committed copies of the reference material are the reference material."""
+
 from __future__ import annotations
 
 import pytest

@@ -4,6 +4,7 @@ New numbers come from editing the spec (16 → 20 slots): the simulator then rep
 figures, and the rebuild must carry them into the person's prose, say which changed, and show
 them on the review page.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,9 +72,11 @@ def test_the_build_says_which_figures_changed(rebuilt):
 
 def test_the_review_page_shows_what_changed(rebuilt):
     page = (rebuilt["out"] / "day37" / "index.html").read_text()
-    panel = page[page.index('id="changes"'):page.index('id="sources"')]
+    panel = page[page.index('id="changes"') : page.index('id="sources"')]
     assert "Changed since the last build" in panel
-    assert re.search(r'data-path="batching.slots"><td>slots</td><td class="num">16</td><td class="num">20</td>', panel)
+    assert re.search(
+        r'data-path="batching.slots"><td>slots</td><td class="num">16</td><td class="num">20</td>', panel
+    )
     assert "The new numbers were merged into your edit of linkedin.md." in panel
     assert "<del>72.3%" in panel and re.search(r"<ins>\d+\.\d%", panel)
 
@@ -115,8 +118,9 @@ def test_a_read_only_out_is_one_line_and_nothing_is_lost(spec, tmp_path, capsys)
     (out / "day37" / "linkedin.md").write_text("mine\n")
     before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     capsys.readouterr()
-    mount = subprocess.run(["mount", "--bind", "-o", "ro", str(out), str(out)], check=False,
-                           capture_output=True)
+    mount = subprocess.run(
+        ["mount", "--bind", "-o", "ro", str(out), str(out)], check=False, capture_output=True
+    )
     if mount.returncode != 0:
         pytest.skip("cannot bind-mount read-only here; test_outdir covers EROFS by a stand-in")
     try:
@@ -180,9 +184,13 @@ def test_a_real_build_killed_mid_swap_then_rebuilt(spec, tmp_path, point):
     (out / "day37" / "mine.txt").write_text("keep me\n")
     paused = tmp_path / "paused"
     env = {**os.environ, "ENGINE_TEST_PAUSE_AT": point, "ENGINE_TEST_PAUSE_FILE": str(paused)}
-    proc = subprocess.Popen([sys.executable, "-m", "engine", "build", str(spec), "--out", str(out)],
-                            cwd=Path(__file__).resolve().parent.parent, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine", "build", str(spec), "--out", str(out)],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while not paused.exists():
         assert proc.poll() is None, proc.communicate()

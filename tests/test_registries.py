@@ -37,14 +37,19 @@ class CoinFlips(BaseModel):
 
 def run_flips(section: CoinFlips, location: sections.SpecLocation, inputs: sections.Inputs) -> dict[str, Any]:
     heads = int(np.random.default_rng(section.seed).integers(0, 2, section.flips).sum())
-    return {"source": "simulated", "flips": section.flips, "heads": heads,
-            "share": heads / section.flips}
+    return {"source": "simulated", "flips": section.flips, "heads": heads, "share": heads / section.flips}
 
 
 def flips_table(result: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"title": "Coin flips", "source": result["source"], "kind": "simulated",
-             "rows": [("flips", str(result["flips"])), ("heads", str(result["heads"]))],
-             "table": None}]
+    return [
+        {
+            "title": "Coin flips",
+            "source": result["source"],
+            "kind": "simulated",
+            "rows": [("flips", str(result["flips"])), ("heads", str(result["heads"]))],
+            "table": None,
+        }
+    ]
 
 
 def draw_flips(results: dict[str, Any], size: Any = None) -> tuple[Any, str]:
@@ -69,15 +74,28 @@ def toy_kinds() -> Iterator[None]:
     from engine.charts import registry as chart_registry
 
     sections.register_section(
-        "coin_flips", model=CoinFlips, run=run_flips, title="Coin flips",
+        "coin_flips",
+        model=CoinFlips,
+        run=run_flips,
+        title="Coin flips",
         headline=lambda r: f"coin flips ({r['source']}): {r['heads']} heads",
         review_tables=flips_table,
         link_figure=lambda section, location: {"source": "simulated", "flips": section.flips},
     )
     chart_registry.register_chart("flips_bar", needs=("coin_flips",), size="x")(draw_flips)
-    platform_registry.register_platform(platform_registry.Platform(
-        name="toot", title="Mastodon", draft="toot.md", thread=False, check=check_toot,
-        alt_limit=1500, image_size="x", alt_tags=("toot",), order=30))
+    platform_registry.register_platform(
+        platform_registry.Platform(
+            name="toot",
+            title="Mastodon",
+            draft="toot.md",
+            thread=False,
+            check=check_toot,
+            alt_limit=1500,
+            image_size="x",
+            alt_tags=("toot",),
+            order=30,
+        )
+    )
     try:
         yield
     finally:
@@ -131,16 +149,21 @@ def test_a_toy_section_chart_and_platform_build_a_day(toy_kinds: None, tmp_path:
     results = json.loads((folder / "results.json").read_text())
     # The experiment ran through the registry, with the same seeded draw as run here directly.
     heads = int(np.random.default_rng(3).integers(0, 2, 1000).sum())
-    assert results["coin_flips"] == {"source": "simulated", "flips": 1000, "heads": heads,
-                                     "share": heads / 1000}
+    assert results["coin_flips"] == {
+        "source": "simulated",
+        "flips": 1000,
+        "heads": heads,
+        "share": heads / 1000,
+    }
     assert report.summary == [f"coin flips (simulated): {heads} heads"]
     # Templates see the section under its key; the link back cites the earlier toy day.
     toot = (folder / "toot.md").read_text()
     assert toot.startswith(f"Day 9 of 60 days of system design: {heads:,} heads in 1,000 flips")
     assert "Day 8 flipped 10." in toot
     # The third platform's draft was checked by the build and by the day-folder check.
-    assert results["checks"]["toot"] == [{"name": "length", "value": utf16_length(toot),
-                                          "limit": TOOT_LIMIT, "ok": True}]
+    assert results["checks"]["toot"] == [
+        {"name": "length", "value": utf16_length(toot), "limit": TOOT_LIMIT, "ok": True}
+    ]
     assert check_day_dir(folder).counts["toot.md"][0].limit == TOOT_LIMIT
     # The chart was drawn at its registered size, and its alt text held to every platform.
     (chart,) = results["charts"]

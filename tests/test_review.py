@@ -4,6 +4,7 @@ alt text, where each number came from; static, escaped, and opened in a real bro
 Expected values are worked out by hand from platform-rules.md (a line break spends the rest of
 its ~70-character line; `→` weighs 2 on X) rather than by calling the code under test.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,11 +42,18 @@ ALT = "Scoreboard. GPU busy, simulated, 200 requests, 16 slots: static 14.3%, co
 
 def tiny_png(width: int = 4, height: int = 3) -> bytes:
     """A valid white RGB PNG, written by hand so these tests need no drawing library."""
+
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
     raw = b"".join(b"\x00" + b"\xff" * (3 * width) for _ in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 def latency(p50: float, p99: float, seconds_per_step: float | None = 0.02) -> dict:
@@ -58,30 +66,75 @@ def latency(p50: float, p99: float, seconds_per_step: float | None = 0.02) -> di
 
 
 def day_results(day: int = 37, batching_source: str = "simulated") -> dict:
-    rows = [{"context": c, "blocks_per_request": c // 16, "bytes_per_request": c * 524288,
-             "max_requests": 131072 // c} for c in (512, 2048, 8192)]
+    rows = [
+        {
+            "context": c,
+            "blocks_per_request": c // 16,
+            "bytes_per_request": c * 524288,
+            "max_requests": 131072 // c,
+        }
+        for c in (512, 2048, 8192)
+    ]
     return {
         "day": day,
         "title": "LLM serving after the vLLM paper" if day == 37 else "Queues",
         "series": {"name": "60 days of system design", "length": 60},
         "repository": "github.com/anurag629/system-design-60-days",
         "hashtags": ["SystemDesign", "LLM", "Inference"],
-        "kv_cache": {"source": "calculated", "highlight": [2048, 8192], "compare": [], "main": {
-            "label": "7B-class on 80 GiB", "model": {"name": "7B-class", "num_layers": 32},
-            "gpu": {"name": "H100", "memory_bytes": 80 * 2**30},
-            "plan": {"bytes_per_token": 524288, "kv_memory_bytes": 64 * 2**30, "block_size": 16,
-                     "num_blocks": 8192, "kv_tokens": 131072, "contexts": rows}}},
-        "batching": {"source": batching_source, "slots": 16,
-                     "workload": {"requests": 200, "total_output_tokens": 13280, "longest": 661},
-                     "multiple": 5.05, "ideal_steps": 830, "policies": {
-                         "static": {"steps": 5797, "utilisation": 0.1432, "throughput_tokens_per_step": 2.29,
-                                    "latency": latency(2724, 5365.07)},
-                         "continuous": {"steps": 1148, "utilisation": 0.723, "throughput_tokens_per_step": 11.57,
-                                        "latency": latency(345.5, 1018.23)}}},
-        "charts": [{"name": "scoreboard", "file": "scoreboard.png", "alt_text": ALT, "width": 1600,
-                    "height": 900, "platform": "x"}],
-        "checks": {"linkedin": [{"name": "length", "value": 999, "limit": 3000, "ok": True}],
-                   "x": [[{"name": "length", "value": 111, "limit": 280, "ok": True}]] * 3, "violations": []},
+        "kv_cache": {
+            "source": "calculated",
+            "highlight": [2048, 8192],
+            "compare": [],
+            "main": {
+                "label": "7B-class on 80 GiB",
+                "model": {"name": "7B-class", "num_layers": 32},
+                "gpu": {"name": "H100", "memory_bytes": 80 * 2**30},
+                "plan": {
+                    "bytes_per_token": 524288,
+                    "kv_memory_bytes": 64 * 2**30,
+                    "block_size": 16,
+                    "num_blocks": 8192,
+                    "kv_tokens": 131072,
+                    "contexts": rows,
+                },
+            },
+        },
+        "batching": {
+            "source": batching_source,
+            "slots": 16,
+            "workload": {"requests": 200, "total_output_tokens": 13280, "longest": 661},
+            "multiple": 5.05,
+            "ideal_steps": 830,
+            "policies": {
+                "static": {
+                    "steps": 5797,
+                    "utilisation": 0.1432,
+                    "throughput_tokens_per_step": 2.29,
+                    "latency": latency(2724, 5365.07),
+                },
+                "continuous": {
+                    "steps": 1148,
+                    "utilisation": 0.723,
+                    "throughput_tokens_per_step": 11.57,
+                    "latency": latency(345.5, 1018.23),
+                },
+            },
+        },
+        "charts": [
+            {
+                "name": "scoreboard",
+                "file": "scoreboard.png",
+                "alt_text": ALT,
+                "width": 1600,
+                "height": 900,
+                "platform": "x",
+            }
+        ],
+        "checks": {
+            "linkedin": [{"name": "length", "value": 999, "limit": 3000, "ok": True}],
+            "x": [[{"name": "length", "value": 111, "limit": 280, "ok": True}]] * 3,
+            "violations": [],
+        },
     }
 
 
@@ -169,7 +222,11 @@ def test_thread_is_numbered_cards_with_counts_as_x_counts(out: Path) -> None:
     # post 3: the URL weighs 23 whatever its length.
     post2 = "2/3 static → continuous: 5.05x"
     post3_prefix = "3/3 Code: "
-    assert [int(a["data-value"]) for a in lengths] == [len(f"1/3 {HOOK}"), len(post2) + 1, len(post3_prefix) + 23]
+    assert [int(a["data-value"]) for a in lengths] == [
+        len(f"1/3 {HOOK}"),
+        len(post2) + 1,
+        len(post3_prefix) + 23,
+    ]
     images = [a for t, a in parsed.tags if t == "img" and a.get("src") == "scoreboard.png"]
     assert {"the scoreboard", ALT} == {a["alt"] for a in images}
 
@@ -191,7 +248,9 @@ def test_images_carry_their_alt_text_and_size(out: Path) -> None:
     page = day_page(out)
     parsed = Elements(page.split('<section id="charts">', 1)[1])
     figure_imgs = [a for t, a in parsed.tags if t == "img" and a.get("width")]
-    assert figure_imgs == [{"src": "scoreboard.png", "alt": "Edited alt text.", "width": "1600", "height": "900"}]
+    assert figure_imgs == [
+        {"src": "scoreboard.png", "alt": "Edited alt text.", "width": "1600", "height": "900"}
+    ]
     assert "Edited alt text." in "".join(parsed.text)
 
 
@@ -199,7 +258,7 @@ def test_where_numbers_came_from_is_labelled(tmp_path: Path) -> None:
     write_day(tmp_path, 37, batching_source="measured on NVIDIA H100 80GB HBM3")
     page = review.write_day_page(tmp_path / "day37").read_text()
     parsed = Elements(page)
-    badges = {(a["class"], ) for a in parsed.with_class("badge")}
+    badges = {(a["class"],) for a in parsed.with_class("badge")}
     assert ("badge measured",) in badges and ("badge calculated",) in badges
     assert "Batching: measured on NVIDIA H100 80GB HBM3" in page
     assert "KV cache: calculated" in page
@@ -217,7 +276,9 @@ def _cells(page: str, title: str) -> tuple[list[str], dict[str, list[str]]]:
     section = page.split(f"<h3>{title} ", 1)[1].split("<h3>", 1)[0]
     table = section.split('<table class="results">', 1)[1].split("</table>", 1)[0]
     head = re.findall(r"<th>(.*?)</th>", table)
-    rows = [re.findall(r'<td class="num">(.*?)</td>', row) for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+    rows = [
+        re.findall(r'<td class="num">(.*?)</td>', row) for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)
+    ]
     return head, {r[0]: r for r in rows if r}
 
 
@@ -229,7 +290,9 @@ def test_batching_latency_is_read_from_the_simulators_shape(out: Path) -> None:
     head, rows = _cells(day_page(out), "Batching")
     assert head[-2:] == ["p50 end-to-end (s)", "p99 end-to-end (s)"]
     assert [_number(c) for c in rows["static"][-2:]] == pytest.approx([2724 * 0.02, 5365.07 * 0.02], rel=1e-3)
-    assert [_number(c) for c in rows["continuous"][-2:]] == pytest.approx([345.5 * 0.02, 1018.23 * 0.02], rel=1e-3)
+    assert [_number(c) for c in rows["continuous"][-2:]] == pytest.approx(
+        [345.5 * 0.02, 1018.23 * 0.02], rel=1e-3
+    )
     # unpriced steps: the simulator writes steps only, and the header says so
     results = json.loads((out / "day37" / "results.json").read_text())
     for name, (p50, p99) in {"static": (2724, 5365.07), "continuous": (345.5, 1018.23)}.items():
@@ -296,8 +359,14 @@ def test_attachments_under_each_draft(day37_built: Path, tmp_path: Path) -> None
     linkedin = page.split('<section id="linkedin"', 1)[1].split("</section>", 1)[0]
     x = page.split('<section id="x"', 1)[1].split("</section>", 1)[0]
     attached = [a for t, a in Elements(linkedin).tags if t == "img"]
-    assert attached == [{"src": "scoreboard-linkedin_portrait.png", "alt": portrait.alt_text,
-                         "width": "1080", "height": "1350"}]
+    assert attached == [
+        {
+            "src": "scoreboard-linkedin_portrait.png",
+            "alt": portrait.alt_text,
+            "width": "1080",
+            "height": "1350",
+        }
+    ]
     assert "Attach this image" in linkedin and "kv_fit.png" not in linkedin  # LinkedIn-sized, not chosen
     thread = (day / "x-thread.md").read_text().split("\n---\n")
     cards = x.split('<article class="card tweet"')[1:]
@@ -316,8 +385,16 @@ def test_linkedin_image_follows_the_spec_and_markers(out: Path) -> None:
     day = out / "day37"
     results = json.loads((day / "results.json").read_text())
     (day / "kv_fit.png").write_bytes(tiny_png())
-    results["charts"].append({"name": "kv_fit", "file": "kv_fit.png", "alt_text": "Log-log chart.",
-                              "width": 1200, "height": 627, "platform": "linkedin"})
+    results["charts"].append(
+        {
+            "name": "kv_fit",
+            "file": "kv_fit.png",
+            "alt_text": "Log-log chart.",
+            "width": 1200,
+            "height": 627,
+            "platform": "linkedin",
+        }
+    )
     (day / "results.json").write_text(json.dumps(results))
     linkedin = lambda: day_page(out).split('<section id="linkedin"', 1)[1].split("</section>", 1)[0]  # noqa: E731
     assert "<img" not in linkedin() and "linkedin_image" in linkedin()  # LinkedIn-sized, but not chosen
@@ -405,10 +482,21 @@ def test_page_in_headless_chromium(out: Path, tmp_path: Path) -> None:
     probe = page.with_name("_probe.html")
     probe.write_text(page.read_text().replace("</body>", PROBE + "\n</body>"))
     run = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-         "--dump-dom", probe.as_uri()],
-        capture_output=True, text=True, timeout=15,
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=15,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     dom = run.stdout

@@ -4,6 +4,7 @@ on the clipboard, checked in headless Chromium with the clipboard captured.
 Expected texts are written out by hand from the drafts below (image marker lines and the blank
 line they leave doubled removed, post numbering kept), not computed by the code under test.
 """
+
 from __future__ import annotations
 
 import html
@@ -24,11 +25,17 @@ LINKEDIN = (
     "#SystemDesign #LLM\n"
 )
 EXPECTED = {
-    "linkedin": [("Day 37: a queueing idea, pointed at a GPU.\n\n"
-                  "Continuous batching: 72.3% GPU busy.\nStatic batching: 14.3%.\n\n#SystemDesign #LLM")],
-    "x": ["1/3 Day 37 of 60. The vLLM paper is a queueing trick & not an AI trick.",
-          "2/3 static → continuous: 5.05x",
-          "3/3 Code: github.com/anurag629/system-design-60-days"],
+    "linkedin": [
+        (
+            "Day 37: a queueing idea, pointed at a GPU.\n\n"
+            "Continuous batching: 72.3% GPU busy.\nStatic batching: 14.3%.\n\n#SystemDesign #LLM"
+        )
+    ],
+    "x": [
+        "1/3 Day 37 of 60. The vLLM paper is a queueing trick & not an AI trick.",
+        "2/3 static → continuous: 5.05x",
+        "3/3 Code: github.com/anurag629/system-design-60-days",
+    ],
 }
 
 # Replace the clipboard with a recorder, press every copy button in page order, and leave what
@@ -53,10 +60,21 @@ def test_copy_buttons_put_paste_ready_text_on_the_clipboard(tmp_path: Path) -> N
     probe = page.with_name("_probe.html")
     probe.write_text(page.read_text().replace("<body>", "<body>\n" + CAPTURE, 1))
     run = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=2000",
-         "--dump-dom", probe.as_uri()],
-        check=False, capture_output=True, text=True, timeout=20,
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=2000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=20,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     dom = run.stdout
@@ -85,5 +103,5 @@ def test_copy_texts_are_in_the_static_page(tmp_path: Path) -> None:
     assert 'data-copy="2/3 static → continuous: 5.05x"' in page
     assert "![the scoreboard]" not in re.findall(r'data-copy="([^"]*)"', page)[0]
     assert THREAD.count("---") == 2 and page.count('data-kind="x"') == 3
-    post = page[page.index('id="post-2"'):page.index('id="post-3"')]
+    post = page[page.index('id="post-2"') : page.index('id="post-3"')]
     assert 'class="beside"' in post and 'src="scoreboard.png"' in post and 'data-kind="alt"' in post

@@ -3,6 +3,7 @@
 The server runs in a child process on a free loopback port, in a scratch copy of the project
 (engine, templates, days), so changing a template touches nothing real.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,14 @@ def project(tmp_path: Path) -> Path:
 
 def test_serve_rebuilds_on_a_template_change_and_stops_on_ctrl_c(project: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.Popen([sys.executable, "-u", "-m", "engine", "serve", "days/day37.yaml", "--port", "0"],
-                            cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "engine", "serve", "days/day37.yaml", "--port", "0"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         lines = []
         while not lines or "serving" not in lines[-1]:

@@ -1,4 +1,5 @@
 """Bad input: one line naming the file and the field, exit status 2, out/ untouched."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -151,11 +152,20 @@ def test_a_chart_without_its_data_is_a_spec_error(days_copy):
     "change, expected",
     [
         (lambda d: d["batching"].update({"max-wait": 3}), "batching.max-wait: unknown field 'max-wait'"),
-        (lambda d: d.update({"kv-cache": {}}), "kv-cache: unknown field 'kv-cache'; did you mean 'kv_cache'?"),
+        (
+            lambda d: d.update({"kv-cache": {}}),
+            "kv-cache: unknown field 'kv-cache'; did you mean 'kv_cache'?",
+        ),
         (lambda d: d.update(measured=5), "measured: must be text, got 5"),
         (lambda d: d["batching"].update(slots=True), "batching.slots: must be a whole number, got True"),
-        (lambda d: d["kv_cache"]["model"].update(num_layers=0), "kv_cache.model.num_layers: must be at least 1, got 0"),
-        (lambda d: d["kv_cache"]["budget"].update(kind="guess"), "kv_cache.budget: kind must be one of 'reserve', 'vllm', 'given', got 'guess'"),
+        (
+            lambda d: d["kv_cache"]["model"].update(num_layers=0),
+            "kv_cache.model.num_layers: must be at least 1, got 0",
+        ),
+        (
+            lambda d: d["kv_cache"]["budget"].update(kind="guess"),
+            "kv_cache.budget: kind must be one of 'reserve', 'vllm', 'given', got 'guess'",
+        ),
     ],
     ids=["dash-key", "dash-section", "wrong-type-top", "bool-for-int", "inline-model", "bad-kind"],
 )

@@ -1,4 +1,5 @@
 """Templates hold words, never numbers: every figure must come from the engine."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,7 +32,8 @@ def test_no_number_smuggled_in_as_a_jinja_constant(template: Path):
 
 def test_the_constant_rule_catches_smuggled_figures_but_not_formatting():
     assert numbers_inside_jinja('{{ "14.3%" }} and {% set m = 5.05 %}{{ m }}') == [
-        (1, "'14.3%'"), (1, "5.05")
+        (1, "'14.3%'"),
+        (1, "5.05"),
     ]
     assert numbers_inside_jinja("{{ x | gib(0) }} {{ rows[-1].n | fixed(1) }} {{ rows[0] }}") == []
     assert numbers_inside_jinja("{% if waits > 0 %}x{% endif %}") == []

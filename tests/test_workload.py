@@ -1,4 +1,5 @@
 """Workloads: traces replay exactly, mistakes name file/row/column, generators match their laws."""
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,9 @@ def test_lab_trace_is_the_reference_draw():
 
 
 def test_optional_columns_blank_lines_and_extra_columns(tmp_path):
-    path = write(tmp_path, "id,output_tokens,prompt_tokens,arrival_time\n"
-                           "a,5,100,0\n\nb,7,0,0.5\nc,13.0,3,0.5\n")
+    path = write(
+        tmp_path, "id,output_tokens,prompt_tokens,arrival_time\na,5,100,0\n\nb,7,0,0.5\nc,13.0,3,0.5\n"
+    )
     w = load_trace(path)
     assert w.output_tokens.tolist() == [5, 7, 13]
     assert w.prompt_tokens.tolist() == [100, 0, 3]
@@ -131,9 +133,14 @@ def test_generation_is_deterministic_per_seed_and_streams_are_independent():
     assert np.array_equal(a.output_tokens, b.output_tokens) and a.source == "generated seed=7"
     assert not np.array_equal(a.output_tokens, c.output_tokens)
     # adding prompts and arrivals leaves the output lengths as they were
-    d = generate(spec(output_tokens={"kind": "uniform", "low": 1, "high": 100}, seed=7,
-                      prompt_tokens={"kind": "constant", "value": 3},
-                      arrivals={"kind": "poisson", "rate": 2.0}))
+    d = generate(
+        spec(
+            output_tokens={"kind": "uniform", "low": 1, "high": 100},
+            seed=7,
+            prompt_tokens={"kind": "constant", "value": 3},
+            arrivals={"kind": "poisson", "rate": 2.0},
+        )
+    )
     assert np.array_equal(a.output_tokens, d.output_tokens)
 
 
@@ -143,8 +150,9 @@ def test_uniform_is_inclusive_on_both_ends():
 
 
 def test_clipped_normal_and_lognormal_stay_in_bounds_and_centre_right():
-    normal = generate(spec(output_tokens={"kind": "normal", "mean": 100, "std": 30,
-                                          "low": 50, "high": 140})).output_tokens
+    normal = generate(
+        spec(output_tokens={"kind": "normal", "mean": 100, "std": 30, "low": 50, "high": 140})
+    ).output_tokens
     assert normal.min() == 50 and normal.max() == 140
     assert np.median(normal) == pytest.approx(100, abs=2)
     logn = generate(spec(output_tokens={"kind": "lognormal", "median": 200, "sigma": 0.8})).output_tokens
@@ -189,8 +197,11 @@ def test_poisson_and_gamma_arrivals():
 
 
 def test_output_lengths_below_one_are_refused_from_the_spec():
-    for dist in ({"kind": "constant", "value": 0}, {"kind": "uniform", "low": 0, "high": 3},
-                 {"kind": "normal", "mean": 5, "std": 1, "low": 0}):
+    for dist in (
+        {"kind": "constant", "value": 0},
+        {"kind": "uniform", "low": 0, "high": 3},
+        {"kind": "normal", "mean": 5, "std": 1, "low": 0},
+    ):
         with pytest.raises(ValidationError, match="at least 1 token"):
             spec(output_tokens=dist)
     # prompts may be empty
@@ -232,8 +243,18 @@ def test_parse_distribution_forms():
     assert mix.components[1].dist == Uniform(low=400, high=700)
 
 
-@pytest.mark.parametrize("text", ["uniform:9:3", "gauss:1", "uniform:1:2:3", "normal:x:1",
-                                  "0.5*constant:1+uniform:1:2", "-1*constant:3", "zipf:0.5:10"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "uniform:9:3",
+        "gauss:1",
+        "uniform:1:2:3",
+        "normal:x:1",
+        "0.5*constant:1+uniform:1:2",
+        "-1*constant:3",
+        "zipf:0.5:10",
+    ],
+)
 def test_parse_distribution_errors_are_user_errors(text):
     with pytest.raises(UserError):
         parse_distribution(text)
@@ -261,15 +282,22 @@ def test_poisson_and_gamma_models_reject_bad_rates():
 
 def test_spec_accepts_the_cli_syntax_wherever_a_distribution_goes():
     """`output_tokens: uniform:10:50` in a day spec means what --output-tokens uniform:10:50 does."""
-    g = GeneratedWorkload.model_validate({
-        "requests": 4, "output_tokens": "uniform:10:50", "prompt_tokens": "constant:7",
-    })
+    g = GeneratedWorkload.model_validate(
+        {
+            "requests": 4,
+            "output_tokens": "uniform:10:50",
+            "prompt_tokens": "constant:7",
+        }
+    )
     assert g.output_tokens == Uniform(low=10, high=50)
     assert g.prompt_tokens.model_dump() == {"kind": "constant", "value": 7}
     via_adapter = TypeAdapter(WorkloadSpec).validate_python(
-        {"requests": 4, "output_tokens": "0.9*uniform:8:40+0.1*uniform:400:700"})
+        {"requests": 4, "output_tokens": "0.9*uniform:8:40+0.1*uniform:400:700"}
+    )
     assert [c.dist for c in via_adapter.output_tokens.components] == [
-        Uniform(low=8, high=40), Uniform(low=400, high=700)]
+        Uniform(low=8, high=40),
+        Uniform(low=400, high=700),
+    ]
     # a bare whole number is a constant (YAML reads `output_tokens: 100` as an int)
     assert spec(output_tokens=100).output_tokens.model_dump() == {"kind": "constant", "value": 100}
     # inside a mixture's component too
@@ -303,7 +331,8 @@ def test_a_wrong_distribution_says_what_a_distribution_looks_like(value, reason)
     where, message = first_message(caught.value)
     assert where.endswith("output_tokens")
     assert message.startswith(
-        "expected a distribution like uniform:8:40 or {kind: uniform, low: 8, high: 40}")
+        "expected a distribution like uniform:8:40 or {kind: uniform, low: 8, high: 40}"
+    )
     assert reason in message and "\n" not in message
     assert "valid dictionary" not in message
 
@@ -405,8 +434,10 @@ def test_distribution_numbers_beyond_the_caps_are_user_errors(text):
         ("output_tokens", {"kind": "zipf", "a": 1.5, "cap": 2**64}),
         ("output_tokens", {"kind": "uniform", "low": 1, "high": 10**15}),
         ("prompt_tokens", {"kind": "constant", "value": 10**12}),
-        ("output_tokens", {"kind": "mixture", "components": [
-            {"weight": float("inf"), "dist": "uniform:1:3"}]}),
+        (
+            "output_tokens",
+            {"kind": "mixture", "components": [{"weight": float("inf"), "dist": "uniform:1:3"}]},
+        ),
         ("arrivals", {"kind": "poisson", "rate": float("nan")}),
         ("arrivals", {"kind": "gamma", "rate": 2, "cv": float("inf")}),
         ("requests", 10**12),
@@ -420,8 +451,13 @@ def test_spec_numbers_beyond_the_caps_name_the_field(field, value):
 
 def test_unbounded_draws_are_clipped_at_the_cap():
     """A lognormal without `high` or an exponential without `cap` never draws past 10M tokens."""
-    wide = generate(spec(requests=2_000, output_tokens={"kind": "lognormal", "median": 5e6, "sigma": 3},
-                         prompt_tokens={"kind": "exponential", "mean": 1e7}))
+    wide = generate(
+        spec(
+            requests=2_000,
+            output_tokens={"kind": "lognormal", "median": 5e6, "sigma": 3},
+            prompt_tokens={"kind": "exponential", "mean": 1e7},
+        )
+    )
     assert wide.output_tokens.max() == MAX_TOKENS and wide.prompt_tokens.max() == MAX_TOKENS
     assert wide.output_tokens.min() >= 1
     normal = generate(spec(requests=200, output_tokens={"kind": "normal", "mean": 1e7, "std": 1e7}))

@@ -5,6 +5,7 @@ hand-made counter goes wrong (regional indicators, tag sequences, ZWJ, skin tone
 mixed-script domains, URLs, ©/®, CJK, emoji of every version, every line of emoji-test.txt 12.0),
 each with the official library's weightedLength and validity. No node is needed to run this.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,16 +26,29 @@ def _vectors() -> list[dict]:
 def test_the_vectors_cover_every_hard_class():
     vectors = _vectors()
     classes = {v["class"] for v in vectors}
-    assert {"regional_indicators", "tag_sequences", "zwj_joins", "skin_tones", "fe0f",
-            "mixed_script_domains", "urls", "copyright_registered", "cjk", "emoji_all_versions",
-            "emoji_test_12"} <= classes
+    assert {
+        "regional_indicators",
+        "tag_sequences",
+        "zwj_joins",
+        "skin_tones",
+        "fe0f",
+        "mixed_script_domains",
+        "urls",
+        "copyright_registered",
+        "cjk",
+        "emoji_all_versions",
+        "emoji_test_12",
+    } <= classes
     assert len(vectors) > 6000
 
 
 def test_the_ported_count_equals_the_official_library_on_every_vector():
     """Without the one documented exception, the count is the official library's, exactly."""
-    wrong = [(v["class"], v["text"], x_weighted_length(v["text"], newer_emoji=False), v["weightedLength"])
-             for v in _vectors() if x_weighted_length(v["text"], newer_emoji=False) != v["weightedLength"]]
+    wrong = [
+        (v["class"], v["text"], x_weighted_length(v["text"], newer_emoji=False), v["weightedLength"])
+        for v in _vectors()
+        if x_weighted_length(v["text"], newer_emoji=False) != v["weightedLength"]
+    ]
     assert wrong == []
 
 
@@ -48,8 +62,11 @@ def test_the_count_is_never_lower_than_official_except_for_newer_standard_emoji(
         if not newer:
             assert got == official, v
             continue
-        saving = sum(x_weighted_length(s.encode("utf-16-le", "surrogatepass").decode("utf-16-le"),
-                                       newer_emoji=False) - 2 for s in newer)
+        saving = sum(
+            x_weighted_length(s.encode("utf-16-le", "surrogatepass").decode("utf-16-le"), newer_emoji=False)
+            - 2
+            for s in newer
+        )
         assert official - saving <= got <= official, v
         checked_lower += got < official
     assert checked_lower > 100
@@ -63,12 +80,16 @@ def test_validity_agrees_with_official():
         assert mine == v["valid"], v
 
 
-@pytest.mark.parametrize("text, official", [
-    ("\u00A9", 1), ("\u00AE", 1),  # a bare © or ® is text: 1 (the issue's own example)
-    (" \u05D1n.co", 25),  # a mixed-script domain Python's idna codec refuses is still a link
-    ("\U0001F1FA\U0001F1FB", 4),  # two regional indicators that are no flag
-    ("\U0001F3F4\U000E0030\U000E0076\U000E007F", 8),  # a tag sequence that is no flag
-])
+@pytest.mark.parametrize(
+    "text, official",
+    [
+        ("\u00a9", 1),
+        ("\u00ae", 1),  # a bare © or ® is text: 1 (the issue's own example)
+        (" \u05d1n.co", 25),  # a mixed-script domain Python's idna codec refuses is still a link
+        ("\U0001f1fa\U0001f1fb", 4),  # two regional indicators that are no flag
+        ("\U0001f3f4\U000e0030\U000e0076\U000e007f", 8),  # a tag sequence that is no flag
+    ],
+)
 def test_reported_cases(text, official):
     assert x_weighted_length(text) == official
     assert x_post_valid(text)

@@ -27,6 +27,7 @@ paged batching keep the clock as they go and continuous batching runs as paged b
 unlimited blocks (which it equals). A step time so short that the last arrival lies beyond
 MAX_STEPS (10^15) steps is refused.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -61,19 +62,48 @@ class Policy(Protocol):
     @property
     def kv_blocks(self) -> tuple[int, dict[str, Any]] | None: ...
 
-    def schedule(self, eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int,
-                 deadline: np.ndarray | None = None) -> Schedule: ...
+    def schedule(
+        self,
+        eligible: np.ndarray,
+        prompt: np.ndarray,
+        output: np.ndarray,
+        slots: int,
+        deadline: np.ndarray | None = None,
+    ) -> Schedule: ...
 
-    def schedule_timed(self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
-                       slots: int, step_time: StepTime) -> Schedule: ...
+    def schedule_timed(
+        self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int, step_time: StepTime
+    ) -> Schedule: ...
 
 
 __all__ = [
-    "Clock", "ContinuousPolicy", "GridClock", "SegmentClock", "MeasuredStepTime", "PagedPolicy", "Policy", "PolicyKind",
-    "PolicyResult", "PolicySettings", "RooflineStepTime", "Schedule", "StaticPolicy", "StepTime",
-    "UnitStepTime", "blocks_per_step", "clock_for", "prefill_steps", "registry",
-    "roofline_from_catalog", "schedule", "schedule_continuous", "schedule_paged", "schedule_static",
-    "schedule_static_timed", "simulate", "throughput_multiple",
+    "Clock",
+    "ContinuousPolicy",
+    "GridClock",
+    "SegmentClock",
+    "MeasuredStepTime",
+    "PagedPolicy",
+    "Policy",
+    "PolicyKind",
+    "PolicyResult",
+    "PolicySettings",
+    "RooflineStepTime",
+    "Schedule",
+    "StaticPolicy",
+    "StepTime",
+    "UnitStepTime",
+    "blocks_per_step",
+    "clock_for",
+    "prefill_steps",
+    "registry",
+    "roofline_from_catalog",
+    "schedule",
+    "schedule_continuous",
+    "schedule_paged",
+    "schedule_static",
+    "schedule_static_timed",
+    "simulate",
+    "throughput_multiple",
 ]
 
 

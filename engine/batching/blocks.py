@@ -17,6 +17,7 @@ The same formula holds one step earlier for a request whose prefill finished in 
 holds ceil(context / bs) then, exactly its prefill's blocks; that is why a request can join this
 count at the end of its prefill step.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,7 +61,7 @@ class DecodeBlocks:
     def held(self, step: int) -> int:
         """Blocks held after step `step`'s allocations."""
         m, v = divmod(step, self.bs)
-        return self.q_sum + self.count * (m + 1) + sum(self.hist[self.bs - v:])
+        return self.q_sum + self.count * (m + 1) + sum(self.hist[self.bs - v :])
 
     def taking(self, step: int) -> int:
         """How many take a new block in `step`: those whose reads pass a multiple of bs."""
@@ -83,7 +84,7 @@ class DecodeBlocks:
             return None
         for _ in range(2):  # found within this period or at the start of the next
             base = self.q_sum + n * (m + 1)
-            above = sum(hist[bs - v:]) if v else 0  # #{u ≥ bs − v}
+            above = sum(hist[bs - v :]) if v else 0  # #{u ≥ bs − v}
             for w in range(v, bs):
                 if w > v:
                     above += hist[bs - w]
@@ -184,13 +185,14 @@ def _decode_blocks_by_residues(ds, end, cached, bs, steps) -> np.ndarray:
     m, s = np.divmod(steps, bs)
     # Σp over live stays: Python ints if int64 could overflow (offsets reach −steps)
     wide = (int(np.abs(p).max()) + 1) * len(p) >= 2**62
-    p_sum = (_count_at_or_before(ds, p.astype(object), steps)
-             - _count_at_or_before(end, p.astype(object), steps)) if wide else (
-        _count_at_or_before(ds, p, steps) - _count_at_or_before(end, p, steps))
+    p_sum = (
+        (_count_at_or_before(ds, p.astype(object), steps) - _count_at_or_before(end, p.astype(object), steps))
+        if wide
+        else (_count_at_or_before(ds, p, steps) - _count_at_or_before(end, p, steps))
+    )
     live = _count_at_or_before(ds, None, steps) - _count_at_or_before(end, None, steps)
     zero = u == 0
-    live_zero = (_count_at_or_before(ds[zero], None, steps)
-                 - _count_at_or_before(end[zero], None, steps))
+    live_zero = _count_at_or_before(ds[zero], None, steps) - _count_at_or_before(end[zero], None, steps)
     out = p_sum + live * (m + 1) - live_zero * (s == 0)
     # + #{live stays with u ≥ bs + 1 − s}, counted residue by residue
     threshold = bs + 1 - s

@@ -17,6 +17,7 @@ of equally good fits the highest efficiency wins (a compute efficiency the measu
 test stays at 1, optimistic, rather than invented). The fit's error on its own points is kept
 with the model and reported wherever it is shown.
 """
+
 from __future__ import annotations
 
 import csv
@@ -58,11 +59,20 @@ class CalibratedStepTime:
             raise ValueError("kernel_seconds must be ≥ 0 and layers ≥ 1")
 
     @classmethod
-    def from_roofline(cls, roofline: RooflineStepTime, attention_flops_per_kv_token: float,
-                      layers: int, **fitted: Any) -> CalibratedStepTime:
-        return cls(roofline.weights_bytes, roofline.kv_bytes_per_token, roofline.flops_per_token,
-                   attention_flops_per_kv_token, roofline.hbm_bytes_per_s, roofline.peak_flops,
-                   layers, comm_seconds_per_token=roofline.comm_seconds_per_token, **fitted)
+    def from_roofline(
+        cls, roofline: RooflineStepTime, attention_flops_per_kv_token: float, layers: int, **fitted: Any
+    ) -> CalibratedStepTime:
+        return cls(
+            roofline.weights_bytes,
+            roofline.kv_bytes_per_token,
+            roofline.flops_per_token,
+            attention_flops_per_kv_token,
+            roofline.hbm_bytes_per_s,
+            roofline.peak_flops,
+            layers,
+            comm_seconds_per_token=roofline.comm_seconds_per_token,
+            **fitted,
+        )
 
     # ---- the three linear terms of a step (memory seconds, compute seconds at η = 1) ----------
 
@@ -87,17 +97,24 @@ class CalibratedStepTime:
     def seconds(self, batch: np.ndarray, context: np.ndarray, prefill: np.ndarray) -> np.ndarray:
         batch, context, prefill = (np.asarray(a, dtype=np.float64) for a in (batch, context, prefill))
         moved = self.weights_bytes + self.kv_bytes_per_token * (context + prefill)
-        flops = (self.flops_per_token * (batch + prefill)
-                 + self.attention_flops_per_kv_token * (context + prefill * prefill / 2))
-        return (self.fixed + self.comm_seconds_per_token * (batch + prefill)
-                + np.maximum(moved / self._bandwidth(), flops / self._compute()))
+        flops = self.flops_per_token * (batch + prefill) + self.attention_flops_per_kv_token * (
+            context + prefill * prefill / 2
+        )
+        return (
+            self.fixed
+            + self.comm_seconds_per_token * (batch + prefill)
+            + np.maximum(moved / self._bandwidth(), flops / self._compute())
+        )
 
     def step(self, batch: int, context: float, prefill: int) -> float:
         b, c, p = float(batch), float(context), float(prefill)
         moved = self.weights_bytes + self.kv_bytes_per_token * (c + p)
         flops = self.flops_per_token * (b + p) + self.attention_flops_per_kv_token * (c + p * p / 2)
-        return (self.fixed + self.comm_seconds_per_token * (b + p)
-                + max(moved / self._bandwidth(), flops / self._compute()))
+        return (
+            self.fixed
+            + self.comm_seconds_per_token * (b + p)
+            + max(moved / self._bandwidth(), flops / self._compute())
+        )
 
     def _lines(self, batch: float, first_context: float) -> tuple[float, float, float, float]:
         """A decode run's step j costs max(m0 + m1·j, f0 + f1·j) + fixed: (m0, m1, f0, f1)."""
@@ -127,7 +144,8 @@ class CalibratedStepTime:
 
     def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
         batch, first_context, steps = np.broadcast_arrays(
-            *(np.asarray(a, dtype=np.float64) for a in (batch, first_context, steps)))
+            *(np.asarray(a, dtype=np.float64) for a in (batch, first_context, steps))
+        )
         out = np.empty(batch.shape, dtype=np.float64)
         for index in np.ndindex(batch.shape):  # segments of a finished schedule: a vector loop
             m0, m1, f0, f1 = self._lines(float(batch[index]), float(first_context[index]))
@@ -168,6 +186,7 @@ def _sum_of_max(m0: float, m1: float, f0: float, f1: float, k: float) -> float:
         crossing = -gap0 / slope
         split = min(k, max(0.0, float(math.ceil(crossing))))
         first_memory = slope < 0  # memory wins before the crossing when it grows slower
+
     def series(a: float, b: float, lo: float, hi: float) -> float:  # Σ_{lo ≤ j < hi} a + b·j
         n = hi - lo
         return n * a + b * (n * (lo + hi - 1) / 2) if n > 0 else 0.0
@@ -189,11 +208,14 @@ def fit(base: CalibratedStepTime, points: Iterable[Sequence[float]]) -> Calibrat
         raise ValueError("need (batch, kv tokens, prompt tokens, seconds) points")
     batch, context, prefill, seconds = data.T
     seconds = seconds - base.comm_seconds_per_token * (batch + prefill)  # known, not fitted
-    unit = CalibratedStepTime(**{**base.__dict__, "memory_efficiency": 1.0, "flops_efficiency": 1.0,
-                                 "kernel_seconds": 0.0})
+    unit = CalibratedStepTime(
+        **{**base.__dict__, "memory_efficiency": 1.0, "flops_efficiency": 1.0, "kernel_seconds": 0.0}
+    )
     memory = (unit.weights_bytes + unit.kv_bytes_per_token * (context + prefill)) / unit.hbm_bytes_per_s
-    compute = (unit.flops_per_token * (batch + prefill)
-               + unit.attention_flops_per_kv_token * (context + prefill * prefill / 2)) / unit.peak_flops
+    compute = (
+        unit.flops_per_token * (batch + prefill)
+        + unit.attention_flops_per_kv_token * (context + prefill * prefill / 2)
+    ) / unit.peak_flops
 
     def best_on(mem_grid: np.ndarray, flop_grid: np.ndarray) -> tuple[float, float, float, float]:
         # grid[i, j, point]: seconds without the fixed cost at η_mem = mem_grid[i], η_flops = flop_grid[j]
@@ -211,14 +233,24 @@ def fit(base: CalibratedStepTime, points: Iterable[Sequence[float]]) -> Calibrat
             np.minimum(1.0, np.geomspace(eta_m * width, eta_m / width, 81)),
             np.minimum(1.0, np.geomspace(eta_f * width, eta_f / width, 81)),
         )
-    model = CalibratedStepTime(**{**unit.__dict__, "memory_efficiency": eta_m, "flops_efficiency": eta_f,
-                                  "kernel_seconds": fixed / unit.layers})
+    model = CalibratedStepTime(
+        **{
+            **unit.__dict__,
+            "memory_efficiency": eta_m,
+            "flops_efficiency": eta_f,
+            "kernel_seconds": fixed / unit.layers,
+        }
+    )
     predicted = model.seconds(batch, context, prefill)
     seconds = data[:, 3]
-    return CalibratedStepTime(**{
-        **model.__dict__, "points": len(data), "rmse": float(np.sqrt(np.mean((predicted - seconds) ** 2))),
-        "max_relative_error": float(np.max(np.abs(predicted - seconds) / seconds)),
-    })
+    return CalibratedStepTime(
+        **{
+            **model.__dict__,
+            "points": len(data),
+            "rmse": float(np.sqrt(np.mean((predicted - seconds) ** 2))),
+            "max_relative_error": float(np.max(np.abs(predicted - seconds) / seconds)),
+        }
+    )
 
 
 # ---- inputs: a bench measurement, or a per-operator table ------------------------------------------
@@ -262,16 +294,21 @@ def _points_from_csv(path: Path) -> list[Point]:
             except ValueError:
                 value = math.nan
             if not math.isfinite(value) or value < 0 or (key == "seconds" and value <= 0):
-                raise UserError(f"line {i}: must be a {'positive' if key == 'seconds' else 'non-negative'} "
-                                f"number, got {cell!r}", file=path, field=key)
+                raise UserError(
+                    f"line {i}: must be a {'positive' if key == 'seconds' else 'non-negative'} "
+                    f"number, got {cell!r}",
+                    file=path,
+                    field=key,
+                )
             values.append(value)
         b, c, p, s = values
         steps[(b, c, p)] = steps.get((b, c, p), 0.0) + s
     return [(b, c, p, s) for (b, c, p), s in steps.items()]
 
 
-def calibrate_from_catalog(model: str, gpu: str, path: str | Path, kv_dtype: str = "auto",
-                           tp: int = 1) -> CalibratedStepTime:
+def calibrate_from_catalog(
+    model: str, gpu: str, path: str | Path, kv_dtype: str = "auto", tp: int = 1
+) -> CalibratedStepTime:
     """The catalog's roofline terms for the model on the card, calibrated on the file's steps."""
     from engine.batching.loaders import roofline_from_catalog
     from engine.catalog import load_model

@@ -16,10 +16,10 @@ What a static step runs: a static group keeps its finished members in the batch 
 until its longest member ends (see engine.batching.static), so for pricing a static stay decodes
 until its group's end, its KV reads still growing by one token per step.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 
@@ -113,7 +113,7 @@ class SegmentClock:
         return out.reshape(shape)
 
 
-Clock = Union[GridClock, SegmentClock]  # a constant step time, or one that depends on the batch
+Clock = GridClock | SegmentClock  # a constant step time, or one that depends on the batch
 
 
 def priced_end(schedule: Schedule) -> np.ndarray:
@@ -150,9 +150,17 @@ def segment_load(schedule: Schedule) -> SegmentLoad:
     ds, end = schedule.decode_start, priced_end(schedule)
     live = end > ds
     ds, end, cached = ds[live], end[live], schedule.context[live]
-    edges = np.unique(np.concatenate((
-        [0, horizon], ds, end, schedule.chunk_step, schedule.chunk_step + 1,
-    ))).astype(np.int64)
+    edges = np.unique(
+        np.concatenate(
+            (
+                [0, horizon],
+                ds,
+                end,
+                schedule.chunk_step,
+                schedule.chunk_step + 1,
+            )
+        )
+    ).astype(np.int64)
     edges = edges[edges <= horizon]
     n_edges = len(edges)
     at_start = np.searchsorted(edges, ds)
@@ -165,9 +173,9 @@ def segment_load(schedule: Schedule) -> SegmentLoad:
     step_up = np.zeros(n_edges, dtype=np.int64)
     step_up[1:] = batch * lengths  # each request reads one more per step of the segment before
     context = np.cumsum(step_up + joins - leaves)[:-1]
-    prefill = _whole_bincount(
-        np.searchsorted(edges, schedule.chunk_step), schedule.chunk_tokens, n_edges
-    )[:-1]
+    prefill = _whole_bincount(np.searchsorted(edges, schedule.chunk_step), schedule.chunk_tokens, n_edges)[
+        :-1
+    ]
     return SegmentLoad(edges, batch, context, prefill)
 
 

@@ -21,6 +21,7 @@ Two ways to find the i-th event, both exact and one step of work per request, ne
 Events carry their slot (key = step × slots + slot): ties go to the lowest slot, and a request
 takes the slot that has been free longest, for the timeline.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -38,12 +39,19 @@ class ContinuousPolicy:
     max_wait = None
     kv_blocks = None  # no KV pool: a slot is all a request needs
 
-    def schedule(self, eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int,
-                 deadline: np.ndarray | None = None) -> Schedule:
+    def schedule(
+        self,
+        eligible: np.ndarray,
+        prompt: np.ndarray,
+        output: np.ndarray,
+        slots: int,
+        deadline: np.ndarray | None = None,
+    ) -> Schedule:
         return schedule_continuous(eligible, prompt, output, slots)
 
-    def schedule_timed(self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
-                       slots: int, step_time: StepTime) -> Schedule:
+    def schedule_timed(
+        self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int, step_time: StepTime
+    ) -> Schedule:
         """With batch-dependent steps and arrivals the clock is kept as the schedule goes:
         continuous batching is paged batching with unlimited blocks and no token budget."""
         from engine.batching.paged import PagedPolicy
@@ -51,9 +59,7 @@ class ContinuousPolicy:
         return PagedPolicy().schedule_timed(arrival, prompt, output, slots, step_time)
 
 
-def schedule_continuous(
-    eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int
-) -> Schedule:
+def schedule_continuous(eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int) -> Schedule:
     """Start step and slot of every request; see the module docstring for why this is exact."""
     prefill = prefill_steps(prompt)
     start, slot = fcfs_servers(eligible, output, slots)  # the prefill step emits the first token
@@ -114,8 +120,10 @@ def _by_blocks(eligible: np.ndarray, service: np.ndarray, slots: int) -> tuple[n
         hi = min(lo + block, n)
         e, s = eligible[lo:hi], service[lo:hi]
         b = hi - lo
-        taken = pool[:b] if b <= slots else np.concatenate(
-            (pool, horizon * slots + np.arange(b - slots, dtype=np.int64))
+        taken = (
+            pool[:b]
+            if b <= slots
+            else np.concatenate((pool, horizon * slots + np.arange(b - slots, dtype=np.int64)))
         )
         while True:
             begin = np.maximum(e, taken // slots)

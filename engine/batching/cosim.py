@@ -10,6 +10,7 @@ chosen replica takes the request, and all resume. Exact, and one pass over the r
 Paged and continuous batching only (continuous as paged with unlimited blocks, as the timed
 simulator runs it); they need a step-time model, since arrivals are compared in seconds.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,8 +21,9 @@ from engine.errors import UserError
 from engine.workload import Workload
 
 
-def least_outstanding(workload: Workload, policy: Any, slots: int, step_time: Any,
-                      replicas: int) -> tuple[np.ndarray, list[Any]]:
+def least_outstanding(
+    workload: Workload, policy: Any, slots: int, step_time: Any, replicas: int
+) -> tuple[np.ndarray, list[Any]]:
     """(replica of every request, each replica's PolicyResult or None)."""
     from engine.batching.clock import clock_for
     from engine.batching.continuous import ContinuousPolicy
@@ -29,12 +31,15 @@ def least_outstanding(workload: Workload, policy: Any, slots: int, step_time: An
     from engine.batching.paged import PagedPolicy, _Simulation, check_fits
 
     if step_time is None:
-        raise UserError("the least_outstanding router compares arrival times: give a step-time "
-                        "model", field="step_time")
+        raise UserError(
+            "the least_outstanding router compares arrival times: give a step-time model", field="step_time"
+        )
     engine = PagedPolicy() if isinstance(policy, ContinuousPolicy) else policy
     if type(engine) is not PagedPolicy:
-        raise UserError(f"the least_outstanding router runs paged and continuous batching, not "
-                        f"{policy.name}", field="router")
+        raise UserError(
+            f"the least_outstanding router runs paged and continuous batching, not {policy.name}",
+            field="router",
+        )
     cap = engine.max_num_seqs or slots
     prompt, output, arrival = workload.prompt_tokens, workload.output_tokens, workload.arrival_time
     check_fits(engine, prompt, output, cap)
@@ -78,6 +83,17 @@ def least_outstanding(workload: Workload, policy: Any, slots: int, step_time: An
         clock = clock_for(schedule, step_time)
         eligible = clock.step_of(arrival[served])
         block_size, kv_info = policy.kv_blocks if policy.kv_blocks is not None else (None, None)
-        results.append(measure(policy.name, schedule, output[served], eligible, arrival[served], clock,
-                               block_size=block_size, kv_info=kv_info, step_time=step_time.describe()))
+        results.append(
+            measure(
+                policy.name,
+                schedule,
+                output[served],
+                eligible,
+                arrival[served],
+                clock,
+                block_size=block_size,
+                kv_info=kv_info,
+                step_time=step_time.describe(),
+            )
+        )
     return replica_of, results

@@ -10,6 +10,7 @@ Times are seconds when the run had a step-time model, else steps. In the trace a
 bar per slot (thread) per engine (process: the policy, and the replica when there are several):
 its prefill, then its decode; Perfetto (ui.perfetto.dev) and chrome://tracing open it.
 """
+
 from __future__ import annotations
 
 import csv
@@ -78,27 +79,53 @@ def write_requests_csv(path: str | Path, runs: Iterable[Run], flag: str = "--req
     runs = list(runs)
     rows = sum(len(r.requests) for r in runs)
     if rows > MAX_CSV_ROWS:
-        raise UserError(f"{rows:,} rows (requests × policies) is over the cap of {MAX_CSV_ROWS:,}",
-                        field=flag)
+        raise UserError(
+            f"{rows:,} rows (requests × policies) is over the cap of {MAX_CSV_ROWS:,}", field=flag
+        )
     unit = "s" if all(r.step_time is not None for r in runs) else "step"
 
     def write(target: Path) -> None:
         with target.open("w", newline="", encoding="utf-8") as f:
             out = csv.writer(f)
-            out.writerow(["policy", "replica", "request", f"arrival_{unit}", f"scheduled_{unit}",
-                          f"first_token_{unit}", f"finish_{unit}", "preemptions", "restarts"])
+            out.writerow(
+                [
+                    "policy",
+                    "replica",
+                    "request",
+                    f"arrival_{unit}",
+                    f"scheduled_{unit}",
+                    f"first_token_{unit}",
+                    f"finish_{unit}",
+                    "preemptions",
+                    "restarts",
+                ]
+            )
             for run in runs:
                 s, clock = run.result.schedule, _clock(run)
                 n = len(run.requests)
                 scheduled = _at(clock, s.first_start)
                 first = _at(clock, s.first_token + 1)  # out when its step ends
                 finish = _at(clock, s.finish)
-                arrival = run.arrival if unit == "s" else run.result.schedule.first_start - run.result.latency.steps["queueing"]
+                arrival = (
+                    run.arrival
+                    if unit == "s"
+                    else run.result.schedule.first_start - run.result.latency.steps["queueing"]
+                )
                 evicted = preemptions_per_request(s, n)
                 for i in range(n):
-                    out.writerow([run.policy, "" if run.replica is None else run.replica,
-                                  int(run.requests[i]), _fmt(arrival[i]), _fmt(scheduled[i]),
-                                  _fmt(first[i]), _fmt(finish[i]), int(evicted[i]), int(evicted[i])])
+                    out.writerow(
+                        [
+                            run.policy,
+                            "" if run.replica is None else run.replica,
+                            int(run.requests[i]),
+                            _fmt(arrival[i]),
+                            _fmt(scheduled[i]),
+                            _fmt(first[i]),
+                            _fmt(finish[i]),
+                            int(evicted[i]),
+                            int(evicted[i]),
+                        ]
+                    )
 
     _replace(Path(path), write)
     return rows
@@ -113,8 +140,10 @@ def write_trace(path: str | Path, runs: Iterable[Run], flag: str = "--trace") ->
     runs = list(runs)
     stays = sum(len(r.result.schedule.request) for r in runs)
     if stays > MAX_TRACE_STAYS:
-        raise UserError(f"{stays:,} slot stays is over the trace's cap of {MAX_TRACE_STAYS:,}; "
-                        "trace fewer requests", field=flag)
+        raise UserError(
+            f"{stays:,} slot stays is over the trace's cap of {MAX_TRACE_STAYS:,}; trace fewer requests",
+            field=flag,
+        )
     timed = all(r.step_time is not None for r in runs)
     scale = 1e6 if timed else 1e3  # microseconds; untimed, one step is drawn as one millisecond
     events: list[dict[str, Any]] = []
@@ -123,18 +152,37 @@ def write_trace(path: str | Path, runs: Iterable[Run], flag: str = "--trace") ->
         label = run.policy if run.replica is None else f"{run.policy}, replica {run.replica}"
         events.append({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": label}})
         for slot in np.unique(s.slot).tolist():
-            events.append({"ph": "M", "pid": pid, "tid": int(slot), "name": "thread_name",
-                           "args": {"name": f"slot {slot}"}})
+            events.append(
+                {
+                    "ph": "M",
+                    "pid": pid,
+                    "tid": int(slot),
+                    "name": "thread_name",
+                    "args": {"name": f"slot {slot}"},
+                }
+            )
         start, decode, end = (_at(clock, a) * scale for a in (s.start, s.decode_start, s.end))
         for k in range(len(s.request)):
             request = int(run.requests[int(s.request[k])])
             for name, lo, hi in (("prefill", start[k], decode[k]), ("decode", decode[k], end[k])):
                 if hi > lo:
-                    events.append({"ph": "X", "pid": pid, "tid": int(s.slot[k]), "name": f"{name} {request}",
-                                   "cat": name, "ts": round(float(lo), 3), "dur": round(float(hi - lo), 3),
-                                   "args": {"request": request}})
-    doc = {"traceEvents": events, "displayTimeUnit": "ms",
-           "otherData": {"time": "simulated seconds" if timed else "steps, one drawn as 1 ms"}}
+                    events.append(
+                        {
+                            "ph": "X",
+                            "pid": pid,
+                            "tid": int(s.slot[k]),
+                            "name": f"{name} {request}",
+                            "cat": name,
+                            "ts": round(float(lo), 3),
+                            "dur": round(float(hi - lo), 3),
+                            "args": {"request": request},
+                        }
+                    )
+    doc = {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {"time": "simulated seconds" if timed else "steps, one drawn as 1 ms"},
+    }
 
     def write(target: Path) -> None:
         target.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")

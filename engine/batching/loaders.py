@@ -3,6 +3,7 @@
 The math modules take plain numbers; this module is where names ("llama-3-8b", "h100-80gb")
 and files (a GPU benchmark's JSON) become those numbers, with mistakes reported as UserErrors.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,8 +31,9 @@ def roofline_from_catalog(model: str, gpu: str, kv_dtype: str = "auto", tp: int 
         flops_per_token=2.0 * active / tp,
         hbm_bytes_per_s=float(card.hbm_bandwidth_bytes_per_s),
         peak_flops=float(card.bf16_dense_flops),
-        comm_seconds_per_token=allreduce_seconds_per_token(arch.num_layers, arch.hidden_size, tp,
-                                                           card.interconnect_bytes_per_s, card.name),
+        comm_seconds_per_token=allreduce_seconds_per_token(
+            arch.num_layers, arch.hidden_size, tp, card.interconnect_bytes_per_s, card.name
+        ),
     )
 
 
@@ -39,8 +41,9 @@ ALLREDUCES_PER_LAYER = 2  # Megatron-style: after attention's output and after t
 ACTIVATION_BYTES = 2  # bf16 activations
 
 
-def allreduce_seconds_per_token(layers: int, hidden: int, tp: int, link_bytes_per_s: float,
-                                gpu: str = "the GPU") -> float:
+def allreduce_seconds_per_token(
+    layers: int, hidden: int, tp: int, link_bytes_per_s: float, gpu: str = "the GPU"
+) -> float:
     """What tensor parallelism's all-reduces add per token in a step: a ring all-reduce of a
     token's hidden state (hidden × 2 bytes) sends and receives 2(tp − 1)/tp of it over each
     GPU's link, twice per layer. Latency per call is left out: a bound from below, like the
@@ -48,8 +51,11 @@ def allreduce_seconds_per_token(layers: int, hidden: int, tp: int, link_bytes_pe
     if tp == 1:
         return 0.0
     if not link_bytes_per_s > 0:
-        raise UserError(f"{gpu} has no interconnect bandwidth in the catalog; tensor parallelism "
-                        "needs it for the all-reduces", field="gpu")
+        raise UserError(
+            f"{gpu} has no interconnect bandwidth in the catalog; tensor parallelism "
+            "needs it for the all-reduces",
+            field="gpu",
+        )
     per_allreduce = 2 * (tp - 1) / tp * hidden * ACTIVATION_BYTES / link_bytes_per_s
     return layers * ALLREDUCES_PER_LAYER * per_allreduce
 
@@ -69,8 +75,12 @@ def num_blocks_from_catalog(
     arch = load_model(model)
     card = load_gpu(gpu)
     plan = plan_kv_cache(
-        arch, card.memory_bytes, VllmBudget(gpu_memory_utilization=gpu_memory_utilization),
-        kv_dtype=kv_dtype, tp=tp, block_size=block_size,
+        arch,
+        card.memory_bytes,
+        VllmBudget(gpu_memory_utilization=gpu_memory_utilization),
+        kv_dtype=kv_dtype,
+        tp=tp,
+        block_size=block_size,
     )
     return plan.num_blocks
 

@@ -18,6 +18,7 @@ bin is a sum of interval overlaps; KV blocks are evaluated only where they can p
 work and memory grow with the requests. `per_step` still gives the step-by-step counts, for
 checks on small runs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -215,7 +216,8 @@ class PolicyResult:
             "preemptions": self.preemptions,
             "latency": {
                 "steps": {k: percentiles(v) for k, v in lat.steps.items()},
-                "seconds": None if lat.seconds is None
+                "seconds": None
+                if lat.seconds is None
                 else {k: percentiles(v) for k, v in lat.seconds.items()},
             },
             "latency_cdf": self._cdf(),

@@ -41,18 +41,19 @@ that begins at or after its arrival, solved in closed form and settled exactly
 (steptime.reach). The loop can also pause at a given time and take more requests, so several
 engines run side by side behind a router (engine.batching.cosim).
 """
+
 from __future__ import annotations
 
 import gc
 import heapq
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from engine.batching.blocks import DecodeBlocks, ceil_div
 # the blocks a finished schedule holds, counted from its stays alone, once lived here
-from engine.batching.blocks import KvUsage, blocks_at, blocks_per_step, kv_usage  # noqa: F401
+from engine.batching.blocks import DecodeBlocks, KvUsage, blocks_at, blocks_per_step, ceil_div, kv_usage  # noqa: F401
 from engine.batching.queues import FcfsQueue, WaitingQueue
 from engine.batching.schedule import Schedule
 from engine.batching.steptime import StepTime, reach, runner, step_seconds
@@ -89,16 +90,23 @@ class PagedPolicy:
         """(block size, what results.json says about the pool)."""
         return self.block_size, {"num_blocks": self.num_blocks, "block_size": self.block_size}
 
-    def schedule(self, eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int,
-                 deadline: np.ndarray | None = None) -> Schedule:
+    def schedule(
+        self,
+        eligible: np.ndarray,
+        prompt: np.ndarray,
+        output: np.ndarray,
+        slots: int,
+        deadline: np.ndarray | None = None,
+    ) -> Schedule:
         return schedule_paged(eligible, prompt, output, slots, self)
 
-    def schedule_timed(self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
-                       slots: int, step_time: StepTime) -> Schedule:
+    def schedule_timed(
+        self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int, step_time: StepTime
+    ) -> Schedule:
         unused = np.zeros(len(output), dtype=np.int64)
         return schedule_paged(unused, prompt, output, slots, self, clock=(step_time, arrival))
 
-    def simulation(self) -> type["_Simulation"]:
+    def simulation(self) -> type[_Simulation]:
         """The loop that runs these rules (prefill-first scheduling brings its own)."""
         return _Simulation
 
@@ -258,8 +266,17 @@ class _Simulation:
         self.output.append(output)
         self.arrival.append(arrival)
         self.eligible.append(0)
-        for values in (self.generated, self.stay, self.context, self.prefilled, self.decode_from,
-                       self.held, self.version, self.order, self.offset):
+        for values in (
+            self.generated,
+            self.stay,
+            self.context,
+            self.prefilled,
+            self.decode_from,
+            self.held,
+            self.version,
+            self.order,
+            self.offset,
+        ):
             values.append(0)
         self.first_start.append(-1)
         self.finish.append(-1)

@@ -18,6 +18,7 @@ a new one, in the same slot, begins there, prefilling nothing (a chunk of 0 toke
 blocks counted) and decoding from the next step, so every consumer of a Schedule (clock, blocks,
 metrics, charts) reads it without knowing about pauses.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -42,14 +43,16 @@ class PrefillFirstPolicy(PagedPolicy):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.chunked_prefill:
-            raise UserError("prefill-first scheduling does not chunk prompts; use the paged "
-                            "policy for chunked prefill", field="chunked_prefill")
+            raise UserError(
+                "prefill-first scheduling does not chunk prompts; use the paged policy for chunked prefill",
+                field="chunked_prefill",
+            )
 
 
 class _PrefillFirst(_Simulation):
     """The paged loop with step 3 and 4 swapped and made exclusive (see the module docstring)."""
 
-    def __init__(self, eligible, prompt, output, cap, policy, clock=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, eligible, prompt, output, cap, policy, clock=None) -> None:
         if len(prompt) and int(np.min(prompt)) < 1:
             worst = int(np.argmin(prompt))
             raise UserError(

@@ -7,6 +7,7 @@ the first request that does not fit (no overtaking), so the queue's order *is* t
 first-come-first-served today; shortest-job-first or a priority order is a new class here, not a
 new loop.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -28,7 +29,7 @@ class WaitingQueue(Protocol):
     def __len__(self) -> int: ...
 
 
-class FcfsQueue(deque):  # type: ignore[type-arg]
+class FcfsQueue(deque):
     """First come, first served (vLLM's default); a preempted request goes to the front."""
 
     def __init__(self, prompt: np.ndarray, output: np.ndarray) -> None:

@@ -10,6 +10,7 @@ test can register a toy policy from its own file.
 This module imports nothing heavy: the spec validates names against it, and the builders import
 the simulator only when called.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -114,18 +115,28 @@ def _paged(s: PolicySettings) -> Any:
     )
 
 
-register(PolicyKind(
-    "static", _static, "static batching",
-    "Groups of `slots` requests in arrival order; a group holds every slot until its longest "
-    "member ends, finished members padding the batch.",
-    colour="vermillion",
-))
-register(PolicyKind(
-    "continuous", _continuous, "continuous batching",
-    "Orca's iteration-level batching: a slot freed by a finished request is refilled at the "
-    "next step, first come first served.",
-    colour="blue",
-))
+register(
+    PolicyKind(
+        "static",
+        _static,
+        "static batching",
+        "Groups of `slots` requests in arrival order; a group holds every slot until its longest "
+        "member ends, finished members padding the batch.",
+        colour="vermillion",
+    )
+)
+register(
+    PolicyKind(
+        "continuous",
+        _continuous,
+        "continuous batching",
+        "Orca's iteration-level batching: a slot freed by a finished request is refilled at the "
+        "next step, first come first served.",
+        colour="blue",
+    )
+)
+
+
 def _prefill_first(s: PolicySettings) -> Any:
     from engine.batching.prefill_first import PrefillFirstPolicy
 
@@ -138,15 +149,25 @@ def _prefill_first(s: PolicySettings) -> Any:
     )
 
 
-register(PolicyKind(
-    "paged", _paged, "paged (vLLM-style)",
-    "vLLM V1's scheduler: continuous batching bounded by KV blocks, running requests first, "
-    "prefills mixed into decode steps (chunked if asked), newest preempted by recompute.",
-    colour="green", needs_blocks=True,
-))
-register(PolicyKind(
-    "prefill_first", _prefill_first, "prefill-first (vLLM V0)",
-    "vLLM V0's scheduler: the same KV pool and limits, but a step either prefills newly admitted "
-    "requests or decodes the running ones, never both; decodes pause while prompts go in.",
-    colour="orange", needs_blocks=True,
-))
+register(
+    PolicyKind(
+        "paged",
+        _paged,
+        "paged (vLLM-style)",
+        "vLLM V1's scheduler: continuous batching bounded by KV blocks, running requests first, "
+        "prefills mixed into decode steps (chunked if asked), newest preempted by recompute.",
+        colour="green",
+        needs_blocks=True,
+    )
+)
+register(
+    PolicyKind(
+        "prefill_first",
+        _prefill_first,
+        "prefill-first (vLLM V0)",
+        "vLLM V0's scheduler: the same KV pool and limits, but a step either prefills newly admitted "
+        "requests or decodes the running ones, never both; decodes pause while prompts go in.",
+        colour="orange",
+        needs_blocks=True,
+    )
+)

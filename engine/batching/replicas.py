@@ -15,6 +15,7 @@ One shared queue in front of the replicas (a replica pulls when it can admit) is
 Metrics: each replica's own PolicyResult, and the cluster's: per-request latencies in the
 workload's order, the makespan of the slowest replica, throughput over it, preemptions summed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,8 +79,16 @@ class ClusterResult:
         }
 
 
-def simulate_replicas(workload: Workload, policy: Any, *, slots: int, step_time: Any = None,
-                      replicas: int, router: str = "round_robin", seed: int = 0) -> ClusterResult:
+def simulate_replicas(
+    workload: Workload,
+    policy: Any,
+    *,
+    slots: int,
+    step_time: Any = None,
+    replicas: int,
+    router: str = "round_robin",
+    seed: int = 0,
+) -> ClusterResult:
     """Route, then run each replica as one engine (see the module docstring)."""
     from engine.batching import simulate
 
@@ -106,8 +115,12 @@ def simulate_replicas(workload: Workload, policy: Any, *, slots: int, step_time:
         if side_by_side is not None:
             r = side_by_side[j]
         else:
-            part = Workload.of(workload.output_tokens[mine], workload.prompt_tokens[mine],
-                               workload.arrival_time[mine], source=f"{workload.source}, replica {j}")
+            part = Workload.of(
+                workload.output_tokens[mine],
+                workload.prompt_tokens[mine],
+                workload.arrival_time[mine],
+                source=f"{workload.source}, replica {j}",
+            )
             r = simulate(part, policy, slots=slots, step_time=step_time)
         results.append(r)
         for name, values in r.latency.steps.items():

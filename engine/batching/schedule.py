@@ -13,6 +13,7 @@ prefill's last position (emit_start = decode_start − 1), so a request with a p
 tokens decodes n − 1 steps; a stay without a prefill emits from its first decode step
 (emit_start = decode_start).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

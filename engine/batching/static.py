@@ -23,6 +23,7 @@ partial group) that launches at step s and runs L steps:
 A group's seconds are then its first step plus a run of L − 1 steps of fixed batch n, summed in
 closed form (group_seconds). A finished request's latency still ends with its own last token.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,12 +47,19 @@ class StaticPolicy:
         if self.max_wait is not None and not self.max_wait >= 0:
             raise ValueError("max_wait must be ≥ 0 seconds")
 
-    def schedule(self, eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int,
-                 deadline: np.ndarray | None = None) -> Schedule:
+    def schedule(
+        self,
+        eligible: np.ndarray,
+        prompt: np.ndarray,
+        output: np.ndarray,
+        slots: int,
+        deadline: np.ndarray | None = None,
+    ) -> Schedule:
         return schedule_static(eligible, prompt, output, slots, deadline)
 
-    def schedule_timed(self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
-                       slots: int, step_time: StepTime) -> Schedule:
+    def schedule_timed(
+        self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int, step_time: StepTime
+    ) -> Schedule:
         return schedule_static_timed(arrival, prompt, output, slots, self.max_wait, step_time)
 
 
@@ -140,7 +148,12 @@ def group_seconds(step_time: StepTime, prompt: np.ndarray, steps: int) -> float:
 
 
 def _schedule_of_groups(
-    first: np.ndarray, start: np.ndarray, longest: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int
+    first: np.ndarray,
+    start: np.ndarray,
+    longest: np.ndarray,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    slots: int,
 ) -> Schedule:
     n = len(output)
     size = np.diff(np.append(first, n))

@@ -17,13 +17,14 @@ request per step; `segment_seconds` sums such a run of decode steps in closed fo
 event-driven simulation can keep a clock without visiting every step. It takes scalars or
 aligned arrays (one run per element), so a whole schedule's runs are summed in one call.
 """
+
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-import math
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -243,9 +244,7 @@ class RooflineStepTime:
     def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
         """Σ_j max(α + β·(C0 + B·j), γ): compute-bound while the KV reads are small, then
         memory-bound with a linearly growing cost; the crossing step splits the sum in two."""
-        batch, first_context, steps = (
-            np.asarray(a, dtype=np.float64) for a in (batch, first_context, steps)
-        )
+        batch, first_context, steps = (np.asarray(a, dtype=np.float64) for a in (batch, first_context, steps))
         alpha = self.weights_bytes / self.hbm_bytes_per_s
         beta = self.kv_bytes_per_token / self.hbm_bytes_per_s
         gamma = self.flops_per_token * batch / self.peak_flops
@@ -318,8 +317,9 @@ class RooflineStepTime:
             "flops_per_token": self.flops_per_token,
             "hbm_bytes_per_s": self.hbm_bytes_per_s,
             "peak_flops": self.peak_flops,
-            **({"comm_seconds_per_token": self.comm_seconds_per_token}
-               if self.comm_seconds_per_token else {}),
+            **(
+                {"comm_seconds_per_token": self.comm_seconds_per_token} if self.comm_seconds_per_token else {}
+            ),
         }
 
 
@@ -378,15 +378,11 @@ class MeasuredStepTime:
     def seconds(self, batch: np.ndarray, context: np.ndarray, prefill: np.ndarray) -> np.ndarray:
         batch, context, prefill = (np.asarray(a, dtype=np.float64) for a in (batch, context, prefill))
         return (
-            self.intercept
-            + self.per_token * (batch + prefill)
-            + self.per_context_token * (context + prefill)
+            self.intercept + self.per_token * (batch + prefill) + self.per_context_token * (context + prefill)
         )
 
     def segment_seconds(self, batch: Any, first_context: Any, steps: Any) -> Any:
-        batch, first_context, steps = (
-            np.asarray(a, dtype=np.float64) for a in (batch, first_context, steps)
-        )
+        batch, first_context, steps = (np.asarray(a, dtype=np.float64) for a in (batch, first_context, steps))
         first = self.intercept + self.per_token * batch + self.per_context_token * first_context
         return steps * first + self.per_context_token * batch * steps * (steps - 1) / 2
 

@@ -10,6 +10,7 @@ Why config.json terms: the KV cache is sized from ``num_hidden_layers``, ``num_k
 ``head_dim``, ``sliding_window``/``layer_types`` and ``kv_lora_rank``; public calculators that
 re-derive these (head_dim = hidden / heads, ignoring num_key_value_heads) get real models wrong.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -30,11 +31,24 @@ from engine.limits import MAX_CONFIG_BYTES, check_yaml_depth, read_text_limited
 CATALOG_DIR = Path(__file__).parent
 MODEL_DTYPES = ("bfloat16", "float16", "float32")
 LAYER_TYPES = ("full_attention", "sliding_attention")
-_DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
-                  "float": "float32"}
+_DTYPE_ALIASES = {
+    "fp16": "float16",
+    "half": "float16",
+    "bf16": "bfloat16",
+    "fp32": "float32",
+    "float": "float32",
+}
 # Weight formats a quantised checkpoint can declare (bits per weight, before scales).
-WEIGHT_DTYPE_BITS = {"float32": 32, "bfloat16": 16, "float16": 16, "bf16": 16, "fp16": 16,
-                     "fp8": 8, "int8": 8, "int4": 4}
+WEIGHT_DTYPE_BITS = {
+    "float32": 32,
+    "bfloat16": 16,
+    "float16": 16,
+    "bf16": 16,
+    "fp16": 16,
+    "fp8": 8,
+    "int8": 8,
+    "int4": 4,
+}
 
 
 @dataclass(frozen=True)
@@ -138,8 +152,9 @@ def _dtype(value: Any, *, file: str | None, fieldname: str) -> str:
     text = str(value).removeprefix("torch.")
     text = _DTYPE_ALIASES.get(text, text)
     if text not in MODEL_DTYPES:
-        raise UserError(f"dtype {value!r} is not one of {', '.join(MODEL_DTYPES)}",
-                        file=file, field=fieldname)
+        raise UserError(
+            f"dtype {value!r} is not one of {', '.join(MODEL_DTYPES)}", file=file, field=fieldname
+        )
     return text
 
 
@@ -163,31 +178,37 @@ def _weight_quant(c: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _layer_types(c: Mapping[str, Any], layers: int, window: int | None, *,
-                 file: str | None) -> tuple[str, ...]:
+def _layer_types(
+    c: Mapping[str, Any], layers: int, window: int | None, *, file: str | None
+) -> tuple[str, ...]:
     """Per-layer attention kind, as transformers derives it when the config does not list it."""
     listed = c.get("layer_types")
     if listed is not None:
         types = tuple(str(t) for t in listed)
         if len(types) != layers:
-            raise UserError(f"has {len(types)} entries for {layers} layers", file=file,
-                            field="layer_types")
+            raise UserError(f"has {len(types)} entries for {layers} layers", file=file, field="layer_types")
         unknown = sorted(set(types) - set(LAYER_TYPES))
         if unknown:
-            raise UserError(f"layer type {unknown[0]!r} is not supported (only "
-                            f"{' and '.join(LAYER_TYPES)} layers keep a KV cache this calculator "
-                            "sizes)", file=file, field="layer_types")
+            raise UserError(
+                f"layer type {unknown[0]!r} is not supported (only "
+                f"{' and '.join(LAYER_TYPES)} layers keep a KV cache this calculator "
+                "sizes)",
+                file=file,
+                field="layer_types",
+            )
         if "sliding_attention" in types and window is None:
-            raise UserError("lists sliding_attention layers but sliding_window is not set",
-                            file=file, field="layer_types")
+            raise UserError(
+                "lists sliding_attention layers but sliding_window is not set", file=file, field="layer_types"
+            )
         return types
     if window is None:
         return ("full_attention",) * layers
     pattern = _first(c, "sliding_window_pattern", "_sliding_window_pattern")
     model_type = str(c.get("model_type", ""))
     if pattern:  # Gemma-3: every pattern-th layer is global
-        return tuple("full_attention" if (i + 1) % int(pattern) == 0 else "sliding_attention"
-                     for i in range(layers))
+        return tuple(
+            "full_attention" if (i + 1) % int(pattern) == 0 else "sliding_attention" for i in range(layers)
+        )
     if model_type == "gemma2":  # even layers local, odd layers global
         return tuple("sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers))
     if c.get("max_window_layers") is not None and model_type.startswith("qwen"):
@@ -196,8 +217,14 @@ def _layer_types(c: Mapping[str, Any], layers: int, window: int | None, *,
     return ("sliding_attention",) * layers  # Mistral-7B-v0.1: every layer windowed
 
 
-def model_from_config(config: Mapping[str, Any], name: str, *, source: str | None = None,
-                      display_name: str = "", extra_sources: tuple[str, ...] = ()) -> ModelArch:
+def model_from_config(
+    config: Mapping[str, Any],
+    name: str,
+    *,
+    source: str | None = None,
+    display_name: str = "",
+    extra_sources: tuple[str, ...] = (),
+) -> ModelArch:
     """A ModelArch from a Hugging Face config.json's fields.
 
     Rules (transformers' and vLLM's): num_key_value_heads absent means multi-head attention;
@@ -207,15 +234,20 @@ def model_from_config(config: Mapping[str, Any], name: str, *, source: str | Non
     """
     file = source
     c = _text_config(config)
-    for canonical, alias in (("num_hidden_layers", "n_layer"), ("hidden_size", "n_embd"),
-                             ("num_attention_heads", "n_head")):
+    for canonical, alias in (
+        ("num_hidden_layers", "n_layer"),
+        ("hidden_size", "n_embd"),
+        ("num_attention_heads", "n_head"),
+    ):
         if c.get(canonical) is None and c.get(alias) is not None:
             c[canonical] = c[alias]
-    missing = [k for k in ("num_hidden_layers", "hidden_size", "num_attention_heads")
-               if c.get(k) is None]
+    missing = [k for k in ("num_hidden_layers", "hidden_size", "num_attention_heads") if c.get(k) is None]
     if missing:
-        raise UserError(f"missing {', '.join(missing)}; is this a decoder model's config.json?",
-                        file=file, field=missing[0])
+        raise UserError(
+            f"missing {', '.join(missing)}; is this a decoder model's config.json?",
+            file=file,
+            field=missing[0],
+        )
     check_shapes(c, file)
     try:
         layers = int(c["num_hidden_layers"])
@@ -231,9 +263,13 @@ def model_from_config(config: Mapping[str, Any], name: str, *, source: str | Non
         head_dim = int(_first(c, "head_dim", default=hidden // heads if heads else 0))
     except (TypeError, ValueError) as exc:
         raise UserError(f"a shape field is not a whole number ({exc})", file=file) from None
-    for fname, value in (("num_hidden_layers", layers), ("hidden_size", hidden),
-                         ("num_attention_heads", heads), ("num_key_value_heads", kv_heads),
-                         ("head_dim", head_dim)):
+    for fname, value in (
+        ("num_hidden_layers", layers),
+        ("hidden_size", hidden),
+        ("num_attention_heads", heads),
+        ("num_key_value_heads", kv_heads),
+        ("head_dim", head_dim),
+    ):
         if value <= 0:
             raise UserError(f"must be positive, got {value}", file=file, field=fname)
 
@@ -245,8 +281,9 @@ def model_from_config(config: Mapping[str, Any], name: str, *, source: str | Non
     kv_lora: Any = c.get("kv_lora_rank")
     rope: Any = c.get("qk_rope_head_dim")
     if kv_lora and not rope:
-        raise UserError("MLA config has kv_lora_rank but no qk_rope_head_dim", file=file,
-                        field="qk_rope_head_dim")
+        raise UserError(
+            "MLA config has kv_lora_rank but no qk_rope_head_dim", file=file, field="qk_rope_head_dim"
+        )
     if kv_lora:  # what vLLM caches for MLA: one latent "head" of kv_lora_rank + rope dims
         kv_heads, head_dim = 1, int(kv_lora) + int(rope)
     if c.get("intermediate_size") is None:
@@ -260,14 +297,14 @@ def model_from_config(config: Mapping[str, Any], name: str, *, source: str | Non
         num_attention_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
-        dtype=_dtype(_first(c, "torch_dtype", "dtype", default="float32"), file=file,
-                     fieldname="torch_dtype"),
+        dtype=_dtype(
+            _first(c, "torch_dtype", "dtype", default="float32"), file=file, fieldname="torch_dtype"
+        ),
         num_params=total,
         active_params=active,
         intermediate_size=int(c["intermediate_size"]),
         vocab_size=int(c.get("vocab_size") or 0),
-        max_position_embeddings=int(_first(c, "max_position_embeddings", "n_positions",
-                                           default=0)),
+        max_position_embeddings=int(_first(c, "max_position_embeddings", "n_positions", default=0)),
         kv_lora_rank=int(kv_lora) if kv_lora else None,
         qk_rope_head_dim=int(rope) if kv_lora else None,
         sliding_window=window,
@@ -284,14 +321,29 @@ def model_from_config(config: Mapping[str, Any], name: str, *, source: str | Non
     )
 
 
-_FIELD_OPTIONS = {"num_attention_heads", "hidden_size", "intermediate_size", "vocab_size",
-                  "max_position_embeddings", "num_params", "active_params", "kv_lora_rank",
-                  "qk_rope_head_dim", "sliding_window", "layer_types", "sources", "display_name",
-                  "tie_word_embeddings", "weight_quant", "model_type"}
+_FIELD_OPTIONS = {
+    "num_attention_heads",
+    "hidden_size",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+    "num_params",
+    "active_params",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "sliding_window",
+    "layer_types",
+    "sources",
+    "display_name",
+    "tie_word_embeddings",
+    "weight_quant",
+    "model_type",
+}
 
 
-def model_from_fields(name: str, num_layers: int, num_kv_heads: int, head_dim: int,
-                      dtype: str = "float16", **optional: Any) -> ModelArch:
+def model_from_fields(
+    name: str, num_layers: int, num_kv_heads: int, head_dim: int, dtype: str = "float16", **optional: Any
+) -> ModelArch:
     """An inline model, e.g. the lab's "7B-class: 32 layers, 32 KV heads, head dim 128, fp16".
 
     Only the KV shape is required. Attention heads default to the KV heads (multi-head),
@@ -300,8 +352,7 @@ def model_from_fields(name: str, num_layers: int, num_kv_heads: int, head_dim: i
     """
     unknown = sorted(set(optional) - _FIELD_OPTIONS)
     if unknown:
-        raise UserError(f"unknown model field (known: {', '.join(sorted(_FIELD_OPTIONS))})",
-                        field=unknown[0])
+        raise UserError(f"unknown model field (known: {', '.join(sorted(_FIELD_OPTIONS))})", field=unknown[0])
     heads = int(optional.get("num_attention_heads") or num_kv_heads)
     config: dict[str, Any] = {
         "model_type": optional.get("model_type", ""),
@@ -313,19 +364,35 @@ def model_from_fields(name: str, num_layers: int, num_kv_heads: int, head_dim: i
         "torch_dtype": dtype,
         "tie_word_embeddings": bool(optional.get("tie_word_embeddings", False)),
     }
-    for key in ("intermediate_size", "vocab_size", "max_position_embeddings", "kv_lora_rank",
-                "qk_rope_head_dim", "sliding_window", "layer_types"):
+    for key in (
+        "intermediate_size",
+        "vocab_size",
+        "max_position_embeddings",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "sliding_window",
+        "layer_types",
+    ):
         if optional.get(key) is not None:
             config[key] = optional[key]
-    arch = model_from_config(config, name, display_name=optional.get("display_name", ""),
-                             extra_sources=tuple(optional.get("sources") or ()))
+    arch = model_from_config(
+        config,
+        name,
+        display_name=optional.get("display_name", ""),
+        extra_sources=tuple(optional.get("sources") or ()),
+    )
     known_shapes = "intermediate_size" in config and "vocab_size" in config
     total = int(optional.get("num_params") or (arch.num_params if known_shapes else 0))
     active = int(optional.get("active_params") or (arch.active_params if known_shapes else total))
-    return replace(arch, num_params=total, active_params=active,
-                   weight_quant=optional.get("weight_quant"),
-                   intermediate_size=arch.intermediate_size if known_shapes
-                   else int(optional.get("intermediate_size") or 0))
+    return replace(
+        arch,
+        num_params=total,
+        active_params=active,
+        weight_quant=optional.get("weight_quant"),
+        intermediate_size=arch.intermediate_size
+        if known_shapes
+        else int(optional.get("intermediate_size") or 0),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,9 +461,12 @@ def load_model(name_or_path: str) -> ModelArch:
     entries = _model_entries()
     if key.lower() in entries:
         entry = catalog_model_entry(key.lower())
-        return model_from_config(entry["config"], key.lower(),
-                                 display_name=str(entry.get("display_name", "")),
-                                 extra_sources=_sources_of(entry))
+        return model_from_config(
+            entry["config"],
+            key.lower(),
+            display_name=str(entry.get("display_name", "")),
+            extra_sources=_sources_of(entry),
+        )
     path = Path(key).expanduser()
     if path.is_dir():
         path = path / "config.json"
@@ -405,8 +475,9 @@ def load_model(name_or_path: str) -> ModelArch:
         try:
             config = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise UserError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
-                            file=path) from None
+            raise UserError(
+                f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", file=path
+            ) from None
         except RecursionError:
             raise UserError("not valid JSON: nested too deep", file=path) from None
         if not isinstance(config, dict):
@@ -415,8 +486,10 @@ def load_model(name_or_path: str) -> ModelArch:
         return model_from_config(config, name, source=str(path))
     if key.endswith(".json") or "/" in key:
         raise UserError(f"no such file {key!r}", field="model")
-    raise UserError(f"unknown model {key!r}; nearest: {_nearest(key, list(entries))} "
-                    "(or give a path to a config.json)", field="model")
+    raise UserError(
+        f"unknown model {key!r}; nearest: {_nearest(key, list(entries))} (or give a path to a config.json)",
+        field="model",
+    )
 
 
 @cache
@@ -428,8 +501,7 @@ def load_gpu(name: str) -> GpuSpec:
     if found is None:
         found = next((v for v in entries.values() if key in v[1]), None)
     if found is None:
-        raise UserError(f"unknown GPU {name!r}; nearest: {_nearest(key, list(entries))}",
-                        field="gpu")
+        raise UserError(f"unknown GPU {name!r}; nearest: {_nearest(key, list(entries))}", field="gpu")
     path = found[0]
     entry = _read_yaml(path)
     try:

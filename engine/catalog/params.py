@@ -11,6 +11,7 @@ layers. Non-gated MLPs (GPT-2, OPT, GPT-NeoX) count two matrices instead of thre
 norms are counted where the family has them. Families outside these get the closest rule, which is
 within a few per cent; the catalog's tests pin the families above exactly.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

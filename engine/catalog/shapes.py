@@ -5,9 +5,11 @@ parameter count, `"hidden_size": "big"` or `32.7` would end in a traceback, and 
 not divide the attention heads describe a model that cannot exist. Each is one line naming the
 file and the field, with the limit from engine/limits.py.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from engine.errors import UserError
 from engine.limits import MAX_CONTEXT_TOKENS, MAX_LAYERS, MAX_MODEL_DIM
@@ -53,8 +55,10 @@ _MLA_NEEDS = ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
 
 def whole(value: Any, field: str, file: str | None, least: int, most: int) -> int:
     """A whole number within [least, most]; true/false, fractions and text are refused."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-        isinstance(value, float) and not value.is_integer()
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (isinstance(value, float) and not value.is_integer())
     ):
         shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
         raise UserError(f"must be a whole number, got {shown}", file=file, field=field)
@@ -83,10 +87,17 @@ def check_shapes(c: Mapping[str, Any], file: str | None) -> None:
     heads = c.get("num_attention_heads")
     kv_heads = c.get("num_key_value_heads")
     if heads is not None and kv_heads is not None and (kv_heads > heads or heads % kv_heads):
-        raise UserError(f"{int(kv_heads)} KV heads must divide {int(heads)} attention heads (each KV "
-                        "head serves a whole group of query heads)", file=file, field="num_key_value_heads")
+        raise UserError(
+            f"{int(kv_heads)} KV heads must divide {int(heads)} attention heads (each KV "
+            "head serves a whole group of query heads)",
+            file=file,
+            field="num_key_value_heads",
+        )
     experts = c.get("num_local_experts") or c.get("n_routed_experts") or c.get("num_experts") or 0
     per_token = c.get("num_experts_per_tok") or c.get("num_experts_per_token") or 0
     if experts and per_token > experts:
-        raise UserError(f"{int(per_token)} experts per token, but the model has {int(experts)}",
-                        file=file, field="num_experts_per_tok")
+        raise UserError(
+            f"{int(per_token)} experts per token, but the model has {int(experts)}",
+            file=file,
+            field="num_experts_per_tok",
+        )

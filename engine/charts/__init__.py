@@ -7,13 +7,14 @@ text against the platform's limit before anything is posted.
 
 Importing this package imports matplotlib (Agg): the build imports it only when a spec lists charts.
 """
+
 from __future__ import annotations
 
 import importlib
 import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from engine.charts import style
 from engine.charts.registry import CHARTS, Chart, register_chart
@@ -80,7 +81,7 @@ def _animate(chart: Chart, results: dict[str, Any], out_dir: Path) -> ChartFile:
     """An animation writes its own file; its alt text sits beside it like a chart's."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with style.theme():
-        path, alt, size = chart.draw(results, out_dir)
+        path, alt, size = cast(Any, chart.draw)(results, out_dir)
     _check_alt(chart.name, alt)
     (out_dir / f"{path.stem}.alt.txt").write_text(alt + "\n", encoding="utf-8")
     return ChartFile(chart.name, path, alt, size.width, size.height, size.platform)

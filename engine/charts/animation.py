@@ -13,10 +13,11 @@ How it stays small and the same bytes every build:
   compress well and never shimmer between frames.
 - No timestamps: GIF has no date field, and frames are rendered by Agg from the same numbers.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from matplotlib.animation import PillowWriter
@@ -25,9 +26,8 @@ from matplotlib.patches import Patch
 
 from engine.charts import labels, memo, style
 from engine.charts.batching import LONG, SHORT, ordered_policies, timeline_fits, title_of
-from engine.charts.style import policy_colour
-from engine.charts.style import FONT, Size
 from engine.charts.registry import register_chart
+from engine.charts.style import FONT, Size, policy_colour
 
 SIZE = Size("x_gif", 1280, 720, "x")
 FRAMES = 36  # progress frames, sampled evenly over the longest policy's run
@@ -47,12 +47,14 @@ class SteadyPaletteWriter(PillowWriter):
       every colour the animation settles on.
     """
 
+    _frames: list[Any]  # PillowWriter's list of frames, filled by grab_frame
+
     def __init__(self, *args: Any, hold_ms: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.hold_ms = hold_ms
 
     def grab_frame(self, **savefig_kwargs: Any) -> None:
-        self._frames.append(np.array(self.fig.canvas.buffer_rgba())[..., :3])
+        self._frames.append(np.array(cast(Any, self.fig.canvas).buffer_rgba())[..., :3])
 
     def finish(self) -> None:
         from PIL import Image
@@ -67,8 +69,15 @@ class SteadyPaletteWriter(PillowWriter):
             indexed.append(image)
         step_ms = int(1000 / self.fps)
         durations = [step_ms] * (len(indexed) - 1) + [step_ms + self.hold_ms]
-        indexed[0].save(self.outfile, save_all=True, append_images=indexed[1:], duration=durations,
-                        loop=0, optimize=False, disposal=1)
+        indexed[0].save(
+            self.outfile,
+            save_all=True,
+            append_images=indexed[1:],
+            duration=durations,
+            loop=0,
+            optimize=False,
+            disposal=1,
+        )
 
 
 def common_colours(image: Any, limit: int = 256) -> list[tuple[int, tuple[int, int, int]]]:
@@ -95,16 +104,22 @@ class PaletteMapper:
         new = np.unique(codes[~self.known[codes]])
         if new.size:
             rgb = np.stack([(new >> 16) & 255, (new >> 8) & 255, new & 255], axis=1).astype(np.int64)
-            self.table[new] = np.argmin(((rgb[:, None, :] - self.colours[None, :, :]) ** 2).sum(axis=2), axis=1)
+            self.table[new] = np.argmin(
+                ((rgb[:, None, :] - self.colours[None, :, :]) ** 2).sum(axis=2), axis=1
+            )
             self.known[new] = True
         return self.table[codes]
 
 
 def _shown(results: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
     batching = labels.section(results, "batching", "slot_timeline_animation")
-    shown = [(n, p) for n, p in ordered_policies(batching) if n in ("static", "continuous") and p.get("timeline")]
+    shown = [
+        (n, p) for n, p in ordered_policies(batching) if n in ("static", "continuous") and p.get("timeline")
+    ]
     if not shown:
-        raise ValueError("chart 'slot_timeline_animation' needs a per-request timeline for static or continuous")
+        raise ValueError(
+            "chart 'slot_timeline_animation' needs a per-request timeline for static or continuous"
+        )
     return batching, shown
 
 
@@ -113,9 +128,7 @@ def sample_steps(horizon: int, frames: int = FRAMES) -> list[int]:
     return sorted({int(round(x)) for x in np.linspace(0, horizon, frames)})
 
 
-@register_chart(
-    "slot_timeline_animation", needs=("batching",), size="x", check=timeline_fits, animated=True
-)
+@register_chart("slot_timeline_animation", needs=("batching",), size="x", check=timeline_fits, animated=True)
 def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Path, str, Size]:
     """Write out_dir/slot_timeline_animation.gif; return (path, alt text, size)."""
     batching, shown = _shown(results)
@@ -123,7 +136,9 @@ def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Pat
     from engine.platforms.media import GIF_TARGET_BYTES
 
     budget = GIF_TARGET_BYTES
-    digest = memo.key("slot_timeline_animation", batching, [SIZE.width, SIZE.height, FRAMES, FPS, HOLD_MS, budget])
+    digest = memo.key(
+        "slot_timeline_animation", batching, [SIZE.width, SIZE.height, FRAMES, FPS, HOLD_MS, budget]
+    )
     if not memo.recall(digest, out_dir):
         frames = FRAMES
         _draw(batching, shown, path, frames)
@@ -137,7 +152,9 @@ def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Pat
 def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], path: Path, frames: int) -> None:
     slots = int(batching["slots"])
     horizon = max(int(p["steps"]) for _, p in shown)
-    lengths = np.concatenate([np.subtract(p["timeline"]["end_step"], p["timeline"]["start_step"]) for _, p in shown])
+    lengths = np.concatenate(
+        [np.subtract(p["timeline"]["end_step"], p["timeline"]["start_step"]) for _, p in shown]
+    )
     long_from = 4 * float(np.median(lengths))
     fig = style.new_figure(SIZE)
     top, gap = 0.80, 0.13
@@ -151,8 +168,10 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
         slot = np.asarray(tl["slot"], dtype=float)
         is_long = (end - start) > long_from
         idle = PolyCollection([], facecolors=style.LIGHT_GREY, edgecolors="none")
-        bars = {colour: PolyCollection([], facecolors=colour, edgecolors="white", linewidths=0.4)
-                for colour in (SHORT, LONG)}
+        bars = {
+            colour: PolyCollection([], facecolors=colour, edgecolors="white", linewidths=0.4)
+            for colour in (SHORT, LONG)
+        }
         ax.add_collection(idle)
         for coll in bars.values():
             ax.add_collection(coll)
@@ -168,15 +187,27 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
             ax.tick_params(labelbottom=False)
         title = ax.set_title("", fontsize=FONT["base"] + 2, color=policy_colour(name), pad=6)
         panels.append((name, pol, start, end, slot, is_long, idle, bars, now, title))
-    handles = [Patch(color=SHORT, label="short request"), Patch(color=LONG, label="long request"),
-               Patch(color=style.LIGHT_GREY, label="idle slot")]
-    fig.legend(handles=handles, loc="lower right", bbox_to_anchor=(0.995, 0.0), ncol=3, handlelength=1.2,
-               columnspacing=1.0)
+    handles = [
+        Patch(color=SHORT, label="short request"),
+        Patch(color=LONG, label="long request"),
+        Patch(color=style.LIGHT_GREY, label="idle slot"),
+    ]
+    fig.legend(
+        handles=handles,
+        loc="lower right",
+        bbox_to_anchor=(0.995, 0.0),
+        ncol=3,
+        handlelength=1.2,
+        columnspacing=1.0,
+    )
     style.heading(fig, "Same requests, same slots: who is still working?")
     style.source_note(fig, labels.batching_source(batching))
 
     def rects(x0: np.ndarray, x1: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
-        return [np.array([[a, s + 0.06], [b, s + 0.06], [b, s + 0.94], [a, s + 0.94]]) for a, b, s in zip(x0, x1, y)]
+        return [
+            np.array([[a, s + 0.06], [b, s + 0.06], [b, s + 0.94], [a, s + 0.94]])
+            for a, b, s in zip(x0, x1, y)
+        ]
 
     def draw(step: int) -> list[Any]:
         changed: list[Any] = []
@@ -190,7 +221,9 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
             now.set_xdata([t, t])
             done = int(np.sum(end <= t))
             if step >= steps:
-                title.set_text(f"{title_of(name)}: done at step {steps:,}, {style.pct(pol['utilisation'])} busy")
+                title.set_text(
+                    f"{title_of(name)}: done at step {steps:,}, {style.pct(pol['utilisation'])} busy"
+                )
             else:
                 title.set_text(f"{title_of(name)}: step {t:,}, {done:,} of {len(end):,} requests done")
             changed += [idle, *bars.values(), now, title]
@@ -201,10 +234,11 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
         artist.set_animated(True)  # left out of the full draw: the background holds the rest
     writer = SteadyPaletteWriter(fps=FPS, hold_ms=HOLD_MS)
     with writer.saving(fig, path, SIZE.dpi):
-        fig.canvas.draw()
-        background = fig.canvas.copy_from_bbox(fig.bbox)
+        canvas = cast(Any, fig.canvas)  # Agg: the blitting methods
+        canvas.draw()
+        background = canvas.copy_from_bbox(fig.bbox)
         for step in sample_steps(horizon, frames):
-            fig.canvas.restore_region(background)
+            canvas.restore_region(background)
             for artist in draw(step):
                 fig.draw_artist(artist)
             writer.grab_frame()
@@ -215,10 +249,14 @@ def _alt(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]]) -> s
     sentences = [f"Animated slot timeline, {labels.batching_source(batching)}."]
     if "continuous" in pols:
         p = pols["continuous"]
-        sentences.append(f"Continuous batching refills freed slots and is done at step {p['steps']:,} "
-                         f"({style.pct(p['utilisation'])} busy).")
+        sentences.append(
+            f"Continuous batching refills freed slots and is done at step {p['steps']:,} "
+            f"({style.pct(p['utilisation'])} busy)."
+        )
     if "static" in pols:
         p = pols["static"]
-        sentences.append(f"Static batching idles behind its slowest request until step {p['steps']:,} "
-                         f"({style.pct(p['utilisation'])} busy).")
+        sentences.append(
+            f"Static batching idles behind its slowest request until step {p['steps']:,} "
+            f"({style.pct(p['utilisation'])} busy)."
+        )
     return style.fit_alt(sentences)

@@ -4,6 +4,7 @@ how full the paged KV cache runs.
 All read results['batching']; its policies are drawn in one order (static, continuous, paged)
 and one colour each, so the same policy looks the same on every chart.
 """
+
 from __future__ import annotations
 
 from statistics import median
@@ -19,6 +20,8 @@ from engine.charts.style import FONT, OKABE_ITO, Size
 from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
 
 SHORT, LONG = OKABE_ITO["blue"], OKABE_ITO["orange"]
+
+
 def title_of(name: str) -> str:
     """How a chart names a registered policy ("static batching", …)."""
     from engine.batching import registry
@@ -54,8 +57,13 @@ def back_to_back(timeline: dict[str, list[int]]) -> list[tuple[int, int]]:
     """(slot, step) wherever a request starts in a slot at the very step the previous one there
     ended: without a mark the two would draw as one bar longer than either."""
     ends: set[tuple[int, int]] = {(int(s), int(e)) for s, e in zip(timeline["slot"], timeline["end_step"])}
-    return sorted({(int(s), int(b)) for s, b in zip(timeline["slot"], timeline["start_step"])
-                   if (int(s), int(b)) in ends})
+    return sorted(
+        {
+            (int(s), int(b))
+            for s, b in zip(timeline["slot"], timeline["start_step"])
+            if (int(s), int(b)) in ends
+        }
+    )
 
 
 def timeline_fits(spec: Any) -> str | None:
@@ -65,8 +73,7 @@ def timeline_fits(spec: Any) -> str | None:
 
     requests = getattr(spec.batching.workload, "requests", 0)
     if requests > MAX_TIMELINE_REQUESTS:
-        return (f"draws one bar per request, at most {MAX_TIMELINE_REQUESTS:,}; "
-                f"the workload has {requests:,}")
+        return f"draws one bar per request, at most {MAX_TIMELINE_REQUESTS:,}; the workload has {requests:,}"
     return None
 
 
@@ -79,19 +86,27 @@ def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
     idle step between, a white hairline (one vlines collection per panel) marks the hand-over.
     """
     batching = labels.section(results, "batching", "slot_timeline")
-    shown = [(n, p) for n, p in ordered_policies(batching) if n in ("static", "continuous") and p.get("timeline")]
+    shown = [
+        (n, p) for n, p in ordered_policies(batching) if n in ("static", "continuous") and p.get("timeline")
+    ]
     if not shown:
         from engine.errors import UserError
         from engine.limits import MAX_TIMELINE_REQUESTS
 
         requests = batching.get("workload", {}).get("requests")
-        raise UserError(f"chart 'slot_timeline' draws one bar per request, at most "
-                        f"{MAX_TIMELINE_REQUESTS:,}; this workload has {requests:,}: drop the chart "
-                        "or use fewer requests" if isinstance(requests, int) else
-                        "chart 'slot_timeline' needs the static or continuous policy", field="charts")
+        raise UserError(
+            f"chart 'slot_timeline' draws one bar per request, at most "
+            f"{MAX_TIMELINE_REQUESTS:,}; this workload has {requests:,}: drop the chart "
+            "or use fewer requests"
+            if isinstance(requests, int)
+            else "chart 'slot_timeline' needs the static or continuous policy",
+            field="charts",
+        )
     slots = int(batching["slots"])
     horizon = max(p["steps"] for _, p in shown)
-    lengths_all = [e - s for _, p in shown for s, e in zip(p["timeline"]["start_step"], p["timeline"]["end_step"])]
+    lengths_all = [
+        e - s for _, p in shown for s, e in zip(p["timeline"]["start_step"], p["timeline"]["end_step"])
+    ]
     long_from = 4 * median(lengths_all)  # 'long' = far past the typical request
     fig = style.new_figure(size or "x")
     top, gap = 0.82, 0.11
@@ -111,8 +126,14 @@ def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
             ax.broken_barh(spans, (slot + 0.06, 0.88), facecolors=colour)
         joins = back_to_back(tl)
         if joins:  # one white hairline per hand-over, all in one artist, so no two read as one bar
-            ax.vlines([x for _, x in joins], [s + 0.06 for s, _ in joins], [s + 0.94 for s, _ in joins],
-                      colors="white", linewidth=SEPARATOR_PT, zorder=3)
+            ax.vlines(
+                [x for _, x in joins],
+                [s + 0.06 for s, _ in joins],
+                [s + 0.94 for s, _ in joins],
+                colors="white",
+                linewidth=SEPARATOR_PT,
+                zorder=3,
+            )
         if name == "static":
             ends = np.cumsum(pol.get("group_maxima", []))[:-1]
             for x in ends:
@@ -123,7 +144,9 @@ def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
         ax.set_ylabel(f"{slots} slots")
         ax.set_title(
             f"{title_of(name)}: {pol['steps']:,} steps, {style.pct(pol['utilisation'])} busy",
-            fontsize=FONT["base"] + 2, color=policy_colour(name), pad=6,
+            fontsize=FONT["base"] + 2,
+            color=policy_colour(name),
+            pad=6,
         )
         style.thousands_ticks(ax.xaxis)
         if i == len(shown) - 1:
@@ -134,8 +157,14 @@ def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
     if any_long:
         handles.append(Patch(color=LONG, label="long request"))
     handles.append(Patch(color=style.LIGHT_GREY, label="idle slot"))
-    fig.legend(handles=handles, loc="lower right", bbox_to_anchor=(0.995, 0.0), ncol=len(handles),
-               handlelength=1.2, columnspacing=1.0)
+    fig.legend(
+        handles=handles,
+        loc="lower right",
+        bbox_to_anchor=(0.995, 0.0),
+        ncol=len(handles),
+        handlelength=1.2,
+        columnspacing=1.0,
+    )
     style.heading(fig, "Who holds which slot, step by step")
     style.source_note(fig, labels.batching_source(batching))
     return fig, _timeline_alt(batching, shown)
@@ -173,27 +202,49 @@ def utilisation(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
     x = np.arange(len(pols))
     panels = (
         ("GPU busy", [p["utilisation"] * 100 for _, p in pols], lambda v: f"{v:.1f}%", 100.0),
-        ("tokens per step", [p["throughput_tokens_per_step"] for _, p in pols], lambda v: f"{v:.1f}",
-         float(batching.get("slots") or 0)),
+        (
+            "tokens per step",
+            [p["throughput_tokens_per_step"] for _, p in pols],
+            lambda v: f"{v:.1f}",
+            float(batching.get("slots") or 0),
+        ),
     )
     for i, (title, values, fmt, ceiling) in enumerate(panels):
         ax = fig.add_axes((0.06 + i * 0.49, 0.17, 0.42, 0.58))
         ax.bar(x, values, color=colours, width=0.62)
         top = max(max(values), ceiling) * 1.18
         for xi, v in zip(x, values):
-            ax.text(float(xi), v + top * 0.02, fmt(v), ha="center", va="bottom", fontweight="bold",
-                    fontsize=FONT["callout"] if len(pols) < 3 else FONT["base"] + 2)
+            ax.text(
+                float(xi),
+                v + top * 0.02,
+                fmt(v),
+                ha="center",
+                va="bottom",
+                fontweight="bold",
+                fontsize=FONT["callout"] if len(pols) < 3 else FONT["base"] + 2,
+            )
         if ceiling:
             ax.axhline(ceiling, color=style.MUTED, linewidth=1, linestyle="--")
-            ax.text(x[-1] + 0.45, ceiling, "max" if i == 0 else f"{ceiling:.0f} slots", ha="right",
-                    va="bottom", fontsize=FONT["small"], color=style.MUTED)
+            ax.text(
+                x[-1] + 0.45,
+                ceiling,
+                "max" if i == 0 else f"{ceiling:.0f} slots",
+                ha="right",
+                va="bottom",
+                fontsize=FONT["small"],
+                color=style.MUTED,
+            )
         ax.set_ylim(0, top)
         ax.set_xticks(x, names)
         ax.set_yticks([])
         ax.spines["left"].set_visible(False)
         ax.set_title(title, fontsize=FONT["base"] + 2)
     multiple = batching.get("multiple")
-    headline = f"Continuous batching: {fmt_multiple(multiple)} the throughput" if multiple else "Same requests, same slots"
+    headline = (
+        f"Continuous batching: {fmt_multiple(multiple)} the throughput"
+        if multiple
+        else "Same requests, same slots"
+    )
     style.heading(fig, headline)
     style.source_note(fig, labels.batching_source(batching))
     parts = "; ".join(
@@ -252,12 +303,26 @@ def latency_cdf(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
         else:
             from_percentiles = True
             pts = [(marks[k], q) for k, q in PERCENTILES if k in marks]
-            ax.plot([v for v, _ in pts], [q for _, q in pts], color=colour, marker="o", label=name,
-                    linestyle=dashes)
+            ax.plot(
+                [v for v, _ in pts],
+                [q for _, q in pts],
+                color=colour,
+                marker="o",
+                label=name,
+                linestyle=dashes,
+            )
         if "p99" in marks:
-            ax.annotate(f"p99 {marks['p99']:,.0f}", (marks["p99"], 0.99), xytext=(10, -4),
-                        textcoords="offset points", ha="left", va="top", color=colour,
-                        fontsize=FONT["small"], fontweight="bold")
+            ax.annotate(
+                f"p99 {marks['p99']:,.0f}",
+                (marks["p99"], 0.99),
+                xytext=(10, -4),
+                textcoords="offset points",
+                ha="left",
+                va="top",
+                color=colour,
+                fontsize=FONT["small"],
+                fontweight="bold",
+            )
             longest = max(longest, marks["p99"])
     ax.set_ylim(0, 1.04)
     ax.set_xlim(0, longest * 1.2 or 1)
@@ -321,8 +386,14 @@ def kv_blocks(results: dict[str, Any], size: Size | None = None) -> tuple[Figure
     ax.step(steps, blocks, where="post", color=colour, linewidth=2)
     if num_blocks:
         ax.axhline(capacity, color=OKABE_ITO["black"], linestyle="--", linewidth=1.5)
-        ax.text(steps[-1], capacity, f"capacity {capacity:,} blocks", ha="right", va="bottom",
-                fontsize=FONT["small"])
+        ax.text(
+            steps[-1],
+            capacity,
+            f"capacity {capacity:,} blocks",
+            ha="right",
+            va="bottom",
+            fontsize=FONT["small"],
+        )
     ax.set_ylim(0, capacity * 1.15)
     ax.set_xlim(0, steps[-1] or 1)
     style.thousands_ticks(ax.xaxis)

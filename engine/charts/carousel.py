@@ -10,11 +10,12 @@ numbers. The slide words come from engine.slides (a template under the drafts' r
 charts are the registered chart functions, drawn afresh at their own sizes and embedded as
 images at twice the page's resolution.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -55,7 +56,9 @@ class Page:
         return dict(vars(self))
 
 
-def build(carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any], folder: Path) -> dict[str, Any]:
+def build(
+    carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any], folder: Path
+) -> dict[str, Any]:
     """Write folder/carousel.pdf and folder/carousel/page-NN.png; return the results record."""
     import matplotlib
 
@@ -70,9 +73,11 @@ def build(carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any
         "CreationDate": None,  # no timestamp: same bytes every build
     }
     previews = [f"{PREVIEWS}/page-{number:02d}.png" for number in range(1, total + 1)]
-    digest = memo.key("carousel", carousel.model_dump(), [vars(t) for t in texts], drawn_from(carousel, results))
+    digest = memo.key(
+        "carousel", carousel.model_dump(), [vars(t) for t in texts], drawn_from(carousel, results)
+    )
     if not memo.recall(digest, folder):
-        with matplotlib.rc_context(RC), PdfPages(folder / FILE, metadata=meta) as pdf:
+        with matplotlib.rc_context(cast(Any, RC)), PdfPages(folder / FILE, metadata=meta) as pdf:
             for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
                 fig = _page(slide, text, results, number, total)
                 pdf.savefig(fig)
@@ -97,7 +102,9 @@ def drawn_from(carousel: CarouselSpec, results: dict[str, Any]) -> dict[str, Any
     inputs' paths) still finds the pages it drew before."""
     from engine.charts import registry
 
-    needed = sorted({need for slide in carousel.slides if slide.chart for need in registry.get(slide.chart).needs})
+    needed = sorted(
+        {need for slide in carousel.slides if slide.chart for need in registry.get(slide.chart).needs}
+    )
     frame = {k: results.get(k) for k in ("day", "title", "series", "repository")}
     return {"frame": frame, "sections": {need: results.get(need) for need in needed}}
 
@@ -130,45 +137,111 @@ def _x(points_from_left: float) -> float:
 def _frame(fig: Figure, results: dict[str, Any], number: int, total: int) -> None:
     """What every slide shares: the series line and page number on top, a progress bar below."""
     series = results["series"]
-    fig.text(_x(MARGIN), _y(MARGIN), f"{series['name'].upper()}  ·  DAY {results['day']}",
-             fontsize=TYPE["kicker"], color=MUTED, fontweight="bold", va="top", ha="left")
-    fig.text(_x(PAGE_W - MARGIN), _y(MARGIN), f"{number} / {total}", fontsize=TYPE["kicker"], color=MUTED,
-             va="top", ha="right")
-    fig.add_artist(Rectangle((_x(MARGIN), _y(MARGIN + 52)), _x(96), 6 / PAGE_H, color=ACCENT,
-                             transform=fig.transFigure))
+    fig.text(
+        _x(MARGIN),
+        _y(MARGIN),
+        f"{series['name'].upper()}  ·  DAY {results['day']}",
+        fontsize=TYPE["kicker"],
+        color=MUTED,
+        fontweight="bold",
+        va="top",
+        ha="left",
+    )
+    fig.text(
+        _x(PAGE_W - MARGIN),
+        _y(MARGIN),
+        f"{number} / {total}",
+        fontsize=TYPE["kicker"],
+        color=MUTED,
+        va="top",
+        ha="right",
+    )
+    fig.add_artist(
+        Rectangle((_x(MARGIN), _y(MARGIN + 52)), _x(96), 6 / PAGE_H, color=ACCENT, transform=fig.transFigure)
+    )
     width = (PAGE_W - 2 * MARGIN - (total - 1) * 8) / total
     for k in range(total):
         left = MARGIN + k * (width + 8)
-        fig.add_artist(Rectangle((_x(left), _y(PAGE_H - 56)), _x(width), 8 / PAGE_H, transform=fig.transFigure,
-                                 color=ACCENT if k < number else LIGHT_GREY))
+        fig.add_artist(
+            Rectangle(
+                (_x(left), _y(PAGE_H - 56)),
+                _x(width),
+                8 / PAGE_H,
+                transform=fig.transFigure,
+                color=ACCENT if k < number else LIGHT_GREY,
+            )
+        )
     if number < total:  # the closing slide shows the repository large instead
-        fig.text(_x(MARGIN), _y(PAGE_H - 84), results["repository"], fontsize=TYPE["footer"], color=MUTED,
-                 va="center", ha="left")
-        fig.text(_x(PAGE_W - MARGIN), _y(PAGE_H - 84), "swipe →", fontsize=TYPE["footer"], color=ACCENT,
-                 fontweight="bold", va="center", ha="right")
+        fig.text(
+            _x(MARGIN),
+            _y(PAGE_H - 84),
+            results["repository"],
+            fontsize=TYPE["footer"],
+            color=MUTED,
+            va="center",
+            ha="left",
+        )
+        fig.text(
+            _x(PAGE_W - MARGIN),
+            _y(PAGE_H - 84),
+            "swipe →",
+            fontsize=TYPE["footer"],
+            color=ACCENT,
+            fontweight="bold",
+            va="center",
+            ha="right",
+        )
 
 
 def _cover(fig: Figure, text: SlideText, results: dict[str, Any]) -> None:
-    fig.text(_x(MARGIN), _y(250), f"Day {results['day']}", fontsize=TYPE["day"], color=ACCENT,
-             fontweight="bold", va="top")
+    fig.text(
+        _x(MARGIN),
+        _y(250),
+        f"Day {results['day']}",
+        fontsize=TYPE["day"],
+        color=ACCENT,
+        fontweight="bold",
+        va="top",
+    )
     bottom = _block(fig, text.headline, 430, TYPE["title"], weight="bold", max_lines=6)
     if text.body:
         _block(fig, text.body, bottom + 48, TYPE["body"], color=MUTED, max_lines=7)
     # The policies' colours as a quiet signature: the same colours the charts inside use.
     for k, colour in enumerate(style.policy_colour(name) for name in style.policy_order()):
-        fig.add_artist(Rectangle((_x(MARGIN + k * 72), _y(PAGE_H - 170)), _x(56), 56 / PAGE_H, color=colour,
-                                 transform=fig.transFigure))
+        fig.add_artist(
+            Rectangle(
+                (_x(MARGIN + k * 72), _y(PAGE_H - 170)),
+                _x(56),
+                56 / PAGE_H,
+                color=colour,
+                transform=fig.transFigure,
+            )
+        )
 
 
 def _closing(fig: Figure, text: SlideText, results: dict[str, Any]) -> None:
     bottom = _block(fig, text.headline, 300, TYPE["title"], weight="bold", max_lines=6)
     if text.body:
         bottom = _block(fig, text.body, bottom + 48, TYPE["body"], color=MUTED, max_lines=8)
-    fig.add_artist(Rectangle((_x(MARGIN), _y(bottom + 80)), _x(PAGE_W - 2 * MARGIN), 2 / PAGE_H, color=GREY,
-                             transform=fig.transFigure))
+    fig.add_artist(
+        Rectangle(
+            (_x(MARGIN), _y(bottom + 80)),
+            _x(PAGE_W - 2 * MARGIN),
+            2 / PAGE_H,
+            color=GREY,
+            transform=fig.transFigure,
+        )
+    )
     fig.text(_x(MARGIN), _y(bottom + 120), "Code", fontsize=TYPE["body"], color=MUTED, va="top")
-    link = fig.text(_x(MARGIN), _y(bottom + 170), results["repository"], fontsize=TYPE["headline"] - 8,
-                    color=ACCENT, fontweight="bold", va="top")
+    link = fig.text(
+        _x(MARGIN),
+        _y(bottom + 170),
+        results["repository"],
+        fontsize=TYPE["headline"] - 8,
+        color=ACCENT,
+        fontweight="bold",
+        va="top",
+    )
     _shrink_to_width(fig, link)
 
 
@@ -190,8 +263,17 @@ def _chart_slide(fig: Figure, slide: Slide, text: SlideText, results: dict[str, 
     ax = fig.add_axes((_x(left), _y(top + h), _x(w), h / PAGE_H))
     ax.imshow(image, interpolation="none")
     ax.set_axis_off()
-    fig.add_artist(Rectangle((_x(left), _y(top + h)), _x(w), h / PAGE_H, transform=fig.transFigure,
-                             fill=False, edgecolor=LIGHT_GREY, linewidth=2))
+    fig.add_artist(
+        Rectangle(
+            (_x(left), _y(top + h)),
+            _x(w),
+            h / PAGE_H,
+            transform=fig.transFigure,
+            fill=False,
+            edgecolor=LIGHT_GREY,
+            linewidth=2,
+        )
+    )
 
 
 def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
@@ -199,20 +281,30 @@ def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
     from engine import charts
 
     if name not in charts.CHARTS:
-        raise ValueError(f"chart '{name}' cannot go on a slide; slides take: {', '.join(sorted(charts.CHARTS))}")
+        raise ValueError(
+            f"chart '{name}' cannot go on a slide; slides take: {', '.join(sorted(charts.CHARTS))}"
+        )
     size = style.SIZES[charts.CHARTS[name].size]
     with style.theme():
         fig, _alt = charts.CHARTS[name](results, size=size)
         fig.set_dpi(CHART_PX / style.WIDTH_IN)  # the chart's own layout, at twice the page's resolution
         fig.canvas.draw()
-        return np.array(fig.canvas.buffer_rgba())[..., :3]
+        return np.array(cast(Any, fig.canvas).buffer_rgba())[..., :3]
 
 
 # ---- text ---------------------------------------------------------------------------------------
 
 
-def _block(fig: Figure, text: str, top: float, size: float, *, weight: str = "normal", color: str = INK,
-           max_lines: int = 6) -> float:
+def _block(
+    fig: Figure,
+    text: str,
+    top: float,
+    size: float,
+    *,
+    weight: str = "normal",
+    color: str = INK,
+    max_lines: int = 6,
+) -> float:
     """Wrap `text` to the page's width at `size` (smaller until it fits in max_lines); return the
     block's bottom, in points from the top, so the next block starts below it."""
     room = PAGE_W - 2 * MARGIN
@@ -222,14 +314,23 @@ def _block(fig: Figure, text: str, top: float, size: float, *, weight: str = "no
             break
         size -= 2
     spacing = 1.25
-    fig.text(_x(MARGIN), _y(top), "\n".join(lines), fontsize=size, fontweight=weight, color=color, va="top",
-             ha="left", linespacing=spacing)
+    fig.text(
+        _x(MARGIN),
+        _y(top),
+        "\n".join(lines),
+        fontsize=size,
+        fontweight=weight,
+        color=color,
+        va="top",
+        ha="left",
+        linespacing=spacing,
+    )
     return top + size * (1 + spacing * (len(lines) - 1)) * 1.05
 
 
 def wrap(fig: Figure, text: str, size: float, weight: str, room: float) -> list[str]:
     """Greedy word wrap by measured width (points), with the font that will draw the text."""
-    renderer = fig.canvas.get_renderer()
+    renderer = cast(Any, fig.canvas).get_renderer()
     probe = fig.text(0, 0, "", fontsize=size, fontweight=weight)
     lines: list[str] = []
     current = ""
@@ -248,7 +349,7 @@ def wrap(fig: Figure, text: str, size: float, weight: str, room: float) -> list[
 
 
 def _shrink_to_width(fig: Figure, text: Any) -> None:
-    renderer = fig.canvas.get_renderer()
+    renderer = cast(Any, fig.canvas).get_renderer()
     room = (PAGE_W - 2 * MARGIN) * fig.dpi / 72
     while text.get_window_extent(renderer).width > room and text.get_fontsize() > 20:
         text.set_fontsize(text.get_fontsize() - 2)

@@ -3,6 +3,7 @@
 Both read results['kv_cache']: the main view (the post's table) and any compare views (vLLM's
 own accounting, a GQA model, …), each with its plan.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -68,24 +69,63 @@ def kv_fit(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
             main_rows = rows
             ax.plot(xs, ys, color=colour, marker=marker, label=labels.view_label(view), zorder=4)
         else:
-            ax.plot(xs, ys, color=colour, marker=marker, label=labels.view_label(view), zorder=3,
-                    linewidth=2.2, linestyle=COMPARE_DASHES[(i - 1) % len(COMPARE_DASHES)],
-                    markerfacecolor="white", markeredgewidth=2, markersize=8)
+            ax.plot(
+                xs,
+                ys,
+                color=colour,
+                marker=marker,
+                label=labels.view_label(view),
+                zorder=3,
+                linewidth=2.2,
+                linestyle=COMPARE_DASHES[(i - 1) % len(COMPARE_DASHES)],
+                markerfacecolor="white",
+                markeredgewidth=2,
+                markersize=8,
+            )
     main_colour = style.VIEW_COLOURS[0]
     for c, n in main_rows:
         if c in highlight:
-            ax.plot([c], [n], marker="o", markersize=20, markerfacecolor="none", zorder=5,
-                    markeredgecolor=OKABE_ITO["black"], markeredgewidth=2)
+            ax.plot(
+                [c],
+                [n],
+                marker="o",
+                markersize=20,
+                markerfacecolor="none",
+                zorder=5,
+                markeredgecolor=OKABE_ITO["black"],
+                markeredgewidth=2,
+            )
             ax.annotate(
-                f"{n:,}", (c, n), xytext=(22, -24), textcoords="offset points", ha="left", va="top",
-                fontsize=FONT["callout"], fontweight="bold", color="white", zorder=6,
+                f"{n:,}",
+                (c, n),
+                xytext=(22, -24),
+                textcoords="offset points",
+                ha="left",
+                va="top",
+                fontsize=FONT["callout"],
+                fontweight="bold",
+                color="white",
+                zorder=6,
                 bbox={"boxstyle": "round,pad=0.25", "facecolor": main_colour, "edgecolor": "none"},
-                arrowprops={"arrowstyle": "-", "color": main_colour, "linewidth": 2,
-                            "shrinkA": 0, "shrinkB": 10},
+                arrowprops={
+                    "arrowstyle": "-",
+                    "color": main_colour,
+                    "linewidth": 2,
+                    "shrinkA": 0,
+                    "shrinkB": 10,
+                },
             )
         elif not highlight:
-            ax.annotate(f"{n:,}", (c, n), xytext=(6, -10), textcoords="offset points", ha="left",
-                        va="top", fontsize=FONT["small"], color=main_colour)
+            ax.annotate(
+                f"{n:,}",
+                (c, n),
+                xytext=(6, -10),
+                textcoords="offset points",
+                ha="left",
+                va="top",
+                fontsize=FONT["small"],
+                color=main_colour,
+            )
     if all_y:
         _slope_triangle(ax, [(c, n) for c, n in _fit_rows(kv["main"]) if n > 0], min(all_y))
     ax.set_xscale("log", base=2)
@@ -145,10 +185,24 @@ def _slope_triangle(ax: Any, rows: list[tuple[int, int]], floor: int) -> None:
     a, b = contexts[0], contexts[1]
     top = 2 * floor  # low, under the callouts
     ax.plot([a, b, b, a], [top, top, top / 2, top], color=style.MUTED, linewidth=1.5)
-    ax.text((a * b) ** 0.5, top * 1.08, "context ×2", ha="center", va="bottom",
-            fontsize=FONT["small"], color=style.MUTED)
-    ax.text(b * 1.08, top / 2**0.5, "requests ÷2", ha="left", va="center",
-            fontsize=FONT["small"], color=style.MUTED)
+    ax.text(
+        (a * b) ** 0.5,
+        top * 1.08,
+        "context ×2",
+        ha="center",
+        va="bottom",
+        fontsize=FONT["small"],
+        color=style.MUTED,
+    )
+    ax.text(
+        b * 1.08,
+        top / 2**0.5,
+        "requests ÷2",
+        ha="left",
+        va="center",
+        fontsize=FONT["small"],
+        color=style.MUTED,
+    )
 
 
 def _kv_fit_alt(kv: dict[str, Any]) -> str:
@@ -201,16 +255,39 @@ def memory_breakdown(results: dict[str, Any], size: Size | None = None) -> tuple
             value = parts.get(key, 0) / 2**30
             if value <= 0:
                 continue
-            ax.barh(y, value, left=left, height=0.5, color=colour, edgecolor="white", linewidth=1.5,
-                    label=None if name in named else name)
+            ax.barh(
+                y,
+                value,
+                left=left,
+                height=0.5,
+                color=colour,
+                edgecolor="white",
+                linewidth=1.5,
+                label=None if name in named else name,
+            )
             named.add(name)
             if value >= 0.09 * widest:  # label only segments wide enough to hold it
                 ink = "white" if colour != style.GREY else style.INK
-                ax.text(left + value / 2, y, _short_gib(value),
-                        ha="center", va="center", color=ink, fontsize=FONT["base"], fontweight="bold")
+                ax.text(
+                    left + value / 2,
+                    y,
+                    _short_gib(value),
+                    ha="center",
+                    va="center",
+                    color=ink,
+                    fontsize=FONT["base"],
+                    fontweight="bold",
+                )
             left += value
-        ax.text(0, y + 0.3, f"{labels.view_label(view)}  ({style.gib(parts['total_bytes'])})",
-                ha="left", va="bottom", fontsize=FONT["base"], color=style.INK)
+        ax.text(
+            0,
+            y + 0.3,
+            f"{labels.view_label(view)}  ({style.gib(parts['total_bytes'])})",
+            ha="left",
+            va="bottom",
+            fontsize=FONT["base"],
+            color=style.INK,
+        )
     ax.set_ylim(-0.5, len(views) - 0.2)
     ax.set_xlim(0, widest * 1.01)
     ax.set_yticks([])
@@ -218,8 +295,15 @@ def memory_breakdown(results: dict[str, Any], size: Size | None = None) -> tuple
     ax.set_xlabel("GiB")
     order = {name: i for i, (_, name, _) in enumerate(SEGMENTS)}
     pairs = sorted(zip(*ax.get_legend_handles_labels()), key=lambda hn: order[hn[1]])
-    fig.legend([h for h, _ in pairs], [n for _, n in pairs], loc="upper left", bbox_to_anchor=(0.02, 0.9), ncol=4,
-               handlelength=1.2, columnspacing=1.2)
+    fig.legend(
+        [h for h, _ in pairs],
+        [n for _, n in pairs],
+        loc="upper left",
+        bbox_to_anchor=(0.02, 0.9),
+        ncol=4,
+        handlelength=1.2,
+        columnspacing=1.2,
+    )
     style.heading(fig, "Where the GPU's memory goes")
     _write_sources(fig, notes)
     return fig, _breakdown_alt(kv, views)

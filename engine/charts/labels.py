@@ -4,6 +4,7 @@ Every number on a post is labelled calculated, simulated, or measured on a named
 results carry that word under each section's "source", and these functions add the few inputs
 a reader needs to weigh it (how many requests, how many slots, which model and card).
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -6,6 +6,7 @@ Drawing is deterministic (same numbers, same bytes), so the bytes drawn for one 
 bytes any later draw with that key would write. Memory only, never on disk: a new process, or
 new code, always draws afresh. ``forget`` empties it (the determinism tests draw twice).
 """
+
 from __future__ import annotations
 
 import hashlib

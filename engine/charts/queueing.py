@@ -5,6 +5,7 @@ Rows come from engine.queueing's summaries (times in ms under keys ending in _ms
 rows may name time in system either 'mean_time_in_system_ms' or 'mean_sojourn_ms' (sojourn is
 the queueing word for it), and the closed form either flat or under 'expected'; both are read.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -55,14 +56,33 @@ def queue_hockey_stick(results: dict[str, Any], size: Size | None = None) -> tup
     ax = fig.add_axes((0.12, 0.22, 0.84, 0.62))
     if service is not None:
         grid = np.linspace(0, rho.max(), 400)
-        ax.plot(grid, service / (1 - grid), color=OKABE_ITO["sky_blue"], linewidth=3,
-                label="closed form  S / (1 − ρ)")
-    ax.plot(rho, mean, linestyle="none", marker="o", markersize=12, color=OKABE_ITO["vermillion"],
-            label="simulated")
+        ax.plot(
+            grid,
+            service / (1 - grid),
+            color=OKABE_ITO["sky_blue"],
+            linewidth=3,
+            label="closed form  S / (1 − ρ)",
+        )
+    ax.plot(
+        rho,
+        mean,
+        linestyle="none",
+        marker="o",
+        markersize=12,
+        color=OKABE_ITO["vermillion"],
+        label="simulated",
+    )
     for r, m in zip(rho, mean):
         if r >= 0.85:
-            ax.annotate(f"{m:,.0f} ms", (r, m), xytext=(-10, 4), textcoords="offset points",
-                        ha="right", fontsize=FONT["base"], fontweight="bold")
+            ax.annotate(
+                f"{m:,.0f} ms",
+                (r, m),
+                xytext=(-10, 4),
+                textcoords="offset points",
+                ha="right",
+                fontsize=FONT["base"],
+                fontweight="bold",
+            )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, mean.max() * 1.12)
     style.thousands_ticks(ax.yaxis)
@@ -112,14 +132,22 @@ def shared_vs_separate(results: dict[str, Any], size: Size | None = None) -> tup
         values = [lines[key][m] for m, _ in METRICS]
         ax.bar(xs, values, width=width * 0.92, color=colour, label=name)
         for x, v in zip(xs, values):
-            ax.text(x, v + top * 0.02, f"{v:,.0f} ms", ha="center", va="bottom",
-                    fontsize=FONT["base"], fontweight="bold")
+            ax.text(
+                x,
+                v + top * 0.02,
+                f"{v:,.0f} ms",
+                ha="center",
+                va="bottom",
+                fontsize=FONT["base"],
+                fontweight="bold",
+            )
     ax.set_xticks(np.arange(len(METRICS)), [label for _, label in METRICS], fontsize=FONT["base"])
     ax.set_yticks([])
     ax.spines["left"].set_visible(False)
     ax.set_ylim(0, top * 1.15)
-    fig.legend(loc="upper left", bbox_to_anchor=(0.02, 0.86), ncol=len(present),
-               handlelength=1.2, columnspacing=1.0)
+    fig.legend(
+        loc="upper left", bbox_to_anchor=(0.02, 0.86), ncol=len(present), handlelength=1.2, columnspacing=1.0
+    )
     servers, load = lines.get("servers"), lines.get("load")
     setting = f"{servers} servers at {load * 100:.0f}% load" if servers and load else "same load"
     headline = "One shared line beats separate lines"

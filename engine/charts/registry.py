@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-DrawFn = Callable[..., "tuple[Figure, str]"]  # (results, size=None) -> (figure, alt text)
+# (results, size=None) -> (figure, alt text); an animation: (results, out_dir) -> (path, alt, size)
+DrawFn = Callable[..., Any]
 SpecCheck = Callable[[Any], "str | None"]  # DaySpec -> a problem ("needs the 'paged' policy")
 
 

@@ -4,6 +4,7 @@ Left, how sharing the batch decides throughput (each policy's GPU busy share, th
 multiple called out); right, how memory caps the batch (context → requests that fit, the
 post's highlighted rows emphasised). Portrait sizes stack the two halves instead.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -92,22 +93,50 @@ def _bars(fig: Figure, box: Box, batching: dict[str, Any], k: float = 1.0) -> No
         value = pol["utilisation"] * 100
         ax.barh(y, 100, color=style.LIGHT_GREY, height=0.5)
         ax.barh(y, value, color=policy_colour(name), height=0.5)
-        ax.text(0, y + 0.3, name, fontsize=(FONT["base"] + 2) * k, va="bottom", fontweight="bold",
-                color=policy_colour(name))
+        ax.text(
+            0,
+            y + 0.3,
+            name,
+            fontsize=(FONT["base"] + 2) * k,
+            va="bottom",
+            fontweight="bold",
+            color=policy_colour(name),
+        )
         inside = value > 35
-        ax.text(value - 2 if inside else value + 2, y, f"{value:.1f}%", va="center",
-                ha="right" if inside else "left", fontsize=FONT["callout"] * k, fontweight="bold",
-                color="white" if inside else style.INK)
+        ax.text(
+            value - 2 if inside else value + 2,
+            y,
+            f"{value:.1f}%",
+            va="center",
+            ha="right" if inside else "left",
+            fontsize=FONT["callout"] * k,
+            fontweight="bold",
+            color="white" if inside else style.INK,
+        )
     ax.set_xlim(0, 100)
     ax.set_ylim(-0.4, len(pols) - 0.1)
     ax.set_axis_off()
     if multiple:
-        big = fig.text(left, bottom, fmt_multiple(multiple), fontsize=32 * k, fontweight="bold",
-                       color=policy_colour("continuous"), va="bottom")
-        fig.add_artist(Annotation(
-            "the throughput\nof static batching", xy=(1, 0), xycoords=big,
-            xytext=(14, 6 * k), textcoords="offset points", fontsize=FONT["base"] * k, va="bottom",
-        ))
+        big = fig.text(
+            left,
+            bottom,
+            fmt_multiple(multiple),
+            fontsize=32 * k,
+            fontweight="bold",
+            color=policy_colour("continuous"),
+            va="bottom",
+        )
+        fig.add_artist(
+            Annotation(
+                "the throughput\nof static batching",
+                xy=(1, 0),
+                xycoords=big,
+                xytext=(14, 6 * k),
+                textcoords="offset points",
+                fontsize=FONT["base"] * k,
+                va="bottom",
+            )
+        )
 
 
 def _table(fig: Figure, box: Box, kv: dict[str, Any], k: float = 1.0) -> None:
@@ -132,11 +161,24 @@ def _table(fig: Figure, box: Box, kv: dict[str, Any], k: float = 1.0) -> None:
         font = (FONT["base"] + (4 if bold else 0)) * k
         ax.text(0.02, i, f"{row['context']:,}", fontsize=font, fontweight=weight, va="center")
         ax.text(0.44, i, f"{row['max_requests']:,}", fontsize=font, fontweight=weight, va="center")
-        ax.barh(i, 0.4 * row["max_requests"] / most, left=0.6, height=0.42,
-                color=OKABE_ITO["blue"] if bold else OKABE_ITO["sky_blue"])
+        ax.barh(
+            i,
+            0.4 * row["max_requests"] / most,
+            left=0.6,
+            height=0.42,
+            color=OKABE_ITO["blue"] if bold else OKABE_ITO["sky_blue"],
+        )
     if halves:
-        ax.text(0.02, n + 0.05, "halves each time the context doubles", ha="left", va="center",
-                fontsize=(FONT["small"] + 1) * k, color=style.INK, style="italic")
+        ax.text(
+            0.02,
+            n + 0.05,
+            "halves each time the context doubles",
+            ha="left",
+            va="center",
+            fontsize=(FONT["small"] + 1) * k,
+            color=style.INK,
+            style="italic",
+        )
 
 
 def _alt(batching: dict[str, Any] | None, kv: dict[str, Any] | None) -> str:

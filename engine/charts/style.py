@@ -10,6 +10,7 @@ the PNG is saved with that same dpi and no ``bbox_inches='tight'``.
 Why Okabe–Ito: the eight colours stay distinct for the common colour-vision deficiencies, and
 greys carry "nothing here" (idle slots, unused memory) without competing with them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -89,6 +90,8 @@ def policy_order() -> tuple[str, ...]:
     from engine.batching import registry
 
     return registry.names()
+
+
 VIEW_COLOURS = [OKABE_ITO[k] for k in ("blue", "vermillion", "green", "purple", "orange", "sky_blue")]
 VIEW_MARKERS = ["o", "s", "^", "D", "v", "P"]
 
@@ -180,7 +183,9 @@ def heading(fig: Figure, text: str) -> Text:
 
 def source_note(fig: Figure, text: str, y: float = 0.015) -> Text:
     """Where the numbers came from, bottom-left of every chart, fitted to the width."""
-    return fit_width(fig, fig.text(0.012, y, text, fontsize=FONT["source"], color=MUTED, ha="left", va="bottom"))
+    return fit_width(
+        fig, fig.text(0.012, y, text, fontsize=FONT["source"], color=MUTED, ha="left", va="bottom")
+    )
 
 
 def thousands_ticks(axis: Any) -> None:

@@ -7,6 +7,7 @@ font that ships with matplotlib, so the same measurement gives the same bytes on
 Long output is elided in the middle, visibly ("… 9 lines not shown …"), never silently; lines
 too wide for the window wrap onto the next row, as in a terminal.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse, FancyBboxPatch, Rectangle
 
 from engine.charts import labels, style
-from engine.charts.style import FONT, MIN_FONT_PT, Size
 from engine.charts.registry import register_chart
+from engine.charts.style import FONT, MIN_FONT_PT, Size
 
 MONO = "DejaVu Sans Mono"  # ships with matplotlib: the same glyphs everywhere
 CANVAS = "#F3F4F6"
@@ -59,8 +60,17 @@ def terminal(results: dict[str, Any], size: Size | None = None) -> tuple[Figure,
     if spare > 0:
         win_top -= spare / 2
         win_bottom += spare / 2
-    _window(fig, width_pt, height_pt, win_left, win_right, win_bottom, win_top, bar_pt,
-            f"{lab['lab_folder']} · {lab['source']}")
+    _window(
+        fig,
+        width_pt,
+        height_pt,
+        win_left,
+        win_right,
+        win_bottom,
+        win_top,
+        bar_pt,
+        f"{lab['lab_folder']} · {lab['source']}",
+    )
     line_h = font * LINE_SPACING
     y = win_top - bar_pt - pad
     for i, line in enumerate(shown):
@@ -69,11 +79,20 @@ def terminal(results: dict[str, Any], size: Size | None = None) -> tuple[Figure,
         if i == 0:
             fig.text(_x(win_left + pad, width_pt), _y(y, height_pt), "$", **_mono(font, PROMPT, "bold"))
             text, colour, weight = clip(line[2:], cols - 2), "#FFFFFF", "bold"
-            fig.text(_x(win_left + pad + 2 * font * CHAR_WIDTH_EM, width_pt), _y(y, height_pt), text,
-                     **_mono(font, colour, weight))
+            fig.text(
+                _x(win_left + pad + 2 * font * CHAR_WIDTH_EM, width_pt),
+                _y(y, height_pt),
+                text,
+                **_mono(font, colour, weight),
+            )
         elif line.startswith(_ELISION_MARK):
-            fig.text(_x(win_left + pad, width_pt), _y(y, height_pt), text, **_mono(font, ELIDED, "normal"),
-                     style="italic")
+            fig.text(
+                _x(win_left + pad, width_pt),
+                _y(y, height_pt),
+                text,
+                **_mono(font, ELIDED, "normal"),
+                style="italic",
+            )
         else:
             fig.text(_x(win_left + pad, width_pt), _y(y, height_pt), text, **_mono(font, colour, weight))
         y -= line_h
@@ -98,7 +117,7 @@ def transcript_lines(lab: dict[str, Any]) -> list[str]:
     sel = lab.get("terminal") or {}
     first = int(sel.get("first_line") or 1)
     last = sel.get("last_line")
-    return out[first - 1:last]
+    return out[first - 1 : last]
 
 
 def elide(lines: list[str], room: int) -> list[str]:
@@ -110,7 +129,7 @@ def elide(lines: list[str], room: int) -> list[str]:
     head = max(1, keep * 2 // 5)
     tail = keep - head
     hidden = len(lines) - head - tail
-    return [*lines[:head], f"{_ELISION_MARK}{hidden} lines not shown ⋯", *lines[len(lines) - tail:]]
+    return [*lines[:head], f"{_ELISION_MARK}{hidden} lines not shown ⋯", *lines[len(lines) - tail :]]
 
 
 def clip(line: str, cols: int) -> str:
@@ -155,42 +174,96 @@ def _y(points: float, height_pt: float) -> float:
 
 
 def _mono(font: float, colour: str, weight: str) -> dict[str, Any]:
-    return {"fontsize": font, "family": MONO, "color": colour, "fontweight": weight, "va": "top",
-            "ha": "left"}
+    return {
+        "fontsize": font,
+        "family": MONO,
+        "color": colour,
+        "fontweight": weight,
+        "va": "top",
+        "ha": "left",
+    }
 
 
-def _window(fig: Figure, width_pt: float, height_pt: float, left: float, right: float,
-            bottom: float, top: float, bar: float, title: str) -> None:
+def _window(
+    fig: Figure,
+    width_pt: float,
+    height_pt: float,
+    left: float,
+    right: float,
+    bottom: float,
+    top: float,
+    bar: float,
+    title: str,
+) -> None:
     fig.patch.set_facecolor(CANVAS)
+
     def box(x0: float, y0: float, x1: float, y1: float) -> tuple[float, float, float, float]:
         return x0 / width_pt, y0 / height_pt, (x1 - x0) / width_pt, (y1 - y0) / height_pt
+
     x, y, w, h = box(left, bottom, right, top)
-    fig.add_artist(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0,rounding_size=0.012",
-                                  transform=fig.transFigure, facecolor=WINDOW, edgecolor="#0B0C0E",
-                                  linewidth=1.2, mutation_aspect=width_pt / height_pt))
+    fig.add_artist(
+        FancyBboxPatch(
+            (x, y),
+            w,
+            h,
+            boxstyle="round,pad=0,rounding_size=0.012",
+            transform=fig.transFigure,
+            facecolor=WINDOW,
+            edgecolor="#0B0C0E",
+            linewidth=1.2,
+            mutation_aspect=width_pt / height_pt,
+        )
+    )
     bx, by, bw, bh = box(left, top - bar, right, top)
-    fig.add_artist(FancyBboxPatch((bx, by), bw, bh, boxstyle="round,pad=0,rounding_size=0.012",
-                                  transform=fig.transFigure, facecolor=TITLE_BAR, linewidth=0,
-                                  mutation_aspect=width_pt / height_pt))
-    fig.add_artist(Rectangle((bx, by), bw, bh / 2, transform=fig.transFigure, facecolor=TITLE_BAR,
-                             linewidth=0))  # square lower corners: the bar meets the body
+    fig.add_artist(
+        FancyBboxPatch(
+            (bx, by),
+            bw,
+            bh,
+            boxstyle="round,pad=0,rounding_size=0.012",
+            transform=fig.transFigure,
+            facecolor=TITLE_BAR,
+            linewidth=0,
+            mutation_aspect=width_pt / height_pt,
+        )
+    )
+    fig.add_artist(
+        Rectangle((bx, by), bw, bh / 2, transform=fig.transFigure, facecolor=TITLE_BAR, linewidth=0)
+    )  # square lower corners: the bar meets the body
     radius = 6.0
     for i, colour in enumerate(DOTS):
         cx = (left + 18 + i * 20) / width_pt
         cy = (top - bar / 2) / height_pt
-        fig.add_artist(Ellipse((cx, cy), 2 * radius / width_pt, 2 * radius / height_pt,
-                               transform=fig.transFigure, facecolor=colour, linewidth=0))
-    label = fig.text((left + right) / 2 / width_pt, (top - bar / 2) / height_pt, title,
-                     fontsize=FONT["source"], color=DIM, ha="center", va="center", family=MONO)
+        fig.add_artist(
+            Ellipse(
+                (cx, cy),
+                2 * radius / width_pt,
+                2 * radius / height_pt,
+                transform=fig.transFigure,
+                facecolor=colour,
+                linewidth=0,
+            )
+        )
+    label = fig.text(
+        (left + right) / 2 / width_pt,
+        (top - bar / 2) / height_pt,
+        title,
+        fontsize=FONT["source"],
+        color=DIM,
+        ha="center",
+        va="center",
+        family=MONO,
+    )
     style.fit_width(fig, label, left=(left + 90) / width_pt, right=(right - 20) / width_pt)
 
 
 def alt_text(lab: dict[str, Any], shown: list[str], limit: int = 250) -> str:
     """'Terminal output of "python lab.py" in day01.lab, measured on …:' then the last output
     lines that fit the limit, in order: a lab's summary is at its end."""
-    intro = f"Terminal output of \"{lab['command']}\" in {lab['lab_folder']}, {lab['source']}:"
-    body = [" ".join(line.split()) for line in shown[1:]
-            if line.strip() and not line.startswith(_ELISION_MARK)]
+    intro = f'Terminal output of "{lab["command"]}" in {lab["lab_folder"]}, {lab["source"]}:'
+    body = [
+        " ".join(line.split()) for line in shown[1:] if line.strip() and not line.startswith(_ELISION_MARK)
+    ]
     picked: list[str] = []
     for line in reversed(body):
         candidate = " ".join([intro, *[f"{b};" for b in [line, *picked][:-1]], [line, *picked][-1]])

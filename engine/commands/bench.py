@@ -8,6 +8,7 @@ On a GPU box: clone, ``make bench-day37 DEVICE=cuda`` (a CUDA build of torch 2.1
 7B-class shape in bf16 needs 12.6 GiB (13.5 GB) for its weights and takes a few minutes), commit
 ``days/day37.measured/<gpu>.json``, set ``measured: latest`` in the spec, and build anywhere.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,23 +61,43 @@ def _day_inputs(spec_path: Path) -> DayInputs:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", type=Path, help="the day's spec, e.g. days/day37.yaml")
-    parser.add_argument("--device", choices=("cuda", "cpu"),
-                        help="default: cuda when torch sees a GPU, else cpu")
-    parser.add_argument("--model", metavar="NAME",
-                        help="tiny, 7b-class, or a catalog model (default: 7b-class on CUDA, "
-                             "tiny on CPU); the weights are random")
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer repeats and a scaled-down workload: minutes become seconds")
-    parser.add_argument("--scale", type=float, metavar="F",
-                        help="multiply every output length by F (default 1 on CUDA, 0.25 on CPU; "
-                             "--quick: 0.25 and 0.1)")
-    parser.add_argument("--prompt-tokens", type=int, default=1, metavar="N",
-                        help="prompt length per request (default 1: no prefill pass, as the lab; "
-                             "longer prompts add one prefill pass per request)")
-    parser.add_argument("--eager", action="store_true",
-                        help="time eager steps on CUDA instead of replaying CUDA graphs")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="where to write <device-slug>.json (default: days/dayNN.measured/)")
+    parser.add_argument(
+        "--device", choices=("cuda", "cpu"), help="default: cuda when torch sees a GPU, else cpu"
+    )
+    parser.add_argument(
+        "--model",
+        metavar="NAME",
+        help="tiny, 7b-class, or a catalog model (default: 7b-class on CUDA, "
+        "tiny on CPU); the weights are random",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer repeats and a scaled-down workload: minutes become seconds",
+    )
+    parser.add_argument(
+        "--scale",
+        type=float,
+        metavar="F",
+        help="multiply every output length by F (default 1 on CUDA, 0.25 on CPU; --quick: 0.25 and 0.1)",
+    )
+    parser.add_argument(
+        "--prompt-tokens",
+        type=int,
+        default=1,
+        metavar="N",
+        help="prompt length per request (default 1: no prefill pass, as the lab; "
+        "longer prompts add one prefill pass per request)",
+    )
+    parser.add_argument(
+        "--eager", action="store_true", help="time eager steps on CUDA instead of replaying CUDA graphs"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="where to write <device-slug>.json (default: days/dayNN.measured/)",
+    )
 
 
 def _shape(name: str | None, device_type: str, spec_path: Path):
@@ -103,16 +124,24 @@ def run(args: argparse.Namespace) -> int:
     try:
         import torch  # noqa: F401  (the bench extra)
     except ImportError:
-        raise UserError("torch is not installed: pip install -e '.[bench]'", file=args.spec,
-                        field="--device") from None
+        raise UserError(
+            "torch is not installed: pip install -e '.[bench]'", file=args.spec, field="--device"
+        ) from None
     from engine.gpubench.device import resolve_device
     from engine.gpubench.runner import BenchConfig, run_bench
 
     device = resolve_device(args.device, spec_file=args.spec)
     cuda = device.type == "cuda"
-    scale = args.scale if args.scale is not None else {
-        (True, False): 1.0, (True, True): 0.25, (False, False): 0.25, (False, True): 0.1,
-    }[(cuda, args.quick)]
+    scale = (
+        args.scale
+        if args.scale is not None
+        else {
+            (True, False): 1.0,
+            (True, True): 0.25,
+            (False, False): 0.25,
+            (False, True): 0.1,
+        }[(cuda, args.quick)]
+    )
     config = BenchConfig(
         device=device.type,
         shape=_shape(args.model, device.type, args.spec),
@@ -155,20 +184,28 @@ def _summary(doc: dict, path: Path) -> None:
     b = doc["batching"]
     at_slots = [p for p in step["points"] if p["batch"] == doc["settings"]["slots"]]
     print(f"wrote {path}")
-    print(f"  {doc['device']['name']}: {doc['settings']['model']['name']} "
-          f"({doc['settings']['dtype']}, random weights), "
-          f"{doc['memory']['weights_bytes'] / 2**30:.2f} GiB of weights")
+    print(
+        f"  {doc['device']['name']}: {doc['settings']['model']['name']} "
+        f"({doc['settings']['dtype']}, random weights), "
+        f"{doc['memory']['weights_bytes'] / 2**30:.2f} GiB of weights"
+    )
     for fit in doc["memory"]["contexts"]:
-        print(f"  context {fit['context']:>6}: {fit['max_requests_measured']} requests fit "
-              f"(calculated {fit['max_requests_calculated']})")
+        print(
+            f"  context {fit['context']:>6}: {fit['max_requests_measured']} requests fit "
+            f"(calculated {fit['max_requests_calculated']})"
+        )
     if at_slots:
         p = at_slots[0]
         share = step["share_of_peak_at_slots"]
-        print(f"  step at batch {p['batch']}, context {p['context']}: {p['seconds'] * 1e3:.2f} ms, "
-              f"{p['achieved_bytes_per_s'] / 1e9:.1f} GB/s"
-              + (f" ({share:.0%} of peak, median over contexts)" if share is not None else ""))
-    print(f"  static {b['policies']['static']['wall_seconds']:.2f} s vs continuous "
-          f"{b['policies']['continuous']['wall_seconds']:.2f} s: {b['multiple']:.2f}x "
-          f"({b['requests']} requests, scale {b['scale']})")
+        print(
+            f"  step at batch {p['batch']}, context {p['context']}: {p['seconds'] * 1e3:.2f} ms, "
+            f"{p['achieved_bytes_per_s'] / 1e9:.1f} GB/s"
+            + (f" ({share:.0%} of peak, median over contexts)" if share is not None else "")
+        )
+    print(
+        f"  static {b['policies']['static']['wall_seconds']:.2f} s vs continuous "
+        f"{b['policies']['continuous']['wall_seconds']:.2f} s: {b['multiple']:.2f}x "
+        f"({b['requests']} requests, scale {b['scale']})"
+    )
     for note in doc.get("notes", []):
         print(f"  note: {note}")

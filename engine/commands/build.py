@@ -1,4 +1,5 @@
 """``python -m engine build days/dayNN.yaml …``: render days into out/."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,9 +10,7 @@ from pathlib import Path
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("specs", nargs="+", type=Path, help="days/dayNN.yaml files")
     parser.add_argument("--out", type=Path, default=Path("out"), help="output root (out/)")
-    parser.add_argument(
-        "--force", action="store_true", help="overwrite drafts edited by hand in out/"
-    )
+    parser.add_argument("--force", action="store_true", help="overwrite drafts edited by hand in out/")
 
 
 def outdir_lines(commit: object) -> list[str]:

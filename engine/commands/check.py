@@ -3,6 +3,7 @@
 Exit status: 0 when every rule passes, 1 when any fails (each failure named with its draft and
 post), 2 for a user error such as a missing folder.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,16 +15,20 @@ EXIT_RULES_FAILED = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("folders", nargs="+", type=Path, metavar="FOLDER|FILE",
-                        help="a built day's output folder, e.g. out/day37, or one draft in it "
-                             "(out/day37/linkedin.md): only that draft's counts and failures")
+    parser.add_argument(
+        "folders",
+        nargs="+",
+        type=Path,
+        metavar="FOLDER|FILE",
+        help="a built day's output folder, e.g. out/day37, or one draft in it "
+        "(out/day37/linkedin.md): only that draft's counts and failures",
+    )
 
 
 def format_counts(draft: str, counts: list) -> str:
     """One line per draft: ``x-thread.md post 3/7: 241/280 ok``; other counts follow by name."""
     parts = [
-        f"{c.value}/{c.limit} {'ok' if c.ok else 'FAIL'}" if c.name == "length" else str(c)
-        for c in counts
+        f"{c.value}/{c.limit} {'ok' if c.ok else 'FAIL'}" if c.name == "length" else str(c) for c in counts
     ]
     return f"{draft}: {' · '.join(parts) if parts else 'nothing to count'}"
 

@@ -4,6 +4,7 @@ Writes ``days/dayNN.measured/<machine>.json`` (schema in engine.lab.store) with 
 the date, the command, the lab files' hash, the wall time and the transcript. A lab that fails,
 times out, or reports the wrong figures gets one line and exit status 2; nothing is written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,18 +14,28 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", type=Path, help="the day's spec, e.g. days/day01.yaml")
-    parser.add_argument("--machine", metavar="NAME",
-                        help="what the posts call this machine (default: CPU model and cores)")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="where to write <machine>.json (default: days/dayNN.measured/)")
+    parser.add_argument(
+        "--machine", metavar="NAME", help="what the posts call this machine (default: CPU model and cores)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="where to write <machine>.json (default: days/dayNN.measured/)",
+    )
     parser.add_argument("--quiet", action="store_true", help="do not echo the lab's output")
 
 
 def run(args: argparse.Namespace) -> int:
     from engine.lab.measure import measure
 
-    doc, path = measure(args.spec, machine_name=args.machine, out_dir=args.out,
-                        echo=None if args.quiet else sys.stdout, status=sys.stderr)
+    doc, path = measure(
+        args.spec,
+        machine_name=args.machine,
+        out_dir=args.out,
+        echo=None if args.quiet else sys.stdout,
+        status=sys.stderr,
+    )
     print(f"wrote {path} ({doc['wall_seconds']:.1f} s on {doc['machine']['name']})")
     for name, fig in doc["figures"].items():
         print(f"  {name} = {fig['value']:.4g} {fig['unit']}: {fig['about']}")

@@ -3,6 +3,7 @@
 Run after editing a draft by hand to see it as the feeds would, with fresh counts. Prints the
 pages written, the index first: open that one in a browser.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,13 @@ from engine.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("out"), metavar="FOLDER",
-                        help="the output folder holding dayNN/ folders (default: out)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out"),
+        metavar="FOLDER",
+        help="the output folder holding dayNN/ folders (default: out)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ that reloads them after a rebuild; the files in out/ never contain it. A failed 
 line in the terminal and a banner on the page, and the last good build stays in place.
 Ctrl-C (or SIGTERM) stops the server and the watcher and exits 0.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,9 @@ RELOAD = """<script>
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("specs", nargs="*", type=Path,
-                        help="days/dayNN.yaml files (default: every days/dayNN.yaml)")
+    parser.add_argument(
+        "specs", nargs="*", type=Path, help="days/dayNN.yaml files (default: every days/dayNN.yaml)"
+    )
     parser.add_argument("--out", type=Path, default=Path("out"), help="output root (out/)")
     parser.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0: any free one)")
 
@@ -79,8 +81,9 @@ def rebuild(spec: Path, out: Path, state: State) -> None:
     state.built(spec, error)
 
 
-def affected(changed: list[Path], specs: list[Path], templates: Path,
-             shared: tuple[Path, ...] = ()) -> list[Path]:
+def affected(
+    changed: list[Path], specs: list[Path], templates: Path, shared: tuple[Path, ...] = ()
+) -> list[Path]:
     """The specs to rebuild for these changed files.
 
     A template in templates/dayNN/ → that day; any other template (shared macros, the review
@@ -136,8 +139,11 @@ def handler(out: Path, state: State) -> type[SimpleHTTPRequestHandler]:
             with state.lock:
                 script = RELOAD.format(version=state.version, path=VERSION_PATH)
                 errors = list(state.errors.values())
-            banner = "".join(f'<p class="serve-error" style="background:#b3261e;color:#fff;margin:0;'
-                             f'padding:8px 24px">{html.escape(e)}</p>' for e in errors)
+            banner = "".join(
+                f'<p class="serve-error" style="background:#b3261e;color:#fff;margin:0;'
+                f'padding:8px 24px">{html.escape(e)}</p>'
+                for e in errors
+            )
             page = page.replace("<body>", "<body>" + banner, 1)
             return (page.replace("</body>", script + "</body>", 1)).encode("utf-8")
 
@@ -155,13 +161,22 @@ def handler(out: Path, state: State) -> type[SimpleHTTPRequestHandler]:
     return functools.partial(Handler, directory=str(out))  # type: ignore[return-value]
 
 
-def watch(paths: list[Path], specs: list[Path], out: Path, templates: Path, state: State,
-          stop: threading.Event, ready: threading.Event, shared: tuple[Path, ...] = ()) -> None:
+def watch(
+    paths: list[Path],
+    specs: list[Path],
+    out: Path,
+    templates: Path,
+    state: State,
+    stop: threading.Event,
+    ready: threading.Event,
+    shared: tuple[Path, ...] = (),
+) -> None:
     import watchfiles
 
     # yield_on_timeout: an empty batch every rust_timeout ms, the first of which says "watching".
-    for changes in watchfiles.watch(*paths, stop_event=stop, debounce=300, raise_interrupt=False,
-                                    yield_on_timeout=True, rust_timeout=200):
+    for changes in watchfiles.watch(
+        *paths, stop_event=stop, debounce=300, raise_interrupt=False, yield_on_timeout=True, rust_timeout=200
+    ):
         ready.set()
         if not changes:
             continue
@@ -199,18 +214,24 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UserError(f"cannot listen on {HOST}:{args.port}: {exc.strerror}", field="--port") from exc
     templates = TEMPLATES.resolve()
-    catalog = (Path(__file__).resolve().parent.parent / "catalog")  # models and GPUs: every day
+    catalog = Path(__file__).resolve().parent.parent / "catalog"  # models and GPUs: every day
     shared = (catalog,) if catalog.is_dir() else ()
     watched = sorted({s.resolve().parent for s in specs} | {templates, *shared})
     stop, ready = threading.Event(), threading.Event()
-    watcher = threading.Thread(target=watch, name="watch", daemon=True,
-                               args=(watched, list(specs), out, templates, state, stop, ready, shared))
+    watcher = threading.Thread(
+        target=watch,
+        name="watch",
+        daemon=True,
+        args=(watched, list(specs), out, templates, state, stop, ready, shared),
+    )
     watcher.start()
     ready.wait(timeout=10)  # a change saved right after "serving" is not missed
     _stop_on_sigterm()
     port = server.server_address[1]
-    print(f"serving {out}/ at http://{HOST}:{port}/ ; watching {', '.join(map(str, watched))} "
-          "(Ctrl-C stops)", flush=True)
+    print(
+        f"serving {out}/ at http://{HOST}:{port}/ ; watching {', '.join(map(str, watched))} (Ctrl-C stops)",
+        flush=True,
+    )
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:

@@ -7,6 +7,7 @@ optional --prompt-tokens, --arrival-rate and --seed). Steps become seconds throu
 efficiencies and a per-layer kernel cost fitted to a GPU bench's steps or a per-operator CSV) or
 ``measured:FILE`` (a linear fit of a GPU benchmark's step times).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,61 +41,133 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from engine.workload import DISTRIBUTION_SYNTAX
 
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--workload", metavar="FILE.csv",
-                        help="a trace: output_tokens, optional prompt_tokens and arrival_time (s)")
-    source.add_argument("--requests", type=whole_flag("--requests", 1, limits.MAX_REQUESTS), metavar="N", help="generate N requests")
+    source.add_argument(
+        "--workload",
+        metavar="FILE.csv",
+        help="a trace: output_tokens, optional prompt_tokens and arrival_time (s)",
+    )
+    source.add_argument(
+        "--requests",
+        type=whole_flag("--requests", 1, limits.MAX_REQUESTS),
+        metavar="N",
+        help="generate N requests",
+    )
     parser.add_argument("--output-tokens", metavar="SPEC", help=f"output lengths: {DISTRIBUTION_SYNTAX}")
     parser.add_argument("--prompt-tokens", metavar="SPEC", help="prompt lengths (same syntax)")
-    parser.add_argument("--arrival-rate", type=number_flag("--arrival-rate", 0, 1e12, open_low=True), metavar="R",
-                        help="Poisson arrivals, R requests per second (default: all at t = 0)")
-    parser.add_argument("--arrival-cv", type=number_flag("--arrival-cv", 0, 1e6, open_low=True), metavar="CV",
-                        help="gamma arrivals with this coefficient of variation (needs --arrival-rate)")
-    parser.add_argument("--seed", type=whole_flag("--seed", 0, 2**63 - 1), default=0, help="seed of the generated workload")
-    parser.add_argument("--slots", type=whole_flag("--slots", 1, limits.MAX_SLOTS), required=True, metavar="N", help="batch slots")
+    parser.add_argument(
+        "--arrival-rate",
+        type=number_flag("--arrival-rate", 0, 1e12, open_low=True),
+        metavar="R",
+        help="Poisson arrivals, R requests per second (default: all at t = 0)",
+    )
+    parser.add_argument(
+        "--arrival-cv",
+        type=number_flag("--arrival-cv", 0, 1e6, open_low=True),
+        metavar="CV",
+        help="gamma arrivals with this coefficient of variation (needs --arrival-rate)",
+    )
+    parser.add_argument(
+        "--seed", type=whole_flag("--seed", 0, 2**63 - 1), default=0, help="seed of the generated workload"
+    )
+    parser.add_argument(
+        "--slots",
+        type=whole_flag("--slots", 1, limits.MAX_SLOTS),
+        required=True,
+        metavar="N",
+        help="batch slots",
+    )
     from engine.batching import registry
 
-    parser.add_argument("--policy", default="static,continuous", metavar="LIST",
-                        help=f"comma-separated: {', '.join(registry.names())} "
-                             "(default: static,continuous)")
+    parser.add_argument(
+        "--policy",
+        default="static,continuous",
+        metavar="LIST",
+        help=f"comma-separated: {', '.join(registry.names())} (default: static,continuous)",
+    )
     parser.add_argument("--model", metavar="NAME", help="catalog model (roofline, KV blocks)")
     parser.add_argument("--gpu", metavar="NAME", help="catalog GPU (roofline, KV blocks)")
     parser.add_argument("--kv-dtype", default="auto", help="KV cache dtype for --model (default auto)")
-    parser.add_argument("--tp", type=whole_flag("--tp", 1, 1024), default=1, metavar="N",
-                        help="tensor parallel GPUs per replica (with --model and --gpu): weights, KV "
-                             "heads and FLOPs split as the KV calculator splits them, plus two "
-                             "all-reduces per layer over the catalog's GPU link (default 1)")
-    parser.add_argument("--step-time", default="unit", metavar="MODEL",
-                        help="unit[:SECONDS] | roofline (a lower bound) | calibrated:FILE (the "
-                             "roofline fitted to a bench JSON or a per-operator CSV: batch, context, "
-                             "prefill, seconds) | measured:FILE (default unit, 0.02 s/step)")
-    parser.add_argument("--max-wait", type=number_flag("--max-wait", 0, limits.MAX_ARRIVAL_SECONDS), metavar="S",
-                        help="static: launch a partial group once its oldest waited S seconds")
-    parser.add_argument("--num-blocks", type=whole_flag("--num-blocks", 1, limits.MAX_BLOCKS), metavar="N",
-                        help="paged: KV blocks (default: the KV calculator's for --model on --gpu)")
-    parser.add_argument("--block-size", type=whole_flag("--block-size", 1, limits.MAX_BLOCK_SIZE), default=16, metavar="N", help="paged: tokens per block")
-    parser.add_argument("--max-num-seqs", type=whole_flag("--max-num-seqs", 1, limits.MAX_SLOTS), metavar="N", help="paged: running requests at most")
-    parser.add_argument("--max-num-batched-tokens", type=whole_flag("--max-num-batched-tokens", 1, limits.MAX_CONTEXT_TOKENS), metavar="N",
-                        help="paged: tokens per step at most")
+    parser.add_argument(
+        "--tp",
+        type=whole_flag("--tp", 1, 1024),
+        default=1,
+        metavar="N",
+        help="tensor parallel GPUs per replica (with --model and --gpu): weights, KV "
+        "heads and FLOPs split as the KV calculator splits them, plus two "
+        "all-reduces per layer over the catalog's GPU link (default 1)",
+    )
+    parser.add_argument(
+        "--step-time",
+        default="unit",
+        metavar="MODEL",
+        help="unit[:SECONDS] | roofline (a lower bound) | calibrated:FILE (the "
+        "roofline fitted to a bench JSON or a per-operator CSV: batch, context, "
+        "prefill, seconds) | measured:FILE (default unit, 0.02 s/step)",
+    )
+    parser.add_argument(
+        "--max-wait",
+        type=number_flag("--max-wait", 0, limits.MAX_ARRIVAL_SECONDS),
+        metavar="S",
+        help="static: launch a partial group once its oldest waited S seconds",
+    )
+    parser.add_argument(
+        "--num-blocks",
+        type=whole_flag("--num-blocks", 1, limits.MAX_BLOCKS),
+        metavar="N",
+        help="paged: KV blocks (default: the KV calculator's for --model on --gpu)",
+    )
+    parser.add_argument(
+        "--block-size",
+        type=whole_flag("--block-size", 1, limits.MAX_BLOCK_SIZE),
+        default=16,
+        metavar="N",
+        help="paged: tokens per block",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=whole_flag("--max-num-seqs", 1, limits.MAX_SLOTS),
+        metavar="N",
+        help="paged: running requests at most",
+    )
+    parser.add_argument(
+        "--max-num-batched-tokens",
+        type=whole_flag("--max-num-batched-tokens", 1, limits.MAX_CONTEXT_TOKENS),
+        metavar="N",
+        help="paged: tokens per step at most",
+    )
     parser.add_argument("--chunked-prefill", action="store_true", help="paged: Sarathi-style chunks")
-    parser.add_argument("--replicas", type=whole_flag("--replicas", 1, 4096), default=1, metavar="N",
-                        help="N copies of the engine, each with its own scheduler and KV pool, "
-                             "behind --router (default 1)")
-    parser.add_argument("--router", default="round_robin",
-                        choices=("round_robin", "random", "least_outstanding"),
-                        help="how --replicas share the requests: round_robin (request i to replica "
-                             "i mod N), random (seeded by --seed) or least_outstanding (fewest sent "
-                             "and unfinished at its arrival; paged and continuous); default round_robin")
+    parser.add_argument(
+        "--replicas",
+        type=whole_flag("--replicas", 1, 4096),
+        default=1,
+        metavar="N",
+        help="N copies of the engine, each with its own scheduler and KV pool, behind --router (default 1)",
+    )
+    parser.add_argument(
+        "--router",
+        default="round_robin",
+        choices=("round_robin", "random", "least_outstanding"),
+        help="how --replicas share the requests: round_robin (request i to replica "
+        "i mod N), random (seeded by --seed) or least_outstanding (fewest sent "
+        "and unfinished at its arrival; paged and continuous); default round_robin",
+    )
     parser.add_argument("--json", action="store_true", help='print {"policies": {...}} as JSON')
     from engine.batching.export import MAX_CSV_ROWS, MAX_TRACE_STAYS
 
-    parser.add_argument("--requests-csv", metavar="FILE",
-                        help="write one row per request per policy: arrival, scheduled, first token, "
-                             "finish (seconds, or steps without a step time), preemptions, restarts; "
-                             f"at most {MAX_CSV_ROWS:,} rows")
-    parser.add_argument("--trace", metavar="FILE",
-                        help="write a Chrome/Perfetto trace (JSON) of the simulated timeline: a track "
-                             f"per slot, a process per policy and replica; at most {MAX_TRACE_STAYS:,} "
-                             "slot stays")
+    parser.add_argument(
+        "--requests-csv",
+        metavar="FILE",
+        help="write one row per request per policy: arrival, scheduled, first token, "
+        "finish (seconds, or steps without a step time), preemptions, restarts; "
+        f"at most {MAX_CSV_ROWS:,} rows",
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="write a Chrome/Perfetto trace (JSON) of the simulated timeline: a track "
+        f"per slot, a process per policy and replica; at most {MAX_TRACE_STAYS:,} "
+        "slot stays",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,8 +176,10 @@ def run(args: argparse.Namespace) -> int:
     if args.tp < 1:
         raise UserError(f"must be at least 1, got {args.tp}", field="--tp")
     if args.tp > 1 and not (args.model and args.gpu):
-        raise UserError("tensor parallelism needs --model and --gpu (it splits the model over "
-                        "the catalog GPU)", field="--tp")
+        raise UserError(
+            "tensor parallelism needs --model and --gpu (it splits the model over the catalog GPU)",
+            field="--tp",
+        )
     workload = _workload(args)
     try:
         step_time = _step_time(args)
@@ -127,8 +202,9 @@ def run(args: argparse.Namespace) -> int:
     from engine.batching.export import Run
 
     everyone = np.arange(workload.n)
-    _write_files(args, [Run(name, None, r, everyone, workload.arrival_time, step_time)
-                        for name, r in results.items()])
+    _write_files(
+        args, [Run(name, None, r, everyone, workload.arrival_time, step_time) for name, r in results.items()]
+    )
     if args.json:
         doc = {"policies": {name: r.to_dict(timeline=False) for name, r in results.items()}}
         print(json.dumps(doc, indent=2, sort_keys=True))
@@ -138,19 +214,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_replicas(args: argparse.Namespace, workload: Any, policies: dict[str, Any], step_time: Any) -> int:
-    from engine.batching.replicas import simulate_replicas
-
     import numpy as np
 
     from engine.batching.export import Run
+    from engine.batching.replicas import simulate_replicas
 
     clusters: dict[str, Any] = {}
     runs: list[Any] = []
     for name, policy in policies.items():
         try:
             cluster = simulate_replicas(
-                workload, policy, slots=args.slots, step_time=step_time, replicas=args.replicas,
-                router=args.router, seed=args.seed,
+                workload,
+                policy,
+                slots=args.slots,
+                step_time=step_time,
+                replicas=args.replicas,
+                router=args.router,
+                seed=args.seed,
             )
         except UserError as err:
             field = {"replicas": "--replicas", "router": "--router"}.get(err.field or "")
@@ -164,20 +244,28 @@ def _run_replicas(args: argparse.Namespace, workload: Any, policies: dict[str, A
     if args.json:
         print(json.dumps({"policies": clusters}, indent=2, sort_keys=True))
         return 0
-    lines = [f"{workload.n:,} requests over {args.replicas} replicas, router {args.router}",
-             f"step time: {_describe(step_time) if step_time is not None else 'none (steps)'}", ""]
+    lines = [
+        f"{workload.n:,} requests over {args.replicas} replicas, router {args.router}",
+        f"step time: {_describe(step_time) if step_time is not None else 'none (steps)'}",
+        "",
+    ]
     width = max(11, *(len(n) + 2 for n in clusters))
-    lines.append(f"{'policy':<{width}}{'replica':>8}{'requests':>10}{'seconds':>11}{'req/s':>10}"
-                 f"{'TTFT p50':>11}{'TTFT p99':>11}{'e2e p50':>11}{'e2e p99':>11}{'preempt':>9}")
+    lines.append(
+        f"{'policy':<{width}}{'replica':>8}{'requests':>10}{'seconds':>11}{'req/s':>10}"
+        f"{'TTFT p50':>11}{'TTFT p99':>11}{'e2e p50':>11}{'e2e p99':>11}{'preempt':>9}"
+    )
 
     def row(name: str, which: str, d: dict[str, Any]) -> str:
         lat = d["latency"]
         cells = [lat.get(k, {}).get(q, float("nan")) for k in ("ttft", "e2e") for q in ("p50", "p99")]
         seconds = d.get("makespan_seconds")
         rps = d.get("requests_per_second")
-        return (f"{name:<{width}}{which:>8}{d['requests']:>10,}"
-                f"{'-' if seconds is None else _number(seconds):>11}{'-' if rps is None else _number(rps):>10}"
-                + "".join(f"{_number(x):>11}" for x in cells) + f"{d['preemptions']:>9,}")
+        return (
+            f"{name:<{width}}{which:>8}{d['requests']:>10,}"
+            f"{'-' if seconds is None else _number(seconds):>11}{'-' if rps is None else _number(rps):>10}"
+            + "".join(f"{_number(x):>11}" for x in cells)
+            + f"{d['preemptions']:>9,}"
+        )
 
     for name, d in clusters.items():
         lines.append(row(name, "all", d))
@@ -185,8 +273,10 @@ def _run_replicas(args: argparse.Namespace, workload: Any, policies: dict[str, A
             if rep is not None:
                 rep = {**rep, "latency": {k: v for k, v in rep["latency"][d["latency_unit"]].items()}}
                 lines.append(row("", str(j), rep))
-    lines.append(f"(latencies in {next(iter(clusters.values()))['latency_unit']}; 'all' = the "
-                 "cluster: every request, the slowest replica's makespan)")
+    lines.append(
+        f"(latencies in {next(iter(clusters.values()))['latency_unit']}; 'all' = the "
+        "cluster: every request, the slowest replica's makespan)"
+    )
     print("\n".join(lines))
     return 0
 
@@ -220,7 +310,9 @@ def _workload(args: argparse.Namespace) -> Any:
     if args.workload:
         for flag in ("output_tokens", "prompt_tokens", "arrival_rate", "arrival_cv"):
             if getattr(args, flag) is not None:
-                raise UserError("only with --requests (a trace has its own)", field="--" + flag.replace("_", "-"))
+                raise UserError(
+                    "only with --requests (a trace has its own)", field="--" + flag.replace("_", "-")
+                )
         return wl.load_trace(Path(args.workload))
     if args.requests < 1:
         raise UserError(f"must be at least 1, got {args.requests}", field="--requests")
@@ -243,8 +335,11 @@ def _workload(args: argparse.Namespace) -> Any:
         arrivals = wl.Gamma(rate=args.arrival_rate, cv=args.arrival_cv)
     try:
         spec = wl.GeneratedWorkload(
-            requests=args.requests, output_tokens=output, prompt_tokens=prompt,
-            arrivals=arrivals, seed=args.seed,
+            requests=args.requests,
+            output_tokens=output,
+            prompt_tokens=prompt,
+            arrivals=arrivals,
+            seed=args.seed,
         )
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -267,8 +362,9 @@ def _policy_names(text: str) -> list[str]:
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise UserError(f"unknown policy {text!r}; choose from {', '.join(registry.names())}",
-                        field="--policy")
+        raise UserError(
+            f"unknown policy {text!r}; choose from {', '.join(registry.names())}", field="--policy"
+        )
     for name in names:
         registry.kind(name, field="--policy")
     return list(dict.fromkeys(names))
@@ -285,8 +381,9 @@ def _step_time(args: argparse.Namespace) -> Any:
         except ValueError:
             raise UserError(f"seconds per step {rest!r} is not a number", field="--step-time") from None
         if not (0 < seconds <= 3600):  # not NaN, not inf: "nanx the throughput" was printed
-            raise UserError(f"seconds per step must be a positive number up to 3600, got {rest}",
-                            field="--step-time")
+            raise UserError(
+                f"seconds per step must be a positive number up to 3600, got {rest}", field="--step-time"
+            )
         return batching.UnitStepTime(seconds)
     if kind == "roofline":
         if not (args.model and args.gpu):
@@ -294,20 +391,22 @@ def _step_time(args: argparse.Namespace) -> Any:
         return batching.roofline_from_catalog(args.model, args.gpu, kv_dtype=args.kv_dtype, tp=args.tp)
     if kind == "calibrated":
         if not (args.model and args.gpu):
-            raise UserError("calibrated needs --model and --gpu (the roofline it calibrates)",
-                            field="--step-time")
+            raise UserError(
+                "calibrated needs --model and --gpu (the roofline it calibrates)", field="--step-time"
+            )
         if not rest:
             raise UserError("give the measurements, as calibrated:FILE", field="--step-time")
         from engine.batching.calibrated import calibrate_from_catalog
 
-        return calibrate_from_catalog(args.model, args.gpu, rest, kv_dtype=args.kv_dtype,
-                                      tp=args.tp)
+        return calibrate_from_catalog(args.model, args.gpu, rest, kv_dtype=args.kv_dtype, tp=args.tp)
     if kind == "measured":
         if not rest:
             raise UserError("give the benchmark file, as measured:FILE", field="--step-time")
         return load_measured_step_time(rest)
-    raise UserError(f"unknown step-time model {kind!r}; use unit[:SECONDS], roofline, "
-                    "calibrated:FILE or measured:FILE", field="--step-time")
+    raise UserError(
+        f"unknown step-time model {kind!r}; use unit[:SECONDS], roofline, calibrated:FILE or measured:FILE",
+        field="--step-time",
+    )
 
 
 def _policy(name: str, args: argparse.Namespace) -> Any:
@@ -320,9 +419,11 @@ def _policy(name: str, args: argparse.Namespace) -> Any:
     blocks = args.num_blocks
     if kind.needs_blocks and blocks is None:
         if not args.model:
-            raise UserError(f"{name} needs a KV cache size: give --num-blocks N, or --model NAME "
-                            f"--gpu NAME to size it from the catalog, or leave {name} out of --policy",
-                            field="--num-blocks")
+            raise UserError(
+                f"{name} needs a KV cache size: give --num-blocks N, or --model NAME "
+                f"--gpu NAME to size it from the catalog, or leave {name} out of --policy",
+                field="--num-blocks",
+            )
         blocks = num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype, tp=args.tp)
     settings = batching.PolicySettings(
         max_wait=args.max_wait,
@@ -405,13 +506,19 @@ def _describe(step_time: Any) -> str:
     if info["kind"] == "unit":
         return f"unit, {info['seconds_per_step'] * 1000:,g} ms per step"
     if info["kind"] == "roofline":
-        return (f"roofline, {info['weights_bytes'] / 2**30:,.1f} GiB weights at "
-                f"{info['hbm_bytes_per_s'] / 1e12:,.2f} TB/s (a lower bound: peak rates, no "
-                "attention FLOPs, no kernel overheads)")
+        return (
+            f"roofline, {info['weights_bytes'] / 2**30:,.1f} GiB weights at "
+            f"{info['hbm_bytes_per_s'] / 1e12:,.2f} TB/s (a lower bound: peak rates, no "
+            "attention FLOPs, no kernel overheads)"
+        )
     if info["kind"] == "calibrated":
-        return (f"calibrated roofline, fitted to {info['points']:,} measured steps: "
-                f"{info['memory_efficiency']:.0%} of HBM bandwidth, {info['flops_efficiency']:.0%} of "
-                f"peak FLOP/s, {info['kernel_seconds_per_layer'] * 1e6:,.1f} µs per layer; fit error "
-                f"{info['rmse_s'] * 1000:.3g} ms rms, {info['max_relative_error']:.1%} at worst")
-    return (f"measured fit over {info['points']:,} points: {info['intercept_s'] * 1000:.2f} ms + "
-            f"{info['per_token_s'] * 1e6:.2f} µs/token + {info['per_context_token_s'] * 1e9:.2f} ns/KV token")
+        return (
+            f"calibrated roofline, fitted to {info['points']:,} measured steps: "
+            f"{info['memory_efficiency']:.0%} of HBM bandwidth, {info['flops_efficiency']:.0%} of "
+            f"peak FLOP/s, {info['kernel_seconds_per_layer'] * 1e6:,.1f} µs per layer; fit error "
+            f"{info['rmse_s'] * 1000:.3g} ms rms, {info['max_relative_error']:.1%} at worst"
+        )
+    return (
+        f"measured fit over {info['points']:,} points: {info['intercept_s'] * 1000:.2f} ms + "
+        f"{info['per_token_s'] * 1e6:.2f} µs/token + {info['per_context_token_s'] * 1e9:.2f} ns/KV token"
+    )

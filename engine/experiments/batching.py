@@ -1,4 +1,5 @@
 """Batching decides throughput: the spec's batching section through the simulator."""
+
 from __future__ import annotations
 
 import math
@@ -49,9 +50,12 @@ def step_time_of(section: BatchingSection, location: SpecLocation, measurement: 
 
         source = Path(location.spec_path).parent / spec.file if spec.file else measurement
         if source is None:
-            raise UserError("kind 'calibrated' needs measurements: set measured: latest (and run "
-                            "the bench) or give file: a per-operator CSV",
-                            file=location.spec_path, field="batching.step_time")
+            raise UserError(
+                "kind 'calibrated' needs measurements: set measured: latest (and run "
+                "the bench) or give file: a per-operator CSV",
+                file=location.spec_path,
+                field="batching.step_time",
+            )
         with blame(location, "batching.step_time"):
             return calibrate_from_catalog(spec.model, spec.gpu, source, kv_dtype=spec.kv_dtype, tp=spec.tp)
     if measurement is None:
@@ -134,9 +138,7 @@ def run(section: BatchingSection, location: SpecLocation, inputs: Inputs) -> dic
         "ideal_steps": max(math.ceil(tokens / section.slots), int(load.output_tokens.max())),
     }
     if "static" in policies:
-        out["head_of_line"] = head_of_line_example(
-            load.output_tokens, policies["static"]["groups"]["size"]
-        )
+        out["head_of_line"] = head_of_line_example(load.output_tokens, policies["static"]["groups"]["size"])
     if "static" in policies and "continuous" in policies:
         out["multiple"] = batching.throughput_multiple(runs["static"], runs["continuous"])
     return out
@@ -144,8 +146,7 @@ def run(section: BatchingSection, location: SpecLocation, inputs: Inputs) -> dic
 
 def headline(result: dict[str, Any]) -> str:
     parts = [
-        f"{name} {p['steps']:,} steps {p['utilisation'] * 100:.1f}%"
-        for name, p in result["policies"].items()
+        f"{name} {p['steps']:,} steps {p['utilisation'] * 100:.1f}%" for name, p in result["policies"].items()
     ]
     multiple = f", {result['multiple']:.2f}x" if "multiple" in result else ""
     return f"batching ({result['source']}): " + ", ".join(parts) + multiple
@@ -181,8 +182,16 @@ def review_tables(bt: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append((key.replace("_", " "), num_cell(bt[key])))
     policies = bt.get("policies") or {}
     unit, latency = e2e_latency(policies)
-    head = ["policy", "steps", "GPU busy", "tokens / step", "makespan (s)", "requests / s",
-            f"p50 end-to-end ({unit})", f"p99 end-to-end ({unit})"]
+    head = [
+        "policy",
+        "steps",
+        "GPU busy",
+        "tokens / step",
+        "makespan (s)",
+        "requests / s",
+        f"p50 end-to-end ({unit})",
+        f"p99 end-to-end ({unit})",
+    ]
     body = [
         {
             "highlight": False,

@@ -1,4 +1,5 @@
 """Memory caps the batch: the spec's kv_cache section through the KV-cache calculator."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -95,9 +96,7 @@ def run(section: KvCacheSection, location: SpecLocation, inputs: Inputs) -> dict
         # model accepts: at different contexts a post would compare apples with oranges.
         shared = common_context([v["plan"]["contexts"] for v in compare], section.highlight)
         for view in compare:
-            view["headline_row"] = next(
-                r for r in view["plan"]["contexts"] if r["context"] == shared
-            )
+            view["headline_row"] = next(r for r in view["plan"]["contexts"] if r["context"] == shared)
     rows = {row["context"]: row for row in main["plan"]["contexts"]}
     return {
         "source": "calculated",
@@ -139,8 +138,7 @@ def halves_when_context_doubles(rows: list[dict[str, Any]]) -> bool:
     by_context = {r["context"]: r["max_requests"] for r in rows}
     pairs = [(c, 2 * c) for c in by_context if 2 * c in by_context]
     return bool(pairs) and all(
-        by_context[small] >= 2
-        and by_context[big] in (by_context[small] // 2, (by_context[small] + 1) // 2)
+        by_context[small] >= 2 and by_context[big] in (by_context[small] // 2, (by_context[small] + 1) // 2)
         for small, big in pairs
     )
 

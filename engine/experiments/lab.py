@@ -1,5 +1,6 @@
 """The lab section: the day's own script, measured once (``make lab-dayNN``) and read back on
 every build, never rerun."""
+
 from __future__ import annotations
 
 from engine.lab import section as lab

@@ -5,6 +5,7 @@ cite Day 4's own number (how much longer separate lines wait) instead of a sente
 The figure is recomputed from that spec (seeded, so the same as Day 4's post), not read from
 out/, so a build never depends on the order days were built in.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,8 +23,11 @@ def run(spec: DaySpec, location: SpecLocation) -> list[dict[str, Any]]:
             with blame(location, f"links_back.{i}.spec"):
                 earlier = load_spec(location.spec_dir / link.spec)
             if earlier.day != link.day:  # else Day 4's figure would be credited to "Day 5"
-                raise UserError(f"day {link.day}, but {link.spec} is the spec of day {earlier.day}",
-                                file=location.spec_path, field=f"links_back.{i}.day")
+                raise UserError(
+                    f"day {link.day}, but {link.spec} is the spec of day {earlier.day}",
+                    file=location.spec_path,
+                    field=f"links_back.{i}.day",
+                )
             entry["figure"] = figure_of(earlier, SpecLocation(spec_path=location.spec_dir / link.spec))
         links.append(entry)
     return links

@@ -5,6 +5,7 @@
 it back so the posts can say what was measured and where. ``latest`` with no file yet means
 simulated only: a fresh clone builds before anyone has rented a GPU.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -68,9 +69,7 @@ def headline(doc: dict[str, Any], slots: int | None, highlight: list[int]) -> di
         # On a CPU the bench probes a fixed stand-in budget, not real device memory: nothing a
         # post should quote as 'what fits'.
         "memory_rows": (
-            [memory[c] for c in highlight if c in memory]
-            if doc["device"]["kind"] != "cpu"
-            else []
+            [memory[c] for c in highlight if c in memory] if doc["device"]["kind"] != "cpu" else []
         ),
         "kind": doc["device"]["kind"],
         "batching": recomputed_batching(doc.get("batching")),

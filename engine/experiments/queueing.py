@@ -1,4 +1,5 @@
 """Day 4's claim, one shared line beats separate lines, through the queueing simulator."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -26,6 +26,7 @@ policy (each after an idempotent warm-up step on a side stream, as torch require
 replays them, all from one shared memory pool. If a capture fails, the policy's remaining steps
 run eagerly and a note says so (the runner then times the other policy eagerly too).
 """
+
 from __future__ import annotations
 
 import time
@@ -57,15 +58,22 @@ class _Slots:
     """The device-side state of the running requests: next token and length per slot, and the
     step that advances them (replayed from a CUDA graph per shape when graphs are on)."""
 
-    def __init__(self, model: Decoder, cache: KVCache, requests: int, prompt_tokens: int,
-                 seed: int, *, cuda_graphs: bool):
+    def __init__(
+        self,
+        model: Decoder,
+        cache: KVCache,
+        requests: int,
+        prompt_tokens: int,
+        seed: int,
+        *,
+        cuda_graphs: bool,
+    ):
         self.model, self.cache = model, cache
         device = model.device
         self.tokens = torch.zeros(cache.slots, dtype=torch.long, device=device)
         self.positions = torch.zeros(cache.slots, dtype=torch.long, device=device)
         self.lengths = [0] * cache.slots  # the same lengths, on the host, for attention sizes
-        self.prompts = request_prompts(requests, prompt_tokens, model.shape.vocab_size,
-                                       seed).to(device)
+        self.prompts = request_prompts(requests, prompt_tokens, model.shape.vocab_size, seed).to(device)
         self.graphs: dict[tuple[int, int], Callable[[], object]] | None = None
         self.note: str | None = None
         if cuda_graphs and graphs_supported(device):
@@ -93,8 +101,12 @@ class _Slots:
 
     def _capture(self, n: int, attn_len: int) -> Callable[[], object]:
         """The step for this shape as a CUDA graph, warmed up (idempotently) on a side stream."""
-        return cuda_graph(lambda: self._advance(n, attn_len), warmup=1,
-                          warmup_step=lambda: self._decode(n, attn_len), pool=self.pool)
+        return cuda_graph(
+            lambda: self._advance(n, attn_len),
+            warmup=1,
+            warmup_step=lambda: self._decode(n, attn_len),
+            pool=self.pool,
+        )
 
     def _try_capture(self, n: int, attn_len: int) -> Callable[[], object] | None:
         """Capture and keep this shape's step; on failure drop every graph, note why, and return
@@ -104,10 +116,11 @@ class _Slots:
         except RuntimeError as err:  # an optimisation only: the eager step is the same
             # Out of memory included: dropping every graph gives their pool back, and an eager
             # step needs no more than one graph's worth.
-            why = ("out of memory" if isinstance(err, torch.OutOfMemoryError)
-                   else str(err).splitlines()[0])
-            self.note = (f"batching: CUDA graph capture failed ({why}) after "
-                         f"{len(self.graphs or ())} step shapes; eager steps")
+            why = "out of memory" if isinstance(err, torch.OutOfMemoryError) else str(err).splitlines()[0]
+            self.note = (
+                f"batching: CUDA graph capture failed ({why}) after "
+                f"{len(self.graphs or ())} step shapes; eager steps"
+            )
             replay = None
         if replay is None:
             self.graphs = None
@@ -156,7 +169,7 @@ Done = Callable[[int], None] | None
 def _static_pass(state: _Slots, lengths: list[int], on_done: Done) -> int:
     slots, steps = state.cache.slots, 0
     for first in range(0, len(lengths), slots):
-        group = lengths[first:first + slots]
+        group = lengths[first : first + slots]
         for slot in range(len(group)):
             state.admit(slot, first + slot)
         for _ in range(max(group)):
@@ -191,9 +204,18 @@ def _continuous_pass(state: _Slots, lengths: list[int], on_done: Done) -> int:
     return steps
 
 
-def _run(policy: Callable[[_Slots, list[int], Done], int], model: Decoder, cache: KVCache,
-         lengths: list[int], *, prompt_tokens: int, seed: int, on_done: Done,
-         cuda_graphs: bool, warm_pass: bool | None) -> PolicyRun:
+def _run(
+    policy: Callable[[_Slots, list[int], Done], int],
+    model: Decoder,
+    cache: KVCache,
+    lengths: list[int],
+    *,
+    prompt_tokens: int,
+    seed: int,
+    on_done: Done,
+    cuda_graphs: bool,
+    warm_pass: bool | None,
+) -> PolicyRun:
     """An untimed first pass when graphs are captured (or ``warm_pass`` asks), then the timed one."""
     state = _Slots(model, cache, len(lengths), prompt_tokens, seed, cuda_graphs=cuda_graphs)
     device = model.device
@@ -211,21 +233,55 @@ def _run(policy: Callable[[_Slots, list[int], Done], int], model: Decoder, cache
 
 
 @torch.inference_mode()
-def run_static(model: Decoder, cache: KVCache, lengths: list[int], *, prompt_tokens: int,
-               seed: int = 0, on_done: Done = None, cuda_graphs: bool = False,
-               warm_pass: bool | None = None) -> PolicyRun:
+def run_static(
+    model: Decoder,
+    cache: KVCache,
+    lengths: list[int],
+    *,
+    prompt_tokens: int,
+    seed: int = 0,
+    on_done: Done = None,
+    cuda_graphs: bool = False,
+    warm_pass: bool | None = None,
+) -> PolicyRun:
     """Static batching: groups of ``slots`` in arrival order, each run to its longest request."""
-    return _run(_static_pass, model, cache, lengths, prompt_tokens=prompt_tokens, seed=seed,
-                on_done=on_done, cuda_graphs=cuda_graphs, warm_pass=warm_pass)
+    return _run(
+        _static_pass,
+        model,
+        cache,
+        lengths,
+        prompt_tokens=prompt_tokens,
+        seed=seed,
+        on_done=on_done,
+        cuda_graphs=cuda_graphs,
+        warm_pass=warm_pass,
+    )
 
 
 @torch.inference_mode()
-def run_continuous(model: Decoder, cache: KVCache, lengths: list[int], *, prompt_tokens: int,
-                   seed: int = 0, on_done: Done = None, cuda_graphs: bool = False,
-                   warm_pass: bool | None = None) -> PolicyRun:
+def run_continuous(
+    model: Decoder,
+    cache: KVCache,
+    lengths: list[int],
+    *,
+    prompt_tokens: int,
+    seed: int = 0,
+    on_done: Done = None,
+    cuda_graphs: bool = False,
+    warm_pass: bool | None = None,
+) -> PolicyRun:
     """Continuous batching: free slots refilled from the queue before every step."""
-    return _run(_continuous_pass, model, cache, lengths, prompt_tokens=prompt_tokens, seed=seed,
-                on_done=on_done, cuda_graphs=cuda_graphs, warm_pass=warm_pass)
+    return _run(
+        _continuous_pass,
+        model,
+        cache,
+        lengths,
+        prompt_tokens=prompt_tokens,
+        seed=seed,
+        on_done=on_done,
+        cuda_graphs=cuda_graphs,
+        warm_pass=warm_pass,
+    )
 
 
 def scale_lengths(lengths: list[int], scale: float) -> list[int]:

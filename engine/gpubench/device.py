@@ -2,6 +2,7 @@
 
 Everything that differs between CUDA and CPU is here, so the other modules stay device-agnostic.
 """
+
 from __future__ import annotations
 
 import gc
@@ -31,8 +32,11 @@ def resolve_device(choice: str | None, *, spec_file: str | Path | None = None) -
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if choice == "cuda" and not torch.cuda.is_available():
         build = f"torch {torch.__version__}" + ("" if torch.version.cuda else ", a CPU-only build")
-        raise UserError(f"CUDA is not available on this machine ({build}); use --device cpu",
-                        file=spec_file, field="--device")
+        raise UserError(
+            f"CUDA is not available on this machine ({build}); use --device cpu",
+            file=spec_file,
+            field="--device",
+        )
     if choice not in ("cuda", "cpu"):
         raise UserError(f"unknown device {choice!r}: cuda or cpu", file=spec_file, field="--device")
     return torch.device(choice)
@@ -108,9 +112,13 @@ def _side_stream() -> torch.cuda.Stream:
     return _SIDE_STREAMS[index]
 
 
-def cuda_graph(step: Callable[[], object], *, warmup: int = 0,
-               warmup_step: Callable[[], object] | None = None,
-               pool: object | None = None) -> Callable[[], object]:
+def cuda_graph(
+    step: Callable[[], object],
+    *,
+    warmup: int = 0,
+    warmup_step: Callable[[], object] | None = None,
+    pool: object | None = None,
+) -> Callable[[], object]:
     """Capture ``step`` in a CUDA graph and return its replay.
 
     ``step`` must read only tensors whose addresses stay fixed (its static inputs) and never read
@@ -178,6 +186,8 @@ def catalog_peak(device_name: str) -> tuple[float | None, str | None]:
         except (UserError, LookupError, FileNotFoundError, ValueError):
             continue
         return float(gpu.hbm_bandwidth_bytes_per_s), None
-    return None, (f"no catalog GPU matches {device_name!r} (tried "
-                  f"{', '.join(catalog_candidates(device_name)) or 'nothing'}): "
-                  "share of HBM peak not computed")
+    return None, (
+        f"no catalog GPU matches {device_name!r} (tried "
+        f"{', '.join(catalog_candidates(device_name)) or 'nothing'}): "
+        "share of HBM peak not computed"
+    )

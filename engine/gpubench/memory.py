@@ -10,6 +10,7 @@ On a CPU, allocating until the allocator fails would only make the machine swap,
 ``budget_bytes`` plays the device's free memory there: deterministic, quick, and it exercises the
 same loop (tests also inject an allocator that runs out, to prove the out-of-memory path).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -34,11 +35,18 @@ def calculated_max_requests(free_bytes: int, context: int, kv_bytes_per_token: i
 def _allocator(device: torch.device) -> Allocate:
     def allocate(nbytes: int) -> torch.Tensor:
         return torch.empty(nbytes, dtype=torch.uint8, device=device)
+
     return allocate
 
 
-def probe_max_requests(request_bytes: int, device: torch.device, *, budget_bytes: int | None,
-                       allocate: Allocate | None = None, limit: int = 1_000_000) -> int:
+def probe_max_requests(
+    request_bytes: int,
+    device: torch.device,
+    *,
+    budget_bytes: int | None,
+    allocate: Allocate | None = None,
+    limit: int = 1_000_000,
+) -> int:
     """Allocate ``request_bytes`` blocks until the device runs out (or ``budget_bytes`` would be
     exceeded); return how many were held. Always frees what it took, also on failure."""
     if budget_bytes is None and device.type != "cuda" and allocate is None:
@@ -59,19 +67,25 @@ def probe_max_requests(request_bytes: int, device: torch.device, *, budget_bytes
         release(device)
 
 
-def measure_fits(contexts: list[int], kv_bytes_per_token: int, free_after_weights: int,
-                 device: torch.device, *, budget_bytes: int | None,
-                 allocate: Allocate | None = None,
-                 on_context: Callable[[int], None] | None = None) -> list[MemoryFit]:
+def measure_fits(
+    contexts: list[int],
+    kv_bytes_per_token: int,
+    free_after_weights: int,
+    device: torch.device,
+    *,
+    budget_bytes: int | None,
+    allocate: Allocate | None = None,
+    on_context: Callable[[int], None] | None = None,
+) -> list[MemoryFit]:
     """One MemoryFit per context: measured by allocation, calculated by the formula."""
     fits = []
     for context in contexts:
         request_bytes = context * kv_bytes_per_token
-        measured = probe_max_requests(request_bytes, device, budget_bytes=budget_bytes,
-                                      allocate=allocate)
+        measured = probe_max_requests(request_bytes, device, budget_bytes=budget_bytes, allocate=allocate)
         calculated = calculated_max_requests(free_after_weights, context, kv_bytes_per_token)
-        fits.append(MemoryFit(context=context, max_requests_measured=measured,
-                              max_requests_calculated=calculated))
+        fits.append(
+            MemoryFit(context=context, max_requests_measured=measured, max_requests_calculated=calculated)
+        )
         if on_context:
             on_context(context)
     return fits

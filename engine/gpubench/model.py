@@ -10,6 +10,7 @@ policy keeps its running requests in slots ``0 … n-1`` (see engine.gpubench.ba
 has its own length, so a batch can be ragged. No method reads a value back to the host, so the GPU
 runs ahead of Python and a step can be captured in a CUDA graph.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,9 @@ class KVCache:
     NaNs or denormals, and denormals are slow on CPUs.
     """
 
-    def __init__(self, shape: ModelShape, slots: int, max_context: int, *,
-                 device: torch.device, dtype: torch.dtype):
+    def __init__(
+        self, shape: ModelShape, slots: int, max_context: int, *, device: torch.device, dtype: torch.dtype
+    ):
         size = (slots, shape.num_kv_heads, max_context, shape.head_dim)
         self.k = [torch.zeros(size, device=device, dtype=dtype) for _ in range(shape.num_layers)]
         self.v = [torch.zeros(size, device=device, dtype=dtype) for _ in range(shape.num_layers)]
@@ -63,8 +65,9 @@ def rope_angles(positions: Tensor, head_dim: int) -> tuple[Tensor, Tensor]:
     Computed from the positions on the fly rather than from a table: no table to size for the
     longest context, and it costs nothing next to the matmuls.
     """
-    inv_freq = ROPE_BASE ** (-torch.arange(0, head_dim, 2, device=positions.device,
-                                           dtype=torch.float32) / head_dim)
+    inv_freq = ROPE_BASE ** (
+        -torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.float32) / head_dim
+    )
     angles = positions.float()[:, None] * inv_freq[None, :]
     return angles.cos(), angles.sin()
 
@@ -87,25 +90,23 @@ class Block(nn.Module):
         super().__init__()
         s = shape
         self.attention_norm = nn.Parameter(make.ones(s.hidden_size), requires_grad=False)
-        self.wqkv = nn.Parameter(make.linear((s.num_heads + 2 * s.num_kv_heads) * s.head_dim,
-                                             s.hidden_size), requires_grad=False)
-        self.wo = nn.Parameter(make.linear(s.hidden_size, s.num_heads * s.head_dim),
-                               requires_grad=False)
+        self.wqkv = nn.Parameter(
+            make.linear((s.num_heads + 2 * s.num_kv_heads) * s.head_dim, s.hidden_size), requires_grad=False
+        )
+        self.wo = nn.Parameter(make.linear(s.hidden_size, s.num_heads * s.head_dim), requires_grad=False)
         self.ffn_norm = nn.Parameter(make.ones(s.hidden_size), requires_grad=False)
-        self.w13 = nn.Parameter(make.linear(2 * s.intermediate_size, s.hidden_size),
-                                requires_grad=False)
+        self.w13 = nn.Parameter(make.linear(2 * s.intermediate_size, s.hidden_size), requires_grad=False)
         self.w2 = nn.Parameter(make.linear(s.hidden_size, s.intermediate_size), requires_grad=False)
 
-    def qkv(self, x: Tensor, shape: ModelShape, cos: Tensor,
-            sin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def qkv(self, x: Tensor, shape: ModelShape, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """``[tokens, hidden]`` → q ``[tokens, heads, d]``, k and v ``[tokens, kv_heads, d]``,
         q and k rotated (in one pass: they lie side by side in the fused projection)."""
         n, d = x.shape[0], shape.head_dim
         qk_heads = shape.num_heads + shape.num_kv_heads
         qkv = F.linear(rms_norm(x, self.attention_norm), self.wqkv)
-        qk = apply_rope(qkv[:, :qk_heads * d].view(n, qk_heads, d), cos, sin)
+        qk = apply_rope(qkv[:, : qk_heads * d].view(n, qk_heads, d), cos, sin)
         q, k = qk.split([shape.num_heads, shape.num_kv_heads], dim=1)
-        return q, k, qkv[:, qk_heads * d:].view(n, shape.num_kv_heads, d)
+        return q, k, qkv[:, qk_heads * d :].view(n, shape.num_kv_heads, d)
 
     def attention_out(self, x: Tensor, out: Tensor) -> Tensor:
         """``x + out @ wo.T`` as one matmul that adds into the residual."""
@@ -140,18 +141,24 @@ class _Maker:
 class Decoder(nn.Module):
     """The model. ``prefill`` puts a prompt into one slot; ``decode`` advances slots ``0 … n-1``."""
 
-    def __init__(self, shape: ModelShape, *, device: torch.device | str = "cpu",
-                 dtype: torch.dtype = torch.float32, seed: int = 0):
+    def __init__(
+        self,
+        shape: ModelShape,
+        *,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+        seed: int = 0,
+    ):
         super().__init__()
         device = torch.device(device)
         make = _Maker(device, dtype, seed)
         self.shape = shape
-        self.tok_embeddings = nn.Parameter(make.normal(shape.vocab_size, shape.hidden_size, std=1.0),
-                                           requires_grad=False)
+        self.tok_embeddings = nn.Parameter(
+            make.normal(shape.vocab_size, shape.hidden_size, std=1.0), requires_grad=False
+        )
         self.layers = nn.ModuleList(Block(shape, make) for _ in range(shape.num_layers))
         self.norm = nn.Parameter(make.ones(shape.hidden_size), requires_grad=False)
-        self.output = nn.Parameter(make.linear(shape.vocab_size, shape.hidden_size),
-                                   requires_grad=False)
+        self.output = nn.Parameter(make.linear(shape.vocab_size, shape.hidden_size), requires_grad=False)
 
     def blocks(self) -> list[Block]:
         """The layers, typed: a ModuleList hands its items out as plain Modules."""
@@ -197,8 +204,12 @@ class Decoder(nn.Module):
             # enable_gqa: the kernel shares each KV head with its group of query heads itself,
             # rather than from a copy of K and V repeated per query head.
             out = F.scaled_dot_product_attention(
-                q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None],
-                is_causal=True, enable_gqa=True)
+                q.transpose(0, 1)[None],
+                k.transpose(0, 1)[None],
+                v.transpose(0, 1)[None],
+                is_causal=True,
+                enable_gqa=True,
+            )
             x = layer.attention_out(x, out[0].transpose(0, 1).reshape(n, -1))
             x = layer.mlp(x)
         return F.linear(rms_norm(x[-1:], self.norm), self.output).float()[0]

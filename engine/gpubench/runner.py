@@ -1,6 +1,7 @@
 """The benchmark end to end: load the weights, then memory, step time and batching, in that order,
 each freeing what it allocated, under one progress bar; the result is one measurement document
 (the schema is in engine.measured, which validates it before it is written)."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -42,6 +43,7 @@ def warm_runtime(model: Decoder) -> None:
     model.decode(cache, tokens[:1], torch.full_like(tokens[:1], 2), attn_len=8)
     dev.synchronize(model.device)
 
+
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
 
 
@@ -68,11 +70,18 @@ class BenchConfig:
 
     def settings(self) -> dict:
         return {
-            "model": self.shape.as_dict(), "dtype": self.dtype, "slots": self.slots,
-            "contexts": list(self.contexts), "quick": self.quick,
-            "workload_scale": self.workload_scale, "repeats": self.repeats, "warmup": self.warmup,
-            "prompt_tokens": self.prompt_tokens, "cuda_graphs": self.cuda_graphs,
-            "memory_budget_bytes": self.memory_budget_bytes, "cpu_threads": self.cpu_threads,
+            "model": self.shape.as_dict(),
+            "dtype": self.dtype,
+            "slots": self.slots,
+            "contexts": list(self.contexts),
+            "quick": self.quick,
+            "workload_scale": self.workload_scale,
+            "repeats": self.repeats,
+            "warmup": self.warmup,
+            "prompt_tokens": self.prompt_tokens,
+            "cuda_graphs": self.cuda_graphs,
+            "memory_budget_bytes": self.memory_budget_bytes,
+            "cpu_threads": self.cpu_threads,
             "seed": self.seed,
         }
 
@@ -80,8 +89,9 @@ class BenchConfig:
 POLICIES = (("static", batching.run_static), ("continuous", batching.run_continuous))
 
 
-def _run_policies(model: Decoder, config: BenchConfig, lengths: list[int], context: int,
-                  notes: list[str], bar: tqdm) -> dict[str, batching.PolicyRun]:
+def _run_policies(
+    model: Decoder, config: BenchConfig, lengths: list[int], context: int, notes: list[str], bar: tqdm
+) -> dict[str, batching.PolicyRun]:
     """Both policies, each on a fresh cache freed after it. If one could not use CUDA graphs and
     the other did, the other is run again eagerly: the multiple compares like with like."""
     device = torch.device(config.device)
@@ -95,18 +105,27 @@ def _run_policies(model: Decoder, config: BenchConfig, lengths: list[int], conte
             cache = model.new_cache(config.slots, context)
             result: batching.PolicyRun | None
             try:
-                result = run(model, cache, lengths, prompt_tokens=config.prompt_tokens,
-                             seed=config.seed, on_done=bar.update, cuda_graphs=cuda_graphs)
+                result = run(
+                    model,
+                    cache,
+                    lengths,
+                    prompt_tokens=config.prompt_tokens,
+                    seed=config.seed,
+                    on_done=bar.update,
+                    cuda_graphs=cuda_graphs,
+                )
             except torch.OutOfMemoryError:
                 result = None
             del cache
             dev.release(device)
             if result is None:
                 bar.close()
-                raise UserError(f"out of device memory running {name} batching with "
-                                f"{config.slots} slots × {context} positions; use "
-                                f"{'' if config.quick else '--quick, '}a smaller --scale or --eager",
-                                field="batching")
+                raise UserError(
+                    f"out of device memory running {name} batching with "
+                    f"{config.slots} slots × {context} positions; use "
+                    f"{'' if config.quick else '--quick, '}a smaller --scale or --eager",
+                    field="batching",
+                )
             out[name] = result
         return out
 
@@ -116,8 +135,10 @@ def _run_policies(model: Decoder, config: BenchConfig, lengths: list[int], conte
     graphed = [name for name in runs if name not in fell_back]
     if config.cuda_graphs and dev.graphs_supported(device) and fell_back and graphed:
         runs.update(run_all(graphed, cuda_graphs=False))
-        notes.append(f"batching: {', '.join(graphed)} timed again without CUDA graphs, as "
-                     f"{', '.join(fell_back)} had to run without them")
+        notes.append(
+            f"batching: {', '.join(graphed)} timed again without CUDA graphs, as "
+            f"{', '.join(fell_back)} had to run without them"
+        )
     return runs
 
 
@@ -136,13 +157,19 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
     budget = config.memory_budget_bytes
     capacity = info.memory_bytes if device.type == "cuda" or budget is None else budget
     if weights >= capacity:
-        raise UserError(f"{config.shape.name} needs {weights / 2**30:.1f} GiB of {config.dtype} "
-                        f"weights; {info.name} has {capacity / 2**30:.1f} GiB"
-                        + (" (the CPU run's memory budget)" if device.type == "cpu" else ""),
-                        field="--model")
+        raise UserError(
+            f"{config.shape.name} needs {weights / 2**30:.1f} GiB of {config.dtype} "
+            f"weights; {info.name} has {capacity / 2**30:.1f} GiB"
+            + (" (the CPU run's memory budget)" if device.type == "cpu" else ""),
+            field="--model",
+        )
     passes = 2 if config.cuda_graphs and device.type == "cuda" else 1  # graphs: a warm pass first
-    bar = tqdm(total=len(config.contexts) + points_total + 2 * passes * len(lengths),
-               disable=not progress, desc="bench", unit="item")
+    bar = tqdm(
+        total=len(config.contexts) + points_total + 2 * passes * len(lengths),
+        disable=not progress,
+        desc="bench",
+        unit="item",
+    )
     notes = list(config.extra_notes)
 
     bar.set_postfix_str("loading weights")
@@ -153,33 +180,48 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
         assert budget is not None
         free = budget - model.weight_bytes
     kv_budget = kv_budget_bytes(free)
-    notes.append(f"step-time and batching caches limited to the memory free after the weights "
-                 f"less {(free - kv_budget) / 2**20:,.0f} MiB for activations and CUDA graphs")
+    notes.append(
+        f"step-time and batching caches limited to the memory free after the weights "
+        f"less {(free - kv_budget) / 2**20:,.0f} MiB for activations and CUDA graphs"
+    )
     kv_per_token = config.shape.kv_bytes_per_token(dtype.itemsize)
     context = batching.cache_context(lengths, config.prompt_tokens)
     if config.slots * context * kv_per_token > kv_budget:
         bar.close()
-        raise UserError(f"the batching cache ({config.slots} slots × {context} positions) does not "
-                        f"fit beside the weights on {info.name}; use "
-                        f"{'' if config.quick else '--quick or '}a smaller model",
-                        field="batching")
+        raise UserError(
+            f"the batching cache ({config.slots} slots × {context} positions) does not "
+            f"fit beside the weights on {info.name}; use "
+            f"{'' if config.quick else '--quick or '}a smaller model",
+            field="batching",
+        )
 
     bar.set_postfix_str("memory")
     fits = memory.measure_fits(
-        config.contexts, kv_per_token, free, device,
+        config.contexts,
+        kv_per_token,
+        free,
+        device,
         budget_bytes=free if device.type == "cpu" else None,
-        on_context=lambda _c: bar.update(1))
+        on_context=lambda _c: bar.update(1),
+    )
 
     bar.set_postfix_str("step time")
     points, step_notes = steptime.measure_step_times(
-        model, config.contexts, config.slots, kv_budget, warmup=config.warmup,
-        repeats=config.repeats, use_cuda_graphs=config.cuda_graphs,
-        on_point=lambda: bar.update(1))
+        model,
+        config.contexts,
+        config.slots,
+        kv_budget,
+        warmup=config.warmup,
+        repeats=config.repeats,
+        use_cuda_graphs=config.cuda_graphs,
+        on_point=lambda: bar.update(1),
+    )
     bar.update(points_total - len(points))  # the points that did not fit
     if not points:
         bar.close()
-        raise UserError(f"no batch fits at any context beside the weights on {info.name}",
-                        field="kv_cache.contexts")
+        raise UserError(
+            f"no batch fits at any context beside the weights on {info.name}", field="kv_cache.contexts"
+        )
     notes += step_notes
     if device.type == "cuda":
         peak, peak_note = dev.catalog_peak(info.name)
@@ -195,8 +237,12 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
     return {
         "schema": 1,
         "day": config.day,
-        "device": {"kind": info.kind, "name": info.name, "slug": info.slug,
-                   "memory_bytes": info.memory_bytes},
+        "device": {
+            "kind": info.kind,
+            "name": info.name,
+            "slug": info.slug,
+            "memory_bytes": info.memory_bytes,
+        },
         "torch": torch.__version__.split("+")[0],
         "cuda": torch.version.cuda,
         "date": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
@@ -218,8 +264,9 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
         "batching": {
             "requests": len(lengths),
             "scale": config.workload_scale,
-            "policies": {name: {k: v for k, v in asdict(r).items() if k != "note"}
-                         for name, r in runs.items()},
+            "policies": {
+                name: {k: v for k, v in asdict(r).items() if k != "note"} for name, r in runs.items()
+            },
             "multiple": runs["static"].wall_seconds / runs["continuous"].wall_seconds,
         },
     }

@@ -16,6 +16,7 @@ this model has no compiler, so its per-kernel cost stays in the figure); if capt
 step runs eagerly and a note says so. A point whose cache does not fit the budget is skipped, and
 one that runs out of device memory anyway is dropped with a note rather than ending the run.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -47,8 +48,7 @@ def batch_sizes(slots: int) -> list[int]:
     return sizes + [slots]
 
 
-def median_seconds(step: Callable[[], object], device: torch.device, *, warmup: int,
-                   repeats: int) -> float:
+def median_seconds(step: Callable[[], object], device: torch.device, *, warmup: int, repeats: int) -> float:
     """Median wall time of one step, each timed between two synchronisations, warm-up excluded."""
     for _ in range(warmup):
         step()
@@ -62,15 +62,15 @@ def median_seconds(step: Callable[[], object], device: torch.device, *, warmup: 
     return statistics.median(times)
 
 
-def bytes_moved(decode_weight_bytes: int, kv_bytes_per_token: int, batch: int,
-                context: int) -> int:
+def bytes_moved(decode_weight_bytes: int, kv_bytes_per_token: int, batch: int, context: int) -> int:
     """What one decode step must read: every weight once (the batch shares them) and, for each
     of ``batch`` requests, its K and V for all ``context`` positions."""
     return decode_weight_bytes + batch * context * kv_bytes_per_token
 
 
-def fitting_batches(slots: int, context: int, kv_bytes_per_token: int,
-                    kv_budget_bytes: int) -> tuple[list[int], list[int]]:
+def fitting_batches(
+    slots: int, context: int, kv_bytes_per_token: int, kv_budget_bytes: int
+) -> tuple[list[int], list[int]]:
     """The batch sizes whose cache at ``context`` fits in ``kv_budget_bytes``, and the rest."""
     sizes = batch_sizes(slots)
     fits = [b for b in sizes if b * context * kv_bytes_per_token <= kv_budget_bytes]
@@ -78,13 +78,23 @@ def fitting_batches(slots: int, context: int, kv_bytes_per_token: int,
 
 
 def _oom_note(context: int, batch: int) -> str:
-    return (f"context {context}: batch {batch} ran out of device memory, not timed "
-            "(nor any larger batch at this context)")
+    return (
+        f"context {context}: batch {batch} ran out of device memory, not timed "
+        "(nor any larger batch at this context)"
+    )
 
 
-def _time_context(model: Decoder, context: int, batches: list[int], *, graphs: bool,
-                  warmup: int, repeats: int, notes: list[str],
-                  on_point: Callable[[], None] | None) -> tuple[list[float], bool]:
+def _time_context(
+    model: Decoder,
+    context: int,
+    batches: list[int],
+    *,
+    graphs: bool,
+    warmup: int,
+    repeats: int,
+    notes: list[str],
+    on_point: Callable[[], None] | None,
+) -> tuple[list[float], bool]:
     """Seconds per step for the first batches at one context (all of them unless the device runs
     out of memory at one: then it and the larger ones are left out, with a note); and whether
     graphs still work afterwards.
@@ -106,8 +116,7 @@ def _time_context(model: Decoder, context: int, batches: list[int], *, graphs: b
             release(device)  # outside the except block, whose traceback holds the partial cache
     if cache is None:
         return [], graphs
-    tokens = torch.randint(0, model.shape.vocab_size, (max(batches),),
-                           generator=generator).to(device)
+    tokens = torch.randint(0, model.shape.vocab_size, (max(batches),), generator=generator).to(device)
     positions = torch.full((max(batches),), context - 1, device=device, dtype=torch.long)
     pool = graph_pool() if graphs else None
     seconds = []
@@ -117,6 +126,7 @@ def _time_context(model: Decoder, context: int, batches: list[int], *, graphs: b
         # nothing a timed step reads.
         def step(b: int = batch) -> torch.Tensor:
             return model.decode(cache, tokens[:b], positions[:b], attn_len=context)
+
         run: Callable[[], object] = step
         try:
             if graphs:
@@ -126,9 +136,11 @@ def _time_context(model: Decoder, context: int, batches: list[int], *, graphs: b
                     raise
                 except RuntimeError as err:  # capture is an optimisation; eager is still correct
                     graphs, pool = False, None
-                    notes.append(f"step time: CUDA graph capture failed "
-                                 f"({str(err).splitlines()[0]}); eager steps from context "
-                                 f"{context}, batch {batch}")
+                    notes.append(
+                        f"step time: CUDA graph capture failed "
+                        f"({str(err).splitlines()[0]}); eager steps from context "
+                        f"{context}, batch {batch}"
+                    )
                     synchronize(device)
             seconds.append(median_seconds(run, device, warmup=warmup, repeats=repeats))
         except torch.OutOfMemoryError:
@@ -141,10 +153,17 @@ def _time_context(model: Decoder, context: int, batches: list[int], *, graphs: b
     return seconds, graphs
 
 
-def measure_step_times(model: Decoder, contexts: list[int], slots: int, kv_budget_bytes: int, *,
-                       warmup: int, repeats: int, use_cuda_graphs: bool = True,
-                       on_point: Callable[[], None] | None = None,
-                       ) -> tuple[list[StepPoint], list[str]]:
+def measure_step_times(
+    model: Decoder,
+    contexts: list[int],
+    slots: int,
+    kv_budget_bytes: int,
+    *,
+    warmup: int,
+    repeats: int,
+    use_cuda_graphs: bool = True,
+    on_point: Callable[[], None] | None = None,
+) -> tuple[list[StepPoint], list[str]]:
     """Step time for every batch in ``batch_sizes(slots)`` and every context whose cache for that
     batch fits in ``kv_budget_bytes``. Returns the points and any notes (skips, eager fallback).
     CUDA graphs are used only where ``graphs_supported`` says so (never on the CPU)."""
@@ -156,12 +175,21 @@ def measure_step_times(model: Decoder, contexts: list[int], slots: int, kv_budge
     for context in contexts:
         fitting, skipped = fitting_batches(slots, context, kv_per_token, kv_budget_bytes)
         if skipped:
-            notes.append(f"context {context}: batch {', '.join(map(str, skipped))} does not fit "
-                         "in memory, not timed")
+            notes.append(
+                f"context {context}: batch {', '.join(map(str, skipped))} does not fit in memory, not timed"
+            )
         if not fitting:
             continue
-        seconds, graphs = _time_context(model, context, fitting, graphs=graphs, warmup=warmup,
-                                        repeats=repeats, notes=notes, on_point=on_point)
+        seconds, graphs = _time_context(
+            model,
+            context,
+            fitting,
+            graphs=graphs,
+            warmup=warmup,
+            repeats=repeats,
+            notes=notes,
+            on_point=on_point,
+        )
         release(device)
         for batch, secs in zip(fitting, seconds):
             moved = bytes_moved(model.decode_weight_bytes, kv_per_token, batch, context)
@@ -169,8 +197,9 @@ def measure_step_times(model: Decoder, contexts: list[int], slots: int, kv_budge
     return points, notes
 
 
-def share_of_peak_at_slots(points: list[StepPoint], slots: int,
-                           peak_bytes_per_s: float | None) -> float | None:
+def share_of_peak_at_slots(
+    points: list[StepPoint], slots: int, peak_bytes_per_s: float | None
+) -> float | None:
     """Median over contexts of achieved / peak at batch = slots (None without a peak or points)."""
     at_slots = [p.achieved_bytes_per_s for p in points if p.batch == slots]
     if peak_bytes_per_s is None or not at_slots:

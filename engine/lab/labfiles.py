@@ -3,6 +3,7 @@
 The lab is the folder holding its script. Hidden files (a scratch file the lab writes while
 it runs), caches and compiled bytecode are not the lab; everything else is, by path and bytes.
 """
+
 from __future__ import annotations
 
 import hashlib

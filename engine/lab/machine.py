@@ -4,6 +4,7 @@ Read from /proc and the standard library only (no psutil): the CPU model, how ma
 cores, how much memory, the OS and kernel, the Python version. The hostname is left out on
 purpose: it names a person's laptop, not its hardware.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,13 @@ def cpu_model() -> str:
         import subprocess
 
         try:
-            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True,
-                                 text=True, timeout=5, check=False).stdout.strip()
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            ).stdout.strip()
             if out:
                 return out
         except (OSError, subprocess.SubprocessError):

@@ -4,6 +4,7 @@ Nothing is written unless the run is good: it exited 0 within its timeout, repor
 figure the spec lists in a unit of the right kind, and left its own files as they were. A
 refused run leaves the earlier measurement in place.
 """
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -11,12 +12,18 @@ from pathlib import Path
 from typing import TextIO
 
 from engine.errors import UserError
-from engine.lab.spec import LabSection
 from engine.lab import labfiles, machine, runner, store
+from engine.lab.spec import LabSection
 
 
-def measure(spec_path: Path, *, machine_name: str | None = None, out_dir: Path | None = None,
-            echo: TextIO | None = None, status: TextIO | None = None) -> tuple[dict, Path]:
+def measure(
+    spec_path: Path,
+    *,
+    machine_name: str | None = None,
+    out_dir: Path | None = None,
+    echo: TextIO | None = None,
+    status: TextIO | None = None,
+) -> tuple[dict, Path]:
     """Run the lab of ``spec_path``; return the measurement and where it was written."""
     from engine.measured import measured_dir
     from engine.spec import load_spec
@@ -44,9 +51,12 @@ def measure(spec_path: Path, *, machine_name: str | None = None, out_dir: Path |
     run = runner.run_lab(command, folder, section.timeout_s, echo=echo, status=status)
     figures, notes = runner.judge(run, section, spec_path)
     if labfiles.content_hash(folder) != before:
-        raise UserError("the lab changed files in its own folder while it ran; write scratch files "
-                        "elsewhere or with a name starting with '.'; no file written",
-                        file=spec_path, field="lab.script")
+        raise UserError(
+            "the lab changed files in its own folder while it ran; write scratch files "
+            "elsewhere or with a name starting with '.'; no file written",
+            file=spec_path,
+            field="lab.script",
+        )
     text, truncated = runner.clip_transcript(run.text)
     doc = {
         "schema": store.SCHEMA,
@@ -54,8 +64,11 @@ def measure(spec_path: Path, *, machine_name: str | None = None, out_dir: Path |
         "date": date,
         "machine": about,
         "command": shown,
-        "lab": {"script": section.script, "files_sha256": before,
-                "files": [p.relative_to(folder).as_posix() for p in labfiles.lab_files(folder)]},
+        "lab": {
+            "script": section.script,
+            "files_sha256": before,
+            "files": [p.relative_to(folder).as_posix() for p in labfiles.lab_files(folder)],
+        },
         "wall_seconds": round(run.wall_seconds, 3),
         "figures": figures,
         "notes": notes,

@@ -4,6 +4,7 @@ A reference file (engine/catalog/reference/<name>.yaml) holds a ``source`` (titl
 year, a short name for the posts) and ``figures`` (value, unit, about). They are quoted as
 "<short> say …", never as measured: the post says where each number came from.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

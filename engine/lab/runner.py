@@ -4,6 +4,7 @@ checked against the spec. The only module here that touches processes and the cl
 Why a process group: a lab may fork (an echo server for a round trip, a compiler); a timeout
 must stop all of it, not only the script, or a stray server outlives the run.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -56,8 +57,14 @@ def display_command(script: Path, args: list[str]) -> str:
     return shlex.join([*first, *args])
 
 
-def run_lab(command: list[str], cwd: Path, timeout_s: float, *, echo: TextIO | None = None,
-            status: TextIO | None = None) -> LabRun:
+def run_lab(
+    command: list[str],
+    cwd: Path,
+    timeout_s: float,
+    *,
+    echo: TextIO | None = None,
+    status: TextIO | None = None,
+) -> LabRun:
     """Run ``command`` in ``cwd``; echo its output live to ``echo`` and an elapsed-time line to
     ``status``; stop its whole process group at ``timeout_s``."""
     with tempfile.TemporaryDirectory(prefix="lab-") as tmp:
@@ -65,17 +72,24 @@ def run_lab(command: list[str], cwd: Path, timeout_s: float, *, echo: TextIO | N
         env = {**os.environ, FIGURES_ENV: str(figures_path), "PYTHONUNBUFFERED": "1"}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(KIT_DIR)) if p)
         start = time.monotonic()
-        proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         text, timed_out = _pump(proc, start, timeout_s, echo, status)
         wall = time.monotonic() - start
         recorded = _read_figures(figures_path)
     return LabRun(text, wall, None if timed_out else proc.returncode, recorded)
 
 
-def _pump(proc: subprocess.Popen, start: float, timeout_s: float, echo: TextIO | None,
-          status: TextIO | None) -> tuple[str, bool]:
+def _pump(
+    proc: subprocess.Popen, start: float, timeout_s: float, echo: TextIO | None, status: TextIO | None
+) -> tuple[str, bool]:
     assert proc.stdout is not None
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     chunks: list[str] = []
@@ -189,42 +203,66 @@ def judge(run: LabRun, section: LabSection, spec_path: Path) -> tuple[dict[str, 
     """The figures in the spec's units, with the lab's notes; a UserError when the run failed,
     timed out, or reported figures that do not match the spec."""
     if run.exit_status is None:
-        raise UserError(f"the lab ran past {section.timeout_s:g} s and was stopped; no file written "
-                        "(shorten the lab or raise timeout_s)", file=spec_path, field="lab.timeout_s")
+        raise UserError(
+            f"the lab ran past {section.timeout_s:g} s and was stopped; no file written "
+            "(shorten the lab or raise timeout_s)",
+            file=spec_path,
+            field="lab.timeout_s",
+        )
     if run.exit_status != 0:
         last = next((ln.strip() for ln in reversed(run.text.splitlines()) if ln.strip()), "no output")
-        raise UserError(f"the lab failed with exit status {run.exit_status} ({last[:160]}); no file "
-                        "written", file=spec_path, field="lab.script")
+        raise UserError(
+            f"the lab failed with exit status {run.exit_status} ({last[:160]}); no file written",
+            file=spec_path,
+            field="lab.script",
+        )
     recorded = run.recorded
-    if not isinstance(recorded, dict) or recorded.get("labkit") != 1 or not isinstance(
-            recorded.get("figures"), dict):
+    if (
+        not isinstance(recorded, dict)
+        or recorded.get("labkit") != 1
+        or not isinstance(recorded.get("figures"), dict)
+    ):
         why = "recorded no figures" if recorded is None else "wrote a figures file that is not labkit JSON"
-        raise UserError(f"the lab {why} (from labkit import figure; figure(name, value, unit)); "
-                        "no file written", file=spec_path, field="lab.figures")
+        raise UserError(
+            f"the lab {why} (from labkit import figure; figure(name, value, unit)); no file written",
+            file=spec_path,
+            field="lab.figures",
+        )
     found = recorded["figures"]
     if not found:
-        raise UserError("the lab recorded no figures; no file written", file=spec_path,
-                        field="lab.figures")
+        raise UserError("the lab recorded no figures; no file written", file=spec_path, field="lab.figures")
     unknown = sorted(set(found) - set(section.figures))
     if unknown:
-        raise UserError(f"the lab reported '{unknown[0]}', which the spec does not list "
-                        f"(listed: {', '.join(sorted(section.figures))}); no file written",
-                        file=spec_path, field="lab.figures")
+        raise UserError(
+            f"the lab reported '{unknown[0]}', which the spec does not list "
+            f"(listed: {', '.join(sorted(section.figures))}); no file written",
+            file=spec_path,
+            field="lab.figures",
+        )
     figures: dict[str, dict] = {}
     for name, wanted in section.figures.items():
         got = found.get(name)
         if got is None:
-            raise UserError("the lab did not report this figure; no file written", file=spec_path,
-                            field=f"lab.figures.{name}")
+            raise UserError(
+                "the lab did not report this figure; no file written",
+                file=spec_path,
+                field=f"lab.figures.{name}",
+            )
         value, unit = _value_unit(got)
         if unit is None:
-            raise UserError(f"the lab reported {got!r}, not a finite value with a unit; no file "
-                            "written", file=spec_path, field=f"lab.figures.{name}")
+            raise UserError(
+                f"the lab reported {got!r}, not a finite value with a unit; no file written",
+                file=spec_path,
+                field=f"lab.figures.{name}",
+            )
         try:
             in_spec_unit = units.convert(value, unit, wanted.unit)
         except ValueError as err:
-            raise UserError(f"the spec says {wanted.unit}, the lab reported {unit!r} ({err}); no file "
-                            "written", file=spec_path, field=f"lab.figures.{name}.unit") from None
+            raise UserError(
+                f"the spec says {wanted.unit}, the lab reported {unit!r} ({err}); no file written",
+                file=spec_path,
+                field=f"lab.figures.{name}.unit",
+            ) from None
         figures[name] = {"value": in_spec_unit, "unit": wanted.unit, "about": wanted.about}
     notes = [str(n) for n in recorded.get("notes", [])][:50]
     return figures, notes
@@ -234,7 +272,11 @@ def _value_unit(got: Any) -> tuple[float, str | None]:
     """(value, unit) from a recorded figure; unit None when either is missing or not finite."""
     if isinstance(got, dict):
         value, unit = got.get("value"), got.get("unit")
-        if (isinstance(value, (int, float)) and not isinstance(value, bool)
-                and isinstance(unit, str) and math.isfinite(value)):
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and isinstance(unit, str)
+            and math.isfinite(value)
+        ):
             return float(value), unit
     return 0.0, None

@@ -7,6 +7,7 @@ the JSON-ready results, ``headline(results)`` the build's summary lines, ``revie
 carries the day number and the spec's ``measured:`` choice (latest, a file name; ``none`` has
 nothing to render from). engine/experiments/lab.py registers them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,8 +29,11 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
     rerun = f"run make lab-day{day:02d}"
     choice = inputs.measured or "latest"
     if choice == "none":
-        raise UserError("a lab day renders from its measurement: use latest or a file name",
-                        file=spec_path, field="measured")
+        raise UserError(
+            "a lab day renders from its measurement: use latest or a file name",
+            file=spec_path,
+            field="measured",
+        )
     folder = measured_dir(spec_path, day)
     try:
         path = resolve_measurement(folder, choice)
@@ -44,15 +48,26 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
     for name, wanted in section.figures.items():
         got = doc["figures"].get(name)
         if got is None:
-            raise UserError(f"{path.name} has no figure '{name}' (added after it was measured): {rerun}",
-                            file=spec_path, field=f"lab.figures.{name}")
+            raise UserError(
+                f"{path.name} has no figure '{name}' (added after it was measured): {rerun}",
+                file=spec_path,
+                field=f"lab.figures.{name}",
+            )
         try:
             value = units.convert(got["value"], got["unit"], wanted.unit)
         except ValueError as err:
-            raise UserError(f"{path.name} holds it in {got['unit']}, the spec says {wanted.unit} "
-                            f"({err}): {rerun}", file=spec_path, field=f"lab.figures.{name}.unit") from None
-        fig = {"value": value, "unit": wanted.unit, "about": wanted.about,
-               "label": wanted.label or wanted.about, "source": source}
+            raise UserError(
+                f"{path.name} holds it in {got['unit']}, the spec says {wanted.unit} ({err}): {rerun}",
+                file=spec_path,
+                field=f"lab.figures.{name}.unit",
+            ) from None
+        fig = {
+            "value": value,
+            "unit": wanted.unit,
+            "about": wanted.about,
+            "label": wanted.label or wanted.about,
+            "source": source,
+        }
         figures[name] = {**fig, "text": units.figure_text(fig)}
     changed = _changed(section, spec_path, doc)
     return {
@@ -67,8 +82,11 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
         "notes": doc["notes"],
         "figures": figures,
         "stale": bool(changed),
-        "stale_message": (f"the lab changed since these numbers were measured on {machine} at {date}: "
-                          f"{rerun}") if changed else None,
+        "stale_message": (
+            f"the lab changed since these numbers were measured on {machine} at {date}: {rerun}"
+        )
+        if changed
+        else None,
         "stale_reason": changed,
         "reference": _reference(section, figures),
         "transcript": doc["transcript"],
@@ -111,14 +129,21 @@ def _reference(section: LabSection, figures: dict[str, Any]) -> dict[str, Any] |
     for name, key in section.compare.items():
         published = ref["figures"].get(key)
         if published is None:
-            raise UserError(f"reference {section.reference!r} has no figure '{key}' (has: "
-                            f"{', '.join(ref['figures'])})", field=f"lab.compare.{name}")
+            raise UserError(
+                f"reference {section.reference!r} has no figure '{key}' (has: {', '.join(ref['figures'])})",
+                field=f"lab.compare.{name}",
+            )
         try:
             ratio = units.ratio_of(figures[name], published)
         except ValueError as err:
             raise UserError(str(err), field=f"lab.compare.{name}") from None
-        compare[name] = {**published, "text": units.figure_text(published), "key": key,
-                         "source": ref["source"]["short"], "measured_over_published": ratio}
+        compare[name] = {
+            **published,
+            "text": units.figure_text(published),
+            "key": key,
+            "source": ref["source"]["short"],
+            "measured_over_published": ratio,
+        }
     return {"name": ref["name"], "source": ref["source"], "compare": compare}
 
 
@@ -140,28 +165,59 @@ def review_warnings(lab: dict[str, Any]) -> list[str]:
 def review_tables(lab: dict[str, Any]) -> list[dict[str, Any]]:
     """Provenance rows and a figures table, in the review page's table shape."""
     m = lab["machine"]
-    rows = [("machine", m["name"]), ("CPU", m["cpu"]), ("cores", str(m["cores"])),
-            ("memory", units.bytes_text(m["memory_bytes"]) if m["memory_bytes"] else "—"),
-            ("OS and kernel", f"{m['os']} {m['kernel']} ({m['arch']})"), ("Python", m["python"]),
-            ("measured at", lab["when"]), ("command", f"{lab['lab_folder']}/$ {lab['command']}"),
-            ("wall time", units.seconds_text(lab["wall_seconds"])), ("file", lab["file"]),
-            ("lab files", "changed since: " + str(lab["stale_reason"]) if lab["stale"] else "unchanged")]
+    rows = [
+        ("machine", m["name"]),
+        ("CPU", m["cpu"]),
+        ("cores", str(m["cores"])),
+        ("memory", units.bytes_text(m["memory_bytes"]) if m["memory_bytes"] else "—"),
+        ("OS and kernel", f"{m['os']} {m['kernel']} ({m['arch']})"),
+        ("Python", m["python"]),
+        ("measured at", lab["when"]),
+        ("command", f"{lab['lab_folder']}/$ {lab['command']}"),
+        ("wall time", units.seconds_text(lab["wall_seconds"])),
+        ("file", lab["file"]),
+        ("lab files", "changed since: " + str(lab["stale_reason"]) if lab["stale"] else "unchanged"),
+    ]
     rows += [("note", note) for note in lab["notes"]]
     compare = (lab.get("reference") or {}).get("compare", {})
     head = ["figure", "measured", "what it is", "published"]
-    table_rows = [{"highlight": name in compare, "cells": [
-        name, fig["text"], fig["about"],
-        f"{compare[name]['text']} ({compare[name]['about']})" if name in compare else "—"]}
-        for name, fig in lab["figures"].items()]
+    table_rows = [
+        {
+            "highlight": name in compare,
+            "cells": [
+                name,
+                fig["text"],
+                fig["about"],
+                f"{compare[name]['text']} ({compare[name]['about']})" if name in compare else "—",
+            ],
+        }
+        for name, fig in lab["figures"].items()
+    ]
     source = lab["source"] + (" (STALE)" if lab["stale"] else "")
-    tables = [{"title": "Lab: " + lab["lab_folder"], "source": source, "kind": "measured",
-               "rows": rows, "table": {"head": head, "rows": table_rows}}]
+    tables = [
+        {
+            "title": "Lab: " + lab["lab_folder"],
+            "source": source,
+            "kind": "measured",
+            "rows": rows,
+            "table": {"head": head, "rows": table_rows},
+        }
+    ]
     ref = lab.get("reference")
     if ref:
         s = ref["source"]
-        tables.append({"title": "Published figures shown beside the measured ones",
-                       "source": f"{s['author']}, {s['title']}, {s['url']}", "kind": "other",
-                       "rows": [], "table": {"head": ["published", "value"], "rows": [
-                           {"highlight": False, "cells": [c["about"], c["text"]]}
-                           for c in compare.values()]}})
+        tables.append(
+            {
+                "title": "Published figures shown beside the measured ones",
+                "source": f"{s['author']}, {s['title']}, {s['url']}",
+                "kind": "other",
+                "rows": [],
+                "table": {
+                    "head": ["published", "value"],
+                    "rows": [
+                        {"highlight": False, "cells": [c["about"], c["text"]]} for c in compare.values()
+                    ],
+                },
+            }
+        )
     return tables

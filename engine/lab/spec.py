@@ -3,6 +3,7 @@
 Every figure the posts may quote is declared here with its unit and a one-line description,
 so a lab that reports something else, or forgets one, is caught when it runs, not on a post.
 """
+
 from __future__ import annotations
 
 from pathlib import PurePosixPath
@@ -27,7 +28,9 @@ class LabFigure(_Strict):
 
     unit: str
     about: OneLine
-    label: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")] | None = None  # short, for tables
+    label: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")] | None = (
+        None  # short, for tables
+    )
 
     @field_validator("unit")
     @classmethod

@@ -14,6 +14,7 @@ Schema ``lab/1`` (times in seconds, sizes in bytes)::
 It sits in the same folder as a GPU bench's files and is picked by the same ``measured:`` rule
 (engine.measured.resolve_measurement): ``latest`` is the newest by recorded date.
 """
+
 from __future__ import annotations
 
 import json
@@ -106,8 +107,12 @@ def validate(doc: object, *, file: str | Path) -> dict:
     """The document as a plain dict if it is a valid lab measurement; else a UserError naming
     the first bad field (a file from the GPU bench is told apart by its schema)."""
     if isinstance(doc, dict) and doc.get("schema") != SCHEMA:
-        raise UserError(f"schema {doc.get('schema')!r} is not {SCHEMA!r}: not a lab measurement "
-                        "(run make lab-dayNN, or pick the file with measured:)", file=file, field="schema")
+        raise UserError(
+            f"schema {doc.get('schema')!r} is not {SCHEMA!r}: not a lab measurement "
+            "(run make lab-dayNN, or pick the file with measured:)",
+            file=file,
+            field="schema",
+        )
     try:
         model = LabMeasurement.model_validate(doc)
     except ValidationError as err:

@@ -5,6 +5,7 @@ whether two figures can be divided; an unknown unit, or a lab reporting bytes wh
 expects nanoseconds, must stop the run rather than reach a post. Within one dimension a value
 converts exactly (a lab may report µs where the spec says ns); across dimensions it is refused.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,15 +21,28 @@ class Unit:
 
 
 _UNITS = [
-    Unit("ns", "time", 1e-9), Unit("us", "time", 1e-6), Unit("µs", "time", 1e-6),
-    Unit("ms", "time", 1e-3), Unit("s", "time", 1.0),
-    Unit("B", "bytes", 1.0), Unit("KiB", "bytes", 2.0**10), Unit("MiB", "bytes", 2.0**20),
-    Unit("GiB", "bytes", 2.0**30), Unit("TiB", "bytes", 2.0**40),
-    Unit("kB", "bytes", 1e3), Unit("MB", "bytes", 1e6), Unit("GB", "bytes", 1e9),
-    Unit("B/s", "rate", 1.0), Unit("KiB/s", "rate", 2.0**10), Unit("MiB/s", "rate", 2.0**20),
-    Unit("GiB/s", "rate", 2.0**30), Unit("MB/s", "rate", 1e6), Unit("GB/s", "rate", 1e9),
+    Unit("ns", "time", 1e-9),
+    Unit("us", "time", 1e-6),
+    Unit("µs", "time", 1e-6),
+    Unit("ms", "time", 1e-3),
+    Unit("s", "time", 1.0),
+    Unit("B", "bytes", 1.0),
+    Unit("KiB", "bytes", 2.0**10),
+    Unit("MiB", "bytes", 2.0**20),
+    Unit("GiB", "bytes", 2.0**30),
+    Unit("TiB", "bytes", 2.0**40),
+    Unit("kB", "bytes", 1e3),
+    Unit("MB", "bytes", 1e6),
+    Unit("GB", "bytes", 1e9),
+    Unit("B/s", "rate", 1.0),
+    Unit("KiB/s", "rate", 2.0**10),
+    Unit("MiB/s", "rate", 2.0**20),
+    Unit("GiB/s", "rate", 2.0**30),
+    Unit("MB/s", "rate", 1e6),
+    Unit("GB/s", "rate", 1e9),
     Unit("x", "ratio", 1.0),
-    Unit("count", "count", 1.0), Unit("ops/s", "count_rate", 1.0),
+    Unit("count", "count", 1.0),
+    Unit("ops/s", "count_rate", 1.0),
     Unit("%", "percent", 0.01),
 ]
 UNITS: dict[str, Unit] = {u.name: u for u in _UNITS}
@@ -73,12 +87,17 @@ def number(value: float) -> str:
 
 
 _TIME_STEPS = [(1e-6, "ns", 1e-9), (1e-3, "µs", 1e-6), (1.0, "ms", 1e-3)]
-_BYTE_STEPS = [(2.0**10, "B", 1.0), (2.0**20, "KiB", 2.0**10), (2.0**30, "MiB", 2.0**20),
-               (2.0**40, "GiB", 2.0**30)]
+_BYTE_STEPS = [
+    (2.0**10, "B", 1.0),
+    (2.0**20, "KiB", 2.0**10),
+    (2.0**30, "MiB", 2.0**20),
+    (2.0**40, "GiB", 2.0**30),
+]
 
 
-def _scaled(value: float, steps: list[tuple[float, str, float]], last: tuple[str, float],
-            suffix: str = "") -> str:
+def _scaled(
+    value: float, steps: list[tuple[float, str, float]], last: tuple[str, float], suffix: str = ""
+) -> str:
     for below, name, factor in steps:
         # Compare the printed value, so 999.7 ns prints as 1.0 µs rather than "1,000 ns".
         if abs(value) < below and abs(float(number(value / factor).replace(",", ""))) < 1000:

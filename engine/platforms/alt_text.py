@@ -2,6 +2,7 @@
 counted in UTF-16 units, the larger of the plausible counts, so a text that passes here is not
 cut there.
 """
+
 from __future__ import annotations
 
 from engine.platforms.linkedin import utf16_length
@@ -32,5 +33,9 @@ def check_alt_text(
     if length == 0:
         return [Violation(draft, None, "alt text", "empty; describe what the image shows")]
     if length > cap:
-        return [Violation(draft, None, "alt text", f"{length}/{cap} characters on {platform}, {length - cap} over")]
+        return [
+            Violation(
+                draft, None, "alt text", f"{length}/{cap} characters on {platform}, {length - cap} over"
+            )
+        ]
     return []

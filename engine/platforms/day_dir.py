@@ -9,6 +9,7 @@ Which platform an alt text is for comes from its name: a part that is one of a p
 ``alt_tags`` means that platform (``latency.x.alt.txt``, ``kv-linkedin.alt.txt``); a name with
 none is held to every platform's limit, since such a chart may be posted on any.
 """
+
 from __future__ import annotations
 
 import re
@@ -82,7 +83,9 @@ def check_day_dir(path: Path) -> Report:
 
     for image in sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES):
         if not (path / f"{image.stem}{ALT_SUFFIX}").is_file():
-            violations.append(Violation(image.name, None, "alt text", f"no {image.stem}{ALT_SUFFIX} beside it"))
+            violations.append(
+                Violation(image.name, None, "alt text", f"no {image.stem}{ALT_SUFFIX} beside it")
+            )
 
     media_counts, media_violations = media.check_folder(path)  # the carousel PDF, GIFs: file limits
     counts.update(media_counts)

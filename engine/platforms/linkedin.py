@@ -8,6 +8,7 @@ ends its line, so the rest of that line is spent too. We model the feed as ``FOL
 of ``fold / FOLD_LINES`` units each; the hook (everything before the first blank line) has to
 end inside that box.
 """
+
 from __future__ import annotations
 
 import math
@@ -73,7 +74,7 @@ def _closing_paragraph(text: str) -> tuple[str, str]:
     if not separators:
         return "", body.strip()
     cut = separators[-1]
-    return body[: cut.start()], body[cut.end():].strip()
+    return body[: cut.start()], body[cut.end() :].strip()
 
 
 def trailing_hashtags(text: str) -> list[str]:
@@ -105,8 +106,11 @@ def check_linkedin(
     opening = hook(text)
     position = feed_position(opening, fold)
     if position > fold:
-        fail("fold", f"the hook (text before the first blank line) ends at {position}, "
-                     f"past the fold at {fold}; shorten it or break it earlier")
+        fail(
+            "fold",
+            f"the hook (text before the first blank line) ends at {position}, "
+            f"past the fold at {fold}; shorten it or break it earlier",
+        )
 
     low, high = hashtags
     tags = trailing_hashtags(text)

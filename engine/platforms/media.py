@@ -17,6 +17,7 @@ The limits, with where they are stated:
 
 Each check returns Violations naming the file, as the draft checks do; the build fails on any.
 """
+
 from __future__ import annotations
 
 import re

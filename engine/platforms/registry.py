@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from engine.platforms.rules import Count, Violation
 
@@ -51,14 +52,20 @@ class Platform:
         from engine.platforms.thread import missing_attachments
 
         name = draft or self.draft
+        check = cast(Any, self.check)  # a ThreadCheckFn when ``thread``, else a CheckFn
+        per_post: list[list[Count]]
+        violations: list[Violation]
         if self.thread:
-            per_post, violations = self.check(self.posts(text), name)  # type: ignore[arg-type,assignment]
+            per_post, violations = check(self.posts(text), name)
         else:
-            counts, violations = self.check(text, name)  # type: ignore[arg-type]
-            per_post = [counts]  # type: ignore[list-item]
+            counts, violations = check(text, name)
+            per_post = [counts]
         if available is not None:
-            violations = [*violations, *missing_attachments(self.posts(text), name, available, thread=self.thread)]
-        return per_post, violations  # type: ignore[return-value]
+            violations = [
+                *violations,
+                *missing_attachments(self.posts(text), name, available, thread=self.thread),
+            ]
+        return per_post, violations
 
 
 _REGISTRY: dict[str, Platform] = {}

@@ -1,4 +1,5 @@
 """What a platform check returns: counts for the review page, violations for the build."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -57,11 +57,18 @@ def image_files(post: str) -> list[str]:
     return _IMAGE.findall(post)
 
 
-def missing_attachments(posts: list[str], draft: str, available: set[str], *, thread: bool) -> list[Violation]:
+def missing_attachments(
+    posts: list[str], draft: str, available: set[str], *, thread: bool
+) -> list[Violation]:
     """An image a post attaches that is not in the day's folder cannot be posted: one violation
     per such image, naming the post (None for a single post)."""
     return [
-        Violation(draft, k if thread else None, "images", f"attaches {target or '(nothing)'}, which is not in the folder")
+        Violation(
+            draft,
+            k if thread else None,
+            "images",
+            f"attaches {target or '(nothing)'}, which is not in the folder",
+        )
         for k, post in enumerate(posts, start=1)
         for target in image_files(post)
         if target not in available

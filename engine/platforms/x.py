@@ -13,6 +13,7 @@ classes with the official library's answer; the counter equals it on every one, 
 class engine.platforms.emoji justifies with X's documentation (standard emoji newer than the
 library's table count 2).
 """
+
 from __future__ import annotations
 
 import re
@@ -121,8 +122,9 @@ def check_x_thread(
         length = x_weighted_length(text)
         bad_chars = invalid_characters(text)
         images = (images_per_post or {}).get(k, images_in(post))
-        post_counts = [Count("length", length, MAX_WEIGHTED_LENGTH,
-                             0 < length <= MAX_WEIGHTED_LENGTH and not bad_chars)]
+        post_counts = [
+            Count("length", length, MAX_WEIGHTED_LENGTH, 0 < length <= MAX_WEIGHTED_LENGTH and not bad_chars)
+        ]
         if images or images_per_post is not None:
             post_counts.append(Count("images", images, MAX_IMAGES_PER_POST, images <= MAX_IMAGES_PER_POST))
         counts.append(post_counts)
@@ -133,7 +135,10 @@ def check_x_thread(
         if length == 0:
             fail("length", "the post is empty")
         elif length > MAX_WEIGHTED_LENGTH:
-            fail("length", f"{length}/{MAX_WEIGHTED_LENGTH} as X counts it, {length - MAX_WEIGHTED_LENGTH} over")
+            fail(
+                "length",
+                f"{length}/{MAX_WEIGHTED_LENGTH} as X counts it, {length - MAX_WEIGHTED_LENGTH} over",
+            )
         if bad_chars:
             fail("characters", f"X rejects {', '.join(dict.fromkeys(bad_chars))} in a post")
         if images > MAX_IMAGES_PER_POST:

@@ -6,6 +6,7 @@ E_c/M/1), expected (which closed form a row should match), sweeps (the Day 4 run
 engine.experiments.queueing makes from a spec's section).
 Times are seconds everywhere except Row.to_dict, which gives milliseconds (keys ending _ms).
 """
+
 from engine.queueing.closed_forms import (
     erlang_b,
     erlang_c,

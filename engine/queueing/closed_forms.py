@@ -16,6 +16,7 @@ Why each one is here:
   c-th arrival, so its gaps are the sum of c exponentials; the root σ of σ = (λ/(λ+μ(1−σ)))^c
   plays the role that ρ plays in M/M/1.
 """
+
 from __future__ import annotations
 
 import math
@@ -207,9 +208,7 @@ def round_robin_mean_wait(servers: int, arrival_rate: float, service_mean: float
     return sigma * service_mean / (1.0 - sigma)
 
 
-def round_robin_sojourn_quantile(
-    p: float, servers: int, arrival_rate: float, service_mean: float
-) -> float:
+def round_robin_sojourn_quantile(p: float, servers: int, arrival_rate: float, service_mean: float) -> float:
     """p-quantile of time in system on a round-robin line: exponential with rate μ(1 − σ)."""
     _check_probability(p)
     sigma = round_robin_sigma(servers, arrival_rate, service_mean)

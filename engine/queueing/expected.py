@@ -13,6 +13,7 @@ to the row, so that a post can print "simulated 12.6 ms, Erlang C 12.5 ms" from 
 Anything else (M/D/c, M/G/c, round-robin with non-exponential service) has no simple exact
 form and gets None rather than an approximation posing as truth.
 """
+
 from __future__ import annotations
 
 from engine.queueing import closed_forms as cf
@@ -43,9 +44,7 @@ def single_server(arrival_rate: float, service_mean: float, law: ServiceLaw) -> 
     )
 
 
-def shared_line(
-    servers: int, arrival_rate: float, service_mean: float, law: ServiceLaw
-) -> Expected | None:
+def shared_line(servers: int, arrival_rate: float, service_mean: float, law: ServiceLaw) -> Expected | None:
     """Erlang C for one line feeding c servers; exact only for exponential service."""
     if servers == 1:
         return single_server(arrival_rate, service_mean, law)
@@ -61,9 +60,7 @@ def shared_line(
     )
 
 
-def separate_random(
-    servers: int, arrival_rate: float, service_mean: float, law: ServiceLaw
-) -> Expected:
+def separate_random(servers: int, arrival_rate: float, service_mean: float, law: ServiceLaw) -> Expected:
     """c independent one-server queues, each fed a Poisson stream of λ/c."""
     return single_server(arrival_rate / servers, service_mean, law)
 

@@ -11,6 +11,7 @@ Three disciplines, all FIFO, all returning start times in the order of the input
 - c separate lines: each request is assigned a line on arrival and never switches; each line
   is then an independent single-server queue.
 """
+
 from __future__ import annotations
 
 import heapq

@@ -19,6 +19,7 @@ the p99 is right up to ρ ≈ 0.8 but understates the error 1.6-fold at ρ = 0.9
 excursions are rarer and longer-lived than a batch; batch_se(values, 0.99) is there for
 the loads where it holds.
 """
+
 from __future__ import annotations
 
 import math
@@ -172,9 +173,7 @@ def summarise(
         servers=int(servers),
         arrival_rate=float(arrival_rate),
         service_mean=float(service_mean),
-        utilisation=float(
-            arrival_rate * service_mean / servers if utilisation is None else utilisation
-        ),
+        utilisation=float(arrival_rate * service_mean / servers if utilisation is None else utilisation),
         requests=int(n - warm),
         warmup=warm,
         mean_wait=float(wait.mean()),

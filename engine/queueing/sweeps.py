@@ -3,6 +3,7 @@
 Each function draws its randomness once from `seed` and reuses it for every row (common random
 numbers, see traffic.py), simulates, and returns Rows that carry their closed form alongside.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -74,8 +75,17 @@ def shared_sweep(
     draws = draw(requests, seed, law)
     arrivals, services = draws.arrivals(arrival_rate), draws.services(service_mean)
     return [
-        _row("shared", c, arrivals, services, arrival_rate, service_mean, law, warmup_fraction,
-             shared_line_starts(arrivals, services, c))
+        _row(
+            "shared",
+            c,
+            arrivals,
+            services,
+            arrival_rate,
+            service_mean,
+            law,
+            warmup_fraction,
+            shared_line_starts(arrivals, services, c),
+        )
         for c in servers
     ]
 
@@ -104,20 +114,19 @@ def compare_lines(
     rows = {
         "shared": _row("shared", *args, shared_line_starts(arrivals, services, servers)),
         "separate_random": _row(
-            "separate_random", *args,
+            "separate_random",
+            *args,
             separate_lines_starts(arrivals, services, draws.random_lines(servers), servers),
         ),
         "separate_round_robin": _row(
-            "separate_round_robin", *args,
-            separate_lines_starts(
-                arrivals, services, round_robin_lines(arrivals.size, servers), servers
-            ),
+            "separate_round_robin",
+            *args,
+            separate_lines_starts(arrivals, services, round_robin_lines(arrivals.size, servers), servers),
         ),
     }
     shared = rows["shared"]
     ratios = {
-        policy: {stat: _ratio(getattr(rows[policy], stat), getattr(shared, stat))
-                 for stat in RATIO_STATS}
+        policy: {stat: _ratio(getattr(rows[policy], stat), getattr(shared, stat)) for stat in RATIO_STATS}
         for policy in POLICIES[1:]
     }
     return {**rows, "ratios": ratios}

@@ -5,6 +5,7 @@ the row's arrival rate and service mean. Every row of a sweep, and every policy 
 comparison, therefore sees the same requests (common random numbers): the differences between
 rows are the queue's doing, not the dice's, and the hockey-stick curve comes out monotone.
 """
+
 from __future__ import annotations
 
 import math
@@ -84,8 +85,9 @@ def draw(requests: int, seed: int, law: ServiceLaw = ServiceLaw()) -> Draws:
     if requests < 2:
         raise ValueError(f"need at least 2 requests, got {requests}")
     if requests > MAX_QUEUEING_REQUESTS:  # 10^8 used to take 7.5 GB before anyone noticed
-        raise UserError(f"at most {MAX_QUEUEING_REQUESTS:,} requests per run, got {requests:,}",
-                        field="requests")
+        raise UserError(
+            f"at most {MAX_QUEUEING_REQUESTS:,} requests per run, got {requests:,}", field="requests"
+        )
     gaps_ss, work_ss, pick_ss = np.random.SeedSequence(seed).spawn(3)
     return Draws(
         gaps=np.random.default_rng(gaps_ss).exponential(1.0, requests),

@@ -28,6 +28,7 @@ column of a trace, or the spec's field):
 - every number of a length distribution finite; lognormal sigma at most MAX_SIGMA (10). An
   arrival rate may be infinite (everyone at t = 0); a gamma cv must be finite.
 """
+
 from __future__ import annotations
 
 from engine.workload.arrivals import AllAtZero, Arrivals, Gamma, Poisson
@@ -50,9 +51,33 @@ from engine.workload.syntax import DISTRIBUTION_SYNTAX, parse_distribution
 from engine.workload.trace import OPTIONAL_COLUMNS, REQUIRED_COLUMN, load_trace
 
 __all__ = [
-    "DISTRIBUTION_EXAMPLE", "DISTRIBUTION_SYNTAX", "MAX_ARRIVAL_SECONDS", "MAX_REQUESTS",
-    "MAX_SIGMA", "MAX_TOKENS", "OPTIONAL_COLUMNS", "REQUIRED_COLUMN", "AllAtZero", "Arrivals",
-    "Component", "Constant", "Distribution", "Exponential", "Gamma", "GeneratedWorkload",
-    "Lognormal", "Mixture", "Normal", "Poisson", "TraceWorkload", "Uniform", "Workload",
-    "WorkloadSpec", "Zipf", "build_workload", "generate", "load_trace", "parse_distribution",
+    "DISTRIBUTION_EXAMPLE",
+    "DISTRIBUTION_SYNTAX",
+    "MAX_ARRIVAL_SECONDS",
+    "MAX_REQUESTS",
+    "MAX_SIGMA",
+    "MAX_TOKENS",
+    "OPTIONAL_COLUMNS",
+    "REQUIRED_COLUMN",
+    "AllAtZero",
+    "Arrivals",
+    "Component",
+    "Constant",
+    "Distribution",
+    "Exponential",
+    "Gamma",
+    "GeneratedWorkload",
+    "Lognormal",
+    "Mixture",
+    "Normal",
+    "Poisson",
+    "TraceWorkload",
+    "Uniform",
+    "Workload",
+    "WorkloadSpec",
+    "Zipf",
+    "build_workload",
+    "generate",
+    "load_trace",
+    "parse_distribution",
 ]

@@ -1,8 +1,9 @@
 """Arrival processes: when each request reaches the server, drawn from a seeded generator."""
+
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
@@ -39,7 +40,7 @@ class Gamma(_Model):
     cv: PositiveFloat
 
     @model_validator(mode="after")
-    def _finite_cv(self) -> "Gamma":
+    def _finite_cv(self) -> Gamma:
         if not math.isfinite(self.cv):
             raise ValueError("cv must be a finite number")
         return self
@@ -51,4 +52,4 @@ class Gamma(_Model):
         return np.cumsum(rng.gamma(shape, 1.0 / (self.rate * shape), size=n))
 
 
-Arrivals = Annotated[Union[AllAtZero, Poisson, Gamma], Field(discriminator="kind")]
+Arrivals = Annotated[AllAtZero | Poisson | Gamma, Field(discriminator="kind")]

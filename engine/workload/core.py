@@ -3,6 +3,7 @@
 Everything else in this package produces one of these (a trace replayed, a spec drawn); the
 simulator only ever sees this type, so the checks below hold for every source.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,16 +49,14 @@ class Workload:
         prompt_tokens: Any = None,
         arrival_time: Any = None,
         source: str = "given",
-    ) -> "Workload":
+    ) -> Workload:
         """Build from anything array-like; missing prompts and arrivals are zeros."""
         out = np.asarray(output_tokens, dtype=np.int64).copy()
         prompt = (
-            np.zeros_like(out) if prompt_tokens is None
-            else np.asarray(prompt_tokens, dtype=np.int64).copy()
+            np.zeros_like(out) if prompt_tokens is None else np.asarray(prompt_tokens, dtype=np.int64).copy()
         )
         arrival = (
-            np.zeros(len(out)) if arrival_time is None
-            else np.asarray(arrival_time, dtype=np.float64).copy()
+            np.zeros(len(out)) if arrival_time is None else np.asarray(arrival_time, dtype=np.float64).copy()
         )
         return cls(out, prompt, arrival, source)
 

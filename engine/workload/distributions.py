@@ -7,10 +7,11 @@ long" shape. Continuous draws are rounded to whole tokens (the exponential upwar
 start at 1) and then clipped to the bounds the spec gives. Every distribution knows its bounds
 without drawing, so "output lengths must be at least 1" is checked from the spec, not the seed.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -54,7 +55,7 @@ class Uniform(_Model):
     high: Tokens
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Uniform":
+    def _ordered(self) -> Uniform:
         if self.high < self.low:
             raise ValueError(f"high ({self.high}) must be at least low ({self.low})")
         return self
@@ -74,7 +75,7 @@ class _Clipped(_Model):
     high: Tokens | None = None
 
     @model_validator(mode="after")
-    def _ordered(self) -> "_Clipped":
+    def _ordered(self) -> _Clipped:
         if self.high is not None and self.high < self.low:
             raise ValueError(f"high ({self.high}) must be at least low ({self.low})")
         return self
@@ -95,15 +96,19 @@ class Normal(_Clipped):
     std: Annotated[float, Field(ge=0, le=MAX_TOKENS)]
 
     @model_validator(mode="after")
-    def _mostly_inside(self) -> "Normal":
+    def _mostly_inside(self) -> Normal:
         """A bell almost wholly outside [low, high] would clip every draw to one bound:
         `normal:-100:1` is 'every request 1 token', which is not what anyone meant."""
         if self.mean + 3 * self.std < self.low:
-            raise ValueError(f"mean {self.mean:g} and std {self.std:g} put almost every draw below "
-                             f"low ({self.low}), where it would be clipped to {self.low}")
+            raise ValueError(
+                f"mean {self.mean:g} and std {self.std:g} put almost every draw below "
+                f"low ({self.low}), where it would be clipped to {self.low}"
+            )
         if self.high is not None and self.mean - 3 * self.std > self.high:
-            raise ValueError(f"mean {self.mean:g} and std {self.std:g} put almost every draw above "
-                             f"high ({self.high}), where it would be clipped to {self.high}")
+            raise ValueError(
+                f"mean {self.mean:g} and std {self.std:g} put almost every draw above "
+                f"high ({self.high}), where it would be clipped to {self.high}"
+            )
         return self
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -118,15 +123,19 @@ class Lognormal(_Clipped):
     sigma: Annotated[float, Field(ge=0, le=MAX_SIGMA)]
 
     @model_validator(mode="after")
-    def _mostly_inside(self) -> "Lognormal":
+    def _mostly_inside(self) -> Lognormal:
         """As for the normal: a spread almost wholly outside [low, high] is a typo."""
         spread = math.exp(min(3 * self.sigma, 700))
         if self.median * spread < self.low:
-            raise ValueError(f"median {self.median:g} and sigma {self.sigma:g} put almost every draw "
-                             f"below low ({self.low}), where it would be clipped to {self.low}")
+            raise ValueError(
+                f"median {self.median:g} and sigma {self.sigma:g} put almost every draw "
+                f"below low ({self.low}), where it would be clipped to {self.low}"
+            )
         if self.high is not None and self.median / spread > self.high:
-            raise ValueError(f"median {self.median:g} and sigma {self.sigma:g} put almost every draw "
-                             f"above high ({self.high}), where it would be clipped to {self.high}")
+            raise ValueError(
+                f"median {self.median:g} and sigma {self.sigma:g} put almost every draw "
+                f"above high ({self.high}), where it would be clipped to {self.high}"
+            )
         return self
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -165,7 +174,7 @@ class Zipf(_Model):
 
 class Component(_Model):
     weight: PositiveFloat
-    dist: "Distribution"
+    dist: Distribution
 
 
 class Mixture(_Model):
@@ -175,7 +184,7 @@ class Mixture(_Model):
     components: Annotated[list[Component], Field(min_length=1)]
 
     @model_validator(mode="after")
-    def _shares_add_up(self) -> "Mixture":
+    def _shares_add_up(self) -> Mixture:
         """Weights are relative (9 and 1 mean 90 % and 10 %), but fractions below 1 that do not
         add up to 1 (0.9 and 0.2) are far more likely a typo than a ratio, so they are refused."""
         weights = [c.weight for c in self.components]
@@ -224,7 +233,7 @@ def _distribution_input(value: Any) -> Any:
 
 
 Distribution = Annotated[
-    Union[Constant, Uniform, Normal, Lognormal, Exponential, Zipf, Mixture],
+    Constant | Uniform | Normal | Lognormal | Exponential | Zipf | Mixture,
     Field(discriminator="kind"),
     BeforeValidator(_distribution_input),
 ]

@@ -1,8 +1,9 @@
 """The workload part of a day spec (a trace to replay, or requests to draw) and drawing it."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Discriminator, Field, Tag, model_validator
@@ -32,12 +33,10 @@ class GeneratedWorkload(_Model):
     seed: Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)] = 0
 
     @model_validator(mode="after")
-    def _outputs_at_least_one(self) -> "GeneratedWorkload":
+    def _outputs_at_least_one(self) -> GeneratedWorkload:
         low, _ = self.output_tokens.bounds()
         if low < 1:
-            raise ValueError(
-                f"output_tokens can draw {low}; every request must generate at least 1 token"
-            )
+            raise ValueError(f"output_tokens can draw {low}; every request must generate at least 1 token")
         return self
 
 
@@ -50,7 +49,7 @@ def _workload_kind(value: Any) -> str:
 # The day spec embeds this under batching.workload. A callable discriminator (rather than
 # pydantic's smart union) keeps errors to the one form the user meant.
 WorkloadSpec = Annotated[
-    Union[Annotated[TraceWorkload, Tag("trace")], Annotated[GeneratedWorkload, Tag("generated")]],
+    Annotated[TraceWorkload, Tag("trace")] | Annotated[GeneratedWorkload, Tag("generated")],
     Discriminator(_workload_kind),
 ]
 
@@ -62,7 +61,8 @@ def generate(spec: GeneratedWorkload) -> Workload:
     n = spec.requests
     output = spec.output_tokens.sample(np.random.default_rng(out_seq), n)
     prompt = (
-        np.zeros(n, dtype=np.int64) if spec.prompt_tokens is None
+        np.zeros(n, dtype=np.int64)
+        if spec.prompt_tokens is None
         else spec.prompt_tokens.sample(np.random.default_rng(prompt_seq), n)
     )
     arrival = spec.arrivals.sample(np.random.default_rng(arrival_seq), n).astype(np.float64)

@@ -1,4 +1,5 @@
 """The command line's compact distribution syntax (`uniform:8:40`, `0.9*A+0.1*B`)."""
+
 from __future__ import annotations
 
 import math
@@ -19,7 +20,6 @@ from engine.workload.distributions import (
     _Model,
 )
 
-
 # name → the fields its positional numbers fill, in order; the rest take their defaults.
 _SYNTAX: dict[str, tuple[str, ...]] = {
     "constant": ("value",),
@@ -30,8 +30,12 @@ _SYNTAX: dict[str, tuple[str, ...]] = {
     "zipf": ("a", "cap"),
 }
 _MODELS: dict[str, type[_Model]] = {
-    "constant": Constant, "uniform": Uniform, "normal": Normal, "lognormal": Lognormal,
-    "exponential": Exponential, "zipf": Zipf,
+    "constant": Constant,
+    "uniform": Uniform,
+    "normal": Normal,
+    "lognormal": Lognormal,
+    "exponential": Exponential,
+    "zipf": Zipf,
 }
 DISTRIBUTION_SYNTAX = (
     "N | constant:N | uniform:LOW:HIGH | normal:MEAN:STD[:LOW[:HIGH]] | "

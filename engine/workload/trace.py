@@ -8,6 +8,7 @@ only extra job is to name the file, row and column of the first mistake. Both ac
 numbers: ASCII digits with an optional sign, point and exponent (no ``1_000``, no Arabic-Indic
 digits, no hexadecimal), and both convert a cell as Python's ``float`` does.
 """
+
 from __future__ import annotations
 
 import csv
@@ -79,14 +80,23 @@ def _fast_trace(data: bytes, path: Path) -> Workload | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "no data" (the careful reader says it) and blank lines
-            table = np.loadtxt(io.BytesIO(data), delimiter=",", skiprows=skip, comments=None,
-                               usecols=[names.index(n) for n in wanted], dtype=dtype,
-                               ndmin=1, max_rows=MAX_REQUESTS + 1, encoding=None)
+            table = np.loadtxt(
+                io.BytesIO(data),
+                delimiter=",",
+                skiprows=skip,
+                comments=None,
+                usecols=[names.index(n) for n in wanted],
+                dtype=dtype,
+                ndmin=1,
+                max_rows=MAX_REQUESTS + 1,
+                encoding=None,
+            )
     except (ValueError, OverflowError):
         return None
     if len(table) > MAX_REQUESTS:
-        raise UserError(f"more than {MAX_REQUESTS:,} requests: the limit of one trace",
-                        file=path, field="rows")
+        raise UserError(
+            f"more than {MAX_REQUESTS:,} requests: the limit of one trace", file=path, field="rows"
+        )
     if not len(table):
         return None
     arrays: list[np.ndarray | None] = []
@@ -111,19 +121,24 @@ def _parse_trace(reader: Any, path: Path) -> Workload:
     if header is None:
         raise UserError(
             f"empty file: needs a header row naming the '{REQUIRED_COLUMN}' column",
-            file=path, field="row 1",
+            file=path,
+            field="row 1",
         )
     names = [cell.strip().lstrip("\ufeff") for cell in header]
     header_row = reader.line_num
     for name in (REQUIRED_COLUMN, *OPTIONAL_COLUMNS):
         if names.count(name) > 1:
             first, second = [i + 1 for i, n in enumerate(names) if n == name][:2]
-            raise UserError(f"the column is given twice (columns {first} and {second}): which "
-                            "one is meant?", file=path, field=f"row {header_row}, column {name}")
+            raise UserError(
+                f"the column is given twice (columns {first} and {second}): which one is meant?",
+                file=path,
+                field=f"row {header_row}, column {name}",
+            )
     if REQUIRED_COLUMN not in names:
         raise UserError(
             f"missing required column (found: {', '.join(n for n in names if n) or 'none'})",
-            file=path, field=f"row {header_row}, column {REQUIRED_COLUMN}",
+            file=path,
+            field=f"row {header_row}, column {REQUIRED_COLUMN}",
         )
     index = {name: names.index(name) for name in (REQUIRED_COLUMN, *OPTIONAL_COLUMNS) if name in names}
     columns: dict[str, list[Any]] = {name: [] for name in index}
@@ -135,8 +150,9 @@ def _parse_trace(reader: Any, path: Path) -> Workload:
         line = reader.line_num
         rows += 1
         if rows > MAX_REQUESTS:
-            raise UserError(f"more than {MAX_REQUESTS:,} requests: the limit of one trace",
-                            file=path, field=f"row {line}")
+            raise UserError(
+                f"more than {MAX_REQUESTS:,} requests: the limit of one trace", file=path, field=f"row {line}"
+            )
         for name, col in index.items():
             where = f"row {line}, column {name}"
             cell = row[col].strip() if col < len(row) else ""
@@ -147,7 +163,8 @@ def _parse_trace(reader: Any, path: Path) -> Workload:
                 if value < last_arrival:
                     raise UserError(
                         f"arrival times must not decrease ({value:g} after {last_arrival:g})",
-                        file=path, field=where,
+                        file=path,
+                        field=where,
                     )
                 last_arrival = value
             else:
@@ -156,7 +173,8 @@ def _parse_trace(reader: Any, path: Path) -> Workload:
     if not columns[REQUIRED_COLUMN]:
         raise UserError(
             "no requests: the file has a header but no rows",
-            file=path, field=f"row {header_row + 1}, column {REQUIRED_COLUMN}",
+            file=path,
+            field=f"row {header_row + 1}, column {REQUIRED_COLUMN}",
         )
     return Workload.of(
         columns[REQUIRED_COLUMN],
@@ -185,7 +203,8 @@ def _whole(cell: str, path: Path, where: str, least: int) -> int:
         raise UserError(
             f"must be at most {MAX_TOKENS:,} tokens per request (more than any model's context), "
             f"got {cell!r}",
-            file=path, field=where,
+            file=path,
+            field=where,
         )
     return value
 
@@ -202,6 +221,7 @@ def _seconds(cell: str, path: Path, where: str) -> float:
     if value > MAX_ARRIVAL_SECONDS:
         raise UserError(
             f"must be at most {MAX_ARRIVAL_SECONDS:g} s (about 32 years), got {cell!r}",
-            file=path, field=where,
+            file=path,
+            field=where,
         )
     return value

@@ -19,6 +19,7 @@ tokens per request; the lab's own mix (90 % 8–40 tokens, 10 % 400–700; mean 
 too, as reference rows that have no target. Times are wall-clock for simulate() (schedule and metrics), best of a few repeats;
 generating the workload is not timed.
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,23 +32,30 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from engine import batching  # noqa: E402
-from engine.workload import GeneratedWorkload, generate  # noqa: E402
 from engine.batching.clock import clock_for  # noqa: E402
+from engine.workload import GeneratedWorkload, generate  # noqa: E402
+
 from naive_batching import naive_clock, naive_continuous, naive_paged, naive_static  # noqa: E402
 
 CHAT_OUTPUT = {"kind": "lognormal", "median": 128, "sigma": 1.0, "high": 2048}
 CHAT_PROMPT = {"kind": "lognormal", "median": 256, "sigma": 1.0, "high": 4096}
-LAB_OUTPUT = {"kind": "mixture", "components": [
-    {"weight": 0.9, "dist": {"kind": "uniform", "low": 8, "high": 40}},
-    {"weight": 0.1, "dist": {"kind": "uniform", "low": 400, "high": 700}},
-]}
+LAB_OUTPUT = {
+    "kind": "mixture",
+    "components": [
+        {"weight": 0.9, "dist": {"kind": "uniform", "low": 8, "high": 40}},
+        {"weight": 0.1, "dist": {"kind": "uniform", "low": 400, "high": 700}},
+    ],
+}
 STEP = batching.UnitStepTime(0.02)
 SLOTS = 256
 
 
 def workload(requests: int, output: dict, prompt: dict | None = None, seed: int = 37):
-    return generate(GeneratedWorkload.model_validate(
-        {"requests": requests, "output_tokens": output, "prompt_tokens": prompt, "seed": seed}))
+    return generate(
+        GeneratedWorkload.model_validate(
+            {"requests": requests, "output_tokens": output, "prompt_tokens": prompt, "seed": seed}
+        )
+    )
 
 
 def best_of(fn, repeats: int = 3):
@@ -79,8 +87,10 @@ def million(name: str, output: dict, target: bool) -> bool:
     for policy in (batching.StaticPolicy(), batching.ContinuousPolicy()):
         took, r = best_of(lambda policy=policy: batching.simulate(load, policy, slots=SLOTS, step_time=STEP))
         ok &= report(
-            f"{policy.name}, 1,000,000 {name} requests", f"{took:.2f} s",
-            "< 2 s" if target else None, (took < 2.0) if target else True,
+            f"{policy.name}, 1,000,000 {name} requests",
+            f"{took:.2f} s",
+            "< 2 s" if target else None,
+            (took < 2.0) if target else True,
             f"{r.steps:,} steps, utilisation {r.utilisation:.1%}, {r.requests / took:,.0f} requests/s",
         )
     return ok
@@ -90,15 +100,21 @@ def against_naive(name: str, output: dict, requests: int, target: bool) -> bool:
     load = workload(requests, output)
     args = ([0] * load.n, load.prompt_tokens.tolist(), load.output_tokens.tolist(), SLOTS)
     ok = True
-    for policy, naive in ((batching.StaticPolicy(), naive_static),
-                          (batching.ContinuousPolicy(), naive_continuous)):
-        fast_s, fast = best_of(lambda policy=policy: batching.simulate(load, policy, slots=SLOTS, step_time=STEP), 5)
+    for policy, naive in (
+        (batching.StaticPolicy(), naive_static),
+        (batching.ContinuousPolicy(), naive_continuous),
+    ):
+        fast_s, fast = best_of(
+            lambda policy=policy: batching.simulate(load, policy, slots=SLOTS, step_time=STEP), 5
+        )
         slow_s, slow = best_of(lambda naive=naive: naive(*args), 1)
         same = fast.steps == slow.steps and fast.schedule.finish.tolist() == slow.finish
         ratio = slow_s / fast_s
         ok &= report(
-            f"{policy.name} vs naive loop, {requests:,} {name}", f"{ratio:,.0f}×",
-            "≥ 50×" if target else None, (ratio >= 50 and same) if target else same,
+            f"{policy.name} vs naive loop, {requests:,} {name}",
+            f"{ratio:,.0f}×",
+            "≥ 50×" if target else None,
+            (ratio >= 50 and same) if target else same,
             f"{fast_s * 1000:.1f} ms vs {slow_s:.2f} s; same {fast.steps:,} steps and finishes: {same}",
         )
     return ok
@@ -109,17 +125,27 @@ def paged() -> bool:
     policy = batching.PagedPolicy(num_blocks=4_096, block_size=16, max_num_seqs=SLOTS)
     took, r = best_of(lambda: batching.simulate(load, policy, slots=SLOTS, step_time=STEP), 2)
     ok = report(
-        "paged, 100,000 chat requests, 4,096 blocks", f"{took:.2f} s", "< 10 s", took < 10.0,
+        "paged, 100,000 chat requests, 4,096 blocks",
+        f"{took:.2f} s",
+        "< 10 s",
+        took < 10.0,
         f"{r.steps:,} steps, {r.preemptions:,} preemptions, peak {r.kv_blocks['peak']:,} blocks",
     )
     small = workload(2_000, CHAT_OUTPUT, CHAT_PROMPT)
     policy = batching.PagedPolicy(num_blocks=1_024, block_size=16, max_num_seqs=64)
     fast_s, fast = best_of(lambda: batching.simulate(small, policy, slots=64, step_time=STEP))
-    slow_s, slow = best_of(lambda: naive_paged(
-        [0] * small.n, small.prompt_tokens.tolist(), small.output_tokens.tolist(), 64, 1_024, 16, 64), 1)
+    slow_s, slow = best_of(
+        lambda: naive_paged(
+            [0] * small.n, small.prompt_tokens.tolist(), small.output_tokens.tolist(), 64, 1_024, 16, 64
+        ),
+        1,
+    )
     same = fast.steps == slow.steps and fast.preemptions == slow.preemptions
     ok &= report(
-        "paged vs naive loop, 2,000 chat, 1,024 blocks", f"{slow_s / fast_s:,.0f}×", None, same,
+        "paged vs naive loop, 2,000 chat, 1,024 blocks",
+        f"{slow_s / fast_s:,.0f}×",
+        None,
+        same,
         f"{fast_s * 1000:.0f} ms vs {slow_s:.2f} s; same steps and {fast.preemptions:,} preemptions: {same}",
     )
     return ok
@@ -128,17 +154,26 @@ def paged() -> bool:
 # The conversational trace's shape: lognormal lengths, clipped so every prompt fits the budget.
 CHAT_PROMPT_900 = {"kind": "lognormal", "median": 600, "sigma": 0.9, "high": 3072}
 CHAT_OUTPUT_224 = {"kind": "lognormal", "median": 140, "sigma": 1.0, "high": 1024}
-VIDUR_CASE = batching.PagedPolicy(num_blocks=7_424, block_size=16, max_num_seqs=128,
-                                  max_num_batched_tokens=4_096)
+VIDUR_CASE = batching.PagedPolicy(
+    num_blocks=7_424, block_size=16, max_num_seqs=128, max_num_batched_tokens=4_096
+)
 
 
 TIMED_RUNS = ((10_000, 0.2, 3), (1_000_000, 20.0, 1))  # requests, target seconds, repeats
 
 
 def conversational(requests: int, seed: int = 14):
-    return generate(GeneratedWorkload.model_validate({
-        "requests": requests, "prompt_tokens": CHAT_PROMPT_900, "output_tokens": CHAT_OUTPUT_224,
-        "arrivals": {"kind": "poisson", "rate": 4.0}, "seed": seed}))
+    return generate(
+        GeneratedWorkload.model_validate(
+            {
+                "requests": requests,
+                "prompt_tokens": CHAT_PROMPT_900,
+                "output_tokens": CHAT_OUTPUT_224,
+                "arrivals": {"kind": "poisson", "rate": 4.0},
+                "seed": seed,
+            }
+        )
+    )
 
 
 def timed() -> bool:
@@ -148,11 +183,14 @@ def timed() -> bool:
         load = conversational(requests)
         cpu = time.process_time()
         took, r = best_of(
-            lambda: batching.simulate(load, VIDUR_CASE, slots=128, step_time=roofline), repeats)
+            lambda load=load: batching.simulate(load, VIDUR_CASE, slots=128, step_time=roofline), repeats
+        )
         cpu = (time.process_time() - cpu) / repeats  # CPU seconds: a shared machine inflates wall time
         ttft = r.latency.seconds["ttft"]
         ok &= report(
-            f"paged + roofline + arrivals, {requests:,} chat", f"{took:.2f} s", f"< {target:g} s",
+            f"paged + roofline + arrivals, {requests:,} chat",
+            f"{took:.2f} s",
+            f"< {target:g} s",
             took < target,
             f"CPU {cpu:.2f} s per run; makespan {r.makespan_seconds:,.0f} s, "
             f"TTFT p50 {float(np.median(ttft)):.3f} s, {requests / took:,.0f} requests/s",
@@ -162,21 +200,35 @@ def timed() -> bool:
     v0 = PrefillFirstPolicy(num_blocks=7_424, block_size=16, max_num_seqs=128, max_num_batched_tokens=4_096)
     load = conversational(10_000)
     took, r = best_of(lambda: batching.simulate(load, v0, slots=128, step_time=roofline), 1)
-    report("prefill-first (vLLM V0), 10,000 chat", f"{took:.2f} s", None, True,
-           f"makespan {r.makespan_seconds:,.0f} s, TTFT p50 {float(np.median(r.latency.seconds['ttft'])):.3f} s, "
-           f"TPOT p50 {float(np.nanmedian(r.latency.seconds['tpot'])) * 1000:.1f} ms")
+    report(
+        "prefill-first (vLLM V0), 10,000 chat",
+        f"{took:.2f} s",
+        None,
+        True,
+        f"makespan {r.makespan_seconds:,.0f} s, TTFT p50 {float(np.median(r.latency.seconds['ttft'])):.3f} s, "
+        f"TPOT p50 {float(np.nanmedian(r.latency.seconds['tpot'])) * 1000:.1f} ms",
+    )
     small = conversational(1_000)
     fast_s, fast = best_of(lambda: batching.simulate(small, VIDUR_CASE, slots=128, step_time=roofline))
     eligible = clock_for(fast.schedule, roofline).step_of(small.arrival_time).tolist()
-    slow_s, slow = best_of(lambda: naive_paged(
-        eligible, small.prompt_tokens.tolist(), small.output_tokens.tolist(), 128, 7_424, 16, 128,
-        4_096), 1)
+    slow_s, slow = best_of(
+        lambda: naive_paged(
+            eligible, small.prompt_tokens.tolist(), small.output_tokens.tolist(), 128, 7_424, 16, 128, 4_096
+        ),
+        1,
+    )
     seconds = naive_clock(slow, roofline)[-1]
-    same = (fast.steps == slow.steps and fast.preemptions == slow.preemptions
-            and fast.schedule.finish.tolist() == slow.finish
-            and abs(seconds - fast.makespan_seconds) <= 1e-9 * seconds)
+    same = (
+        fast.steps == slow.steps
+        and fast.preemptions == slow.preemptions
+        and fast.schedule.finish.tolist() == slow.finish
+        and abs(seconds - fast.makespan_seconds) <= 1e-9 * seconds
+    )
     ok &= report(
-        "paged + roofline vs naive loop, 1,000 chat", f"{slow_s / fast_s:,.0f}×", None, same,
+        "paged + roofline vs naive loop, 1,000 chat",
+        f"{slow_s / fast_s:,.0f}×",
+        None,
+        same,
         f"{fast_s * 1000:.0f} ms vs {slow_s:.2f} s; same steps, finishes and seconds: {same}",
     )
     return ok
@@ -195,9 +247,11 @@ def main() -> int:
     ok &= million("lab-mix", LAB_OUTPUT, target=False)
     ok &= against_naive("lab-mix", LAB_OUTPUT, 20_000, target=False)
     print("\nall targets met" if ok else "\nSOME TARGETS MISSED")
-    print(f"targets are measured on the chat-like workload ({chat_mean:.0f} output tokens per "
-          f"request); the lab mix's continuous ratio is lower because it has {lab_mean:.0f}: the "
-          "naive loop pays per token, the simulator per request.")
+    print(
+        f"targets are measured on the chat-like workload ({chat_mean:.0f} output tokens per "
+        f"request); the lab mix's continuous ratio is lower because it has {lab_mean:.0f}: the "
+        "naive loop pays per token, the simulator per request."
+    )
     return 0 if ok else 1
 
 

@@ -3,6 +3,7 @@
 labkit is not copied here: under the engine it is found through the kit folder the runner puts
 on PYTHONPATH, which is what this lab proves.
 """
+
 import sys
 import time
 
