@@ -13,7 +13,6 @@ what it would have recorded, so the lab works anywhere its folder is copied: the
 repository, a colleague's laptop. A lab that prefers not to import anything may write that
 JSON file itself; the file is the contract, this module is a convenience.
 """
-
 from __future__ import annotations
 
 import json
