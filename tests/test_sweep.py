@@ -289,6 +289,20 @@ def test_an_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch)
     assert len(ResultStore(store).results) == 8
 
 
+def test_one_replica_is_simulated_once_whatever_the_router(tmp_path, monkeypatch):
+    calls: list[Any] = []
+    real = adapter.evaluate
+    monkeypatch.setattr(adapter, "evaluate", lambda p, w, o: calls.append(p) or real(p, w, o))
+    out = run(section(**ONE, **{"grid.replicas": [1, 2], "grid.router": ["round_robin", "random"]}),
+              tmp_path, workers=1)
+    assert [(r["replicas"], r["router"]) for r in out["rows"]] == [
+        (1, "round_robin"), (1, "random"), (2, "round_robin"), (2, "random")]
+    assert sorted((p.replicas, p.router if p.replicas > 1 else "") for p in calls) == [
+        (1, ""), (2, "random"), (2, "round_robin")]
+    metrics = [{k: v for k, v in r.items() if k != "router"} for r in out["rows"]]
+    assert metrics[0] == metrics[1] and metrics[2] != metrics[3]
+
+
 def test_changed_options_do_not_reuse_stored_results(tmp_path, monkeypatch):
     store = tmp_path / "points.jsonl"
     run(section(), tmp_path, workers=1, store_path=store)

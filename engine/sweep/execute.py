@@ -65,7 +65,7 @@ def plan(section: SweepSection, base_dir: Path) -> Plan:
         "options": {k: v for k, v in options.items() if k not in ("base_dir", "files")},
         "measured": files,
     }
-    keys = [point_key(p, context) for p in points]
+    keys = [point_key(adapter.simulated(p), context) for p in points]  # same run, same key: run once
     return Plan(points, keys, adapter.workload_doc(section.workload, base_dir), options)
 
 
