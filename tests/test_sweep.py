@@ -70,13 +70,15 @@ def test_point_key_depends_on_point_and_context_only():
     assert point_key(p, {"a": 1}) != point_key(p, {"a": 2})
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"grid.tp": [1, 2]}, "grid.tp"),
-    ({"grid.replicas": [2]}, "grid.replicas"),
-    ({"grid.step_time": ["calibrated:bench.json"]}, "grid.step_time"),
+@pytest.mark.parametrize("change, field, message", [
+    ({"grid.replicas": [2], "grid.router": ["shared_queue"]}, "grid.router",
+     "router 'shared_queue' is not supported by this simulator"),
+    ({"grid.tp": [1, 2], "grid.step_time": ["measured:bench.json"]}, "grid.step_time",
+     "prices steps as measured on one GPU, so it cannot speak for tp 2"),
+    ({"grid.replicas": [5000]}, "grid.replicas", "at most 4096"),
 ])
-def test_axes_the_simulator_cannot_express_yet_are_refused_before_work(tmp_path, change, field):
-    with pytest.raises(UserError, match="not supported by this simulator yet") as err:
+def test_axes_the_simulator_cannot_express_are_refused_before_work(tmp_path, change, field, message):
+    with pytest.raises(UserError, match=message) as err:
         execute.plan(section(**change), tmp_path)
     assert err.value.field == field
 
@@ -132,6 +134,112 @@ def test_a_point_is_the_simulator_run_on_the_same_workload(tmp_path):
     assert got["throughput_tok_s"] == pytest.approx(ref.throughput_tokens_per_second, rel=1e-12)
 
 
+def one_point(tmp_path: Path, **changes: Any) -> tuple[dict[str, Any], Any]:
+    """The adapter's row for a one-point grid, and the workload that point ran on."""
+    the_plan = execute.plan(section(**changes), tmp_path)
+    (point,) = the_plan.points
+    got = adapter.evaluate(point, the_plan.workload, the_plan.options)
+    return got, adapter.workload_for(the_plan.workload, point.arrival_rate)
+
+
+def assert_same_metrics(got: dict[str, Any], lat: dict[str, Any], tokens: int, makespan: float) -> None:
+    import numpy as np
+
+    assert got["status"] == "ok", got["reason"]
+    for name in ("ttft", "tpot", "e2e"):
+        values = lat[name][np.isfinite(lat[name])]
+        assert (got[f"{name}_p50"], got[f"{name}_p99"]) == tuple(float(v) for v in np.percentile(values, [50, 99]))
+    assert got["makespan_s"] == makespan
+    assert got["throughput_tok_s"] == tokens / makespan
+
+
+ONE = {"grid.gpu": ["h100-80gb"], "grid.max_num_seqs": [8], "grid.arrival_rate": [50]}
+
+
+def test_a_tensor_parallel_point_is_the_simulator_on_one_gpus_share(tmp_path):
+    """tp 2: KV blocks and the roofline for half the model on each GPU, plus the all-reduces."""
+    from engine import batching
+    from engine.batching.loaders import num_blocks_from_catalog
+
+    got, load = one_point(tmp_path, **ONE, **{"grid.tp": [2], "grid.step_time": ["roofline"]})
+    blocks = num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16, "auto", 2)
+    step = batching.roofline_from_catalog("llama-3-8b", "h100-80gb", tp=2)
+    assert step.comm_seconds_per_token > 0
+    policy = batching.registry.build("paged", batching.PolicySettings(
+        num_blocks=blocks, max_num_seqs=8, max_num_batched_tokens=256, chunked_prefill=True))
+    ref = batching.simulate(load, policy, slots=8, step_time=step)
+    assert got["num_blocks"] == blocks
+    assert_same_metrics(got, ref.latency.seconds, int(load.output_tokens.sum()), ref.makespan_seconds)
+    # each GPU holds half the weights and half the KV heads: more than twice one GPU's tokens
+    assert blocks > 2 * num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16, "auto", 1)
+
+
+@pytest.mark.parametrize("router", ["round_robin", "random", "least_outstanding"])
+def test_a_point_with_replicas_is_the_cluster_simulator(tmp_path, router):
+    from engine import batching
+    from engine.batching.loaders import num_blocks_from_catalog
+    from engine.batching.replicas import simulate_replicas
+
+    got, load = one_point(tmp_path, **ONE, **{"grid.replicas": [2], "grid.router": [router]})
+    blocks = num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16)
+    policy = batching.PagedPolicy(num_blocks=blocks, max_num_seqs=8, max_num_batched_tokens=256,
+                                  chunked_prefill=True)
+    ref = simulate_replicas(load, policy, slots=8, step_time=batching.UnitStepTime(0.02), replicas=2,
+                            router=router, seed=SMALL["workload"]["seed"])
+    assert ref.latency_seconds is not None and ref.makespan_seconds is not None
+    assert_same_metrics(got, ref.latency_seconds, ref.tokens, ref.makespan_seconds)
+    assert got["requests"] == 40 and got["preemptions"] == ref.preemptions
+    # two replicas each run a share of the load: never slower end to end than one engine alone
+    single, _ = one_point(tmp_path, **ONE)
+    assert got["makespan_s"] <= single["makespan_s"] and got["e2e_p99"] <= single["e2e_p99"]
+
+
+def test_a_point_with_replicas_costs_every_gpu(tmp_path):
+    out = run(section(**ONE, **{"grid.tp": [2], "grid.replicas": [3], "grid.step_time": ["roofline"]}),
+              tmp_path, workers=1)
+    (r,) = out["rows"]
+    assert r["gpus"] == 6 and r["usd_per_hour"] == 6 * load_prices()["h100-80gb"].usd_per_gpu_hour
+    assert r["throughput_tok_s_per_gpu"] == r["throughput_tok_s"] / 6
+
+
+def bench_file(path: Path) -> Path:
+    """Decode steps of an 8B model on one H100-like card: a fixed cost, weights, KV reads."""
+    points = [{"batch": b, "context": c, "seconds": 0.0065 + 0.00002 * b + 1.6e-10 * 131072 * b * c}
+              for b in (1, 8, 32, 64) for c in (128, 1024, 4096)]
+    path.write_text(json.dumps({"step_time": {"points": points}}))
+    return path
+
+
+def test_a_calibrated_point_is_the_roofline_fitted_to_the_file(tmp_path):
+    from engine import batching
+    from engine.batching.calibrated import calibrate_from_catalog
+    from engine.batching.loaders import num_blocks_from_catalog
+
+    bench = bench_file(tmp_path / "bench.json")
+    got, load = one_point(tmp_path, **ONE, **{"grid.step_time": ["calibrated:bench.json"]})
+    step = calibrate_from_catalog("llama-3-8b", "h100-80gb", bench)
+    policy = batching.PagedPolicy(num_blocks=num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16),
+                                  max_num_seqs=8, max_num_batched_tokens=256, chunked_prefill=True)
+    ref = batching.simulate(load, policy, slots=8, step_time=step)
+    assert_same_metrics(got, ref.latency.seconds, int(load.output_tokens.sum()), ref.makespan_seconds)
+    # under tp 2 the fit made on one GPU carries over to each GPU's half of the model
+    two = adapter.calibrated_step_time(str(bench), "h", "llama-3-8b", "h100-80gb", "auto", 2)
+    assert (two.memory_efficiency, two.flops_efficiency, two.kernel_seconds) == (
+        step.memory_efficiency, step.flops_efficiency, step.kernel_seconds)
+    assert two.weights_bytes == pytest.approx(step.weights_bytes / 2, rel=1e-9)
+    assert two.attention_flops_per_kv_token == step.attention_flops_per_kv_token / 2
+    assert two.comm_seconds_per_token == batching.roofline_from_catalog("llama-3-8b", "h100-80gb", tp=2).comm_seconds_per_token > 0
+    (bench_bad := tmp_path / "bad.json").write_text(json.dumps({"step_time": {"points": []}}))
+    with pytest.raises(UserError, match="needs a non-empty list of points"):
+        execute.plan(section(**{"grid.step_time": ["calibrated:bad.json"]}), tmp_path)
+    assert bench_bad.exists()
+
+
+def test_a_tp_that_does_not_split_the_heads_is_an_infeasible_row(tmp_path):
+    got, _ = one_point(tmp_path, **ONE, **{"grid.tp": [3], "grid.step_time": ["roofline"]})
+    assert got["status"] == "infeasible" and "3 GPUs cannot split evenly" in got["reason"]
+
+
 def test_a_model_that_does_not_fit_is_an_infeasible_row_not_an_error(tmp_path):
     sec = section(**{"grid.model": ["llama-3-70b"], "grid.gpu": ["a10g"], "grid.max_num_seqs": [4],
                      "grid.arrival_rate": [5]})
@@ -179,6 +287,20 @@ def test_an_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch)
     run(sec, tmp_path, workers=1, store_path=store)
     assert calls == []  # everything stored: nothing recomputed
     assert len(ResultStore(store).results) == 8
+
+
+def test_one_replica_is_simulated_once_whatever_the_router(tmp_path, monkeypatch):
+    calls: list[Any] = []
+    real = adapter.evaluate
+    monkeypatch.setattr(adapter, "evaluate", lambda p, w, o: calls.append(p) or real(p, w, o))
+    out = run(section(**ONE, **{"grid.replicas": [1, 2], "grid.router": ["round_robin", "random"]}),
+              tmp_path, workers=1)
+    assert [(r["replicas"], r["router"]) for r in out["rows"]] == [
+        (1, "round_robin"), (1, "random"), (2, "round_robin"), (2, "random")]
+    assert sorted((p.replicas, p.router if p.replicas > 1 else "") for p in calls) == [
+        (1, ""), (2, "random"), (2, "round_robin")]
+    metrics = [{k: v for k, v in r.items() if k != "router"} for r in out["rows"]]
+    assert metrics[0] == metrics[1] and metrics[2] != metrics[3]
 
 
 def test_changed_options_do_not_reuse_stored_results(tmp_path, monkeypatch):

@@ -1,20 +1,30 @@
 """The one place the sweep meets the simulator: a point and a workload in, a metrics dict out.
 
-Why one function: the simulator is growing (tensor parallelism, replicas behind a router,
-scheduling rules, a calibrated step time). When it does, ``evaluate`` and ``check_supported``
-are re-pointed at the new API and everything else (grid, store, execution, analysis, charts)
-stays as it is. ``SIMULATOR`` names the simulator's semantics: it is part of every point's key,
-so bump it whenever results would change and stored results are recomputed rather than reused.
+Why one function: the simulator grows (scheduling rules, step-time models, routers). When it
+does, ``evaluate`` and ``check_supported`` follow it and everything else (grid, store,
+execution, analysis, charts) stays as it is. ``SIMULATOR`` names the simulator's semantics: it
+is part of every point's key, so bump it whenever results would change and stored results are
+recomputed rather than reused.
+
+How a point becomes a simulation (engine.batching):
+- the engine is the paged (vLLM V1) policy from the registry, its KV blocks what vLLM would
+  allocate for the model on one GPU of the point (``num_blocks_from_catalog`` with ``tp``:
+  weights and KV heads split over the tensor-parallel group);
+- the step time: ``roofline`` is each GPU's share of the bytes and FLOPs plus the all-reduces
+  (``roofline_from_catalog`` with ``tp``); ``calibrated:FILE`` is that roofline fitted to the
+  file's steps, which the bench measures on one GPU: the fit is made at tp 1 and its efficiencies
+  and per-layer kernel cost carry over to the point's tp (the measured steps are not re-fitted to
+  a split model, which would fold the split into the efficiencies); ``measured:FILE`` prices
+  every step as measured, so it is refused for tp > 1; ``unit:S`` is a constant step;
+- ``replicas`` > 1 is a cluster (``simulate_replicas``): the router sends each request to one
+  copy of the engine, and the metrics are the cluster's (per-request latencies over every
+  replica, the slowest replica's makespan). One replica is one engine, whatever the router.
+  The random router draws with the workload's seed (0 for a trace), so a table is reproducible.
 
 A configuration that cannot run (the model does not fit on the card, a request longer than the
-KV cache) is a result, not an error: its row says ``infeasible`` and why, and the sweep goes on.
-An axis value this simulator cannot express yet is an error before any work starts.
-
-Re-pointing at the simulator with tensor parallelism, replicas and a calibrated step time: the
-catalog loaders already take ``tp`` (KV blocks, and a roofline with the all-reduce cost), so the
-tp refusal goes; replicas become a cluster run (route, then one engine per replica) whose
-per-request latencies and makespan give the same metrics; ``calibrated:FILE`` becomes a step
-time fitted to that file. ``check_supported`` lists what is still refused.
+KV cache, a tp that does not divide the attention heads) is a result, not an error: its row says
+``infeasible`` and why, and the sweep goes on. An axis value this simulator cannot express is an
+error before any work starts (``check_supported``).
 
 Workloads are built once per process and arrival rate (``workload_for``), not once per point:
 with thousands of points per process that is the difference between generating 10,000 requests
@@ -31,7 +41,7 @@ import numpy as np
 from engine.errors import UserError
 from engine.sweep.grid import Point, parse_step_time
 
-SIMULATOR = "batching-event-driven/1"  # bump when the simulator's results change
+SIMULATOR = "batching-event-driven/2"  # bump when the simulator's results change
 METRICS = (
     "status", "reason", "num_blocks", "requests", "makespan_s", "throughput_tok_s",
     "requests_per_s", "ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "e2e_p99",
@@ -41,58 +51,88 @@ METRICS = (
 
 def check_supported(point: Point) -> None:
     """Refuse, before any work, a point the current simulator cannot express."""
-    if point.tp != 1:
+    from engine.batching.replicas import MAX_REPLICAS, ROUTERS
+
+    if point.router not in ROUTERS:
         raise UserError(
-            f"tp {point.tp} is not supported by this simulator yet (no all-reduce cost per layer); "
-            "use tp: [1]", field="grid.tp",
+            f"router {point.router!r} is not supported by this simulator (replicas pulling from one "
+            f"shared queue are not built); use {', '.join(ROUTERS)}", field="grid.router",
         )
-    if point.step_time.startswith("calibrated:"):
+    if point.replicas > MAX_REPLICAS:
+        raise UserError(f"replicas {point.replicas}: at most {MAX_REPLICAS}", field="grid.replicas")
+    if point.tp != 1 and point.step_time.startswith("measured:"):
         raise UserError(
-            f"step_time {point.step_time!r} is not supported by this simulator yet (no calibrated "
-            "step time); use roofline, unit or measured:FILE", field="grid.step_time",
+            f"step_time {point.step_time!r} prices steps as measured on one GPU, so it cannot speak "
+            f"for tp {point.tp}; use calibrated:FILE (the same file fitted to the roofline, then "
+            "split over the GPUs) or roofline", field="grid.step_time",
         )
-    if point.replicas != 1:
-        raise UserError(
-            f"replicas {point.replicas} is not supported by this simulator yet (one engine, no "
-            "router); use replicas: [1]", field="grid.replicas",
-        )
+
+
+def simulated(point: Point) -> Point:
+    """The point as the simulator sees it: with one replica the router sends every request to
+    it, so the router is dropped (one key for every router: the run is made once)."""
+    from dataclasses import replace
+
+    return replace(point, router="round_robin") if point.replicas == 1 else point
 
 
 def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """Simulate one point: paged (vLLM-style) batching of the workload on the point's engine."""
+    """Simulate one point: paged (vLLM-style) batching of the workload on the point's engine(s)."""
     from engine import batching
 
     load = workload_for(workload_doc, point.arrival_rate)
-    step_time = _step_time(point, options)  # a bad file is the user's error, not the point's
     try:
+        step_time = _step_time(point, options)
         blocks = _num_blocks(point.model, point.gpu, options["block_size"], point.kv_dtype, point.tp,
                              options["gpu_memory_utilization"])
-        policy = batching.PagedPolicy(
+        policy = batching.registry.build("paged", batching.PolicySettings(
             num_blocks=blocks,
             block_size=options["block_size"],
             max_num_seqs=point.max_num_seqs,
             max_num_batched_tokens=point.max_num_batched_tokens,
             chunked_prefill=options["chunked_prefill"],
-        )
-        result = batching.simulate(load, policy, slots=point.max_num_seqs, step_time=step_time)
+        ))
+        if point.replicas == 1:
+            one = batching.simulate(load, policy, slots=point.max_num_seqs, step_time=step_time)
+            lat, requests, makespan = one.latency.seconds, one.requests, one.makespan_seconds
+            preemptions = one.preemptions
+            tok_s, req_s = one.throughput_tokens_per_second, one.requests_per_second
+        else:
+            from engine.batching.replicas import simulate_replicas
+
+            cluster = simulate_replicas(load, policy, slots=point.max_num_seqs, step_time=step_time,
+                                        replicas=point.replicas, router=point.router,
+                                        seed=router_seed(workload_doc))
+            lat, requests, makespan = cluster.latency_seconds, cluster.requests, cluster.makespan_seconds
+            preemptions = cluster.preemptions
+            # the cluster's throughput: every replica's tokens over the slowest one's makespan
+            tok_s = cluster.tokens / makespan if makespan else None
+            req_s = requests / makespan if makespan else None
     except UserError as err:
+        if err.file is not None:  # a step-time file that stopped reading: the user's, not the point's
+            raise
         return _infeasible(err.line())
-    lat = result.latency.seconds
     assert lat is not None  # every sweep step-time model prices steps in seconds
     out: dict[str, Any] = {
         "status": "ok",
         "reason": "",
         "num_blocks": blocks,
-        "requests": result.requests,
-        "makespan_s": result.makespan_seconds,
-        "throughput_tok_s": result.throughput_tokens_per_second,
-        "requests_per_s": result.requests_per_second,
-        "preemptions": result.preemptions,
+        "requests": requests,
+        "makespan_s": makespan,
+        "throughput_tok_s": tok_s,
+        "requests_per_s": req_s,
+        "preemptions": preemptions,
     }
     for name in ("ttft", "tpot", "e2e"):
         p50, p99 = _quantiles(lat[name])
         out[f"{name}_p50"], out[f"{name}_p99"] = p50, p99
     return out
+
+
+def router_seed(workload_doc: dict[str, Any]) -> int:
+    """The random router's seed: the workload's own (0 for a trace), so a table is reproducible."""
+    seed = workload_doc["spec"].get("seed", 0)
+    return int(seed) if isinstance(seed, int) else 0
 
 
 def _infeasible(reason: str) -> dict[str, Any]:
@@ -117,7 +157,10 @@ def _step_time(point: Point, options: dict[str, Any]) -> Any:
         return batching.UnitStepTime(float(rest) if rest else 0.02)
     if kind == "roofline":
         return _roofline(point.model, point.gpu, point.kv_dtype, point.tp)
-    return measured_step_time(str(Path(options["base_dir"]) / rest), options["files"][point.step_time])
+    path, sha256 = str(Path(options["base_dir"]) / rest), options["files"][point.step_time]
+    if kind == "calibrated":
+        return calibrated_step_time(path, sha256, point.model, point.gpu, point.kv_dtype, point.tp)
+    return measured_step_time(path, sha256)
 
 
 # Catalog look-ups repeat across thousands of points: once per process each.
@@ -133,6 +176,24 @@ def _roofline(model: str, gpu: str, kv_dtype: str, tp: int) -> Any:
     from engine import batching
 
     return batching.roofline_from_catalog(model, gpu, kv_dtype=kv_dtype, tp=tp)
+
+
+@lru_cache(maxsize=256)
+def calibrated_step_time(path: str, sha256: str, model: str, gpu: str, kv_dtype: str, tp: int) -> Any:
+    """The roofline of the model on one GPU calibrated on the file's steps (measured on one GPU),
+    its fitted efficiencies and per-layer kernel cost then carried to each GPU's share under tp
+    (and the all-reduces added). Fitted once per process, file content and configuration."""
+    from engine.batching.calibrated import CalibratedStepTime, calibrate_from_catalog
+
+    one = calibrate_from_catalog(model, gpu, path, kv_dtype=kv_dtype, tp=1)
+    if tp == 1:
+        return one
+    return CalibratedStepTime.from_roofline(
+        _roofline(model, gpu, kv_dtype, tp), one.attention_flops_per_kv_token / tp, one.layers,
+        memory_efficiency=one.memory_efficiency, flops_efficiency=one.flops_efficiency,
+        kernel_seconds=one.kernel_seconds, points=one.points, rmse=one.rmse,
+        max_relative_error=one.max_relative_error,
+    )
 
 
 @lru_cache(maxsize=8)

@@ -65,13 +65,13 @@ def plan(section: SweepSection, base_dir: Path) -> Plan:
         "options": {k: v for k, v in options.items() if k not in ("base_dir", "files")},
         "measured": files,
     }
-    keys = [point_key(p, context) for p in points]
+    keys = [point_key(adapter.simulated(p), context) for p in points]  # same run, same key: run once
     return Plan(points, keys, adapter.workload_doc(section.workload, base_dir), options)
 
 
 def _measured_files(step_times: Iterable[str], base_dir: Path) -> dict[str, str]:
     """Each step-time file's hash (a re-measured file must not reuse old results), after
-    checking that a measured one reads, so that a bad file stops the sweep before it starts."""
+    checking that it reads, so that a bad file stops the sweep before it starts."""
     out = {}
     for text in step_times:
         kind, rest = parse_step_time(text)
@@ -83,6 +83,10 @@ def _measured_files(step_times: Iterable[str], base_dir: Path) -> dict[str, str]
                 raise UserError(f"cannot read {path}: {exc.strerror}", field="grid.step_time") from None
             if kind == "measured":
                 adapter.measured_step_time(str(path), out[text])
+            else:  # the fit is per model and card, at each point; the file's steps are read now
+                from engine.batching.calibrated import points_from_file
+
+                points_from_file(path)
     return out
 
 
