@@ -1,4 +1,5 @@
 """The capacity sweep: grid, execution (local pool, Ray), resume, pricing, Pareto, charts, CLI."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ import yaml
 
 from engine import cli
 from engine.errors import UserError
-from engine.sections import SpecLocation
 from engine.experiments import sweep as experiment
+from engine.sections import SpecLocation
 from engine.sweep import adapter, analysis, execute
 from engine.sweep.grid import SweepSection, expand, point_key
 from engine.sweep.prices import PRICES_FILE, load_prices
@@ -21,7 +22,8 @@ from engine.sweep.table import to_csv
 
 SMALL: dict[str, Any] = {
     "workload": {
-        "requests": 40, "seed": 3,
+        "requests": 40,
+        "seed": 3,
         "output_tokens": {"kind": "uniform", "low": 5, "high": 30},
         "prompt_tokens": {"kind": "uniform", "low": 10, "high": 60},
     },
@@ -59,7 +61,11 @@ def test_points_come_in_product_order_with_defaults():
     points = expand(section().grid)
     assert len(points) == 8
     assert [(p.gpu, p.max_num_seqs, p.arrival_rate) for p in points[:4]] == [
-        ("h100-80gb", 4, 5), ("h100-80gb", 4, 50), ("h100-80gb", 16, 5), ("h100-80gb", 16, 50)]
+        ("h100-80gb", 4, 5),
+        ("h100-80gb", 4, 50),
+        ("h100-80gb", 16, 5),
+        ("h100-80gb", 16, 50),
+    ]
     assert {(p.tp, p.replicas, p.router, p.kv_dtype) for p in points} == {(1, 1, "round_robin", "auto")}
 
 
@@ -70,13 +76,22 @@ def test_point_key_depends_on_point_and_context_only():
     assert point_key(p, {"a": 1}) != point_key(p, {"a": 2})
 
 
-@pytest.mark.parametrize("change, field, message", [
-    ({"grid.replicas": [2], "grid.router": ["shared_queue"]}, "grid.router",
-     "router 'shared_queue' is not supported by this simulator"),
-    ({"grid.tp": [1, 2], "grid.step_time": ["measured:bench.json"]}, "grid.step_time",
-     "prices steps as measured on one GPU, so it cannot speak for tp 2"),
-    ({"grid.replicas": [5000]}, "grid.replicas", "at most 4096"),
-])
+@pytest.mark.parametrize(
+    "change, field, message",
+    [
+        (
+            {"grid.replicas": [2], "grid.router": ["shared_queue"]},
+            "grid.router",
+            "router 'shared_queue' is not supported by this simulator",
+        ),
+        (
+            {"grid.tp": [1, 2], "grid.step_time": ["measured:bench.json"]},
+            "grid.step_time",
+            "prices steps as measured on one GPU, so it cannot speak for tp 2",
+        ),
+        ({"grid.replicas": [5000]}, "grid.replicas", "at most 4096"),
+    ],
+)
 def test_axes_the_simulator_cannot_express_are_refused_before_work(tmp_path, change, field, message):
     with pytest.raises(UserError, match=message) as err:
         execute.plan(section(**change), tmp_path)
@@ -95,7 +110,9 @@ def test_spec_mistakes_are_one_line_naming_the_field(tmp_path, capsys):
     path.write_text(yaml.safe_dump(bad))
     assert cli.main(["sweep", str(path), "--out", str(tmp_path / "o")]) == 2
     line = capsys.readouterr().err.strip()
-    assert line == f"{path}: sweep.grid.max_num_seqz: unknown field 'max_num_seqz'; did you mean 'max_num_seqs'?"
+    assert (
+        line == f"{path}: sweep.grid.max_num_seqz: unknown field 'max_num_seqz'; did you mean 'max_num_seqs'?"
+    )
     assert not (tmp_path / "o").exists()
     bad["sweep"] = {**SMALL, "grid": {**SMALL["grid"], "step_time": ["rooflin"]}}
     path.write_text(yaml.safe_dump(bad))
@@ -126,9 +143,14 @@ def test_a_point_is_the_simulator_run_on_the_same_workload(tmp_path):
     spec = sec.workload.model_copy(update={"arrivals": wl.Poisson(rate=50)})
     load = wl.generate(spec)
     blocks = num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16)
-    ref = batching.simulate(load, batching.PagedPolicy(num_blocks=blocks, max_num_seqs=4, max_num_batched_tokens=256,
-                                                       chunked_prefill=True),
-                            slots=4, step_time=batching.UnitStepTime(0.02))
+    ref = batching.simulate(
+        load,
+        batching.PagedPolicy(
+            num_blocks=blocks, max_num_seqs=4, max_num_batched_tokens=256, chunked_prefill=True
+        ),
+        slots=4,
+        step_time=batching.UnitStepTime(0.02),
+    )
     assert got["status"] == "ok" and got["num_blocks"] == blocks
     assert got["ttft_p99"] == pytest.approx(float(np.percentile(ref.latency.seconds["ttft"], 99)), rel=1e-12)
     assert got["throughput_tok_s"] == pytest.approx(ref.throughput_tokens_per_second, rel=1e-12)
@@ -148,7 +170,9 @@ def assert_same_metrics(got: dict[str, Any], lat: dict[str, Any], tokens: int, m
     assert got["status"] == "ok", got["reason"]
     for name in ("ttft", "tpot", "e2e"):
         values = lat[name][np.isfinite(lat[name])]
-        assert (got[f"{name}_p50"], got[f"{name}_p99"]) == tuple(float(v) for v in np.percentile(values, [50, 99]))
+        assert (got[f"{name}_p50"], got[f"{name}_p99"]) == tuple(
+            float(v) for v in np.percentile(values, [50, 99])
+        )
     assert got["makespan_s"] == makespan
     assert got["throughput_tok_s"] == tokens / makespan
 
@@ -165,8 +189,12 @@ def test_a_tensor_parallel_point_is_the_simulator_on_one_gpus_share(tmp_path):
     blocks = num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16, "auto", 2)
     step = batching.roofline_from_catalog("llama-3-8b", "h100-80gb", tp=2)
     assert step.comm_seconds_per_token > 0
-    policy = batching.registry.build("paged", batching.PolicySettings(
-        num_blocks=blocks, max_num_seqs=8, max_num_batched_tokens=256, chunked_prefill=True))
+    policy = batching.registry.build(
+        "paged",
+        batching.PolicySettings(
+            num_blocks=blocks, max_num_seqs=8, max_num_batched_tokens=256, chunked_prefill=True
+        ),
+    )
     ref = batching.simulate(load, policy, slots=8, step_time=step)
     assert got["num_blocks"] == blocks
     assert_same_metrics(got, ref.latency.seconds, int(load.output_tokens.sum()), ref.makespan_seconds)
@@ -182,10 +210,18 @@ def test_a_point_with_replicas_is_the_cluster_simulator(tmp_path, router):
 
     got, load = one_point(tmp_path, **ONE, **{"grid.replicas": [2], "grid.router": [router]})
     blocks = num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16)
-    policy = batching.PagedPolicy(num_blocks=blocks, max_num_seqs=8, max_num_batched_tokens=256,
-                                  chunked_prefill=True)
-    ref = simulate_replicas(load, policy, slots=8, step_time=batching.UnitStepTime(0.02), replicas=2,
-                            router=router, seed=SMALL["workload"]["seed"])
+    policy = batching.PagedPolicy(
+        num_blocks=blocks, max_num_seqs=8, max_num_batched_tokens=256, chunked_prefill=True
+    )
+    ref = simulate_replicas(
+        load,
+        policy,
+        slots=8,
+        step_time=batching.UnitStepTime(0.02),
+        replicas=2,
+        router=router,
+        seed=SMALL["workload"]["seed"],
+    )
     assert ref.latency_seconds is not None and ref.makespan_seconds is not None
     assert_same_metrics(got, ref.latency_seconds, ref.tokens, ref.makespan_seconds)
     assert got["requests"] == 40 and got["preemptions"] == ref.preemptions
@@ -195,8 +231,11 @@ def test_a_point_with_replicas_is_the_cluster_simulator(tmp_path, router):
 
 
 def test_a_point_with_replicas_costs_every_gpu(tmp_path):
-    out = run(section(**ONE, **{"grid.tp": [2], "grid.replicas": [3], "grid.step_time": ["roofline"]}),
-              tmp_path, workers=1)
+    out = run(
+        section(**ONE, **{"grid.tp": [2], "grid.replicas": [3], "grid.step_time": ["roofline"]}),
+        tmp_path,
+        workers=1,
+    )
     (r,) = out["rows"]
     assert r["gpus"] == 6 and r["usd_per_hour"] == 6 * load_prices()["h100-80gb"].usd_per_gpu_hour
     assert r["throughput_tok_s_per_gpu"] == r["throughput_tok_s"] / 6
@@ -204,8 +243,11 @@ def test_a_point_with_replicas_costs_every_gpu(tmp_path):
 
 def bench_file(path: Path) -> Path:
     """Decode steps of an 8B model on one H100-like card: a fixed cost, weights, KV reads."""
-    points = [{"batch": b, "context": c, "seconds": 0.0065 + 0.00002 * b + 1.6e-10 * 131072 * b * c}
-              for b in (1, 8, 32, 64) for c in (128, 1024, 4096)]
+    points = [
+        {"batch": b, "context": c, "seconds": 0.0065 + 0.00002 * b + 1.6e-10 * 131072 * b * c}
+        for b in (1, 8, 32, 64)
+        for c in (128, 1024, 4096)
+    ]
     path.write_text(json.dumps({"step_time": {"points": points}}))
     return path
 
@@ -218,17 +260,28 @@ def test_a_calibrated_point_is_the_roofline_fitted_to_the_file(tmp_path):
     bench = bench_file(tmp_path / "bench.json")
     got, load = one_point(tmp_path, **ONE, **{"grid.step_time": ["calibrated:bench.json"]})
     step = calibrate_from_catalog("llama-3-8b", "h100-80gb", bench)
-    policy = batching.PagedPolicy(num_blocks=num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16),
-                                  max_num_seqs=8, max_num_batched_tokens=256, chunked_prefill=True)
+    policy = batching.PagedPolicy(
+        num_blocks=num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16),
+        max_num_seqs=8,
+        max_num_batched_tokens=256,
+        chunked_prefill=True,
+    )
     ref = batching.simulate(load, policy, slots=8, step_time=step)
     assert_same_metrics(got, ref.latency.seconds, int(load.output_tokens.sum()), ref.makespan_seconds)
     # under tp 2 the fit made on one GPU carries over to each GPU's half of the model
     two = adapter.calibrated_step_time(str(bench), "h", "llama-3-8b", "h100-80gb", "auto", 2)
     assert (two.memory_efficiency, two.flops_efficiency, two.kernel_seconds) == (
-        step.memory_efficiency, step.flops_efficiency, step.kernel_seconds)
+        step.memory_efficiency,
+        step.flops_efficiency,
+        step.kernel_seconds,
+    )
     assert two.weights_bytes == pytest.approx(step.weights_bytes / 2, rel=1e-9)
     assert two.attention_flops_per_kv_token == step.attention_flops_per_kv_token / 2
-    assert two.comm_seconds_per_token == batching.roofline_from_catalog("llama-3-8b", "h100-80gb", tp=2).comm_seconds_per_token > 0
+    assert (
+        two.comm_seconds_per_token
+        == batching.roofline_from_catalog("llama-3-8b", "h100-80gb", tp=2).comm_seconds_per_token
+        > 0
+    )
     (bench_bad := tmp_path / "bad.json").write_text(json.dumps({"step_time": {"points": []}}))
     with pytest.raises(UserError, match="needs a non-empty list of points"):
         execute.plan(section(**{"grid.step_time": ["calibrated:bad.json"]}), tmp_path)
@@ -241,13 +294,21 @@ def test_a_tp_that_does_not_split_the_heads_is_an_infeasible_row(tmp_path):
 
 
 def test_a_model_that_does_not_fit_is_an_infeasible_row_not_an_error(tmp_path):
-    sec = section(**{"grid.model": ["llama-3-70b"], "grid.gpu": ["a10g"], "grid.max_num_seqs": [4],
-                     "grid.arrival_rate": [5]})
+    sec = section(
+        **{
+            "grid.model": ["llama-3-70b"],
+            "grid.gpu": ["a10g"],
+            "grid.max_num_seqs": [4],
+            "grid.arrival_rate": [5],
+        }
+    )
     out = run(sec, tmp_path, workers=1)
     (row,) = out["rows"]
     assert row["status"] == "infeasible" and "leaves no memory for the KV cache" in row["reason"]
     assert row["meets_targets"] is False
-    assert out["statement"].startswith("No configuration meets the targets (ttft_p99 ≤ 0.5 s): none of the 1 points")
+    assert out["statement"].startswith(
+        "No configuration meets the targets (ttft_p99 ≤ 0.5 s): none of the 1 points"
+    )
 
 
 # ---- execution: pool, resume, Ray -------------------------------------------------------------
@@ -293,12 +354,22 @@ def test_one_replica_is_simulated_once_whatever_the_router(tmp_path, monkeypatch
     calls: list[Any] = []
     real = adapter.evaluate
     monkeypatch.setattr(adapter, "evaluate", lambda p, w, o: calls.append(p) or real(p, w, o))
-    out = run(section(**ONE, **{"grid.replicas": [1, 2], "grid.router": ["round_robin", "random"]}),
-              tmp_path, workers=1)
+    out = run(
+        section(**ONE, **{"grid.replicas": [1, 2], "grid.router": ["round_robin", "random"]}),
+        tmp_path,
+        workers=1,
+    )
     assert [(r["replicas"], r["router"]) for r in out["rows"]] == [
-        (1, "round_robin"), (1, "random"), (2, "round_robin"), (2, "random")]
+        (1, "round_robin"),
+        (1, "random"),
+        (2, "round_robin"),
+        (2, "random"),
+    ]
     assert sorted((p.replicas, p.router if p.replicas > 1 else "") for p in calls) == [
-        (1, ""), (2, "random"), (2, "round_robin")]
+        (1, ""),
+        (2, "random"),
+        (2, "round_robin"),
+    ]
     metrics = [{k: v for k, v in r.items() if k != "router"} for r in out["rows"]]
     assert metrics[0] == metrics[1] and metrics[2] != metrics[3]
 
@@ -314,7 +385,9 @@ def test_changed_options_do_not_reuse_stored_results(tmp_path, monkeypatch):
 
 
 def test_ray_tasks_give_the_same_table_in_the_same_order(tmp_path):
-    ray = pytest.importorskip("ray", reason="the optional 'ray' extra is not installed: pip install 'ray==2.60.0'")
+    ray = pytest.importorskip(
+        "ray", reason="the optional 'ray' extra is not installed: pip install 'ray==2.60.0'"
+    )
     local = run(section(), tmp_path, workers=1)
     remote = run(section(), tmp_path, ray_address="local")  # starts a local instance, stops it after
     assert not ray.is_initialized()
@@ -364,9 +437,22 @@ def test_price_file_mistakes_name_the_field(tmp_path):
 
 
 def row(i: int, **kw: Any) -> dict[str, Any]:
-    base = {"gpu": "h100-80gb", "model": "m", "tp": 1, "replicas": 1, "router": "round_robin",
-            "max_num_seqs": 8, "max_num_batched_tokens": 512, "kv_dtype": "auto", "step_time": "roofline",
-            "arrival_rate": 1.0, "status": "ok", "throughput_tok_s": 1000.0, "ttft_p99": 0.1, "e2e_p99": 1.0}
+    base = {
+        "gpu": "h100-80gb",
+        "model": "m",
+        "tp": 1,
+        "replicas": 1,
+        "router": "round_robin",
+        "max_num_seqs": 8,
+        "max_num_batched_tokens": 512,
+        "kv_dtype": "auto",
+        "step_time": "roofline",
+        "arrival_rate": 1.0,
+        "status": "ok",
+        "throughput_tok_s": 1000.0,
+        "ttft_p99": 0.1,
+        "e2e_p99": 1.0,
+    }
     return {**base, **kw, "i": i}
 
 
@@ -397,18 +483,37 @@ def test_cheapest_ranks_by_cost_per_token_then_hour_then_grid_order():
 def test_pareto_front_matches_the_naive_definition():
     rng = random.Random(7)
     for _ in range(30):
-        rows = [row(i, e2e_p99=rng.choice([0.5, 1.0, 1.5, 2.0, 3.0]), throughput_tok_s_per_gpu=float(rng.randint(1, 9)),
-                    status=rng.choice(["ok", "ok", "infeasible"])) for i in range(rng.randint(0, 25))]
+        rows = [
+            row(
+                i,
+                e2e_p99=rng.choice([0.5, 1.0, 1.5, 2.0, 3.0]),
+                throughput_tok_s_per_gpu=float(rng.randint(1, 9)),
+                status=rng.choice(["ok", "ok", "infeasible"]),
+            )
+            for i in range(rng.randint(0, 25))
+        ]
         ok = [i for i, r in enumerate(rows) if r["status"] == "ok"]
 
         def dominated(a: dict[str, Any], others: list[dict[str, Any]]) -> bool:
-            return any((b["e2e_p99"] <= a["e2e_p99"] and b["throughput_tok_s_per_gpu"] >= a["throughput_tok_s_per_gpu"])
-                       and (b["e2e_p99"] < a["e2e_p99"] or b["throughput_tok_s_per_gpu"] > a["throughput_tok_s_per_gpu"])
-                       for b in others)
+            return any(
+                (
+                    b["e2e_p99"] <= a["e2e_p99"]
+                    and b["throughput_tok_s_per_gpu"] >= a["throughput_tok_s_per_gpu"]
+                )
+                and (
+                    b["e2e_p99"] < a["e2e_p99"]
+                    or b["throughput_tok_s_per_gpu"] > a["throughput_tok_s_per_gpu"]
+                )
+                for b in others
+            )
 
         front = analysis.pareto_front(rows, "e2e_p99")
         alive = [rows[j] for j in ok]
-        naive = {(rows[i]["e2e_p99"], rows[i]["throughput_tok_s_per_gpu"]) for i in ok if not dominated(rows[i], alive)}
+        naive = {
+            (rows[i]["e2e_p99"], rows[i]["throughput_tok_s_per_gpu"])
+            for i in ok
+            if not dominated(rows[i], alive)
+        }
         assert {(rows[i]["e2e_p99"], rows[i]["throughput_tok_s_per_gpu"]) for i in front} == naive
         assert len(front) == len(naive)  # one point per non-dominated spot, the first in grid order
 
@@ -421,8 +526,10 @@ def test_a_target_nobody_meets_is_a_statement_on_the_page_and_the_charts(tmp_pat
 
     out = run(section(targets={"ttft_p99": 0.000001}), tmp_path, workers=1)
     assert out["meeting"] == 0 and out["cheapest"] == []
-    assert out["statement"].startswith("No configuration meets the targets (ttft_p99 ≤ 1e-06 s) among 8 points; "
-                                       "the closest, h100-80gb x1, llama-3-8b")
+    assert out["statement"].startswith(
+        "No configuration meets the targets (ttft_p99 ≤ 1e-06 s) among 8 points; "
+        "the closest, h100-80gb x1, llama-3-8b"
+    )
     assert out["statement"] in report(out)
     written = write_outputs(out, tmp_path / "o", title="t")
     assert {p.name for p in written} == {"sweep.csv", "sweep.json", "pareto.png", "cheapest_table.png"}
@@ -434,7 +541,10 @@ def test_the_command_prints_the_cheapest_and_writes_the_table(tmp_path, capsys):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump({"sweep": SMALL}))
     out = tmp_path / "o"
-    assert cli.main(["sweep", str(path), "--out", str(out), "--workers", "1", "--no-progress", "--no-charts"]) == 0
+    assert (
+        cli.main(["sweep", str(path), "--out", str(out), "--workers", "1", "--no-progress", "--no-charts"])
+        == 0
+    )
     text = capsys.readouterr().out
     assert "cheapest configurations that meet the targets" in text
     lines = (out / "sweep.csv").read_text().splitlines()
@@ -446,8 +556,11 @@ def test_the_command_prints_the_cheapest_and_writes_the_table(tmp_path, capsys):
 
 
 def test_measured_step_times_are_read_once_and_a_bad_file_stops_the_sweep_first(tmp_path):
-    points = [{"batch": b, "context": c, "seconds": 0.01 + 0.0001 * b + 1e-7 * b * c}
-              for b in (1, 8, 32) for c in (128, 1024)]
+    points = [
+        {"batch": b, "context": c, "seconds": 0.01 + 0.0001 * b + 1e-7 * b * c}
+        for b in (1, 8, 32)
+        for c in (128, 1024)
+    ]
     (tmp_path / "bench.json").write_text(json.dumps({"step_time": {"points": points}}))
     out = run(section(**{"grid.step_time": ["measured:bench.json"]}), tmp_path, workers=1)
     assert all(r["status"] == "ok" for r in out["rows"])

@@ -4,6 +4,7 @@ cheapest setups that meet the targets as a table.
 Both say so plainly when no configuration meets the targets, in the picture itself: an empty
 chart would read as "nothing to see", a sentence reads as the finding it is.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,31 +28,68 @@ def pareto(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
     sw = labels.section(results, "sweep", "pareto")
     metric = sw["pareto_latency"]
     rows = sw.get("rows") or sw["pareto"]  # a big sweep keeps only its front in results.json
-    ok = [r for r in rows if r.get("status") == "ok" and r.get(metric) is not None
-          and r.get("throughput_tok_s_per_gpu")]
+    ok = [
+        r
+        for r in rows
+        if r.get("status") == "ok" and r.get(metric) is not None and r.get("throughput_tok_s_per_gpu")
+    ]
     fig = style.new_figure(size or "x")
     ax = fig.add_axes((0.11, 0.2, 0.85, 0.62))
     missed = [r for r in ok if not r["meets_targets"]]
     met = [r for r in ok if r["meets_targets"]]
-    ax.scatter([r[metric] for r in missed], [r["throughput_tok_s_per_gpu"] for r in missed], s=30,
-               color=style.GREY, label="misses the targets", zorder=2)
-    ax.scatter([r[metric] for r in met], [r["throughput_tok_s_per_gpu"] for r in met], s=45,
-               color=MEETS, label="meets the targets", zorder=3)
+    ax.scatter(
+        [r[metric] for r in missed],
+        [r["throughput_tok_s_per_gpu"] for r in missed],
+        s=30,
+        color=style.GREY,
+        label="misses the targets",
+        zorder=2,
+    )
+    ax.scatter(
+        [r[metric] for r in met],
+        [r["throughput_tok_s_per_gpu"] for r in met],
+        s=45,
+        color=MEETS,
+        label="meets the targets",
+        zorder=3,
+    )
     front = sw["pareto"]
-    ax.plot([r[metric] for r in front], [r["throughput_tok_s_per_gpu"] for r in front], color=FRONT,
-            linewidth=2.5, marker="o", markersize=7, drawstyle="steps-post", label="Pareto front", zorder=4)
+    ax.plot(
+        [r[metric] for r in front],
+        [r["throughput_tok_s_per_gpu"] for r in front],
+        color=FRONT,
+        linewidth=2.5,
+        marker="o",
+        markersize=7,
+        drawstyle="steps-post",
+        label="Pareto front",
+        zorder=4,
+    )
     per_rate = len(sw["grid"].get("arrival_rate") or []) > 1
     stars = sw["cheapest_per_rate"] if per_rate else sw["cheapest"][:1]
     if stars:
-        ax.scatter([r[metric] for r in stars], [r["throughput_tok_s_per_gpu"] for r in stars], s=260,
-                   marker="*", color=CHEAPEST, zorder=5,
-                   label="cheapest meeting the targets" + (", per rate" if per_rate else ""))
+        ax.scatter(
+            [r[metric] for r in stars],
+            [r["throughput_tok_s_per_gpu"] for r in stars],
+            s=260,
+            marker="*",
+            color=CHEAPEST,
+            zorder=5,
+            label="cheapest meeting the targets" + (", per rate" if per_rate else ""),
+        )
     target = sw["targets"].get(metric)
     if target is not None:
         ax.axvline(target, color=style.MUTED, linestyle="--", linewidth=1.5, zorder=1)
-        ax.annotate(f"target {_ms(target)}", (target, 1), xycoords=("data", "axes fraction"),
-                    xytext=(6, -4), textcoords="offset points", va="top", fontsize=FONT["small"],
-                    color=style.MUTED)
+        ax.annotate(
+            f"target {_ms(target)}",
+            (target, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(6, -4),
+            textcoords="offset points",
+            va="top",
+            fontsize=FONT["small"],
+            color=style.MUTED,
+        )
     if ok and max(r[metric] for r in ok) > 20 * min(r[metric] for r in ok):
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
@@ -63,9 +101,18 @@ def pareto(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
     if ok:
         ax.legend(loc="best", fontsize=FONT["source"])
     if sw["statement"]:
-        ax.text(0.5, 0.5, _wrap(sw["statement"], 60), transform=ax.transAxes, ha="center", va="center",
-                fontsize=FONT["base"], fontweight="bold", color=OKABE_ITO["vermillion"],
-                bbox={"facecolor": "white", "edgecolor": OKABE_ITO["vermillion"], "pad": 10})
+        ax.text(
+            0.5,
+            0.5,
+            _wrap(sw["statement"], 60),
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=FONT["base"],
+            fontweight="bold",
+            color=OKABE_ITO["vermillion"],
+            bbox={"facecolor": "white", "edgecolor": OKABE_ITO["vermillion"], "pad": 10},
+        )
     style.heading(fig, "Throughput against tail latency, every configuration")
     style.source_note(fig, source(sw))
     return fig, _pareto_alt(sw, metric, len(ok), len(met))
@@ -77,18 +124,34 @@ def cheapest_table(results: dict[str, Any], size: Size | None = None) -> tuple[F
     sw = labels.section(results, "sweep", "cheapest_table")
     fig = style.new_figure(size or "linkedin")
     per_rate = len(sw["grid"].get("arrival_rate") or []) > 1
-    style.heading(fig, "The cheapest setup that meets the target, at each rate" if per_rate
-                  else "The cheapest setups that meet the target")
+    style.heading(
+        fig,
+        "The cheapest setup that meets the target, at each rate"
+        if per_rate
+        else "The cheapest setups that meet the target",
+    )
     targets = ", ".join(f"{_metric_words(k)} ≤ {_ms(v)}" for k, v in sw["targets"].items())
     fig.text(0.012, 0.86, f"targets: {targets}", fontsize=FONT["small"], color=style.MUTED, va="top")
     rows = (sw["cheapest_per_rate"] if per_rate else sw["cheapest"])[:TABLE_ROWS]
     if not rows:
-        fig.text(0.5, 0.5, _wrap(sw["statement"] or "No configuration has a list price.", 55),
-                 ha="center", va="center", fontsize=FONT["base"] + 2, fontweight="bold",
-                 color=OKABE_ITO["vermillion"])
+        fig.text(
+            0.5,
+            0.5,
+            _wrap(sw["statement"] or "No configuration has a list price.", 55),
+            ha="center",
+            va="center",
+            fontsize=FONT["base"] + 2,
+            fontweight="bold",
+            color=OKABE_ITO["vermillion"],
+        )
     else:
-        columns = [("setup", 0.012, "left"), ("$/hour", 0.58, "right"), ("$/M tokens", 0.74, "right"),
-                   ("TTFT p99", 0.87, "right"), ("e2e p99", 0.988, "right")]
+        columns = [
+            ("setup", 0.012, "left"),
+            ("$/hour", 0.58, "right"),
+            ("$/M tokens", 0.74, "right"),
+            ("TTFT p99", 0.87, "right"),
+            ("e2e p99", 0.988, "right"),
+        ]
         top, step = 0.76, min(0.13, 0.64 / (len(rows) + 0.5))
         for label, x, ha in columns:
             fig.text(x, top, label, fontsize=FONT["small"], color=style.MUTED, ha=ha, va="center")
@@ -96,20 +159,35 @@ def cheapest_table(results: dict[str, Any], size: Size | None = None) -> tuple[F
             y = top - step * (i + 0.9)
             weight = "bold" if i == 0 else "normal"
             colour = CHEAPEST if i == 0 else style.INK
-            cells = [_setup_head(r), f"${r['usd_per_hour']:,.2f}", f"${r['usd_per_million_tokens']:,.3f}",
-                     _ms(r["ttft_p99"]), _ms(r["e2e_p99"])]
+            cells = [
+                _setup_head(r),
+                f"${r['usd_per_hour']:,.2f}",
+                f"${r['usd_per_million_tokens']:,.3f}",
+                _ms(r["ttft_p99"]),
+                _ms(r["e2e_p99"]),
+            ]
             for (_, x, ha), text in zip(columns, cells):
-                fig.text(x, y, text, fontsize=FONT["base"], fontweight=weight, color=colour, ha=ha, va="center")
-            fig.text(0.012, y - step * 0.36, _setup_detail(r), fontsize=FONT["source"], color=style.MUTED,
-                     va="center")
+                fig.text(
+                    x, y, text, fontsize=FONT["base"], fontweight=weight, color=colour, ha=ha, va="center"
+                )
+            fig.text(
+                0.012,
+                y - step * 0.36,
+                _setup_detail(r),
+                fontsize=FONT["source"],
+                color=style.MUTED,
+                va="center",
+            )
     style.source_note(fig, source(sw))
     return fig, _table_alt(sw, rows)
 
 
 def source(sw: dict[str, Any]) -> str:
     w = sw["workload"]
-    return (f"Simulated: {sw['points']:,} configurations × {w['requests']:,} requests, roofline step times. "
-            "Cost: on-demand list prices (source and date in prices.yaml).")
+    return (
+        f"Simulated: {sw['points']:,} configurations × {w['requests']:,} requests, roofline step times. "
+        "Cost: on-demand list prices (source and date in prices.yaml)."
+    )
 
 
 def _setup_head(r: dict[str, Any]) -> str:
@@ -118,13 +196,20 @@ def _setup_head(r: dict[str, Any]) -> str:
 
 
 def _setup_detail(r: dict[str, Any]) -> str:
-    parts = [f"max_num_seqs {r['max_num_seqs']}", f"batched tokens {r['max_num_batched_tokens']:,}",
-             f"KV {r['kv_dtype']}"]
+    parts = [
+        f"max_num_seqs {r['max_num_seqs']}",
+        f"batched tokens {r['max_num_batched_tokens']:,}",
+        f"KV {r['kv_dtype']}",
+    ]
     return " · ".join(parts)
 
 
 def _setup(r: dict[str, Any]) -> str:
-    parts = [f"{r['gpus']}× {r['gpu']}", f"seqs {r['max_num_seqs']}", f"batch {r['max_num_batched_tokens']:,}"]
+    parts = [
+        f"{r['gpus']}× {r['gpu']}",
+        f"seqs {r['max_num_seqs']}",
+        f"batch {r['max_num_batched_tokens']:,}",
+    ]
     if r["kv_dtype"] != "auto":
         parts.append(f"KV {r['kv_dtype']}")
     if r.get("arrival_rate") is not None:
@@ -150,8 +235,10 @@ def _wrap(text: str, width: int) -> str:
 
 
 def _pareto_alt(sw: dict[str, Any], metric: str, ok: int, met: int) -> str:
-    first = (f"Scatter of {ok:,} simulated serving configurations: output tokens per second per GPU "
-             f"against {_metric_words(metric)} latency.")
+    first = (
+        f"Scatter of {ok:,} simulated serving configurations: output tokens per second per GPU "
+        f"against {_metric_words(metric)} latency."
+    )
     sentences = [first]
     if sw["statement"]:
         sentences.append("None meets the latency targets.")

@@ -7,6 +7,7 @@ pareto.png and cheapest.png (charts), sweep.json (the summary), and points.jsonl
 file that lets an interrupted sweep resume where it stopped (delete it, or pass --fresh, to
 recompute). Prints the cheapest configurations that meet the targets.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,15 +23,21 @@ EXIT_INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", metavar="SPEC.yaml", help="a day spec with a 'sweep' section, or a sweep file")
+    parser.add_argument(
+        "spec", metavar="SPEC.yaml", help="a day spec with a 'sweep' section, or a sweep file"
+    )
     parser.add_argument("--out", metavar="DIR", help="where to write (default: out/sweep-<spec name>)")
-    parser.add_argument("--results", metavar="FILE.jsonl",
-                        help="the resumable results file (default: DIR/points.jsonl)")
+    parser.add_argument(
+        "--results", metavar="FILE.jsonl", help="the resumable results file (default: DIR/points.jsonl)"
+    )
     parser.add_argument("--fresh", action="store_true", help="recompute every point, ignoring stored results")
     parser.add_argument("--workers", type=int, metavar="N", help="local processes (default: every core)")
-    parser.add_argument("--ray", metavar="ADDRESS",
-                        help="run the points as Ray tasks: 'local' starts Ray here, 'auto' joins a running "
-                             "cluster, or ray://HEAD:10001 (needs the optional 'ray' extra)")
+    parser.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the points as Ray tasks: 'local' starts Ray here, 'auto' joins a running "
+        "cluster, or ray://HEAD:10001 (needs the optional 'ray' extra)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-charts", action="store_true", help="write the table only")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -50,14 +57,23 @@ def run(args: argparse.Namespace) -> int:
         results_path.rename(results_path.with_suffix(results_path.suffix + ".old"))
     try:
         summary = experiment.run(
-            section, SpecLocation(spec_path=spec_path), store_path=results_path, workers=args.workers,
-            ray_address=args.ray, progress=not args.no_progress, full=True,
+            section,
+            SpecLocation(spec_path=spec_path),
+            store_path=results_path,
+            workers=args.workers,
+            ray_address=args.ray,
+            progress=not args.no_progress,
+            full=True,
         )
     except KeyboardInterrupt:
-        print(f"interrupted: the finished points are in {results_path}; run the same command again "
-              "to resume", file=sys.stderr)
+        print(
+            f"interrupted: the finished points are in {results_path}; run the same command again to resume",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
-    written = write_outputs(summary, out_dir, title=f"Capacity sweep: {spec_path.stem}", charts=not args.no_charts)
+    written = write_outputs(
+        summary, out_dir, title=f"Capacity sweep: {spec_path.stem}", charts=not args.no_charts
+    )
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=2, sort_keys=True))
     else:
@@ -69,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
 def load_section(path: Path) -> Any:
     """The sweep section of a day spec, or of a file that holds only `sweep:`."""
     import yaml
+
     from engine.spec import load_spec
     from engine.sweep.grid import SweepSection
     from engine.validation import Strict, validate
@@ -87,10 +104,10 @@ def load_section(path: Path) -> Any:
             sweep: SweepSection
 
         return validate(SweepFile, data, file=path).sweep
-    spec = load_spec(path)
-    if spec.sweep is None:
+    section = load_spec(path).section("sweep")
+    if section is None:
         raise UserError("has no 'sweep' section", file=path, field="sweep")
-    return spec.sweep
+    return section
 
 
 def write_outputs(summary: dict[str, Any], out_dir: Path, *, title: str, charts: bool = True) -> list[Path]:
@@ -123,16 +140,25 @@ def report(summary: dict[str, Any]) -> str:
     """What the terminal shows: the sweep in one line, then the cheapest configurations."""
     w = summary["workload"]
     targets = ", ".join(f"{k} ≤ {_seconds(v)}" for k, v in summary["targets"].items())
-    lines = [(f"{summary['points']:,} points ({summary['feasible']:,} feasible, {summary['meeting']:,} meet "
-              f"the targets) over {w['requests']:,} requests from {w['source']}; targets: {targets}")]
+    lines = [
+        (
+            f"{summary['points']:,} points ({summary['feasible']:,} feasible, {summary['meeting']:,} meet "
+            f"the targets) over {w['requests']:,} requests from {w['source']}; targets: {targets}"
+        )
+    ]
     if summary["unpriced"]:
-        lines.append(f"no list price in the catalog for {', '.join(summary['unpriced'])}: "
-                     "those points are not ranked by cost")
+        lines.append(
+            f"no list price in the catalog for {', '.join(summary['unpriced'])}: "
+            "those points are not ranked by cost"
+        )
     if summary["statement"]:
         lines.append(summary["statement"])
         return "\n".join(lines)
-    lines += ["", "cheapest configurations that meet the targets (simulated; list prices):",
-              f"{'$/Mtok':>9}{'$/hour':>9}{'tok/s':>10}{'TTFT p99':>10}{'TPOT p50':>10}{'e2e p99':>10}  configuration"]
+    lines += [
+        "",
+        "cheapest configurations that meet the targets (simulated; list prices):",
+        f"{'$/Mtok':>9}{'$/hour':>9}{'tok/s':>10}{'TTFT p99':>10}{'TPOT p50':>10}{'e2e p99':>10}  configuration",
+    ]
     for r in summary["cheapest"]:
         lines.append(
             f"{r['usd_per_million_tokens']:>9.3f}{r['usd_per_hour']:>9.2f}{r['throughput_tok_s']:>10,.0f}"
@@ -142,8 +168,9 @@ def report(summary: dict[str, Any]) -> str:
         lines += ["", "cheapest per arrival rate:"]
         for r in summary["cheapest_per_rate"]:
             lines.append(f"  {r['arrival_rate']:g} req/s: ${r['usd_per_hour']:.2f}/hour  {r['config']}")
-    lines.append(f"Pareto front (throughput per GPU vs {summary['pareto_latency']}): "
-                 f"{len(summary['pareto']):,} points")
+    lines.append(
+        f"Pareto front (throughput per GPU vs {summary['pareto_latency']}): {len(summary['pareto']):,} points"
+    )
     return "\n".join(lines)
 
 

@@ -4,6 +4,7 @@ The build and ``python -m engine sweep`` both come here, so a day's post and the
 quote the same table. The build keeps no results file (a build is a pure function of the spec);
 the command keeps one so that a long sweep resumes.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,8 +35,9 @@ def run(
     address = ray_address if ray_address is not None else (section.ray.address if section.ray else None)
     store = ResultStore(store_path)
     with blame(ctx, "sweep"):
-        raw = execute.run(the_plan, store, workers=workers or section.workers, ray_address=address,
-                          progress=progress)
+        raw = execute.run(
+            the_plan, store, workers=workers or section.workers, ray_address=address, progress=progress
+        )
     return summarise(section, raw, the_plan, full=full)
 
 
@@ -52,9 +54,15 @@ def summarise(
     used = {}
     for gpu in section.grid.gpu:
         price = price_of(gpu, prices)
-        used[gpu] = None if price is None else {
-            "usd_per_gpu_hour": price.usd_per_gpu_hour, "source": price.source(), "offer": price.offer,
-        }
+        used[gpu] = (
+            None
+            if price is None
+            else {
+                "usd_per_gpu_hour": price.usd_per_gpu_hour,
+                "source": price.source(),
+                "offer": price.offer,
+            }
+        )
     meeting = sum(r["meets_targets"] for r in rows)
     load_summary = _workload_summary(section, the_plan)
     return {
@@ -103,7 +111,6 @@ def _workload_summary(section: SweepSection, the_plan: execute.Plan) -> dict[str
         summary["source"] = f"trace {trace}"  # as the spec writes it: same bytes from any cwd
     summary["arrival_rates"] = list(rates) if rates else None
     return summary
-
 
 
 def headline(sweep: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ Workloads are built once per process and arrival rate (``workload_for``), not on
 with thousands of points per process that is the difference between generating 10,000 requests
 once and a thousand times.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -43,8 +44,19 @@ from engine.sweep.grid import Point, parse_step_time
 
 SIMULATOR = "batching-event-driven/2"  # bump when the simulator's results change
 METRICS = (
-    "status", "reason", "num_blocks", "requests", "makespan_s", "throughput_tok_s",
-    "requests_per_s", "ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "e2e_p99",
+    "status",
+    "reason",
+    "num_blocks",
+    "requests",
+    "makespan_s",
+    "throughput_tok_s",
+    "requests_per_s",
+    "ttft_p50",
+    "ttft_p99",
+    "tpot_p50",
+    "tpot_p99",
+    "e2e_p50",
+    "e2e_p99",
     "preemptions",
 )
 
@@ -56,7 +68,8 @@ def check_supported(point: Point) -> None:
     if point.router not in ROUTERS:
         raise UserError(
             f"router {point.router!r} is not supported by this simulator (replicas pulling from one "
-            f"shared queue are not built); use {', '.join(ROUTERS)}", field="grid.router",
+            f"shared queue are not built); use {', '.join(ROUTERS)}",
+            field="grid.router",
         )
     if point.replicas > MAX_REPLICAS:
         raise UserError(f"replicas {point.replicas}: at most {MAX_REPLICAS}", field="grid.replicas")
@@ -64,7 +77,8 @@ def check_supported(point: Point) -> None:
         raise UserError(
             f"step_time {point.step_time!r} prices steps as measured on one GPU, so it cannot speak "
             f"for tp {point.tp}; use calibrated:FILE (the same file fitted to the roofline, then "
-            "split over the GPUs) or roofline", field="grid.step_time",
+            "split over the GPUs) or roofline",
+            field="grid.step_time",
         )
 
 
@@ -83,15 +97,24 @@ def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]
     load = workload_for(workload_doc, point.arrival_rate)
     try:
         step_time = _step_time(point, options)
-        blocks = _num_blocks(point.model, point.gpu, options["block_size"], point.kv_dtype, point.tp,
-                             options["gpu_memory_utilization"])
-        policy = batching.registry.build("paged", batching.PolicySettings(
-            num_blocks=blocks,
-            block_size=options["block_size"],
-            max_num_seqs=point.max_num_seqs,
-            max_num_batched_tokens=point.max_num_batched_tokens,
-            chunked_prefill=options["chunked_prefill"],
-        ))
+        blocks = _num_blocks(
+            point.model,
+            point.gpu,
+            options["block_size"],
+            point.kv_dtype,
+            point.tp,
+            options["gpu_memory_utilization"],
+        )
+        policy = batching.registry.build(
+            "paged",
+            batching.PolicySettings(
+                num_blocks=blocks,
+                block_size=options["block_size"],
+                max_num_seqs=point.max_num_seqs,
+                max_num_batched_tokens=point.max_num_batched_tokens,
+                chunked_prefill=options["chunked_prefill"],
+            ),
+        )
         if point.replicas == 1:
             one = batching.simulate(load, policy, slots=point.max_num_seqs, step_time=step_time)
             lat, requests, makespan = one.latency.seconds, one.requests, one.makespan_seconds
@@ -100,9 +123,15 @@ def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]
         else:
             from engine.batching.replicas import simulate_replicas
 
-            cluster = simulate_replicas(load, policy, slots=point.max_num_seqs, step_time=step_time,
-                                        replicas=point.replicas, router=point.router,
-                                        seed=router_seed(workload_doc))
+            cluster = simulate_replicas(
+                load,
+                policy,
+                slots=point.max_num_seqs,
+                step_time=step_time,
+                replicas=point.replicas,
+                router=point.router,
+                seed=router_seed(workload_doc),
+            )
             lat, requests, makespan = cluster.latency_seconds, cluster.requests, cluster.makespan_seconds
             preemptions = cluster.preemptions
             # the cluster's throughput: every replica's tokens over the slowest one's makespan
@@ -189,9 +218,14 @@ def calibrated_step_time(path: str, sha256: str, model: str, gpu: str, kv_dtype:
     if tp == 1:
         return one
     return CalibratedStepTime.from_roofline(
-        _roofline(model, gpu, kv_dtype, tp), one.attention_flops_per_kv_token / tp, one.layers,
-        memory_efficiency=one.memory_efficiency, flops_efficiency=one.flops_efficiency,
-        kernel_seconds=one.kernel_seconds, points=one.points, rmse=one.rmse,
+        _roofline(model, gpu, kv_dtype, tp),
+        one.attention_flops_per_kv_token / tp,
+        one.layers,
+        memory_efficiency=one.memory_efficiency,
+        flops_efficiency=one.flops_efficiency,
+        kernel_seconds=one.kernel_seconds,
+        points=one.points,
+        rmse=one.rmse,
         max_relative_error=one.max_relative_error,
     )
 
@@ -261,4 +295,3 @@ def workload_fingerprint(spec: Any, base_dir: Path) -> dict[str, Any]:
             raise UserError(f"cannot read {path}: {exc.strerror}", field="workload.trace") from None
         doc["spec"] = {"trace": path.name}
     return doc
-

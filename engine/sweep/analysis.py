@@ -13,6 +13,7 @@ Definitions:
 - Pareto front: the ok points that no other ok point beats on both throughput per GPU (higher)
   and the chosen p99 latency (lower); sorted by latency.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,7 +21,9 @@ from typing import Any
 from engine.sweep.prices import Price, price_of
 
 
-def with_costs(rows: list[dict[str, Any]], prices: dict[str, Price], targets: dict[str, float]) -> list[dict[str, Any]]:
+def with_costs(
+    rows: list[dict[str, Any]], prices: dict[str, Price], targets: dict[str, float]
+) -> list[dict[str, Any]]:
     """Each row with gpus, price, cost columns and meets_targets added (new dicts)."""
     out = []
     for row in rows:
@@ -47,8 +50,11 @@ def meets(row: dict[str, Any], targets: dict[str, float]) -> bool:
 
 
 def cheapest(rows: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
-    ranked = [(r["usd_per_million_tokens"], r["usd_per_hour"], i, r) for i, r in enumerate(rows)
-              if r["meets_targets"] and r["usd_per_million_tokens"] is not None]
+    ranked = [
+        (r["usd_per_million_tokens"], r["usd_per_hour"], i, r)
+        for i, r in enumerate(rows)
+        if r["meets_targets"] and r["usd_per_million_tokens"] is not None
+    ]
     return [r for *_, r in sorted(ranked, key=lambda t: t[:3])[:count]]
 
 
@@ -72,8 +78,11 @@ def pareto_front(rows: list[dict[str, Any]], latency: str) -> list[int]:
     One pass after sorting by latency (then throughput, descending): a row is on the front when
     its throughput beats every row with lower or equal latency seen so far.
     """
-    ok = [(r[latency], -r["throughput_tok_s_per_gpu"], i) for i, r in enumerate(rows)
-          if r.get("status") == "ok" and r.get(latency) is not None and r.get("throughput_tok_s_per_gpu")]
+    ok = [
+        (r[latency], -r["throughput_tok_s_per_gpu"], i)
+        for i, r in enumerate(rows)
+        if r.get("status") == "ok" and r.get(latency) is not None and r.get("throughput_tok_s_per_gpu")
+    ]
     front, best = [], float("-inf")
     for _lat, neg_tput, i in sorted(ok):
         if -neg_tput > best:
@@ -95,8 +104,10 @@ def nobody_meets(rows: list[dict[str, Any]], targets: dict[str, float]) -> str |
         return max((r[k] / v if r.get(k) is not None else float("inf")) for k, v in targets.items())
 
     best = min(ok, key=worst_ratio)
-    return (f"No configuration meets the targets ({given}) among {len(rows):,} points; the closest, "
-            f"{describe(best)}, misses by {worst_ratio(best):,.1f}x.")
+    return (
+        f"No configuration meets the targets ({given}) among {len(rows):,} points; the closest, "
+        f"{describe(best)}, misses by {worst_ratio(best):,.1f}x."
+    )
 
 
 def describe(row: dict[str, Any]) -> str:
@@ -106,8 +117,12 @@ def describe(row: dict[str, Any]) -> str:
         parts.append(f"tp {row['tp']}")
     if row["replicas"] != 1:
         parts.append(f"{row['replicas']} replicas ({row['router']})")
-    parts += [f"max_num_seqs {row['max_num_seqs']}", f"max_num_batched_tokens {row['max_num_batched_tokens']}",
-              f"kv {row['kv_dtype']}", f"step time {row['step_time']}"]
+    parts += [
+        f"max_num_seqs {row['max_num_seqs']}",
+        f"max_num_batched_tokens {row['max_num_batched_tokens']}",
+        f"kv {row['kv_dtype']}",
+        f"step time {row['step_time']}",
+    ]
     if row.get("arrival_rate") is not None:
         parts.append(f"{row['arrival_rate']:g} req/s")
     return ", ".join(parts)

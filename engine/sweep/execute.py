@@ -9,6 +9,7 @@ Either way the same function (``adapter.evaluate``) runs each point, results are
 they finish (so an interrupted sweep resumes), and the table is assembled in grid order from
 the store, so the two paths give identical tables in the same order.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -45,7 +46,10 @@ def plan(section: SweepSection, base_dir: Path) -> Plan:
     points = expand(section.grid)
     for point in points:
         adapter.check_supported(point)
-    for field, names, load in (("grid.gpu", section.grid.gpu, load_gpu), ("grid.model", section.grid.model, load_model)):
+    for field, names, load in (
+        ("grid.gpu", section.grid.gpu, load_gpu),
+        ("grid.model", section.grid.model, load_model),
+    ):
         for name in names:
             try:
                 load(name)
@@ -127,7 +131,7 @@ def _cores() -> int:
 
 
 def _progress(total: int, points: int, enabled: bool) -> Any:
-    from tqdm import tqdm  # type: ignore[import-untyped]
+    from tqdm import tqdm
 
     resumed = points - total
     desc = f"sweep ({resumed:,} of {points:,} from the results file)" if resumed else "sweep"
@@ -159,7 +163,9 @@ def _run_local(the_plan: Plan, pending: list[tuple[str, Point]], workers: int, d
             done(key, point, adapter.evaluate(point, the_plan.workload, the_plan.options))
         return
     workers = min(workers, len(pending))
-    pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(the_plan.workload, the_plan.options))
+    pool = ProcessPoolExecutor(
+        workers, initializer=_init_worker, initargs=(the_plan.workload, the_plan.options)
+    )
     # At most a few points in flight per worker: an interrupt then loses little work, and
     # finished points reach the results file as they finish.
     queue = iter(pending)
@@ -213,8 +219,9 @@ def _run_ray(the_plan: Plan, pending: list[tuple[str, Point]], address: str, don
             else:
                 ray.init(address=address, log_to_driver=False, runtime_env=package)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise UserError(f"cannot connect to the Ray cluster at {address!r}: {exc}",
-                            field="ray.address") from None
+            raise UserError(
+                f"cannot connect to the Ray cluster at {address!r}: {exc}", field="ray.address"
+            ) from None
     remote = ray.remote(_evaluate_ray)
     workload, options = ray.put(the_plan.workload), ray.put(the_plan.options)
     by_ref = {remote.remote(point, workload, options): (key, point) for key, point in pending}

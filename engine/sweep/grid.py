@@ -9,6 +9,7 @@ A point's key is a hash of everything its metrics depend on: the point, the work
 fixed options, and the simulator's version tag (``adapter.SIMULATOR``). Change any of them and
 the stored result no longer matches, so a resumed sweep never reuses a stale number.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,8 +31,16 @@ ROUTERS = get_args(Router)
 LATENCY_METRICS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "e2e_p99")
 # The order of a point's fields, of the CSV's first columns, and of the product's nesting.
 AXES = (
-    "gpu", "model", "tp", "replicas", "router", "max_num_seqs", "max_num_batched_tokens",
-    "kv_dtype", "step_time", "arrival_rate",
+    "gpu",
+    "model",
+    "tp",
+    "replicas",
+    "router",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "kv_dtype",
+    "step_time",
+    "arrival_rate",
 )
 
 PositiveInt = Annotated[int, Field(ge=1, le=1_000_000, strict=True)]

@@ -5,6 +5,7 @@ market quote that moves every few months and differs by provider. Keeping prices
 person re-price a sweep (edit one file, or pass their own) without touching the hardware facts,
 and stored sweep results stay valid because cost is applied after simulation, never inside it.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,13 +60,24 @@ def _price(gpu: str, entry: Any, path: Path) -> Price:
         if entry.get(key) in (None, ""):
             raise UserError("required field is missing", file=path, field=f"{where}.{key}")
     value = entry["usd_per_gpu_hour"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        math.isfinite(value) and 0 < value <= MAX_PRICE
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and 0 < value <= MAX_PRICE)
     ):
-        raise UserError(f"must be a number in (0, {MAX_PRICE:g}], got {value!r}", file=path,
-                        field=f"{where}.usd_per_gpu_hour")
-    return Price(gpu, float(value), str(entry["provider"]), str(entry["page"]), str(entry["as_of"]),
-                 str(entry.get("offer", "")))
+        raise UserError(
+            f"must be a number in (0, {MAX_PRICE:g}], got {value!r}",
+            file=path,
+            field=f"{where}.usd_per_gpu_hour",
+        )
+    return Price(
+        gpu,
+        float(value),
+        str(entry["provider"]),
+        str(entry["page"]),
+        str(entry["as_of"]),
+        str(entry.get("offer", "")),
+    )
 
 
 def price_of(gpu: str, prices: dict[str, Price]) -> Price | None:

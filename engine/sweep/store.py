@@ -5,6 +5,7 @@ points in flight. The last line may be cut in half by the kill; reading skips a 
 not parse, so that point is simply computed again. Lines whose key is not in the current grid
 (an older grid, another simulator version) are ignored, not deleted: the file is the person's.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,14 +30,20 @@ class ResultStore:
 
     def _load(self, path: Path) -> None:
         if path.stat().st_size > MAX_STORE_BYTES:
-            raise UserError(f"larger than {MAX_STORE_BYTES // 2**30} GiB; not a sweep results file", file=path)
+            raise UserError(
+                f"larger than {MAX_STORE_BYTES // 2**30} GiB; not a sweep results file", file=path
+            )
         with path.open(encoding="utf-8") as f:
             for line in f:
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a line cut short by an interrupted run: recompute that point
-                if isinstance(row, dict) and isinstance(row.get("key"), str) and isinstance(row.get("metrics"), dict):
+                if (
+                    isinstance(row, dict)
+                    and isinstance(row.get("key"), str)
+                    and isinstance(row.get("metrics"), dict)
+                ):
                     self.results[row["key"]] = row["metrics"]
 
     def __contains__(self, key: str) -> bool:

@@ -3,6 +3,7 @@
 Floats are written with ``repr`` (shortest round-trip form), so the same results give the same
 bytes, and a table read back gives the very numbers that were simulated.
 """
+
 from __future__ import annotations
 
 import csv
@@ -12,8 +13,14 @@ from typing import Any
 from engine.sweep.adapter import METRICS
 from engine.sweep.grid import AXES
 
-COST = ("gpus", "throughput_tok_s_per_gpu", "usd_per_gpu_hour", "usd_per_hour",
-        "usd_per_million_tokens", "meets_targets")
+COST = (
+    "gpus",
+    "throughput_tok_s_per_gpu",
+    "usd_per_gpu_hour",
+    "usd_per_hour",
+    "usd_per_million_tokens",
+    "meets_targets",
+)
 COLUMNS = (*AXES, *METRICS, *COST)
 
 
