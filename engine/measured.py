@@ -38,14 +38,13 @@ contexts of achieved / peak bandwidth at batch = slots.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine.atomic import write_json
 from engine.errors import UserError
 from engine.limits import (
     MAX_CONTEXT_TOKENS,
@@ -333,19 +332,4 @@ def write_measurement(doc: dict, path: Path | str) -> Path:
     over the target, so a reader sees the old file or the new one, never half of one."""
     path = Path(path)
     validate_measurement(doc, file=path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as err:
-        raise UserError(f"cannot write the measurement: {err.strerror or err}", file=path) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(doc, out, indent=2, sort_keys=True)
-            out.write("\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_json(doc, path, what="measurement")

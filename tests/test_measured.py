@@ -179,7 +179,7 @@ def test_a_write_that_fails_half_way_leaves_the_old_file(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(measured.json, "dump", dump_half)
-    with pytest.raises(OSError):
+    with pytest.raises(UserError, match="cannot write the measurement: disk full"):  # one line
         write_measurement(valid_doc(), path)
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["gpu.json"]

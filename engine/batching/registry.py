@@ -103,16 +103,21 @@ def _continuous(s: PolicySettings) -> Any:
     return ContinuousPolicy()
 
 
-def _paged(s: PolicySettings) -> Any:
-    from engine.batching.paged import PagedPolicy
-
-    return PagedPolicy(
+def _block_settings(s: PolicySettings) -> dict[str, Any]:
+    """What the KV-block policies (paged, prefill-first) take from the settings."""
+    return dict(
         num_blocks=s.num_blocks,
         block_size=s.block_size,
         max_num_seqs=s.max_num_seqs,
         max_num_batched_tokens=s.max_num_batched_tokens,
         chunked_prefill=s.chunked_prefill,
     )
+
+
+def _paged(s: PolicySettings) -> Any:
+    from engine.batching.paged import PagedPolicy
+
+    return PagedPolicy(**_block_settings(s))
 
 
 register(
@@ -140,13 +145,7 @@ register(
 def _prefill_first(s: PolicySettings) -> Any:
     from engine.batching.prefill_first import PrefillFirstPolicy
 
-    return PrefillFirstPolicy(
-        num_blocks=s.num_blocks,
-        block_size=s.block_size,
-        max_num_seqs=s.max_num_seqs,
-        max_num_batched_tokens=s.max_num_batched_tokens,
-        chunked_prefill=s.chunked_prefill,
-    )
+    return PrefillFirstPolicy(**_block_settings(s))
 
 
 register(

@@ -17,16 +17,14 @@ It sits in the same folder as a GPU bench's files and is picked by the same ``me
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engine.atomic import write_json
 from engine.errors import UserError
 from engine.lab import units
 
@@ -135,16 +133,4 @@ def write(doc: dict, path: Path) -> Path:
     """Validate, then write atomically (a temporary file renamed over the target): a reader, or
     a lab killed half-way, never leaves half a file, and a refused run leaves the old one."""
     validate(doc, file=path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(doc, out, indent=2, sort_keys=True, ensure_ascii=False)
-            out.write("\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_json(doc, path, what="measurement", ensure_ascii=False)
