@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = "results.json"
-# Not figures: the spec echoed back, character counts of the drafts, image sizes, identity.
-IGNORED = frozenset({"inputs", "checks", "charts", "day", "series", "hashtags", "links_back"})
+# Not figures: the spec echoed back, character counts of the drafts, image and page sizes
+# (charts, the carousel's pages), identity.
+IGNORED = frozenset({"inputs", "checks", "charts", "carousel", "day", "series", "hashtags", "links_back"})
 # Containers that add nothing to a figure's name ("batching.policies.continuous.utilisation"
 # reads "continuous utilisation").
 SILENT = frozenset({"policies", "plan", "main", "lines", "seconds", "e2e", "expected"})

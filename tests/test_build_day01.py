@@ -56,3 +56,18 @@ def test_day01s_labkit_is_the_engines() -> None:
     assert (DAYS / "day01.lab" / "labkit.py").read_bytes() == (
         REPO / "engine" / "lab" / "kit" / "labkit.py"
     ).read_bytes()
+
+
+def test_the_carousel_carries_the_terminal_screenshot(day01: Path) -> None:
+    """Day 1's carousel: the lab's transcript on slide 2, with the measured RAM figure on it as
+    text (the slide's words), and the screenshot's alt text naming the machine."""
+    from pypdf import PdfReader
+
+    results = json.loads((day01 / "results.json").read_text())
+    reader = PdfReader(day01 / "carousel.pdf")
+    assert len(reader.pages) == 4
+    slide = " ".join(reader.pages[1].extract_text().split())
+    assert "The lab's own output, as it ran." in slide
+    assert f"{results['lab']['figures']['ram_random']['text']}" in slide
+    alt = (day01 / "terminal.alt.txt").read_text()
+    assert results["lab"]["source"] in alt and "RAM reads" in alt
