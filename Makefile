@@ -47,7 +47,7 @@ lint: $(STAMP)
 
 # The hostile-input properties with many more generated inputs than `make test` runs (minutes).
 soak: $(STAMP)
-	HOSTILE_EXAMPLES=$${HOSTILE_EXAMPLES:-2000} $(PY) -m pytest tests/test_hostile.py tests/test_limits.py -q -p no:randomly
+	HYPOTHESIS_PROFILE=explore HOSTILE_EXAMPLES=$${HOSTILE_EXAMPLES:-2000} $(PY) -m pytest tests/test_hostile.py tests/test_limits.py -q -p no:randomly
 
 bench: $(STAMP)
 	$(PY) tests/bench/bench_simulator.py

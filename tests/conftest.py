@@ -3,13 +3,21 @@ session (building is the suite's dearest step; tests that change a build work on
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # Re-exported for test files that still import them from here; new code imports tests/helpers.py.
 from helpers import DAYS, LAB_TRACE, REFERENCE, REPO  # noqa: F401
+
+# `make test` draws the same examples on every run, so a failure in CI reproduces anywhere and a
+# green run stays green; `make soak` (HYPOTHESIS_PROFILE=explore) draws new ones every time.
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 @pytest.fixture
