@@ -37,7 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "specs", nargs="*", type=Path, help="days/dayNN.yaml files (default: every days/dayNN.yaml)"
     )
     parser.add_argument("--out", type=Path, default=Path("out"), help="output root (out/)")
-    parser.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0: any free one)")
+    from engine.limits import whole_flag
+
+    parser.add_argument(
+        "--port",
+        type=whole_flag("--port", 0, 65535),
+        default=8000,
+        help="port on 127.0.0.1 (0: any free one)",
+    )
 
 
 class State:

@@ -86,17 +86,15 @@ def load_section(path: Path) -> Any:
     """The sweep section of a day spec, or of a file that holds only `sweep:`."""
     import yaml
 
+    from engine.limits import MAX_SPEC_BYTES, read_text_limited
     from engine.spec import load_spec
     from engine.sweep.grid import SweepSection
     from engine.validation import Strict, validate
 
+    text = read_text_limited(path, MAX_SPEC_BYTES, "spec")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError("no such spec file", file=path) from None
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", file=path) from None
-    except yaml.YAMLError:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
         data = None  # load_spec reports it with its line and column
     if isinstance(data, dict) and set(data) == {"sweep"}:
 
