@@ -15,11 +15,26 @@ from pathlib import Path
 from typing import Any
 
 _STORE: dict[str, dict[str, bytes]] = {}
+_NOTES: dict[str, Any] = {}
 
 
 def key(kind: str, *parts: Any) -> str:
     """A digest of everything a drawing reads: JSON with sorted keys, so dict order is no input."""
     text = json.dumps([kind, *parts], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def exact_key(kind: str, *parts: Any) -> str | None:
+    """Like ``key``, but None when a part is not plain JSON: ``str`` of a large numpy array is
+    abbreviated with '...', so two different arrays could share a key."""
+
+    def refuse(value: Any) -> Any:
+        raise TypeError(type(value).__name__)
+
+    try:
+        text = json.dumps([kind, *parts], sort_keys=True, ensure_ascii=False, default=refuse)
+    except (TypeError, ValueError):
+        return None
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -40,5 +55,15 @@ def remember(digest: str, folder: Path, names: list[str]) -> None:
     _STORE[digest] = {name: (Path(folder) / name).read_bytes() for name in names}
 
 
+def note(digest: str, value: Any) -> None:
+    """Keep a small value beside the files of `digest` (what the drawing returned besides bytes)."""
+    _NOTES[digest] = value
+
+
+def noted(digest: str) -> Any:
+    return _NOTES.get(digest)
+
+
 def forget() -> None:
     _STORE.clear()
+    _NOTES.clear()
