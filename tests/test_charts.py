@@ -316,10 +316,10 @@ def test_same_results_give_the_same_bytes(results: dict, tmp_path: Path) -> None
         ("slot_timeline", None),
         ("kv_fit", None),
     ):
-        memo.forget()  # both draws from scratch, not the second from this process's memory
-        a = charts.draw(name, results, tmp_path / "a", size=size).path.read_bytes()
-        memo.forget()
-        b = charts.draw(name, results, tmp_path / "b", size=size).path.read_bytes()
+        with memo.fresh():  # both draws from scratch, not the second from this process's memory
+            a = charts.draw(name, results, tmp_path / "a", size=size).path.read_bytes()
+        with memo.fresh():
+            b = charts.draw(name, results, tmp_path / "b", size=size).path.read_bytes()
         assert a == b, (name, size)
 
 

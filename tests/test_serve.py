@@ -50,6 +50,9 @@ def test_serve_rebuilds_on_a_template_change_and_stops_on_ctrl_c(project: Path) 
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Ctrl-C as a person's terminal sends it, even when the suite itself was started in the
+        # background (`pytest &` starts with SIGINT ignored, and an ignored signal is inherited).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         lines = []

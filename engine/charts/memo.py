@@ -4,13 +4,16 @@ Why: the carousel and the animation take seconds to draw, and one process often 
 day more than once (``make all`` with days that link back, the watch loop, the test suite).
 Drawing is deterministic (same numbers, same bytes), so the bytes drawn for one key are the
 bytes any later draw with that key would write. Memory only, never on disk: a new process, or
-new code, always draws afresh. ``forget`` empties it (the determinism tests draw twice).
+new code, always draws afresh. ``forget`` empties it; ``fresh`` empties it for a while (the
+determinism tests draw twice, each time for real, and leave what others drew in place).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +70,17 @@ def noted(digest: str) -> Any:
 def forget() -> None:
     _STORE.clear()
     _NOTES.clear()
+
+
+@contextmanager
+def fresh() -> Iterator[None]:
+    """Inside: nothing remembered, so every draw is real. After: what was remembered before is
+    back, and what was drawn inside is forgotten."""
+    store, notes = dict(_STORE), dict(_NOTES)
+    forget()
+    try:
+        yield
+    finally:
+        forget()
+        _STORE.update(store)
+        _NOTES.update(notes)
