@@ -57,7 +57,8 @@ def generated(days):
             ],
         },
     }
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    # No charts or carousel: what is read here is the workload and the simulated results.
+    path.write_text(lean_spec(yaml.safe_dump(data, sort_keys=False)))
     return path
 
 
