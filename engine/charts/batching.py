@@ -8,7 +8,7 @@ and one colour each, so the same policy looks the same on every chart.
 from __future__ import annotations
 
 from statistics import median
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -92,7 +92,8 @@ def _bars(ax: Any, rows: list[tuple[list[tuple[int, int]], int, str]]) -> None:
             vertices.append([(x0, y0), (x0, y1), (x1, y1), (x1, y0)])
             colours.append(colour)
     if vertices:
-        ax.add_collection(PolyCollection(np.array(vertices), facecolors=colours))
+        # an (N, 4, 2) array, as broken_barh passes it (the stubs say a sequence of arrays)
+        ax.add_collection(PolyCollection(cast(Any, np.array(vertices)), facecolors=colours))
 
 
 @register_chart("slot_timeline", needs=("batching",), size="x", check=timeline_fits)
