@@ -59,7 +59,7 @@ class Slide(BaseModel):
                 raise ValueError("a chart slide needs 'chart'")
             known = known_charts()
             if self.chart not in known:
-                raise ValueError(f"unknown chart '{self.chart}'; known: {', '.join(sorted(known))}")
+                raise ValueError(f"unknown chart {self.chart!r}; known: {', '.join(sorted(known))}")
         elif self.chart is not None:
             raise ValueError(f"a '{self.kind}' slide has no chart")
         return self
