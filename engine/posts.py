@@ -15,6 +15,7 @@ from typing import Any
 
 import jinja2
 
+from engine import template_cache
 from engine.errors import UserError
 from engine.limits import MAX_TEMPLATE_BYTES, read_text_limited
 from engine.units import format_gib
@@ -224,6 +225,7 @@ def environment(templates_root: Path) -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,
         finalize=_finalize,
+        bytecode_cache=template_cache.DRAFTS,
     )
     env.filters.update(FILTERS)
     return env

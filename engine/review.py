@@ -22,6 +22,7 @@ from typing import Any
 
 import jinja2
 
+from engine import template_cache
 from engine.errors import UserError
 from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, read_text_limited
 from engine.platforms.linkedin import FOLD, fold_index
@@ -128,6 +129,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        bytecode_cache=template_cache.REVIEW,
     )
 
 

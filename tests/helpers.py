@@ -4,10 +4,12 @@ from conftest.py or from one another."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 DAYS = REPO / "days"
@@ -55,3 +57,15 @@ def assert_no_overlap(s) -> None:  # s: engine.batching.Schedule
         order = mine[np.argsort(s.start[mine], kind="stable")]
         assert np.all(s.start[order][1:] >= end[order][:-1])
     assert s.slot.min() >= 0 and s.slot.max() < s.slots
+
+
+def lean_spec(text: str) -> str:
+    """A spec's text with no charts, LinkedIn image or carousel: drawing is most of a build's
+    cost, and a test about drafts, results, merging, locking or errors reads none of it.
+    The rest of the text (comments included) is kept as it was."""
+    text = re.sub(r"(?m)^charts:(?: .*)?\n(?:[ \t]*- .*\n)*", "charts: []\n", text)
+    text = re.sub(r"(?m)^linkedin_image: .*\n", "", text)
+    text = re.sub(r"(?m)^carousel:\n(?:(?:[ \t-].*)?\n)*", "", text)
+    data = yaml.safe_load(text)
+    assert data["charts"] == [] and "linkedin_image" not in data and "carousel" not in data, text
+    return text

@@ -75,6 +75,13 @@ def spec_error(path: Path) -> UserError:
 # ---- part 1: the reproductions --------------------------------------------------------------
 
 
+def test_a_carousel_chart_named_with_a_line_break_is_one_line(tmp_path):
+    """Found by the any-field test below: the unknown name is quoted as Python writes it."""
+    path = spec_with(tmp_path, lambda d: d["carousel"]["slides"].__setitem__(1, {"chart": "\n"}), "day04")
+    err = spec_error(path)
+    assert "unknown chart '\\n'" in err.line() and err.field == "carousel.slides.1"
+
+
 @pytest.mark.parametrize(
     "edit, field, words",
     [
