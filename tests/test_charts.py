@@ -708,3 +708,17 @@ def test_no_text_spills_off_the_image_or_onto_the_title(results: dict) -> None:
                     frame.get_text(),
                     other.get_text(),
                 )
+
+
+def test_the_memory_of_drawings_is_bounded(tmp_path: Path) -> None:
+    """A long serve session keeps only the latest MAX_DRAWINGS drawings, oldest dropped first."""
+    from engine.charts import memo
+
+    with memo.fresh():
+        (tmp_path / "f.bin").write_bytes(b"x")
+        digests = [memo.key("toy", i) for i in range(memo.MAX_DRAWINGS + 3)]
+        for digest in digests:
+            memo.remember(digest, tmp_path, ["f.bin"])
+        out = tmp_path / "out"
+        assert not memo.recall(digests[0], out) and not memo.recall(digests[2], out)
+        assert memo.recall(digests[3], out) and memo.recall(digests[-1], out)

@@ -19,6 +19,9 @@ from typing import Any
 
 _STORE: dict[str, dict[str, bytes]] = {}
 _NOTES: dict[str, Any] = {}
+# A long `serve` session draws new numbers on every save: keep the latest drawings only, so the
+# store stays a few tens of megabytes however long it runs (the oldest is dropped first).
+MAX_DRAWINGS = 64
 
 
 def key(kind: str, *parts: Any) -> str:
@@ -55,7 +58,12 @@ def recall(digest: str, folder: Path) -> bool:
 
 def remember(digest: str, folder: Path, names: list[str]) -> None:
     """Keep the bytes of folder/<name> for each name (relative paths) under `digest`."""
+    _STORE.pop(digest, None)
     _STORE[digest] = {name: (Path(folder) / name).read_bytes() for name in names}
+    while len(_STORE) > MAX_DRAWINGS:
+        oldest = next(iter(_STORE))
+        del _STORE[oldest]
+        _NOTES.pop(oldest, None)
 
 
 def note(digest: str, value: Any) -> None:
