@@ -375,7 +375,7 @@ def test_another_days_results_json_being_a_list_does_not_break_the_index(tmp_pat
 
 
 def _measurement(tmp_path: Path, edit) -> Path:
-    from test_measured import valid_doc
+    from helpers import valid_doc
 
     doc = valid_doc()
     edit(doc)

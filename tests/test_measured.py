@@ -15,80 +15,9 @@ import engine.measured as measured
 from engine.errors import UserError
 from engine.measured import load_measurement, measured_dir, resolve_measurement, write_measurement
 
+from helpers import valid_doc
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-def valid_doc(*, day: int = 37, date: str = "2026-01-31T12:00:00Z") -> dict:
-    policy = {
-        "wall_seconds": 2.0,
-        "steps": 100,
-        "tokens": 800,
-        "tokens_per_second": 400.0,
-        "utilisation": 0.5,
-    }
-    return {
-        "schema": 1,
-        "day": day,
-        "device": {
-            "kind": "cuda",
-            "name": "NVIDIA H100 80GB HBM3",
-            "slug": "nvidia-h100-80gb-hbm3",
-            "memory_bytes": 85_045_346_304,
-        },
-        "torch": "2.13.0",
-        "cuda": "12.8",
-        "date": date,
-        "settings": {
-            "model": {
-                "name": "7b-class",
-                "num_layers": 32,
-                "hidden_size": 4096,
-                "num_heads": 32,
-                "num_kv_heads": 32,
-                "head_dim": 128,
-                "intermediate_size": 11008,
-                "vocab_size": 32000,
-            },
-            "dtype": "bfloat16",
-            "slots": 16,
-            "contexts": [512, 8192],
-            "quick": False,
-            "workload_scale": 1.0,
-            "repeats": 10,
-            "prompt_tokens": 8,
-        },
-        "random_weights": True,
-        "note": "random weights: step time and memory do not depend on the weights' values",
-        "notes": [],
-        "memory": {
-            "weights_bytes": 13_476_839_424,
-            "free_after_weights_bytes": 70_000_000_000,
-            "kv_bytes_per_token": 524_288,
-            "contexts": [{"context": 512, "max_requests_measured": 260, "max_requests_calculated": 260}],
-        },
-        "step_time": {
-            "points": [
-                {
-                    "batch": 16,
-                    "context": 512,
-                    "seconds": 0.006,
-                    "bytes_moved": 17_000_000_000,
-                    "achieved_bytes_per_s": 17e9 / 0.006,
-                }
-            ],
-            "hbm_peak_bytes_per_s": 3.35e12,
-            "share_of_peak_at_slots": 0.85,
-        },
-        "batching": {
-            "requests": 200,
-            "scale": 1.0,
-            "policies": {
-                "static": dict(policy, wall_seconds=10.0, steps=500, tokens_per_second=80.0, utilisation=0.1),
-                "continuous": policy,
-            },
-            "multiple": 5.0,
-        },
-    }
 
 
 def put(path: Path, doc: object) -> Path:
