@@ -23,7 +23,7 @@ from engine.platforms._twitter_text import V3, extract_urls, invalid_chars
 from engine.platforms.emoji import newer_pattern, twemoji, utf16_units
 from engine.platforms.registry import Platform, register_platform
 from engine.platforms.rules import Count, Violation
-from engine.platforms.thread import images_in, missing_attachments, numbering, post_text
+from engine.platforms.thread import images_in, numbering, post_text
 
 MAX_WEIGHTED_LENGTH: int = V3["max_weighted_tweet_length"]  # 280
 MAX_IMAGES_PER_POST = 4
@@ -102,7 +102,6 @@ def check_x_thread(
     *,
     draft: str = "x-thread.md",
     images_per_post: dict[int, int] | None = None,
-    available: set[str] | None = None,
 ) -> tuple[list[list[Count]], list[Violation]]:
     """Each post's counts, and every broken rule, for a thread given as its posts.
 
@@ -110,7 +109,6 @@ def check_x_thread(
     not counted), holds no invalid character, carries its 'k/n' marker (k its position, n the
     number of posts; not needed for a single post), and attaches at most 4 images. Images are
     counted from the Markdown unless ``images_per_post`` (1-based post → images) says otherwise.
-    With ``available`` (file names in the day's folder), every image a post attaches must be one.
     """
     if not posts:
         return [], [Violation(draft, None, "posts", "the thread has no posts")]
@@ -149,8 +147,6 @@ def check_x_thread(
                 fail("numbering", f"no '{k}/{total}' marker at the start or end of the post")
             elif marker != (k, total):
                 fail("numbering", f"numbered {marker[0]}/{marker[1]}, expected {k}/{total}")
-    if available is not None:  # an attachment that is not there cannot be posted
-        violations += missing_attachments(posts, draft, available, thread=True)
     return counts, violations
 
 
