@@ -21,6 +21,8 @@ read by every later build, like the spec. Schema 1 (every size in bytes, every t
                                "max_requests_calculated": int}]},
       "step_time": {"points": [{"batch": int, "context": int, "seconds": float,
                                 "bytes_moved": int, "achieved_bytes_per_s": float}],
+                    "prefill": [{"tokens": int, "seconds": float}]  (optional: one prompt's
+                               prefill pass into one slot, at a few lengths),
                     "hbm_peak_bytes_per_s": float | null,
                     "share_of_peak_at_slots": float | null},
       "batching": {"requests": int, "scale": float,
@@ -126,8 +128,14 @@ class StepPoint(_Strict):
     achieved_bytes_per_s: float = Field(gt=0, le=_MAX_BANDWIDTH)
 
 
+class PrefillPoint(_Strict):
+    tokens: int = Field(gt=0, le=MAX_CONTEXT_TOKENS)
+    seconds: float = Field(gt=0, le=3600)
+
+
 class StepTimings(_Strict):
     points: list[StepPoint] = Field(min_length=1, max_length=100_000)
+    prefill: list[PrefillPoint] = Field(default_factory=list, max_length=1_000)
     hbm_peak_bytes_per_s: float | None = Field(gt=0, le=_MAX_BANDWIDTH)
     share_of_peak_at_slots: float | None = Field(ge=0, le=10)
 

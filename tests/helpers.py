@@ -130,6 +130,7 @@ def valid_doc(*, day: int = 37, date: str = "2026-01-31T12:00:00Z") -> dict:
                     "achieved_bytes_per_s": 17e9 / 0.006,
                 }
             ],
+            "prefill": [{"tokens": 512, "seconds": 0.05}],
             "hbm_peak_bytes_per_s": 3.35e12,
             "share_of_peak_at_slots": 0.85,
         },

@@ -123,6 +123,41 @@ def test_operator_table_and_bench_file_give_the_same_points(tmp_path):
     assert points_from_file(bench) == [(float(b), float(c), 0.0, s) for b, c, _, s in decode]
 
 
+def test_a_bench_file_with_prefill_passes_pins_the_compute_efficiency(tmp_path):
+    """The bench's prefill passes are prompt-only steps (no decodes, nothing read from the cache):
+    with them the file alone recovers both efficiencies the synthetic points came from."""
+    points = synthetic_points()
+    decode = [p for p in points if p[2] == 0]
+    prefill = [p for p in points if p[2] > 0]
+    bench = tmp_path / "synthetic-bench.json"
+    bench.write_text(
+        json.dumps(
+            {
+                "step_time": {
+                    "points": [{"batch": b, "context": c // b, "seconds": s} for b, c, _, s in decode],
+                    "prefill": [{"tokens": p, "seconds": s} for _, _, p, s in prefill],
+                }
+            }
+        )
+    )
+    read = points_from_file(bench)
+    assert read[len(decode) :] == [(0.0, 0.0, float(p), s) for _, _, p, s in prefill]
+    model = fit(BASE, read)
+    assert model.flops_efficiency == pytest.approx(0.55, rel=3e-3)
+    assert model.memory_efficiency == pytest.approx(0.72, rel=3e-3)
+
+
+def test_a_bad_prefill_point_names_its_field(tmp_path):
+    from engine.errors import UserError
+
+    bench = tmp_path / "bad-bench.json"
+    step_time = {"points": [{"batch": 1, "context": 8, "seconds": 0.01}], "prefill": [{"tokens": 0}]}
+    bench.write_text(json.dumps({"step_time": step_time}))
+    with pytest.raises(UserError) as err:
+        points_from_file(bench)
+    assert err.value.field == "step_time.prefill[0].tokens"
+
+
 def test_a_bad_operator_table_names_the_file_and_column(tmp_path):
     from engine.errors import UserError
 

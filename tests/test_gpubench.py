@@ -383,6 +383,16 @@ def test_step_times_cover_what_fits(model):
     assert steptime.batch_sizes(16) == [1, 2, 4, 8, 16] and steptime.batch_sizes(12)[-1] == 12
 
 
+def test_prefill_passes_cover_the_prompts_that_fit(model):
+    assert steptime.prefill_lengths([512, 32768]) == [128, 512, 2048, 8192]
+    assert steptime.prefill_lengths([512, 32768], cap=512) == [128, 512]
+    assert steptime.prefill_lengths([48]) == [48]
+    kv = TINY.kv_bytes_per_token(4)
+    points, notes = steptime.measure_prefill_times(model, [16, 64, 128], 64 * kv, warmup=1, repeats=2)
+    assert [p.tokens for p in points] == [16, 64] and all(p.seconds > 0 for p in points)
+    assert notes == ["prefill: prompts of 128 tokens do not fit in memory, not timed"]
+
+
 def test_device_names():
     assert dev.slugify("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3"
     assert dev.slugify("Intel(R) Xeon(R) CPU @ 2.20GHz") == "intel-xeon-cpu-2-20ghz"
@@ -649,6 +659,9 @@ def test_bench_command_writes_a_valid_measurement(tmp_path, capsys):
     assert {(p["batch"], p["context"]) for p in doc["step_time"]["points"]} == {
         (b, c) for b in (1, 2, 4) for c in (32, 64)
     }
+    # the day's longest context is shorter than the shortest prompt timed: one pass of 64 tokens
+    assert [p["tokens"] for p in doc["step_time"]["prefill"]] == [64]
+    assert doc["step_time"]["prefill"][0]["seconds"] > 0
     policies = doc["batching"]["policies"]
     assert policies["static"]["steps"] == lab_static_steps(lengths, 4)
     assert policies["continuous"]["steps"] == len(lab_continuous(lengths, 4))

@@ -32,6 +32,13 @@ def test_a_written_file_reads_back_the_same(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["gpu.json"]  # no temporary file left
 
 
+def test_a_file_from_before_prefill_was_timed_reads_with_no_prefill_passes(tmp_path):
+    doc = valid_doc()
+    del doc["step_time"]["prefill"]
+    path = write_measurement(doc, tmp_path / "day37.measured" / "gpu.json")
+    assert load_measurement(path, day=37)["step_time"]["prefill"] == []
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

@@ -93,23 +93,39 @@ def load_measured_step_time(path: str | Path) -> MeasuredStepTime:
 
 def load_measured_points(path: str | Path) -> list[tuple[float, float, float]]:
     """A GPU benchmark result's decode steps: (batch, per-request context, seconds)."""
-    from engine.measured import read_document
-
-    path = Path(path)
-    doc = read_document(path)
-    step_time = doc.get("step_time")
-    points = step_time.get("points") if isinstance(step_time, dict) else None
+    points = _step_time(path).get("points")
     if not isinstance(points, list) or not points:
         raise UserError("needs a non-empty list of points", file=path, field="step_time.points")
-    return [_point(p, i, path) for i, p in enumerate(points)]
+    keys = (("batch", 1, False), ("context", 0, False), ("seconds", 0, True))
+    triples = [_point(p, keys, f"step_time.points[{i}]", Path(path)) for i, p in enumerate(points)]
+    return [(batch, context, seconds) for batch, context, seconds in triples]
 
 
-def _point(point: Any, index: int, path: Path) -> tuple[float, float, float]:
-    where = f"step_time.points[{index}]"
+def load_prefill_points(path: str | Path) -> list[tuple[float, float]]:
+    """A GPU benchmark result's prefill passes, (prompt tokens, seconds); none in a file written
+    before the bench timed them."""
+    points = _step_time(path).get("prefill", [])
+    if not isinstance(points, list):
+        raise UserError("must be a list of points", file=path, field="step_time.prefill")
+    keys = (("tokens", 1, False), ("seconds", 0, True))
+    pairs = [_point(p, keys, f"step_time.prefill[{i}]", Path(path)) for i, p in enumerate(points)]
+    return [(tokens, seconds) for tokens, seconds in pairs]
+
+
+def _step_time(path: str | Path) -> dict:
+    from engine.measured import read_document
+
+    step_time = read_document(Path(path)).get("step_time")
+    return step_time if isinstance(step_time, dict) else {}
+
+
+def _point(point: Any, keys: tuple[tuple[str, int, bool], ...], where: str, path: Path) -> tuple[float, ...]:
+    """The point's values for ``keys`` (name, least value, whether the least is excluded)."""
     if not isinstance(point, dict):
-        raise UserError("must be an object with batch, context, seconds", file=path, field=where)
+        names = ", ".join(key for key, _, _ in keys)
+        raise UserError(f"must be an object with {names}", file=path, field=where)
     values = []
-    for key, least, strict in (("batch", 1, False), ("context", 0, False), ("seconds", 0, True)):
+    for key, least, strict in keys:
         value = point.get(key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise UserError(f"must be a number, got {value!r}", file=path, field=f"{where}.{key}")
@@ -117,4 +133,4 @@ def _point(point: Any, index: int, path: Path) -> tuple[float, float, float]:
             bound = f"greater than {least}" if strict else f"at least {least}"
             raise UserError(f"must be {bound}, got {value!r}", file=path, field=f"{where}.{key}")
         values.append(float(value))
-    return values[0], values[1], values[2]
+    return tuple(values)

@@ -194,6 +194,11 @@ def _summary(doc: dict, path: Path) -> None:
             f"  context {fit['context']:>6}: {fit['max_requests_measured']} requests fit "
             f"(calculated {fit['max_requests_calculated']})"
         )
+    for point in step.get("prefill", []):
+        print(
+            f"  prefill {point['tokens']:>6} tokens: {point['seconds'] * 1e3:8.2f} ms "
+            f"({point['tokens'] / point['seconds']:,.0f} tokens/s)"
+        )
     if at_slots:
         p = at_slots[0]
         share = step["share_of_peak_at_slots"]

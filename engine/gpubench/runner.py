@@ -1,4 +1,4 @@
-"""The benchmark end to end: load the weights, then memory, step time and batching, in that order,
+"""The benchmark end to end: load the weights, then memory, step time, prefill and batching, in that order,
 each freeing what it allocated, under one progress bar; the result is one measurement document
 (the schema is in engine.measured, which validates it before it is written)."""
 
@@ -43,6 +43,8 @@ def warm_runtime(model: Decoder) -> None:
     model.decode(cache, tokens[:1], torch.full_like(tokens[:1], 2), attn_len=8)
     dev.synchronize(model.device)
 
+
+CPU_PREFILL_CAP = 512
 
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
 
@@ -153,6 +155,9 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
     dtype = DTYPES[config.dtype]
     lengths = batching.scale_lengths(config.output_tokens, config.workload_scale)
     points_total = len(config.contexts) * len(steptime.batch_sizes(config.slots))
+    # A CPU run checks the path rather than measuring a GPU: its prompts stop at 512 tokens, where
+    # a pass still takes milliseconds.
+    prompts = steptime.prefill_lengths(config.contexts, None if device.type == "cuda" else CPU_PREFILL_CAP)
     weights = config.shape.param_count() * dtype.itemsize
     budget = config.memory_budget_bytes
     capacity = info.memory_bytes if device.type == "cuda" or budget is None else budget
@@ -165,7 +170,7 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
         )
     passes = 2 if config.cuda_graphs and device.type == "cuda" else 1  # graphs: a warm pass first
     bar = tqdm(
-        total=len(config.contexts) + points_total + 2 * passes * len(lengths),
+        total=len(config.contexts) + points_total + len(prompts) + 2 * passes * len(lengths),
         disable=not progress,
         desc="bench",
         unit="item",
@@ -230,6 +235,19 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
     if peak_note:
         notes.append(peak_note)
 
+    bar.set_postfix_str("prefill")
+    prefill, prefill_notes = steptime.measure_prefill_times(
+        model,
+        prompts,
+        kv_budget,
+        warmup=config.warmup,
+        repeats=config.repeats,
+        use_cuda_graphs=config.cuda_graphs,
+        on_point=lambda: bar.update(1),
+    )
+    bar.update(len(prompts) - len(prefill))
+    notes += prefill_notes
+
     bar.set_postfix_str("batching")
     runs = _run_policies(model, config, lengths, context, notes, bar)
     bar.close()
@@ -258,6 +276,7 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
         },
         "step_time": {
             "points": [asdict(p) for p in points],
+            "prefill": [asdict(p) for p in prefill],
             "hbm_peak_bytes_per_s": peak,
             "share_of_peak_at_slots": steptime.share_of_peak_at_slots(points, config.slots, peak),
         },

@@ -15,6 +15,11 @@ kernel launches (gpt-fast gets the same from torch.compile, which also fuses the
 this model has no compiler, so its per-kernel cost stays in the figure); if capture fails, the
 step runs eagerly and a note says so. A point whose cache does not fit the budget is skipped, and
 one that runs out of device memory anyway is dropped with a note rather than ending the run.
+
+A prefill pass is the other regime: one prompt of T tokens is T tokens' worth of arithmetic per
+weight read, so it is compute-bound once T is in the hundreds. A few prompt lengths are timed
+the same way (graph-replayed on CUDA), so a step-time model fitted to the file sees both the
+bandwidth and the arithmetic it must price (engine.batching.calibrated).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.gpubench.device import cuda_graph, graph_pool, graphs_supported, release, synchronize
-from engine.gpubench.model import Decoder
+from engine.gpubench.model import Decoder, KVCache
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,24 @@ class StepPoint:
     seconds: float
     bytes_moved: int
     achieved_bytes_per_s: float
+
+
+@dataclass(frozen=True)
+class PrefillPoint:
+    tokens: int
+    seconds: float
+
+
+# Prompt lengths timed for prefill: from where a pass is still memory-bound to well past where it
+# is compute-bound, capped at the day's longest context.
+PREFILL_TOKENS = (128, 512, 2048, 8192)
+
+
+def prefill_lengths(contexts: list[int], cap: int | None = None) -> list[int]:
+    """The prompt lengths to time: PREFILL_TOKENS up to the longest context and ``cap`` (at least
+    one length, so even a tiny day has a point)."""
+    longest = min(max(contexts), cap) if cap else max(contexts)
+    return [t for t in PREFILL_TOKENS if t <= longest] or [min(PREFILL_TOKENS[0], longest)]
 
 
 def batch_sizes(slots: int) -> list[int]:
@@ -205,3 +228,69 @@ def share_of_peak_at_slots(
     if peak_bytes_per_s is None or not at_slots:
         return None
     return statistics.median(at_slots) / peak_bytes_per_s
+
+
+def measure_prefill_times(
+    model: Decoder,
+    lengths: list[int],
+    kv_budget_bytes: int,
+    *,
+    warmup: int,
+    repeats: int,
+    use_cuda_graphs: bool = True,
+    on_point: Callable[[], None] | None = None,
+) -> tuple[list[PrefillPoint], list[str]]:
+    """Seconds for one prefill pass of each prompt length whose cache fits the budget, into one
+    slot. Repeating a pass rewrites the same positions with the same K and V, so warm-up passes
+    change nothing a timed one reads. Graph capture, when it fails, falls back to eager passes
+    with a note; a length that runs out of memory is dropped with a note, as are longer ones."""
+    device = model.device
+    kv_per_token = model.shape.kv_bytes_per_token(model.dtype.itemsize)
+    graphs = use_cuda_graphs and graphs_supported(device)
+    notes: list[str] = []
+    fitting = [t for t in lengths if t * kv_per_token <= kv_budget_bytes]
+    if len(fitting) < len(lengths):
+        skipped = ", ".join(str(t) for t in lengths if t not in fitting)
+        notes.append(f"prefill: prompts of {skipped} tokens do not fit in memory, not timed")
+    points: list[PrefillPoint] = []
+    if not fitting:
+        return points, notes
+    generator = torch.Generator(device="cpu").manual_seed(max(fitting))
+    try:
+        cache = model.new_cache(1, max(fitting))
+        prompt = torch.randint(0, model.shape.vocab_size, (max(fitting),), generator=generator).to(device)
+    except torch.OutOfMemoryError:
+        release(device)
+        notes.append("prefill: the cache for the longest prompt ran out of device memory, not timed")
+        return points, notes
+    pool = graph_pool() if graphs else None
+    for tokens in fitting:
+
+        def step(n: int = tokens, into: KVCache = cache) -> torch.Tensor:
+            return model.prefill(into, 0, prompt[:n])
+
+        run: Callable[[], object] = step
+        try:
+            if graphs:
+                try:
+                    run = cuda_graph(step, warmup=2, pool=pool)
+                except torch.OutOfMemoryError:
+                    raise
+                except RuntimeError as err:  # capture is an optimisation; eager is still correct
+                    graphs, pool = False, None
+                    notes.append(
+                        f"prefill: CUDA graph capture failed ({str(err).splitlines()[0]}); "
+                        f"eager passes from {tokens} tokens"
+                    )
+                    synchronize(device)
+            points.append(PrefillPoint(tokens, median_seconds(run, device, warmup=warmup, repeats=repeats)))
+        except torch.OutOfMemoryError:
+            notes.append(f"prefill: {tokens} tokens ran out of device memory, not timed (nor longer)")
+            break
+        finally:
+            del run
+        if on_point:
+            on_point()
+    del cache
+    release(device)
+    return points, notes
