@@ -208,7 +208,7 @@ def validate_measurement(doc: object, *, file: str | Path) -> dict:
     # A CPU file edited to say `kind: cuda` must not be quoted as measured on a GPU: a CUDA run
     # records its CUDA version, and only a CPU run has a synthetic memory budget.
     if model.device.kind == "cuda" and (
-        model.cuda is None or "memory_budget_bytes" in (model.settings.model_extra or {})
+        model.cuda is None or (model.settings.model_extra or {}).get("memory_budget_bytes") is not None
     ):
         raise UserError(
             "is cuda, but the file has no CUDA version or has a CPU run's synthetic "

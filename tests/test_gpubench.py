@@ -500,7 +500,6 @@ def test_graph_capture_is_never_entered_off_cuda(model, monkeypatch):
     for target, name in (
         (steptime, "cuda_graph"),
         (batching, "cuda_graph"),
-        (steptime, "graph_pool"),
         (batching, "graph_pool"),
         (torch.cuda, "CUDAGraph"),
         (torch.cuda, "graph_pool_handle"),

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.gpubench.device import cuda_graph, graph_pool, graphs_supported, release, synchronize
+from engine.gpubench.device import cuda_graph, graphs_supported, release, synchronize
 from engine.gpubench.model import Decoder, KVCache
 
 
@@ -123,9 +123,11 @@ def _time_context(
     graphs still work afterwards.
 
     One cache for the largest batch, the smaller ones decode a prefix of its slots. On CUDA each
-    batch's step is captured once, timed by replaying it, and dropped before the next capture;
-    the graphs of one context share one pool. Everything allocated here (cache, graphs, pool) is
-    freed when this returns."""
+    batch's step is captured once, timed by replaying it, and dropped before the next capture,
+    each into a private pool of its own that goes with it: as one graph lives at a time, a shared
+    pool saves nothing, and torch 2.11 asserts when a graph is captured into a pool whose
+    previous graph was freed (seen on an H200: every later step fell back to eager launches).
+    Everything allocated here (cache, graphs) is freed when this returns."""
     device = model.device
     generator = torch.Generator(device="cpu").manual_seed(context)
     cache = None
@@ -141,7 +143,6 @@ def _time_context(
         return [], graphs
     tokens = torch.randint(0, model.shape.vocab_size, (max(batches),), generator=generator).to(device)
     positions = torch.full((max(batches),), context - 1, device=device, dtype=torch.long)
-    pool = graph_pool() if graphs else None
     seconds = []
     for batch in batches:
         # Static inputs: views of tokens and positions, whose addresses never change. Repeating
@@ -154,11 +155,11 @@ def _time_context(
         try:
             if graphs:
                 try:
-                    run = cuda_graph(step, warmup=2, pool=pool)
+                    run = cuda_graph(step, warmup=2)
                 except torch.OutOfMemoryError:
                     raise
                 except RuntimeError as err:  # capture is an optimisation; eager is still correct
-                    graphs, pool = False, None
+                    graphs = False
                     notes.append(
                         f"step time: CUDA graph capture failed "
                         f"({str(err).splitlines()[0]}); eager steps from context "
@@ -263,7 +264,6 @@ def measure_prefill_times(
         release(device)
         notes.append("prefill: the cache for the longest prompt ran out of device memory, not timed")
         return points, notes
-    pool = graph_pool() if graphs else None
     for tokens in fitting:
 
         def step(n: int = tokens, into: KVCache = cache) -> torch.Tensor:
@@ -273,11 +273,11 @@ def measure_prefill_times(
         try:
             if graphs:
                 try:
-                    run = cuda_graph(step, warmup=2, pool=pool)
+                    run = cuda_graph(step, warmup=2)  # a private pool, as for decode steps
                 except torch.OutOfMemoryError:
                     raise
                 except RuntimeError as err:  # capture is an optimisation; eager is still correct
-                    graphs, pool = False, None
+                    graphs = False
                     notes.append(
                         f"prefill: CUDA graph capture failed ({str(err).splitlines()[0]}); "
                         f"eager passes from {tokens} tokens"
