@@ -88,16 +88,25 @@ def test_a_long_gpu_name_still_fits_every_platform_rule(measured_days, tmp_path)
     assert "78% of the card's memory bandwidth" in linkedin  # 2.6 / 3.35
 
 
-def test_latest_without_a_file_is_simulated_only(built_out):
-    """days/day37.yaml says measured: latest and days/ holds no measurement (the session's
-    build is of exactly that)."""
+def test_latest_quotes_the_committed_gpu_file_and_without_one_is_simulated_only(
+    built_out, days_copy, tmp_path
+):
+    """days/day37.yaml says measured: latest and days/day37.measured/ holds the file measured on
+    an H200 (the session's build is of exactly that); a copy of days/ without it builds the same
+    spec simulated only."""
     from helpers import DAYS
 
     assert "measured: latest" in (DAYS / "day37.yaml").read_text()
-    assert not (DAYS / "day37.measured").exists()
     results = json.loads((built_out / "day37" / "results.json").read_text())
+    assert results["measured"]["file"] == "day37.measured/nvidia-h200.json"
+    assert "measured on NVIDIA H200" in (built_out / "day37" / "linkedin.md").read_text()
+
+    spec = days_copy / "day37.yaml"
+    spec.write_text(lean_spec(spec.read_text()))
+    build(spec, tmp_path)
+    results = json.loads((tmp_path / "day37" / "results.json").read_text())
     assert results["measured"] is None
-    assert "measured" not in (built_out / "day37" / "x-thread.md").read_text()
+    assert "measured" not in (tmp_path / "day37" / "x-thread.md").read_text()
 
 
 def test_a_named_file_that_is_not_there_is_one_line(days_copy, tmp_path, capsys):
