@@ -26,7 +26,7 @@ import numpy as np
 from engine.errors import UserError
 from engine.workload import Workload
 
-ROUTERS = ("round_robin", "random", "least_outstanding")
+ROUTERS = ("round_robin", "random", "least_outstanding", "shared_queue")
 MAX_REPLICAS = 4096
 
 
@@ -101,6 +101,10 @@ def simulate_replicas(
         from engine.batching.cosim import least_outstanding
 
         replica_of, side_by_side = least_outstanding(workload, policy, slots, step_time, replicas)
+    elif router == "shared_queue":
+        from engine.batching.shared import shared_queue
+
+        replica_of, side_by_side = shared_queue(workload, policy, slots, step_time, replicas)
     else:
         replica_of, side_by_side = route(workload, replicas, router, seed), None
     results: list[Any] = []
