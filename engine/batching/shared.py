@@ -16,16 +16,18 @@ lowest index first. A request preempted by recompute stays with its replica (fro
 replica's own queue, ahead of the shared one): the router never sees an engine's preemptions,
 as in a real deployment.
 
-How it runs: the replicas are the event-driven paged loops, paused at every step they visit and
-resumed one at a time, earliest first. Each replica's waiting queue is a view (`_View`): its own
-preempted requests, then the shared queue's head if that has arrived by the moment the replica's
-step begins. A replica that skips steps (nothing happens in them) must still look at the shared
-queue when it could change: at the next arrival, if it had a free slot and saw the queue empty;
-at every other replica's next step, if it had a free slot but the head did not fit (another
+How it runs: the replicas are the event-driven paged loops, paused before every step they visit
+(a checkpoint of −∞) and resumed one at a time, earliest first. Each replica's waiting queue is a
+view (`_View`): its own preempted requests, then the shared queue's head if that has arrived by
+the moment the replica's step begins. A replica that skips steps (nothing happens in them) must
+still look at the shared queue when it could change, which it tells its loop through `wake`
+(engine.batching.paged): at the next arrival, if it had a free slot and saw the queue empty; at
+the next step any other replica visits, if it had a free slot but the head did not fit (another
 replica may take the head and uncover one that fits). A replica with every slot taken waits for
 its own completions. Exact (the naive reference in the tests walks every step of every
-replica), and as fast as the engines while the queue is short; a long queue whose head fits
-nowhere makes the blocked replicas visit each other's steps.
+replica), and about as fast as the engines while the queue is short; while heads fit nowhere,
+the replicas blocked on them visit each other's steps (10,000 conversational requests on four
+KV-starved replicas: about 1.2 CPU-seconds on the 2-core build machine, 0.3 s for one engine).
 """
 
 from __future__ import annotations
@@ -119,29 +121,30 @@ class _View:
 
 
 class _Replica:
-    """Mixed into a paged loop's class: pause before every step it visits, and tell the clock
-    when the shared queue must be looked at again (see the module docstring)."""
+    """Mixed into a paged loop's class: told to pause before every step it visits (checkpoint
+    −∞), it answers the loop's `wake` with when the shared queue must be looked at again (see
+    the module docstring)."""
 
     shared: _Shared
     index: int
+    # the loop's own state, read here
+    open: bool
+    checkpoint: float | None
+    waiting: Any
+    running: dict[int, None]
+    cap: int
 
-    def _advance(self, t: int, event: int | None, waiting_for: int | None) -> int | None:
+    def wake(self) -> float | None:
         q = self.shared
         if q.head >= q.n:  # every request is bound: the replicas no longer interact
             self.open, self.checkpoint = False, None
-            return super()._advance(t, event, waiting_for)  # type: ignore[misc]
-        self.checkpoint = self._look_again()
-        following = super()._advance(t, event, waiting_for)  # type: ignore[misc]
-        self.checkpoint = -math.inf  # pause before the next step it visits
-        return following
-
-    def _look_again(self) -> float | None:
-        view: _View = self.waiting  # type: ignore[attr-defined]
-        if view.local or len(self.running) >= self.cap:  # type: ignore[attr-defined]
+            return None
+        view: _View = self.waiting
+        if view.local or len(self.running) >= self.cap:
             return None  # only its own events can let it take from the shared queue
         if view.visible():
-            return self.shared.others_next(self.index)  # blocked on the head: when it may change
-        return self.shared.arrival[self.shared.head]
+            return q.others_next(self.index)  # blocked on the head: when it may change
+        return q.arrival[q.head]
 
 
 def _replica_class(engine: type) -> type:
