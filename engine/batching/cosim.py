@@ -10,8 +10,8 @@ chosen replica takes the request, and all resume. Exact, and one pass over the r
 
 Paged, prefill-first and continuous batching (continuous as paged with unlimited blocks, as the
 timed simulator runs it); they need a step-time model, since arrivals are compared in seconds.
-Static batching is refused: it launches a group once `slots` requests have arrived at *its*
-engine, so a router that looks at replicas cannot run it step by step (see `paged_engine`).
+Static batching is refused (see `paged_engine`): behind a shared queue it would never start a
+group, and its simulator plans whole groups rather than pausing step by step for a router.
 """
 
 from __future__ import annotations
@@ -33,11 +33,17 @@ def paged_engine(policy: Any, router: str) -> Any:
         return PagedPolicy()
     if isinstance(policy, PagedPolicy):  # paged and prefill-first (each brings its loop)
         return policy
+    if policy.name == "static" and router == "shared_queue":
+        raise UserError(
+            "static batching cannot sit behind one shared queue: a replica takes a request only "
+            "when its scheduler admits it, and static batching admits nobody until a whole group "
+            "has arrived at that replica; use round_robin or random",
+            field="router",
+        )
     if policy.name == "static":
         raise UserError(
-            f"the {router} router runs each replica step by step and static batching has no such "
-            "step: a group launches only once its slots are filled or its wait runs out; use "
-            "round_robin or random",
+            f"the {router} router runs the replicas side by side, step by step, which static "
+            "batching's group-at-a-time simulator does not do; use round_robin or random",
             field="router",
         )
     raise UserError(
