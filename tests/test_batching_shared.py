@@ -92,7 +92,7 @@ def run_both(load, slots, policy, replicas, model):
     return fast, naive
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(setup=clusters())
 def test_shared_queue_matches_the_naive_cluster(setup):
     load, slots, policy, replicas, model = setup
@@ -212,7 +212,7 @@ def test_a_replica_blocked_on_the_head_looks_again_when_another_takes_it():
     assert c.latency_seconds["e2e"].tolist() == [4, 2, 3.5, 3.5]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(setup=clusters(tight=True))
 def test_shared_queue_matches_the_naive_cluster_when_blocks_are_short(setup):
     """Several replicas with room for several requests each and the tightest pool: heads that
