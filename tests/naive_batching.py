@@ -240,59 +240,119 @@ def naive_paged(
     every running request sits it out; otherwise the step decodes, as above, and admits no one.
     """
     n = len(output)
-    run = _empty(n)
-    cap = max_num_seqs or slots
-    limited = num_blocks is not None
-    free = num_blocks if limited else 10**18
-    budget = max_num_batched_tokens
     queue: deque[int] = deque()
+    engine = NaivePagedEngine(
+        prompt,
+        output,
+        slots,
+        num_blocks,
+        block_size,
+        max_num_seqs,
+        max_num_batched_tokens,
+        chunked_prefill,
+        prefill_first,
+    )
     nxt = 0
-    running: list[int] = []  # admission order, oldest first
-    phase = {}  # request -> 'prefill' | 'decode' | 'ready' (prefill done this step)
-    target = [0] * n  # tokens to cache before decoding (prompt + emitted, on each admission)
-    cached = [0] * n
-    held = [0] * n
-    generated = [0] * n
-    slot_free = [True] * cap
-    slot_of = [-1] * n
-    done = 0
     t = 0
-
-    def preempt(v: int) -> None:
-        nonlocal free
-        running.remove(v)
-        del phase[v]
-        free += held[v]
-        held[v] = 0
-        cached[v] = 0
-        slot_free[slot_of[v]] = True
-        queue.appendleft(v)
-        run.preemptions += 1
-
     limit = _step_limit(eligible, prompt, output)
-    while done < n:
+    while True:
         assert t < limit, "naive paged loop ran away"
-        # 1. finished requests leave (their last token was emitted in step t - 1)
-        for r in list(running):
-            if generated[r] == output[r]:
-                running.remove(r)
-                del phase[r]
-                free += held[r]
-                held[r] = 0
-                slot_free[slot_of[r]] = True
-                run.finish[r] = t
-                done += 1
-        if done == n:
+        engine.leave(t)
+        if engine.done == n:
             break
         # 2. arrivals
         while nxt < n and eligible[nxt] <= t:
             queue.append(nxt)
             nxt += 1
+        engine.work(t, queue)
+        t += 1
+    engine.run.steps = t
+    engine.run.slot_of = engine.slot_of
+    return engine.run
+
+
+class NaivePagedEngine:
+    """One paged engine's state, stepped by the caller: `leave(t)` (rule 1), then the caller
+    queues arrivals (rule 2), then `work(t, queue)` (rules 3 to 5). The queue is anything with a
+    deque's append-left, head, pop-left and length: a deque for one engine, or a view of a queue
+    several engines share (naive_shared_queue). Per-request state is indexed by request id."""
+
+    def __init__(
+        self,
+        prompt,
+        output,
+        slots,
+        num_blocks,
+        block_size,
+        max_num_seqs,
+        max_num_batched_tokens,
+        chunked_prefill,
+        prefill_first,
+    ) -> None:
+        n = len(output)
+        self.prompt, self.output = prompt, output
+        self.run = _empty(n)
+        self.cap = max_num_seqs or slots
+        self.limited = num_blocks is not None
+        self.free = num_blocks if self.limited else 10**18
+        self.budget = max_num_batched_tokens
+        self.block_size = block_size
+        self.chunked_prefill, self.prefill_first = chunked_prefill, prefill_first
+        self.running: list[int] = []  # admission order, oldest first
+        self.phase: dict[int, str] = {}  # request -> 'prefill' | 'decode' | 'ready' (prefill done this step)
+        self.target = [0] * n  # tokens to cache before decoding (prompt + emitted, on each admission)
+        self.cached = [0] * n
+        self.held = [0] * n
+        self.generated = [0] * n
+        self.slot_free = [True] * self.cap
+        self.slot_of = [-1] * n
+        self.done = 0
+        self.served: list[int] = []  # requests admitted at least once, in order
+
+    def preempt(self, v: int, queue) -> None:
+        self.running.remove(v)
+        del self.phase[v]
+        self.free += self.held[v]
+        self.held[v] = 0
+        self.cached[v] = 0
+        self.slot_free[self.slot_of[v]] = True
+        queue.appendleft(v)
+        self.run.preemptions += 1
+
+    def leave(self, t: int) -> None:
+        """1. finished requests leave (their last token was emitted in step t - 1)"""
+        for r in list(self.running):
+            if self.generated[r] == self.output[r]:
+                self.running.remove(r)
+                del self.phase[r]
+                self.free += self.held[r]
+                self.held[r] = 0
+                self.slot_free[self.slot_of[r]] = True
+                self.run.finish[r] = t
+                self.done += 1
+
+    def _take(self, r: int, t: int, context: int, queue) -> None:
+        """Admit the head of the queue, r, into the lowest free slot."""
+        queue.popleft()
+        s = self.slot_free.index(True)
+        self.slot_free[s] = False
+        self.slot_of[r] = s
+        self.running.append(r)
+        if self.run.start[r] == -1:
+            self.run.start[r] = t
+            self.served.append(r)
+        self.target[r] = context
+
+    def work(self, t: int, queue) -> None:
+        run, running, phase = self.run, self.running, self.phase
+        prompt, generated = self.prompt, self.generated
+        target, cached, held = self.target, self.cached, self.held
+        budget, block_size, limited, cap = self.budget, self.block_size, self.limited, self.cap
         for r in running:
             if phase[r] == "ready":
                 phase[r] = "decode"
         prefill_step = False
-        if prefill_first:
+        if self.prefill_first:
             budget_left = budget
             while queue and len(running) < cap:
                 r = queue[0]
@@ -300,18 +360,12 @@ def naive_paged(
                 need = _blocks(context, block_size)
                 if budget is not None and context > budget_left:
                     break
-                if limited and need > free:
+                if limited and need > self.free:
                     break
-                queue.popleft()
-                s = slot_free.index(True)
-                slot_free[s] = False
-                slot_of[r] = s
-                running.append(r)
-                if run.start[r] == -1:
-                    run.start[r] = t
-                target[r] = cached[r] = context
+                self._take(r, t, context, queue)
+                cached[r] = context
                 if limited:
-                    free -= need
+                    self.free -= need
                     held[r] = need
                 if budget_left is not None:
                     budget_left -= context
@@ -329,19 +383,18 @@ def naive_paged(
                         busy += 1
                 run.busy.append(busy)
                 run.load.append((0, 0, sum(target[r] for r in running if phase[r] == "ready")))
-                t += 1
-                continue
+                return
         # 3a. decoding requests reserve a block when their cache is at a block boundary
         preempted = False
         for r in list(running):
             if r not in running or phase[r] != "decode":
                 continue
             need = _blocks(cached[r] + 1, block_size) - held[r]
-            while free < need and r in running:
+            while self.free < need and r in running:
                 preempted = True
-                preempt(running[-1])
+                self.preempt(running[-1], queue)
             if r in running:
-                free -= need
+                self.free -= need
                 held[r] += need
         decoding = [r for r in running if phase[r] == "decode"]
         budget_left = None if budget is None else budget - len(decoding)
@@ -354,12 +407,12 @@ def naive_paged(
             if chunk <= 0:
                 continue
             need = _blocks(cached[r] + chunk, block_size) - held[r] if limited else 0
-            while free < need and r in running:
+            while self.free < need and r in running:
                 preempted = True
-                preempt(running[-1])
+                self.preempt(running[-1], queue)
             if r not in running:
                 continue
-            free -= need
+            self.free -= need
             held[r] += need
             cached[r] += chunk
             prefilled_now += chunk
@@ -367,29 +420,22 @@ def naive_paged(
             if cached[r] == target[r]:
                 phase[r] = "ready"
         # 4. admission, unless this step preempted (prefill-first tried it already)
-        if not preempted and not prefill_first:
+        if not preempted and not self.prefill_first:
             while queue and len(running) < cap:
                 r = queue[0]
                 context = prompt[r] + generated[r]
                 if context == 0:
                     tokens, need = 1, 1
                 else:
-                    tokens = context if not chunked_prefill else min(context, budget_left)
+                    tokens = context if not self.chunked_prefill else min(context, budget_left)
                     need = _blocks(tokens, block_size)
                 if budget is not None and (tokens > budget_left or tokens == 0):
                     break
-                if limited and need > free:
+                if limited and need > self.free:
                     break
-                queue.popleft()
-                s = slot_free.index(True)
-                slot_free[s] = False
-                slot_of[r] = s
-                running.append(r)
-                if run.start[r] == -1:
-                    run.start[r] = t
-                target[r] = context
+                self._take(r, t, context, queue)
                 if limited:
-                    free -= need
+                    self.free -= need
                     held[r] = need
                 if budget_left is not None:
                     budget_left -= tokens
@@ -399,7 +445,7 @@ def naive_paged(
                     cached[r] = tokens
                     prefilled_now += tokens
                     phase[r] = "ready" if tokens == context else "prefill"
-        assert free >= 0, "more blocks held than the cache has"
+        assert self.free >= 0, "more blocks held than the cache has"
         if limited:
             for r in running:
                 expected = _blocks(cached[r] + (1 if phase[r] == "decode" else 0), block_size)
@@ -422,7 +468,93 @@ def naive_paged(
             busy += 1
         run.busy.append(busy)
         run.load.append((batch, context, prefilled_now))
-        t += 1
-    run.steps = t
-    run.slot_of = slot_of
-    return run
+
+
+@dataclass
+class NaiveCluster:
+    replica_of: list[int]
+    runs: list[NaiveRun]  # per replica, indexed by request id (-1 where another replica served it)
+    clocks: list[list[float]]  # per replica: seconds at the start of each of its steps, and after
+
+
+def naive_shared_queue(
+    arrival,
+    prompt,
+    output,
+    replicas,
+    model,
+    slots,
+    num_blocks=None,
+    block_size=16,
+    max_num_seqs=None,
+    max_num_batched_tokens=None,
+    chunked_prefill=False,
+    prefill_first=False,
+) -> NaiveCluster:
+    """Paged engines behind one first-come-first-served queue, every step of every replica.
+
+    Each replica keeps its own clock in seconds, step by step. The next step to run is the
+    earliest one to begin (steps within 1e-9 of an idle step of it: lowest replica first); a
+    request has arrived for that step if its arrival is at or before the moment the step begins.
+    The replica takes requests from the queue's head exactly as one engine admits from its own
+    queue (NaivePagedEngine); a request it preempts goes to the front of its own queue."""
+    n = len(output)
+    engines = [
+        NaivePagedEngine(
+            prompt,
+            output,
+            slots,
+            num_blocks,
+            block_size,
+            max_num_seqs,
+            max_num_batched_tokens,
+            chunked_prefill,
+            prefill_first,
+        )
+        for _ in range(replicas)
+    ]
+    clocks: list[list[float]] = [[0.0] for _ in range(replicas)]
+    tol = 1e-9 * model.idle_seconds
+    replica_of = [-1] * n
+    head = 0
+
+    class View:
+        """Replica j's queue: its preempted requests, then the shared head once it has arrived."""
+
+        def __init__(self, j: int) -> None:
+            self.j = j
+            self.local: deque[int] = deque()
+
+        def visible(self) -> bool:
+            return head < n and arrival[head] <= clocks[self.j][-1] + tol
+
+        def __len__(self) -> int:
+            return len(self.local) + (1 if self.visible() else 0)
+
+        def __getitem__(self, index: int) -> int:
+            assert index == 0
+            return self.local[0] if self.local else head
+
+        def appendleft(self, r: int) -> None:
+            self.local.appendleft(r)
+
+        def popleft(self) -> int:
+            nonlocal head
+            if self.local:
+                return self.local.popleft()
+            replica_of[head] = self.j
+            head += 1
+            return head - 1
+
+    views = [View(j) for j in range(replicas)]
+    step = [0] * replicas
+    limit = int(max(arrival, default=0) / model.idle_seconds) + _step_limit([0], prompt, output)
+    while sum(e.done for e in engines) < n:
+        earliest = min(c[-1] for c in clocks)
+        j = min(k for k in range(replicas) if clocks[k][-1] <= earliest + tol)
+        assert step[j] < limit, "naive shared-queue loop ran away"
+        engines[j].leave(step[j])
+        engines[j].work(step[j], views[j])
+        clocks[j].append(clocks[j][-1] + step_cost(model, *engines[j].run.load[-1]))
+        step[j] += 1
+    return NaiveCluster(replica_of, [e.run for e in engines], clocks)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from engine.batching import ContinuousPolicy, PagedPolicy, UnitStepTime, simulate
+from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.batching.replicas import route, simulate_replicas
 from engine.cli import main
 from engine.errors import UserError
@@ -109,12 +110,15 @@ def _brute_least_outstanding(w, policy, slots, step, replicas):
     return replica_of
 
 
+@pytest.mark.parametrize("kind", [PagedPolicy, PrefillFirstPolicy])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_least_outstanding_matches_its_definition(seed):
+def test_least_outstanding_matches_its_definition(seed, kind):
+    """Prefill-first (vLLM V0) too: its replicas pause for the router as the mixed-batch ones do."""
     rng = np.random.default_rng(seed)
     n = 40
-    w = Workload.of(rng.integers(1, 25, n), rng.integers(0, 30, n), np.sort(rng.uniform(0, 3, n)))
-    policy, step = PagedPolicy(num_blocks=40, block_size=4, max_num_seqs=3), UnitStepTime(0.05)
+    least_prompt = 1 if kind is PrefillFirstPolicy else 0  # prefill-first admits by prefill
+    w = Workload.of(rng.integers(1, 25, n), rng.integers(least_prompt, 30, n), np.sort(rng.uniform(0, 3, n)))
+    policy, step = kind(num_blocks=40, block_size=4, max_num_seqs=3), UnitStepTime(0.05)
     c = simulate_replicas(w, policy, slots=3, step_time=step, replicas=3, router="least_outstanding")
     assert c.replica_of.tolist() == _brute_least_outstanding(w, policy, 3, step, 3)
     for j, r in enumerate(c.replicas):  # and each replica is the engine on what it was sent
@@ -147,3 +151,43 @@ def test_least_outstanding_needs_time_and_a_paged_engine():
         w, ContinuousPolicy(), slots=1, step_time=UnitStepTime(0.1), replicas=2, router="least_outstanding"
     )
     assert c.replica_of.tolist() == [0, 1, 0]
+
+
+def test_shared_queue_from_the_command_line(capsys):
+    flags = ["simulate", "--requests", "30", "--output-tokens", "uniform:5:40", "--arrival-rate", "20"]
+    flags += [
+        "--slots",
+        "2",
+        "--policy",
+        "continuous,prefill_first",
+        "--num-blocks",
+        "64",
+        "--prompt-tokens",
+        "8",
+    ]
+    code = main([*flags, "--step-time", "unit", "--replicas", "3", "--router", "shared_queue", "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)["policies"]
+    for name in ("continuous", "prefill_first"):
+        d = doc[name]
+        assert d["router"] == "shared_queue" and d["replicas"] == 3 and len(d["per_replica"]) == 3
+        assert sum(r["requests"] for r in d["per_replica"] if r is not None) == 30
+    # static batching behind a late-binding queue is refused in one line naming the flag
+    assert (
+        main(
+            [
+                *flags[:-6],
+                "--policy",
+                "static",
+                "--step-time",
+                "unit",
+                "--replicas",
+                "2",
+                "--router",
+                "shared_queue",
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "--router" in err and "static batching" in err and len(err.strip().splitlines()) == 1

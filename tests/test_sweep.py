@@ -80,11 +80,6 @@ def test_point_key_depends_on_point_and_context_only():
     "change, field, message",
     [
         (
-            {"grid.replicas": [2], "grid.router": ["shared_queue"]},
-            "grid.router",
-            "router 'shared_queue' is not supported by this simulator",
-        ),
-        (
             {"grid.tp": [1, 2], "grid.step_time": ["measured:bench.json"]},
             "grid.step_time",
             "prices steps as measured on one GPU, so it cannot speak for tp 2",
@@ -202,7 +197,7 @@ def test_a_tensor_parallel_point_is_the_simulator_on_one_gpus_share(tmp_path):
     assert blocks > 2 * num_blocks_from_catalog("llama-3-8b", "h100-80gb", 16, "auto", 1)
 
 
-@pytest.mark.parametrize("router", ["round_robin", "random", "least_outstanding"])
+@pytest.mark.parametrize("router", ["round_robin", "random", "least_outstanding", "shared_queue"])
 def test_a_point_with_replicas_is_the_cluster_simulator(tmp_path, router):
     from engine import batching
     from engine.batching.loaders import num_blocks_from_catalog

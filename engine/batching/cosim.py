@@ -6,9 +6,12 @@ replica has finished by a given time depends only on the requests it was sent be
 the replicas are paged engines (engine.batching.paged) run step by step together: each runs up
 to the arrival, pauses before its first step that begins at or after it, the router counts, the
 chosen replica takes the request, and all resume. Exact, and one pass over the requests.
+(`shared_queue`, engine.batching.shared, runs the same engines side by side another way.)
 
-Paged and continuous batching only (continuous as paged with unlimited blocks, as the timed
-simulator runs it); they need a step-time model, since arrivals are compared in seconds.
+Paged, prefill-first and continuous batching (continuous as paged with unlimited blocks, as the
+timed simulator runs it); they need a step-time model, since arrivals are compared in seconds.
+Static batching is refused (see `paged_engine`): behind a shared queue it would never start a
+group, and its simulator plans whole groups rather than pausing step by step for a router.
 """
 
 from __future__ import annotations
@@ -21,37 +24,59 @@ from engine.errors import UserError
 from engine.workload import Workload
 
 
+def paged_engine(policy: Any, router: str) -> Any:
+    """The paged-loop policy a replica runs for `policy`, or one line saying why there is none."""
+    from engine.batching.continuous import ContinuousPolicy
+    from engine.batching.paged import PagedPolicy
+
+    if isinstance(policy, ContinuousPolicy):
+        return PagedPolicy()
+    if isinstance(policy, PagedPolicy):  # paged and prefill-first (each brings its loop)
+        return policy
+    if policy.name == "static" and router == "shared_queue":
+        raise UserError(
+            "static batching cannot sit behind one shared queue: a replica takes a request only "
+            "when its scheduler admits it, and static batching admits nobody until a whole group "
+            "has arrived at that replica; use round_robin or random",
+            field="router",
+        )
+    if policy.name == "static":
+        raise UserError(
+            f"the {router} router runs the replicas side by side, step by step, which static "
+            "batching's group-at-a-time simulator does not do; use round_robin or random",
+            field="router",
+        )
+    raise UserError(
+        f"the {router} router runs paged, prefill_first and continuous batching, not {policy.name}",
+        field="router",
+    )
+
+
 def least_outstanding(
     workload: Workload, policy: Any, slots: int, step_time: Any, replicas: int
 ) -> tuple[np.ndarray, list[Any]]:
     """(replica of every request, each replica's PolicyResult or None)."""
-    from engine.batching.clock import clock_for
-    from engine.batching.continuous import ContinuousPolicy
-    from engine.batching.metrics import measure
-    from engine.batching.paged import PagedPolicy, _Simulation, check_fits
+    from engine.batching.paged import check_fits
+    from engine.batching.prefill_first import PrefillFirstPolicy, check_prompts
 
     if step_time is None:
         raise UserError(
             "the least_outstanding router compares arrival times: give a step-time model", field="step_time"
         )
-    engine = PagedPolicy() if isinstance(policy, ContinuousPolicy) else policy
-    if type(engine) is not PagedPolicy:
-        raise UserError(
-            f"the least_outstanding router runs paged and continuous batching, not {policy.name}",
-            field="router",
-        )
+    engine = paged_engine(policy, "least_outstanding")
     cap = engine.max_num_seqs or slots
     prompt, output, arrival = workload.prompt_tokens, workload.output_tokens, workload.arrival_time
     check_fits(engine, prompt, output, cap)
+    if isinstance(engine, PrefillFirstPolicy):
+        check_prompts(prompt)
     empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     sims, loops = [], []
     for _ in range(replicas):
-        sim = _Simulation(empty_i, empty_i, empty_i, cap, engine, (step_time, empty_f))
+        sim = engine.simulation()(empty_i, empty_i, empty_i, cap, engine, (step_time, empty_f))
         sim.free_slots = list(range(cap))
         sim.open = True
         sims.append(sim)
         loops.append(sim.steps())
-    started = [False] * replicas
     paused = [False] * replicas
     sent = np.zeros(replicas, dtype=np.int64)
     replica_of = np.empty(workload.n, dtype=np.int64)
@@ -63,23 +88,35 @@ def least_outstanding(
                 continue  # already paused at or past this moment
             sim.checkpoint = a
             next(loops[j])  # runs up to the first step that begins at or after a
-            started[j] = paused[j] = True
+            paused[j] = True
         outstanding = sent - np.array([sim.completed for sim in sims])
         j = int(np.argmin(outstanding))
         sims[j].add_request(int(prompt[k]), int(output[k]), a)
         sent[j] += 1
         replica_of[k] = j
         mine[j].append(k)
-    results: list[Any] = []
     for j, sim in enumerate(sims):
         sim.open, sim.checkpoint = False, None
         for _ in loops[j]:
             raise AssertionError("a closed run never pauses")
-        if not mine[j]:
+    return replica_of, measure_replicas(workload, policy, step_time, [sim.schedule() for sim in sims], mine)
+
+
+def measure_replicas(
+    workload: Workload, policy: Any, step_time: Any, schedules: list[Any], mine: list[list[int]]
+) -> list[Any]:
+    """Each replica's PolicyResult (None for one that served nobody): its schedule, in its own
+    request order, measured against the arrivals of the requests it served."""
+    from engine.batching.clock import clock_for
+    from engine.batching.metrics import measure
+
+    output, arrival = workload.output_tokens, workload.arrival_time
+    results: list[Any] = []
+    for schedule, served_list in zip(schedules, mine):
+        if not served_list:
             results.append(None)
             continue
-        schedule = sim.schedule()
-        served = np.asarray(mine[j])
+        served = np.asarray(served_list)
         clock = clock_for(schedule, step_time)
         eligible = clock.step_of(arrival[served])
         block_size, kv_info = policy.kv_blocks if policy.kv_blocks is not None else (None, None)
@@ -96,4 +133,4 @@ def least_outstanding(
                 step_time=step_time.describe(),
             )
         )
-    return replica_of, results
+    return results

@@ -355,6 +355,13 @@ class _Simulation:
             t = following
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
 
+    def wake(self) -> float | None:
+        """When a router wants this engine to stop skipping steps: the first step that begins at
+        or after this moment is visited (None: no such moment). Asked only while a checkpoint is
+        set, once per visited step after its admissions; the checkpoint itself by default.
+        (engine.batching.shared pauses at every visited step and answers from the queue's state.)"""
+        return self.checkpoint
+
     # ---- pieces -------------------------------------------------------------------------------
 
     def _complete(self, r: int, t: int) -> None:
@@ -574,8 +581,9 @@ class _Simulation:
             run = runner(model, batch, first_context)
         span = 0.0 if following is None or following == t + 1 else run(following - t - 1)
         target = None if waiting_for is None else self.arrival[waiting_for]
-        if self.checkpoint is not None and (target is None or self.checkpoint < target):
-            target = self.checkpoint  # a router looks at this engine then: stop there too
+        wake = None if self.checkpoint is None else self.wake()
+        if wake is not None and (target is None or wake < target):
+            target = wake  # a router looks at this engine then: stop there too
         if target is not None:
             # an arrival joins at the first step that begins at or after it (within tolerance)
             need = target - self.tolerance - (self.now + this)

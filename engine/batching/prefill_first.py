@@ -22,6 +22,7 @@ metrics, charts) reads it without knowing about pauses.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,20 +50,27 @@ class PrefillFirstPolicy(PagedPolicy):
             )
 
 
+def check_prompts(prompt: np.ndarray) -> None:
+    """Refuse a request without a prompt: this scheduler admits requests by their prefill."""
+    if len(prompt) and int(np.min(prompt)) < 1:
+        worst = int(np.argmin(prompt))
+        raise UserError(
+            f"request {worst} has no prompt; prefill-first scheduling admits requests by "
+            "their prefill, so every request needs at least one prompt token",
+            field="prompt_tokens",
+        )
+
+
 class _PrefillFirst(_Simulation):
     """The paged loop with step 3 and 4 swapped and made exclusive (see the module docstring)."""
 
     def __init__(self, eligible, prompt, output, cap, policy, clock=None) -> None:
-        if len(prompt) and int(np.min(prompt)) < 1:
-            worst = int(np.argmin(prompt))
-            raise UserError(
-                f"request {worst} has no prompt; prefill-first scheduling admits requests by "
-                "their prefill, so every request needs at least one prompt token",
-                field="prompt_tokens",
-            )
+        check_prompts(prompt)
         super().__init__(eligible, prompt, output, cap, policy, clock)
 
-    def run(self) -> None:
+    def steps(self) -> Iterator[int]:
+        """The loop; pauses as the mixed-batch loop does (engine.batching.paged), so replicas
+        behind a router run it side by side too."""
         events, eligible, n = self.events, self.eligible, self.n
         waiting, running, version = self.waiting, self.running, self.version
         blocks, limited = self.decoding_blocks, self.limited
@@ -71,6 +79,9 @@ class _PrefillFirst(_Simulation):
         t, arrived = 0, 0
         while True:
             self.t = t
+            if self.checkpoint is not None and self.now + self.tolerance >= self.checkpoint:
+                yield t
+                n = self.n  # the router may have added requests
             if limited:
                 self.held_step = t - 1
                 self.free = self.pool - self.explicit - blocks.held(t - 1)
@@ -115,6 +126,8 @@ class _PrefillFirst(_Simulation):
                     event = eligible[waiting_for] if event is None else min(event, eligible[waiting_for])
                 following = None if event is None else max(t + 1, event)
             if following is None:
+                if self.open:
+                    raise AssertionError("an open run needs a checkpoint to wait for")
                 break
             t = following
         assert not self.running and not self.waiting and arrived == n, "prefill-first run stalled"

@@ -1,16 +1,23 @@
 """Replicas behind a router: N copies of one engine, each with its own scheduler and KV pool.
 
-A router sends every request, as it arrives, to one replica; each replica then runs the batching
-policy on the requests it was sent, exactly as a single engine (engine.batching.simulate):
+Every replica runs the batching policy on the requests it was given, exactly as a single
+engine (engine.batching.simulate). The routers differ in when and how they choose:
 
-- ``round_robin``: request i goes to replica i mod N;
+- ``round_robin``: request i goes to replica i mod N, as it arrives;
 - ``random``: each request to a replica drawn uniformly (seeded, so the same seed gives the
   same split);
-- ``least_outstanding``: to the replica with the fewest requests sent and not yet finished at
-  that moment, which needs the replicas run side by side (engine.batching.cosim).
+- ``least_outstanding``: as it arrives, to the replica with the fewest requests sent and not yet
+  finished at that moment, which needs the replicas run side by side (engine.batching.cosim);
+- ``shared_queue``: one first-come-first-served queue in front of all of them; a request is
+  bound to a replica only when that replica's own scheduler can admit it (a free slot, the
+  token budget and the KV blocks for its first step), so nobody waits behind a long request on
+  one replica while another has room: Day 4's "one shared line beats separate lines" at
+  cluster scale (engine.batching.shared). One replica behind it is exactly one engine.
 
 The first two are decided from the arrival order alone, so the replicas are independent runs.
-One shared queue in front of the replicas (a replica pulls when it can admit) is not built.
+The last two look at the replicas' state, so they run paged engines (paged, prefill-first, and
+continuous as paged with unlimited blocks) side by side and need a step-time model; static
+batching is refused by them (engine.batching.cosim.paged_engine says why).
 
 Metrics: each replica's own PolicyResult, and the cluster's: per-request latencies in the
 workload's order, the makespan of the slowest replica, throughput over it, preemptions summed.
@@ -26,7 +33,7 @@ import numpy as np
 from engine.errors import UserError
 from engine.workload import Workload
 
-ROUTERS = ("round_robin", "random", "least_outstanding")
+ROUTERS = ("round_robin", "random", "least_outstanding", "shared_queue")
 MAX_REPLICAS = 4096
 
 
@@ -101,6 +108,10 @@ def simulate_replicas(
         from engine.batching.cosim import least_outstanding
 
         replica_of, side_by_side = least_outstanding(workload, policy, slots, step_time, replicas)
+    elif router == "shared_queue":
+        from engine.batching.shared import shared_queue
+
+        replica_of, side_by_side = shared_queue(workload, policy, slots, step_time, replicas)
     else:
         replica_of, side_by_side = route(workload, replicas, router, seed), None
     results: list[Any] = []

@@ -146,10 +146,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--router",
         default="round_robin",
-        choices=("round_robin", "random", "least_outstanding"),
+        choices=("round_robin", "random", "least_outstanding", "shared_queue"),
         help="how --replicas share the requests: round_robin (request i to replica "
-        "i mod N), random (seeded by --seed) or least_outstanding (fewest sent "
-        "and unfinished at its arrival; paged and continuous); default round_robin",
+        "i mod N), random (seeded by --seed), least_outstanding (fewest sent "
+        "and unfinished at its arrival) or shared_queue (one FCFS line; a replica "
+        "takes the head when its scheduler can admit it); the last two need a step "
+        "time and a paged, prefill_first or continuous policy; default round_robin",
     )
     parser.add_argument("--json", action="store_true", help='print {"policies": {...}} as JSON')
     from engine.batching.export import MAX_CSV_ROWS, MAX_TRACE_STAYS

@@ -67,8 +67,7 @@ def check_supported(point: Point) -> None:
 
     if point.router not in ROUTERS:
         raise UserError(
-            f"router {point.router!r} is not supported by this simulator (replicas pulling from one "
-            f"shared queue are not built); use {', '.join(ROUTERS)}",
+            f"router {point.router!r} is not supported by this simulator; use {', '.join(ROUTERS)}",
             field="grid.router",
         )
     if point.replicas > MAX_REPLICAS:
