@@ -21,8 +21,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from engine.cli import main  # noqa: E402
-from engine.gpubench import batching, memory, runner, steptime  # noqa: E402
 from engine.gpubench import device as dev  # noqa: E402
+from engine.gpubench import memory, replay, runner, steptime  # noqa: E402
 from engine.gpubench.model import Decoder  # noqa: E402
 from engine.gpubench.shapes import SEVEN_B, TINY, ModelShape  # noqa: E402
 from engine.measured import load_measurement  # noqa: E402
@@ -264,14 +264,14 @@ def test_lab_rules_reproduce_the_reference_run():
 )
 def test_policies_follow_the_lab_rules(lengths, slots, prompt):
     model = Decoder(MICRO, seed=2)
-    prompts = batching.request_prompts(len(lengths), prompt, MICRO.vocab_size, seed=0).tolist()
+    prompts = replay.request_prompts(len(lengths), prompt, MICRO.vocab_size, seed=0).tolist()
     assert len({tuple(p) for p in prompts}) == len(lengths)  # no two requests alike
     alone = [greedy_alone(model, p, max(lengths)) for p in prompts]
-    cache = model.new_cache(slots, batching.cache_context(lengths, prompt))
+    cache = model.new_cache(slots, replay.cache_context(lengths, prompt))
     runs = {}
     for name, run, schedule in (
-        ("static", batching.run_static, lab_static_schedule),
-        ("continuous", batching.run_continuous, lab_continuous),
+        ("static", replay.run_static, lab_static_schedule),
+        ("continuous", replay.run_continuous, lab_continuous),
     ):
         spy = Spy(model)
         runs[name] = result = run(spy, cache, lengths, prompt_tokens=prompt)  # cache reused: stale
@@ -302,11 +302,11 @@ def test_policies_follow_the_lab_rules(lengths, slots, prompt):
         assert runs["static"].steps == runs["continuous"].steps
 
 
-@pytest.mark.parametrize("run", [batching.run_static, batching.run_continuous])
+@pytest.mark.parametrize("run", [replay.run_static, replay.run_continuous])
 def test_a_warm_pass_leaves_the_timed_pass_unchanged(run):
     """CUDA graphs are captured in an untimed first pass; the state must reset cleanly after it."""
     lengths, model = [4, 1, 6, 2, 3], Decoder(MICRO, seed=4)
-    cache = model.new_cache(2, batching.cache_context(lengths, 2))
+    cache = model.new_cache(2, replay.cache_context(lengths, 2))
     once, twice = Spy(model), Spy(model)
     plain = run(once, cache, lengths, prompt_tokens=2)
     warmed = run(twice, cache, lengths, prompt_tokens=2, warm_pass=True)
@@ -319,13 +319,13 @@ def test_static_hand_drill_is_sixteen_percent_busy():
     """The lab's drill: 8 slots, seven 20-token requests and one 500-token request."""
     lengths = [20] * 7 + [500]
     model = Decoder(MICRO, seed=0)
-    run = batching.run_static(model, model.new_cache(8, 501), lengths, prompt_tokens=1)
+    run = replay.run_static(model, model.new_cache(8, 501), lengths, prompt_tokens=1)
     assert run.steps == 500 and run.tokens == 640
     assert run.utilisation == pytest.approx(0.16)
 
 
 def test_scaling_keeps_every_request():
-    assert batching.scale_lengths([1, 10, 661], 0.1) == [1, 1, 66]
+    assert replay.scale_lengths([1, 10, 661], 0.1) == [1, 1, 66]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -499,8 +499,8 @@ def test_graph_capture_is_never_entered_off_cuda(model, monkeypatch):
 
     for target, name in (
         (steptime, "cuda_graph"),
-        (batching, "cuda_graph"),
-        (batching, "graph_pool"),
+        (replay, "cuda_graph"),
+        (replay, "graph_pool"),
         (torch.cuda, "CUDAGraph"),
         (torch.cuda, "graph_pool_handle"),
         (torch.cuda, "Stream"),
@@ -510,7 +510,7 @@ def test_graph_capture_is_never_entered_off_cuda(model, monkeypatch):
     assert not dev.graphs_supported(torch.device("cpu")) and dev.graphs_supported(torch.device("cuda"))
     points, _ = steptime.measure_step_times(model, [16], 2, 10**9, warmup=0, repeats=1, use_cuda_graphs=True)
     assert len(points) == 2
-    run = batching.run_continuous(
+    run = replay.run_continuous(
         Decoder(MICRO), Decoder(MICRO).new_cache(2, 8), [3, 1, 2], prompt_tokens=1, cuda_graphs=True
     )
     assert run.note is None and run.steps == 3
@@ -529,12 +529,12 @@ def test_batching_captures_each_shape_once_in_the_warm_pass(monkeypatch):
             warmup_step()
         return step
 
-    monkeypatch.setattr(batching, "graphs_supported", lambda device: True)
-    monkeypatch.setattr(batching, "graph_pool", lambda: "the pool")
-    monkeypatch.setattr(batching, "cuda_graph", capture)
+    monkeypatch.setattr(replay, "graphs_supported", lambda device: True)
+    monkeypatch.setattr(replay, "graph_pool", lambda: "the pool")
+    monkeypatch.setattr(replay, "cuda_graph", capture)
     lengths, model = [70, 3, 9, 1, 4, 7, 2, 8], Decoder(MICRO, seed=5)
-    for run in (batching.run_static, batching.run_continuous):
-        cache = model.new_cache(3, batching.cache_context(lengths, 2))
+    for run in (replay.run_static, replay.run_continuous):
+        cache = model.new_cache(3, replay.cache_context(lengths, 2))
         eager = Spy(model)
         run(eager, cache, lengths, prompt_tokens=2)
         spy, captures = Spy(model), []
@@ -545,8 +545,7 @@ def test_batching_captures_each_shape_once_in_the_warm_pass(monkeypatch):
         assert all(at < warm for at, _ in captures)  # nothing captured while timing
         assert {pool for _, pool in captures} == {"the pool"}
         shapes = {
-            (len(pos), -(-(max(pos) + 1) // batching.ATTN_ROUND) * batching.ATTN_ROUND)
-            for pos, _ in eager.steps
+            (len(pos), -(-(max(pos) + 1) // replay.ATTN_ROUND) * replay.ATTN_ROUND) for pos, _ in eager.steps
         }
         assert len(captures) == len(shapes) >= 2  # one per (running, attention length)
         for (pos_a, logits_a), (pos_b, logits_b) in zip(eager.steps, timed):
@@ -569,15 +568,15 @@ def test_a_failed_capture_falls_back_to_eager_steps(monkeypatch, error):
         made.append(step)
         return step
 
-    monkeypatch.setattr(batching, "graphs_supported", lambda device: True)
-    monkeypatch.setattr(batching, "graph_pool", lambda: None)
-    monkeypatch.setattr(batching, "cuda_graph", capture)
+    monkeypatch.setattr(replay, "graphs_supported", lambda device: True)
+    monkeypatch.setattr(replay, "graph_pool", lambda: None)
+    monkeypatch.setattr(replay, "cuda_graph", capture)
     lengths, model = [70, 3, 9, 1, 4, 7, 2, 8], Decoder(MICRO, seed=5)
-    cache = model.new_cache(3, batching.cache_context(lengths, 1))
+    cache = model.new_cache(3, replay.cache_context(lengths, 1))
     eager = Spy(model)
-    batching.run_continuous(eager, cache, lengths, prompt_tokens=1)
+    replay.run_continuous(eager, cache, lengths, prompt_tokens=1)
     spy = Spy(model)
-    run = batching.run_continuous(spy, cache, lengths, prompt_tokens=1, cuda_graphs=True)
+    run = replay.run_continuous(spy, cache, lengths, prompt_tokens=1, cuda_graphs=True)
     assert "capture failed" in run.note and "after 2 step shapes" in run.note
     assert run.steps == len(eager.steps)
     for (pos_a, logits_a), (pos_b, logits_b) in zip(eager.steps, spy.steps[-len(eager.steps) :]):
@@ -590,7 +589,7 @@ def test_a_policy_without_graphs_makes_the_other_run_without_them(model, monkeyp
     def fake(name, note):
         def run(model, cache, lengths, *, cuda_graphs, **_kwargs):
             calls.append((name, cuda_graphs))
-            return batching.PolicyRun(1.0, 1, 1, 1.0, 1.0, note if cuda_graphs else None)
+            return replay.PolicyRun(1.0, 1, 1, 1.0, 1.0, note if cuda_graphs else None)
 
         return run
 

@@ -9,7 +9,7 @@ measures (5,797 steps for its 200 requests on 16 slots, where continuous batchin
 What a static step costs (the step-time models price it; steps and utilisation do not change):
 a finished member is not dropped from the batch, it stays in as padding until the group's
 longest member ends, as a padded HF ``generate`` does and as the torch benchmark
-(engine.gpubench.batching) runs it. So, for a group of n members (n = slots, or fewer for a
+(engine.gpubench.replay) runs it. So, for a group of n members (n = slots, or fewer for a
 partial group) that launches at step s and runs L steps:
 
 - every decode step of the group computes the whole group: batch = n. The one exception is the

@@ -6,7 +6,7 @@ are honest for this benchmark: step time and memory depend on the shapes, not on
 
 The KV cache is allocated once for ``slots × max_context`` and never grows, as in gpt-fast: a
 request lives in one slot, decode runs over the first ``n`` slots (a view, no copy), and a batching
-policy keeps its running requests in slots ``0 … n-1`` (see engine.gpubench.batching). Every slot
+policy keeps its running requests in slots ``0 … n-1`` (see engine.gpubench.replay). Every slot
 has its own length, so a batch can be ragged. No method reads a value back to the host, so the GPU
 runs ahead of Python and a step can be captured in a CUDA graph.
 """

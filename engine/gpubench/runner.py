@@ -11,8 +11,8 @@ import torch
 from tqdm import tqdm
 
 from engine.errors import UserError
-from engine.gpubench import batching, memory, steptime
 from engine.gpubench import device as dev
+from engine.gpubench import memory, replay, steptime
 from engine.gpubench.model import Decoder
 from engine.gpubench.shapes import ModelShape
 
@@ -62,7 +62,7 @@ class BenchConfig:
     workload_scale: float = 1.0
     warmup: int = 3
     repeats: int = 10
-    prompt_tokens: int = 1  # 1: no separate prefill, as the lab (see engine.gpubench.batching)
+    prompt_tokens: int = 1  # 1: no separate prefill, as the lab (see engine.gpubench.replay)
     cuda_graphs: bool = True
     # The "device memory" on a CPU: the memory probe and the cache sizes use it instead of RAM.
     memory_budget_bytes: int | None = None
@@ -88,24 +88,24 @@ class BenchConfig:
         }
 
 
-POLICIES = (("static", batching.run_static), ("continuous", batching.run_continuous))
+POLICIES = (("static", replay.run_static), ("continuous", replay.run_continuous))
 
 
 def _run_policies(
     model: Decoder, config: BenchConfig, lengths: list[int], context: int, notes: list[str], bar: tqdm
-) -> dict[str, batching.PolicyRun]:
+) -> dict[str, replay.PolicyRun]:
     """Both policies, each on a fresh cache freed after it. If one could not use CUDA graphs and
     the other did, the other is run again eagerly: the multiple compares like with like."""
     device = torch.device(config.device)
 
-    def run_all(names: list[str], cuda_graphs: bool) -> dict[str, batching.PolicyRun]:
-        out: dict[str, batching.PolicyRun] = {}
+    def run_all(names: list[str], cuda_graphs: bool) -> dict[str, replay.PolicyRun]:
+        out: dict[str, replay.PolicyRun] = {}
         for name, run in POLICIES:
             if name not in names:
                 continue
             bar.set_postfix_str(f"batching: {name}")
             cache = model.new_cache(config.slots, context)
-            result: batching.PolicyRun | None
+            result: replay.PolicyRun | None
             try:
                 result = run(
                     model,
@@ -153,7 +153,7 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
         torch.set_num_threads(config.cpu_threads)
     info = dev.describe(device)
     dtype = DTYPES[config.dtype]
-    lengths = batching.scale_lengths(config.output_tokens, config.workload_scale)
+    lengths = replay.scale_lengths(config.output_tokens, config.workload_scale)
     points_total = len(config.contexts) * len(steptime.batch_sizes(config.slots))
     # A CPU run checks the path rather than measuring a GPU: its prompts stop at 512 tokens, where
     # a pass still takes milliseconds.
@@ -190,7 +190,7 @@ def run_bench(config: BenchConfig, *, progress: bool = True) -> dict:
         f"less {(free - kv_budget) / 2**20:,.0f} MiB for activations and CUDA graphs"
     )
     kv_per_token = config.shape.kv_bytes_per_token(dtype.itemsize)
-    context = batching.cache_context(lengths, config.prompt_tokens)
+    context = replay.cache_context(lengths, config.prompt_tokens)
     if config.slots * context * kv_per_token > kv_budget:
         bar.close()
         raise UserError(
