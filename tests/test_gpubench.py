@@ -393,6 +393,22 @@ def test_prefill_passes_cover_the_prompts_that_fit(model):
     assert notes == ["prefill: prompts of 128 tokens do not fit in memory, not timed"]
 
 
+def test_a_failed_capture_times_the_rest_eagerly_with_one_note(model, monkeypatch):
+    def capture(step, *, warmup=0):
+        raise RuntimeError("capture refused\nsecond line")
+
+    monkeypatch.setattr(steptime, "graphs_supported", lambda device: True)
+    monkeypatch.setattr(steptime, "cuda_graph", capture)
+    points, notes = steptime.measure_prefill_times(model, [8, 16], 2**30, warmup=0, repeats=1)
+    assert [p.tokens for p in points] == [8, 16]
+    assert notes == ["prefill: CUDA graph capture failed (capture refused); eager passes from 8 tokens"]
+    decode, notes = steptime.measure_step_times(model, [16], 2, 2**30, warmup=0, repeats=1)
+    assert [p.batch for p in decode] == [1, 2]
+    assert notes == [
+        "step time: CUDA graph capture failed (capture refused); eager steps from context 16, batch 1"
+    ]
+
+
 def test_device_names():
     assert dev.slugify("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3"
     assert dev.slugify("Intel(R) Xeon(R) CPU @ 2.20GHz") == "intel-xeon-cpu-2-20ghz"

@@ -100,6 +100,33 @@ def fitting_batches(
     return fits, [b for b in sizes if b not in fits]
 
 
+def _graphed_seconds(
+    step: Callable[[], object],
+    device: torch.device,
+    graphs: bool,
+    warmup: int,
+    repeats: int,
+    notes: list[str],
+    fallback_note: str,
+) -> tuple[float, bool]:
+    """The median seconds of ``step``, replayed from a CUDA graph of its own when ``graphs``
+    (its private pool goes with it when this returns, before the next capture); and whether
+    graphs still work. Capture is an optimisation and eager steps are still correct, so a failed
+    capture appends ``fallback_note`` (its ``{}`` filled with the reason) and times eagerly.
+    Out of memory is raised for the caller, which drops the point."""
+    run: Callable[[], object] = step
+    if graphs:
+        try:
+            run = cuda_graph(step, warmup=2)
+        except torch.OutOfMemoryError:
+            raise
+        except RuntimeError as err:
+            graphs = False
+            notes.append(fallback_note.format(f"CUDA graph capture failed ({str(err).splitlines()[0]})"))
+            synchronize(device)
+    return median_seconds(run, device, warmup=warmup, repeats=repeats), graphs
+
+
 def _oom_note(context: int, batch: int) -> str:
     return (
         f"context {context}: batch {batch} ran out of device memory, not timed "
@@ -151,27 +178,20 @@ def _time_context(
         def step(b: int = batch) -> torch.Tensor:
             return model.decode(cache, tokens[:b], positions[:b], attn_len=context)
 
-        run: Callable[[], object] = step
         try:
-            if graphs:
-                try:
-                    run = cuda_graph(step, warmup=2)
-                except torch.OutOfMemoryError:
-                    raise
-                except RuntimeError as err:  # capture is an optimisation; eager is still correct
-                    graphs = False
-                    notes.append(
-                        f"step time: CUDA graph capture failed "
-                        f"({str(err).splitlines()[0]}); eager steps from context "
-                        f"{context}, batch {batch}"
-                    )
-                    synchronize(device)
-            seconds.append(median_seconds(run, device, warmup=warmup, repeats=repeats))
+            secs, graphs = _graphed_seconds(
+                step,
+                device,
+                graphs,
+                warmup,
+                repeats,
+                notes,
+                f"step time: {{}}; eager steps from context {context}, batch {batch}",
+            )
+            seconds.append(secs)
         except torch.OutOfMemoryError:
             notes.append(_oom_note(context, batch))
             break
-        finally:
-            del run  # this batch's graph goes before the next one is captured
         if on_point:
             on_point()
     return seconds, graphs
@@ -269,26 +289,20 @@ def measure_prefill_times(
         def step(n: int = tokens, into: KVCache = cache) -> torch.Tensor:
             return model.prefill(into, 0, prompt[:n])
 
-        run: Callable[[], object] = step
         try:
-            if graphs:
-                try:
-                    run = cuda_graph(step, warmup=2)  # a private pool, as for decode steps
-                except torch.OutOfMemoryError:
-                    raise
-                except RuntimeError as err:  # capture is an optimisation; eager is still correct
-                    graphs = False
-                    notes.append(
-                        f"prefill: CUDA graph capture failed ({str(err).splitlines()[0]}); "
-                        f"eager passes from {tokens} tokens"
-                    )
-                    synchronize(device)
-            points.append(PrefillPoint(tokens, median_seconds(run, device, warmup=warmup, repeats=repeats)))
+            secs, graphs = _graphed_seconds(
+                step,
+                device,
+                graphs,
+                warmup,
+                repeats,
+                notes,
+                f"prefill: {{}}; eager passes from {tokens} tokens",
+            )
+            points.append(PrefillPoint(tokens, secs))
         except torch.OutOfMemoryError:
             notes.append(f"prefill: {tokens} tokens ran out of device memory, not timed (nor longer)")
             break
-        finally:
-            del run
         if on_point:
             on_point()
     del cache
