@@ -192,7 +192,8 @@ def build(
         written=committed.written,
         kept_edits=committed.kept_edits,
         summary=headline(results),
-        warnings=check_kept_edits(target, committed.checked_edits()),
+        warnings=[f"chart '{name}' not drawn: {why}" for name, why in unavailable_charts(spec, results)]
+        + check_kept_edits(target, committed.checked_edits()),
         commit=committed,
     )
 
@@ -213,16 +214,28 @@ def check_kept_edits(folder: Path, kept: list[tuple[Path, Path]]) -> list[str]:
 
 
 def draw_charts(spec: DaySpec, results: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
-    """Each chart the spec asks for at its own size; the LinkedIn image again at LinkedIn's."""
+    """Each chart the spec asks for at its own size; the LinkedIn image again at LinkedIn's.
+    A chart of an input the day does not have yet (unavailable_charts) is left out."""
     if not spec.charts:
         return []
     from engine import charts
     from engine.platforms import registry as platforms
 
-    jobs: list[tuple[str, str | None]] = [(name, None) for name in spec.charts]
-    if spec.linkedin_image is not None:
+    skipped = {name for name, _ in unavailable_charts(spec, results)}
+    jobs: list[tuple[str, str | None]] = [(name, None) for name in spec.charts if name not in skipped]
+    if spec.linkedin_image is not None and spec.linkedin_image not in skipped:
         jobs.append((spec.linkedin_image, platforms.get("linkedin").image_size))
     return [charts.draw(name, results, folder, size=size).to_dict() for name, size in jobs]
+
+
+def unavailable_charts(spec: DaySpec, results: dict[str, Any]) -> list[tuple[str, str]]:
+    """(chart, why) for each chart the spec asks for that its results cannot draw yet."""
+    if not spec.charts:
+        return []
+    from engine.charts.registry import get
+
+    reasons = [(name, get(name).unavailable(results)) for name in spec.charts]
+    return [(name, why) for name, why in reasons if why is not None]
 
 
 def headline(results: dict[str, Any]) -> list[str]:

@@ -109,6 +109,42 @@ def test_latest_quotes_the_committed_gpu_file_and_without_one_is_simulated_only(
     assert "measured" not in (tmp_path / "day37" / "x-thread.md").read_text()
 
 
+def test_the_step_time_chart_draws_the_committed_h200_steps(built_out):
+    """Day 37 lists step_time; its title and alt text are the file's own steps at the shortest
+    context, read here from the file, not from the chart."""
+    from helpers import DAYS
+
+    points = json.loads((DAYS / "day37.measured" / "nvidia-h200.json").read_text())["step_time"]["points"]
+    at_512 = {p["batch"]: p["seconds"] * 1e3 for p in points if p["context"] == 512}
+    alt = (built_out / "day37" / "step_time.alt.txt").read_text()
+    assert f"{at_512[1]:.1f} ms for 1 request, {at_512[16]:.1f} ms for 16" in alt  # 6.2, 7.3
+    assert "measured on NVIDIA H200" in alt
+    results = json.loads((built_out / "day37" / "results.json").read_text())
+    assert {"name": "step_time", "file": "step_time.png"}.items() <= next(
+        c for c in results["charts"] if c["name"] == "step_time"
+    ).items()
+
+
+def test_without_a_measurement_the_step_time_chart_is_left_out_with_a_warning(days_copy, tmp_path):
+    spec = days_copy / "day37.yaml"
+    text = lean_spec(spec.read_text()).replace("charts: []", "charts: [step_time, utilisation]")
+    spec.write_text(text)
+    report = build(spec, tmp_path)
+    assert [w for w in report.warnings if "step_time" in w] == [
+        "chart 'step_time' not drawn: no measurement to draw (the spec's measured: found no file; "
+        "run the day's bench)"
+    ]
+    assert not (tmp_path / "day37" / "step_time.png").exists()
+    assert (tmp_path / "day37" / "utilisation.png").exists()
+
+
+def test_line_end_labels_are_spread_apart_only_where_they_collide():
+    from engine.charts.step_time import _spread
+
+    ends = [(16, 7.3, "512"), (16, 8.4, "1k"), (16, 14.6, "4k"), (4, 22.7, "32k")]
+    assert _spread(ends, gap=1.5) == [(4, 22.7, "32k"), (16, 7.3, "512"), (16, 8.8, "1k"), (16, 14.6, "4k")]
+
+
 def test_a_named_file_that_is_not_there_is_one_line(days_copy, tmp_path, capsys):
     spec = days_copy / "day37.yaml"
     spec.write_text(spec.read_text().replace("measured: latest", "measured: h100.json"))

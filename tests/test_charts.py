@@ -193,6 +193,19 @@ def day37_results() -> dict:
         },
         "lab": _lab(),
         "sweep": sweep_results(),
+        "measured": _measured(),
+    }
+
+
+def _measured() -> dict:
+    """The committed H200 measurement as engine.experiments.measured.run shapes it."""
+    from helpers import DAYS
+
+    doc = json.loads((DAYS / "day37.measured" / "nvidia-h200.json").read_text())
+    return {
+        "file": "day37.measured/nvidia-h200.json",
+        "source": f"measured on {doc['device']['name']}",
+        **doc,
     }
 
 
@@ -437,6 +450,7 @@ def test_each_chart_names_where_its_numbers_came_from(results: dict) -> None:
         "figures_table": ["Measured on Test CPU, 2 cores"],
         "pareto": ["Simulated: 8 configurations", "list prices"],
         "cheapest_table": ["Simulated: 8 configurations", "list prices"],
+        "step_time": ["measured on NVIDIA H200: 7b-class shape, bfloat16, random weights"],
     }
     assert set(expected) == {n for n, c in charts.CHARTS.items() if not c.animated}
     for name, needles in expected.items():

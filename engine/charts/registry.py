@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 # (results, size=None) -> (figure, alt text); an animation: (results, out_dir) -> (path, alt, size)
 DrawFn = Callable[..., Any]
 SpecCheck = Callable[[Any], "str | None"]  # DaySpec -> a problem ("needs the 'paged' policy")
+# results -> why the chart cannot be drawn from them (a measurement not made yet), or None
+ResultsCheck = Callable[[dict[str, Any]], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,12 @@ class Chart:
     check: SpecCheck | None = None
     # An animation writes its own file: draw(results, out_dir) -> (path, alt text, style.Size).
     animated: bool = False
+    # A chart of an optional input (a measurement): the build skips it, with a warning, when
+    # this gives a reason, instead of failing a day that is complete without it.
+    drawn_when: ResultsCheck | None = None
+
+    def unavailable(self, results: dict[str, Any]) -> str | None:
+        return self.drawn_when(results) if self.drawn_when is not None else None
 
     def __call__(self, results: dict[str, Any], size: Any = None) -> tuple[Figure, str]:
         """Draw the figure: a registered chart is called as its function is."""
@@ -47,11 +55,12 @@ def register_chart(
     size: str,
     check: SpecCheck | None = None,
     animated: bool = False,
+    drawn_when: ResultsCheck | None = None,
 ) -> Callable[[DrawFn], DrawFn]:
     """Decorator: register the function as chart ``name``; the function is returned unchanged."""
 
     def register(fn: DrawFn) -> DrawFn:
-        CHARTS[name] = Chart(name, fn, tuple(needs), size, check, animated)
+        CHARTS[name] = Chart(name, fn, tuple(needs), size, check, animated, drawn_when)
         return fn
 
     return register
