@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 
 from engine.charts import labels, style
-from engine.charts.batching import ordered_policies, policy_colour
+from engine.charts.policy_comparison import ordered_policies, policy_colour
 from engine.charts.kv import halves_per_doubling
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
