@@ -132,7 +132,9 @@ def test_the_kv_blocks_chart_takes_any_policy_that_keeps_blocks(days_copy):
         "chart 'kv_blocks' needs a policy that keeps KV blocks ('paged', 'prefill_first')"
     )
     registry.register(
-        registry.PolicyKind("blocky", registry.find("paged").build, "blocky", "Paged.", "#654321", needs_blocks=True)
+        registry.PolicyKind(
+            "blocky", registry.find("paged").build, "blocky", "Paged.", "#654321", needs_blocks=True
+        )
     )
     try:
         assert load_spec(spec_with(["continuous", "blocky"])).batching.policies == ["continuous", "blocky"]
