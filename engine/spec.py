@@ -230,7 +230,8 @@ class KvCacheSection(KvView):
 
 class UnitStepTimeSpec(Strict):
     kind: Literal["unit"]
-    seconds_per_step: PositiveFloat
+    # An hour a step is no GPU's; a larger figure is a typo.
+    seconds_per_step: Annotated[PositiveFloat, Field(le=limits.MAX_SECONDS_PER_STEP)]
 
 
 class RooflineStepTimeSpec(Strict):
@@ -262,10 +263,8 @@ class MeasuredStepTimeSpec(Strict):
     kind: Literal["measured"]
 
 
-StepTimeSpec = Annotated[
-    UnitStepTimeSpec | RooflineStepTimeSpec | CalibratedStepTimeSpec | MeasuredStepTimeSpec,
-    Field(discriminator="kind"),
-]
+StepTimeModel = UnitStepTimeSpec | RooflineStepTimeSpec | CalibratedStepTimeSpec | MeasuredStepTimeSpec
+StepTimeSpec = Annotated[StepTimeModel, Field(discriminator="kind")]
 
 
 def _registered_policy(name: str) -> str:
@@ -297,7 +296,10 @@ class BatchingSection(Strict):
     policies: Annotated[list[PolicyName], Field(min_length=1)] = ["static", "continuous"]
     step_time: StepTimeSpec | None = None
     paged: PagedSpec | None = None
-    static_max_wait: PositiveFloat | None = None
+    # Static batching's wait for a partial group, seconds; 0 launches it at once.
+    static_max_wait: (
+        Annotated[float, Field(ge=0, le=limits.MAX_ARRIVAL_SECONDS, allow_inf_nan=False)] | None
+    ) = None
 
     @model_validator(mode="after")
     def _paged_needs_blocks(self) -> BatchingSection:

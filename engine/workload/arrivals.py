@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
+from engine.limits import MAX_ARRIVAL_CV
 from engine.workload.distributions import PositiveFloat, _Model
 
 
@@ -37,7 +38,7 @@ class Gamma(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=True)  # rate inf: all at 0
     kind: Literal["gamma"] = "gamma"
     rate: PositiveFloat
-    cv: PositiveFloat
+    cv: Annotated[float, Field(gt=0, le=MAX_ARRIVAL_CV)]
 
     @model_validator(mode="after")
     def _finite_cv(self) -> Gamma:
