@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 
 from engine import limits
 from engine.errors import UserError
+from engine.kvcache import KvDtype
 from engine.slides import CarouselSpec
 from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
 from engine.workload import WorkloadSpec
@@ -181,7 +182,6 @@ class GivenBudgetSpec(Strict):
 
 BUDGET_SPECS = (ReserveBudgetSpec, VllmBudgetSpec, GivenBudgetSpec)
 BudgetSpec = Annotated[ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec, Field(discriminator="kind")]
-KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8", "int4"]
 WeightDtype = Literal["fp16", "bf16", "fp8", "int8", "int4"]
 
 

@@ -50,8 +50,8 @@ DEFAULT_RESERVE_GIB = 16.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from engine.kvcache import DEFAULT_BLOCK_SIZE, DEFAULT_CONTEXTS
-    from engine.spec import BUDGET_SPECS, KvDtype, WeightDtype
+    from engine.kvcache import DEFAULT_BLOCK_SIZE, DEFAULT_CONTEXTS, KV_DTYPES
+    from engine.spec import BUDGET_SPECS, WeightDtype
     from engine.validation import number, whole_number
 
     parser.add_argument(
@@ -92,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the KV budget per GPU as given, e.g. vLLM's 'Available KV cache memory' log line",
     )
     parser.add_argument(
-        "--kv-dtype", default="auto", choices=get_args(KvDtype), help="KV cache dtype (auto = the model's)"
+        "--kv-dtype", default="auto", choices=KV_DTYPES, help="KV cache dtype (auto = the model's)"
     )
     parser.add_argument(
         "--weight-dtype",

@@ -18,15 +18,15 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from engine.kvcache import KvDtype
+from engine.validation import Strict
 from engine.workload import GeneratedWorkload, WorkloadSpec
 
 MAX_POINTS = 1_000_000  # a typo in an axis should not queue a year of simulation
 MAX_AXIS_VALUES = 1000
-KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8", "int4"]
 Router = Literal["random", "round_robin", "least_outstanding", "shared_queue"]
-KV_DTYPES = get_args(KvDtype)
 ROUTERS = get_args(Router)
 LATENCY_METRICS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "e2e_p99")
 # The order of a point's fields, of the CSV's first columns, and of the product's nesting.
@@ -54,11 +54,7 @@ KvDtypes = Annotated[list[KvDtype], AxisLength]
 Rates = Annotated[list[Rate], AxisLength]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Grid(_Strict):
+class Grid(Strict):
     """Each axis is a list of values; a missing axis has the one default value shown."""
 
     gpu: Names
@@ -89,7 +85,7 @@ class Grid(_Strict):
         return self
 
 
-class Targets(_Strict):
+class Targets(Strict):
     """Latency targets in seconds; a point meets them when every one given holds."""
 
     ttft_p50: Seconds | None = None
@@ -109,14 +105,14 @@ class Targets(_Strict):
         return {k: v for k in LATENCY_METRICS if (v := getattr(self, k)) is not None}
 
 
-class RayOptions(_Strict):
+class RayOptions(Strict):
     """Run the points as Ray tasks: 'auto' (a running local cluster), 'local' (start one here),
     or a cluster address such as ray://head:10001."""
 
     address: str = Field(min_length=1, max_length=500)
 
 
-class SweepSection(_Strict):
+class SweepSection(Strict):
     workload: WorkloadSpec
     grid: Grid
     targets: Targets
