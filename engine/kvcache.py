@@ -28,9 +28,8 @@ from typing import Any, ClassVar, Literal, get_args
 from engine.catalog import WEIGHT_DTYPE_BITS, ModelArch
 from engine.errors import UserError
 from engine.limits import MAX_BLOCK_SIZE, MAX_CONTEXT_TOKENS, MAX_CONTEXTS, MAX_TP
+from engine.units import GIB, MIB
 
-GIB = 1 << 30
-MIB = 1 << 20
 DEFAULT_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 DEFAULT_BLOCK_SIZE = 16
 # The prefill chunk a sliding window must also hold, when no vLLM budget sets one: vLLM's chunked
