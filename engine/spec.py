@@ -34,6 +34,7 @@ Layers = Annotated[int, Field(ge=1, le=limits.MAX_LAYERS, strict=True)]
 ContextTokens = Annotated[int, Field(ge=1, le=limits.MAX_CONTEXT_TOKENS, strict=True)]
 Servers = Annotated[int, Field(ge=1, le=limits.MAX_SERVERS, strict=True)]
 DayNumber = Annotated[int, Field(ge=1, le=limits.MAX_SERIES_DAYS, strict=True)]
+TensorParallel = Annotated[int, Field(ge=1, le=limits.MAX_TP, strict=True)]  # GPUs per replica
 
 
 # A key added after days were built: None when not given, and then left out of results.json's
@@ -197,7 +198,7 @@ class KvView(Strict):
     gpu: GpuRef
     budget: BudgetSpec
     kv_dtype: KvDtype = "auto"
-    tp: Annotated[int, Field(ge=1, le=limits.MAX_TP, strict=True)] = 1
+    tp: TensorParallel = 1
     block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
     max_model_len: ContextTokens | None = Unset
     weight_dtype: WeightDtype | None = Unset
@@ -241,7 +242,7 @@ class RooflineStepTimeSpec(Strict):
     model: str
     gpu: str
     kv_dtype: KvDtype = "auto"
-    tp: PositiveInt = 1
+    tp: TensorParallel = 1
 
 
 class CalibratedStepTimeSpec(Strict):
@@ -253,7 +254,7 @@ class CalibratedStepTimeSpec(Strict):
     model: str
     gpu: str
     kv_dtype: KvDtype = "auto"
-    tp: PositiveInt = 1
+    tp: TensorParallel = 1
     file: str | None = None
 
 
