@@ -9,7 +9,7 @@ often changes the next.
 
 The command line is a second way into the same models: a command gathers its flags into the
 shape the YAML has and validates that (``validate_flags``), so a flag obeys exactly the limits of
-its spec key, and an error names the flag (``--tp: must be at most 64, got 100``).
+its spec key, and an error names the flag (``--block-size: must be at most 1024, got 5000``).
 """
 
 from __future__ import annotations

@@ -146,6 +146,7 @@ def test_malformed_csv_is_one_line_and_exit_2(tmp_path, capsys, csv_text, where)
     [
         (["--requests", "10", "--slots", "4"], "--output-tokens"),
         (["--requests", "10", "--output-tokens", "uniform:5:1", "--slots", "4"], "--output-tokens"),
+        (["--requests", "10", "--output-tokens", "uniform:0:3", "--slots", "4"], "--output-tokens"),
         (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--policy", "lifo"], "--policy"),
         (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--policy", "paged"], "--num-blocks"),
         (
