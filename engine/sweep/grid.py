@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, field_validator, model_validator
 
 from engine.kvcache import KvDtype
-from engine.validation import Strict
+from engine.validation import PositiveInt, Strict
 from engine.workload import GeneratedWorkload, WorkloadSpec
 
 MAX_POINTS = 1_000_000  # a typo in an axis should not queue a year of simulation
@@ -43,12 +43,12 @@ AXES = (
     "arrival_rate",
 )
 
-PositiveInt = Annotated[int, Field(ge=1, le=1_000_000, strict=True)]
+Count = Annotated[PositiveInt, Field(le=1_000_000)]  # a grid value: GPUs, sequences, tokens
 Seconds = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
 Rate = Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)]
 AxisLength = Field(min_length=1, max_length=MAX_AXIS_VALUES)
 Names = Annotated[list[str], AxisLength]
-Ints = Annotated[list[PositiveInt], AxisLength]
+Ints = Annotated[list[Count], AxisLength]
 Routers = Annotated[list[Router], AxisLength]
 KvDtypes = Annotated[list[KvDtype], AxisLength]
 Rates = Annotated[list[Rate], AxisLength]
@@ -116,7 +116,7 @@ class SweepSection(Strict):
     workload: WorkloadSpec
     grid: Grid
     targets: Targets
-    block_size: PositiveInt = 16
+    block_size: Count = 16
     chunked_prefill: bool = True
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
     pareto_latency: Literal["ttft_p99", "tpot_p99", "e2e_p99"] = "e2e_p99"
