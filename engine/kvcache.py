@@ -23,21 +23,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 from engine.catalog import WEIGHT_DTYPE_BITS, ModelArch
 from engine.errors import UserError
 from engine.limits import MAX_BLOCK_SIZE, MAX_CONTEXT_TOKENS, MAX_CONTEXTS, MAX_TP
+from engine.units import GIB, MIB
 
-GIB = 1 << 30
-MIB = 1 << 20
 DEFAULT_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 DEFAULT_BLOCK_SIZE = 16
 # The prefill chunk a sliding window must also hold, when no vLLM budget sets one: vLLM's chunked
 # prefill default for online serving (max_num_batched_tokens 2048).
 DEFAULT_PREFILL_CHUNK = 2048
 
-KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "int8", "int4")
+# The KV cache dtypes the calculator prices, said once: the spec, the sweep and the kv command
+# take their choices from here.
+KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8", "int4"]
+KV_DTYPES: tuple[str, ...] = get_args(KvDtype)
 _KV_BITS = {"fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 _KV_ALIASES = {
     "float16": "fp16",

@@ -37,6 +37,10 @@ MAX_YAML_DEPTH = 64  # nesting of mappings and lists in a spec or catalog YAML
 MAX_REQUESTS = 10_000_000  # generated or replayed requests in a batching workload
 MAX_TOKENS = 10_000_000  # tokens per request, output or prompt: more than any model's context
 MAX_ARRIVAL_SECONDS = 1e9  # a request's arrival time, about 32 years
+MAX_SECONDS_PER_STEP = 3_600.0  # a unit step time: an hour a step is no GPU's, a larger figure a typo
+MAX_ARRIVAL_CV = (
+    1e6  # gamma arrivals' coefficient of variation: burstier than any trace, and cv² stays finite
+)
 MAX_TIMELINE_REQUESTS = 5_000  # requests drawn one bar each on the slot_timeline chart
 MAX_SLOTS = 1_000_000  # batch slots / max_num_seqs of a simulated server
 MAX_QUEUEING_REQUESTS = 10_000_000  # customers of one queueing simulation
@@ -170,9 +174,10 @@ def check_yaml_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -
 
 
 def whole_flag(flag: str, least: int, most: int):
-    """An argparse ``type`` for a whole number within [least, most]. A mistake is a UserError
-    naming the flag (argparse lets it through), raised before any work: 2^63 slots used to
-    overflow numpy halfway through a run."""
+    """An argparse ``type`` for a whole number within [least, most], for a flag that no spec key
+    mirrors (--port, --replicas). A flag that is a spec key gets its range from the key's model
+    instead (engine.validation.validate_flags). A mistake is a UserError naming the flag, raised
+    before any work: 2^63 slots used to overflow numpy halfway through a run."""
 
     def parse(text: str) -> int:
         try:
@@ -183,34 +188,6 @@ def whole_flag(flag: str, least: int, most: int):
             raise UserError(f"must be at least {least:,}, got {text}", field=flag)
         if value > most:
             raise UserError(f"must be at most {most:,} (the stated limit), got {text}", field=flag)
-        return value
-
-    return parse
-
-
-def number_flag(flag: str, least: float, most: float, *, open_low: bool = False):
-    """An argparse ``type`` for a finite number within [least, most] (or (least, most] when
-    ``open_low``): NaN, inf and 1e300 are refused, never multiplied into a figure."""
-    import math
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise UserError(f"must be a number, got {text!r}", field=flag) from None
-        if not math.isfinite(value):
-            raise UserError(f"must be a finite number, got {text}", field=flag)
-        if open_low and value <= least:
-            raise UserError(f"must be greater than {least:g}, got {text}", field=flag)
-        if value < least:
-            raise UserError(
-                f"must not be negative, got {text}"
-                if least == 0
-                else f"must be at least {least:g}, got {text}",
-                field=flag,
-            )
-        if value > most:
-            raise UserError(f"must be at most {most:,g} (the stated limit), got {text}", field=flag)
         return value
 
     return parse

@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 
 from engine import limits
 from engine.errors import UserError
+from engine.kvcache import KvDtype
 from engine.slides import CarouselSpec
 from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
 from engine.workload import WorkloadSpec
@@ -33,6 +34,12 @@ Layers = Annotated[int, Field(ge=1, le=limits.MAX_LAYERS, strict=True)]
 ContextTokens = Annotated[int, Field(ge=1, le=limits.MAX_CONTEXT_TOKENS, strict=True)]
 Servers = Annotated[int, Field(ge=1, le=limits.MAX_SERVERS, strict=True)]
 DayNumber = Annotated[int, Field(ge=1, le=limits.MAX_SERIES_DAYS, strict=True)]
+TensorParallel = Annotated[int, Field(ge=1, le=limits.MAX_TP, strict=True)]  # GPUs per replica
+
+
+# A key added after days were built: None when not given, and then left out of results.json's
+# record of the spec, so the results of those days keep their bytes.
+Unset: Any = Field(default=None, exclude_if=lambda value: value is None)
 
 
 # ---- metadata -------------------------------------------------------------------------------
@@ -111,17 +118,22 @@ class InlineGpu(Strict):
 
 
 class GpuRef(Strict):
-    """A catalog GPU by name, or an inline one: a name and the memory it offers."""
+    """A catalog GPU by name, or an inline one: a name and the memory it offers.
+
+    A catalog GPU may state the memory it reports instead of the catalog's figure (a MIG slice,
+    a driver that reserves more): ``{catalog: h100-80gb, memory_gib: 79.1}``.
+    """
 
     catalog: str | None = None
     inline: InlineGpu | None = None
+    memory_gib: Annotated[GiB, Field(gt=0)] | None = Unset
 
     @model_validator(mode="before")
     @classmethod
     def _from_shorthand(cls, value: Any) -> Any:
         if isinstance(value, str):
             return {"catalog": value}
-        if isinstance(value, dict) and "memory_gib" in value:
+        if isinstance(value, dict) and "memory_gib" in value and "catalog" not in value:
             return {"inline": value}
         return value
 
@@ -129,6 +141,8 @@ class GpuRef(Strict):
     def _exactly_one(self) -> GpuRef:
         if (self.catalog is None) == (self.inline is None):
             raise ValueError("give a catalog GPU name or an inline {name, memory_gib}")
+        if self.inline is not None and self.memory_gib is not None:
+            raise ValueError("memory_gib overrides a catalog GPU's figure; an inline GPU states its own")
         return self
 
 
@@ -147,12 +161,17 @@ class ReserveBudgetSpec(Strict):
 
 
 class VllmBudgetSpec(Strict):
-    """vLLM's own accounting: utilisation × memory − weights − activations − non-torch."""
+    """vLLM's own accounting: utilisation × memory − weights − activations − non-torch.
+
+    ``non_torch_gib``: the memory outside PyTorch (CUDA context, NCCL), when known; estimated
+    otherwise.
+    """
 
     kind: Literal["vllm"]
-    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.9
     max_num_batched_tokens: ContextTokens | None = None
     max_num_seqs: Slots = 256
+    non_torch_gib: GiB | None = Unset
 
 
 class GivenBudgetSpec(Strict):
@@ -162,20 +181,27 @@ class GivenBudgetSpec(Strict):
     kv_memory_gib: Annotated[GiB, Field(gt=0)]
 
 
+BUDGET_SPECS = (ReserveBudgetSpec, VllmBudgetSpec, GivenBudgetSpec)
 BudgetSpec = Annotated[ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec, Field(discriminator="kind")]
-KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8", "int4"]
+WeightDtype = Literal["fp16", "bf16", "fp8", "int8", "int4"]
 
 
 class KvView(Strict):
-    """One way of sizing the cache: a model on a GPU under a budget."""
+    """One way of sizing the cache: a model on a GPU under a budget.
+
+    ``max_model_len`` (default: the model's own limit) marks longer contexts and sets vLLM's
+    default prefill budget; ``weight_dtype`` (default: the checkpoint's) sizes the weights.
+    """
 
     label: str | None = None
     model: ModelRef
     gpu: GpuRef
     budget: BudgetSpec
     kv_dtype: KvDtype = "auto"
-    tp: Annotated[int, Field(ge=1, le=limits.MAX_TP, strict=True)] = 1
+    tp: TensorParallel = 1
     block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
+    max_model_len: ContextTokens | None = Unset
+    weight_dtype: WeightDtype | None = Unset
 
 
 class KvCacheSection(KvView):
@@ -185,13 +211,18 @@ class KvCacheSection(KvView):
     highlight: Annotated[list[ContextTokens], Field(max_length=limits.MAX_CONTEXTS)] = []
     compare: Annotated[list[KvView], Field(max_length=limits.MAX_VIEWS)] = []
 
+    @field_validator("contexts")
+    @classmethod
+    def _increasing(cls, contexts: list[int]) -> list[int]:
+        if contexts != sorted(set(contexts)):
+            raise ValueError("contexts must be increasing and distinct")
+        return contexts
+
     @model_validator(mode="after")
     def _highlight_in_contexts(self) -> KvCacheSection:
         missing = [c for c in self.highlight if c not in self.contexts]
         if missing:
             raise ValueError(f"highlight {missing} must be among contexts {self.contexts}")
-        if self.contexts != sorted(set(self.contexts)):
-            raise ValueError("contexts must be increasing and distinct")
         return self
 
 
@@ -200,7 +231,8 @@ class KvCacheSection(KvView):
 
 class UnitStepTimeSpec(Strict):
     kind: Literal["unit"]
-    seconds_per_step: PositiveFloat
+    # An hour a step is no GPU's; a larger figure is a typo.
+    seconds_per_step: Annotated[PositiveFloat, Field(le=limits.MAX_SECONDS_PER_STEP)]
 
 
 class RooflineStepTimeSpec(Strict):
@@ -210,7 +242,7 @@ class RooflineStepTimeSpec(Strict):
     model: str
     gpu: str
     kv_dtype: KvDtype = "auto"
-    tp: PositiveInt = 1
+    tp: TensorParallel = 1
 
 
 class CalibratedStepTimeSpec(Strict):
@@ -222,7 +254,7 @@ class CalibratedStepTimeSpec(Strict):
     model: str
     gpu: str
     kv_dtype: KvDtype = "auto"
-    tp: PositiveInt = 1
+    tp: TensorParallel = 1
     file: str | None = None
 
 
@@ -232,10 +264,8 @@ class MeasuredStepTimeSpec(Strict):
     kind: Literal["measured"]
 
 
-StepTimeSpec = Annotated[
-    UnitStepTimeSpec | RooflineStepTimeSpec | CalibratedStepTimeSpec | MeasuredStepTimeSpec,
-    Field(discriminator="kind"),
-]
+StepTimeModel = UnitStepTimeSpec | RooflineStepTimeSpec | CalibratedStepTimeSpec | MeasuredStepTimeSpec
+StepTimeSpec = Annotated[StepTimeModel, Field(discriminator="kind")]
 
 
 def _registered_policy(name: str) -> str:
@@ -267,7 +297,10 @@ class BatchingSection(Strict):
     policies: Annotated[list[PolicyName], Field(min_length=1)] = ["static", "continuous"]
     step_time: StepTimeSpec | None = None
     paged: PagedSpec | None = None
-    static_max_wait: PositiveFloat | None = None
+    # Static batching's wait for a partial group, seconds; 0 launches it at once.
+    static_max_wait: (
+        Annotated[float, Field(ge=0, le=limits.MAX_ARRIVAL_SECONDS, allow_inf_nan=False)] | None
+    ) = None
 
     @model_validator(mode="after")
     def _paged_needs_blocks(self) -> BatchingSection:

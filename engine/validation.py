@@ -6,12 +6,17 @@ workload and CLI models that adopt it) fails the same way: ``file: field.path: m
 the field written as the user wrote it, the message in plain words ("must be at least 1, got 0",
 "unknown field 'slot'; did you mean 'slots'?"), and only the first error, since the fix of one
 often changes the next.
+
+The command line is a second way into the same models: a command gathers its flags into the
+shape the YAML has and validates that (``validate_flags``), so a flag obeys exactly the limits of
+its spec key, and an error names the flag (``--block-size: must be at most 1024, got 5000``).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -102,6 +107,8 @@ def _message(err: Mapping[str, Any], model: type[BaseModel], loc: list[str]) -> 
         return f"must be a whole number, got {_shown(got)}"
     if kind in {"float_type", "float_parsing"}:
         return f"must be a number, got {_shown(got)}"
+    if kind == "finite_number":
+        return f"must be a finite number, got {_shown(got)}"
     if kind == "string_type":
         return f"must be text, got {_shown(got)}"
     if kind == "list_type":
@@ -176,3 +183,101 @@ def _models_of(annotation: Any) -> list[Any]:
     for arg in (*getattr(annotation, "__args__", ()), *getattr(annotation, "__metadata__", ())):
         found += _models_of(arg)
     return found
+
+
+# ---- the command line -----------------------------------------------------------------------
+
+
+def validate_flags(
+    model: type[M], data: Mapping[str, Any], *, flags: Mapping[str, str], required: Mapping[str, str] = {}
+) -> M:
+    """``model`` from a command line's flags, gathered into the shape the YAML has.
+
+    ``flags`` maps a field's dotted path to the flag that sets it (``budget.reserve_gib`` →
+    ``--reserve-gib``; a path's items share its flag). ``required`` says what to give for a
+    missing field no single flag sets (a GPU: by name, or by its memory).
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _flag_error(exc, model, data, flags, required) from None
+
+
+def _flag_error(
+    exc: ValidationError,
+    model: type[BaseModel],
+    data: Mapping[str, Any],
+    flags: Mapping[str, str],
+    required: Mapping[str, str],
+) -> UserError:
+    errors = exc.errors()
+    # Flags are gathered by the command, never misspelt: an unknown field is a flag that does
+    # not go with the others (a vLLM-only flag under the reserve budget), and it comes first.
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    kind = err["type"]
+    path = _user_path(data, list(err["loc"]), missing=kind == "missing")
+    dotted = ".".join(path)
+    flag = next((flags[p] for p in _prefixes(path) if p in flags), None)
+    parent = _node(data, path[:-1])
+    chosen = parent.get("kind") if isinstance(parent, Mapping) and len(path) >= 2 else None
+    where = f"the {chosen!r} {path[-2]}" if chosen is not None else None
+    if kind == "extra_forbidden":
+        message = f"does not apply to {where}" if where else "does not apply here"
+    elif kind == "missing":
+        message = required.get(dotted) or (f"required by {where}" if where else "required")
+    else:
+        message = _message(err, model, [str(p) for p in err["loc"]])
+    return UserError(message, field=flag or dotted or None)
+
+
+def _prefixes(path: list[str]) -> Iterator[str]:
+    """'a.b.c', 'a.b', 'a': the most specific flag first."""
+    for end in range(len(path), 0, -1):
+        yield ".".join(path[:end])
+
+
+def _node(data: Any, path: list[str]) -> Any:
+    for part in path:
+        if isinstance(data, Mapping) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
+            data = data[int(part)]
+        else:
+            return None
+    return data
+
+
+@contextmanager
+def blame_flag(flag: str, fields: Mapping[str, str] = {}) -> Iterator[None]:
+    """Re-raise a UserError from deeper code as one about ``flag``, or about the flag ``fields``
+    maps the error's own field to; an error that names a file (a config.json) stays as it is."""
+    try:
+        yield
+    except UserError as err:
+        if err.file is not None:
+            raise
+        raise UserError(err.message, field=fields.get(err.field or "", flag)) from None
+
+
+def whole_number(flag: str) -> Callable[[str], int]:
+    """An argparse ``type`` that only reads a whole number; its range is the model's to check."""
+
+    def parse(text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise UserError(f"must be a whole number, got {_shown(text)}", field=flag) from None
+
+    return parse
+
+
+def number(flag: str) -> Callable[[str], float]:
+    """An argparse ``type`` that only reads a number (inf and nan too: the model refuses them)."""
+
+    def parse(text: str) -> float:
+        try:
+            return float(text)
+        except ValueError:
+            raise UserError(f"must be a number, got {_shown(text)}", field=flag) from None
+
+    return parse

@@ -305,6 +305,9 @@ def test_result_dict_is_plain_json(lab_static, lab_continuous):
         assert len(d["timeline"]["slot"]) == 200
         assert len(d["series"]["step"]) == len(d["series"]["busy"]) <= 500
         assert "timeline" not in r.to_dict(timeline=False)
+        # one makespan under every key results.json carries: the run's own two numbers
+        assert d["steps"] == d["makespan_steps"] == d["makespan"]["steps"] == r.steps
+        assert d["makespan_seconds"] == d["makespan"]["seconds"] == pytest.approx(r.makespan_seconds)
     assert lab_static.to_dict()["group_maxima"][0] == 661
     assert lab_static.to_dict()["throughput_tokens_per_step"] == pytest.approx(13_280 / 5_797)
 

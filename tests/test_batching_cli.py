@@ -146,6 +146,7 @@ def test_malformed_csv_is_one_line_and_exit_2(tmp_path, capsys, csv_text, where)
     [
         (["--requests", "10", "--slots", "4"], "--output-tokens"),
         (["--requests", "10", "--output-tokens", "uniform:5:1", "--slots", "4"], "--output-tokens"),
+        (["--requests", "10", "--output-tokens", "uniform:0:3", "--slots", "4"], "--output-tokens"),
         (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--policy", "lifo"], "--policy"),
         (["--requests", "10", "--output-tokens", "5", "--slots", "4", "--policy", "paged"], "--num-blocks"),
         (
@@ -308,3 +309,100 @@ def test_table_numbers_have_separators_and_no_exponents(capsys):
 def test_a_generated_workload_error_names_its_own_flag(capsys):
     code, _, err = run_cli(capsys, "--requests", "20000000", "--output-tokens", "5", "--slots", "4")
     assert code == 2 and err.strip().startswith("--requests: ")
+
+
+def flags_section(*argv: str):
+    """The batching section the simulate flags build."""
+    from engine.cli import build_parser
+    from engine.commands.simulate import section_of
+
+    return section_of(build_parser("simulate").parse_args(["simulate", *argv]))
+
+
+def test_the_flags_build_the_days_batching_section():
+    """The lab's run on the command line is Day 37's batching section, field for field."""
+    from engine.spec import load_spec
+
+    from helpers import DAYS
+
+    day = load_spec(DAYS / "day37.yaml").batching
+    flags = flags_section("--workload", LAB_TRACE, "--slots", "16", "--step-time", "unit:0.02")
+    assert flags.model_dump(exclude={"workload"}) == day.model_dump(exclude={"workload"})
+    assert flags.workload.trace == LAB_TRACE
+    paged = flags_section(
+        *("--requests", "30", "--output-tokens", "uniform:8:40", "--seed", "7", "--arrival-rate", "4"),
+        *("--slots", "8", "--policy", "paged,prefill_first,static", "--max-wait", "0.5"),
+        *(
+            "--num-blocks",
+            "64",
+            "--block-size",
+            "32",
+            "--max-num-seqs",
+            "6",
+            "--max-num-batched-tokens",
+            "512",
+        ),
+        "--chunked-prefill",
+    )
+    assert paged.model_dump(mode="json") == {
+        "slots": 8,
+        "workload": {
+            "requests": 30,
+            "output_tokens": {"kind": "uniform", "low": 8, "high": 40},
+            "prompt_tokens": None,
+            "arrivals": {"kind": "poisson", "rate": 4.0},
+            "seed": 7,
+        },
+        "policies": ["paged", "prefill_first", "static"],
+        "step_time": {"kind": "unit", "seconds_per_step": 0.02},
+        "paged": {
+            "num_blocks": 64,
+            "block_size": 32,
+            "max_num_seqs": 6,
+            "max_num_batched_tokens": 512,
+            "chunked_prefill": True,
+        },
+        "static_max_wait": 0.5,
+    }
+
+
+@pytest.mark.parametrize(
+    "flags, flag, change",
+    [
+        (["--slots", "0"], "--slots", lambda b: b.update(slots=0)),
+        (["--slots", "4", "--max-wait=-1.5"], "--max-wait", lambda b: b.update(static_max_wait=-1.5)),
+        (
+            ["--slots", "4", "--step-time", "unit:5000.5"],
+            "--step-time",
+            lambda b: b.update(step_time={"kind": "unit", "seconds_per_step": 5000.5}),
+        ),
+        (
+            ["--slots", "4", "--policy", "paged", "--num-blocks", "0"],
+            "--num-blocks",
+            lambda b: b.update(policies=["paged"], paged={"num_blocks": 0}),
+        ),
+        (
+            ["--slots", "4", "--policy", "paged", "--num-blocks", "9", "--max-num-seqs", "2000000"],
+            "--max-num-seqs",
+            lambda b: b.update(policies=["paged"], paged={"num_blocks": 9, "max_num_seqs": 2_000_000}),
+        ),
+    ],
+    ids=["slots", "max-wait", "unit-step", "num-blocks", "max-num-seqs"],
+)
+def test_a_flag_obeys_its_spec_key_word_for_word(capsys, days_copy, flags, flag, change):
+    import yaml
+
+    from engine.errors import UserError
+    from engine.spec import load_spec
+
+    from helpers import DAYS
+
+    code, _, err = run_cli(capsys, "--workload", LAB_TRACE, *flags)
+    assert code == 2
+    data = yaml.safe_load((DAYS / "day37.yaml").read_text())
+    change(data["batching"])
+    path = days_copy / "day37.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(UserError) as spec_err:
+        load_spec(path)
+    assert err.strip() == f"{flag}: {spec_err.value.message}"

@@ -73,7 +73,7 @@ def test_unknown_policy_is_refused_everywhere():
         batching.simulate(w, Stray(), slots=1)
     with pytest.raises(UserError, match="unknown policy 'stray'"):
         registry.build("stray", batching.PolicySettings())
-    from engine.charts.batching import ordered_policies
+    from engine.charts.policy_comparison import ordered_policies
     from engine.charts.style import policy_colour
     from engine.commands.simulate import _policy_names
     from engine.spec import BatchingSection
@@ -106,3 +106,37 @@ def test_shortest_first_queue_reorders_admission():
     sjf = batching.simulate(w, batching.PagedPolicy(queue=ShortestFirstQueue), slots=1)
     assert fcfs.schedule.finish.tolist() == [5, 7, 11, 13]
     assert sjf.schedule.finish.tolist() == [13, 2, 8, 4]
+
+
+def test_the_kv_blocks_chart_takes_any_policy_that_keeps_blocks(days_copy):
+    """The chart asks the registry, not for the name 'paged': prefill-first and a toy block-keeping
+    policy registered here qualify; a day with no block-keeping policy is refused, naming them."""
+    import yaml
+
+    from engine.spec import load_spec
+
+    path = days_copy / "day37.yaml"
+    original = path.read_text()
+
+    def spec_with(policies):
+        data = yaml.safe_load(original)
+        data["batching"].update(policies=policies, paged={"num_blocks": 4096})
+        data["charts"].append("kv_blocks")
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    assert load_spec(spec_with(["static", "prefill_first"])).charts[-1] == "kv_blocks"
+    with pytest.raises(UserError) as err:
+        load_spec(spec_with(["static", "continuous"]))
+    assert err.value.line().endswith(
+        "chart 'kv_blocks' needs a policy that keeps KV blocks ('paged', 'prefill_first')"
+    )
+    registry.register(
+        registry.PolicyKind(
+            "blocky", registry.find("paged").build, "blocky", "Paged.", "#654321", needs_blocks=True
+        )
+    )
+    try:
+        assert load_spec(spec_with(["continuous", "blocky"])).batching.policies == ["continuous", "blocky"]
+    finally:
+        registry.unregister("blocky")

@@ -151,3 +151,106 @@ def test_conflicting_budget_flags_are_user_errors(capsys):
 def test_model_too_big_for_the_card_is_a_user_error(capsys):
     assert main(["kv", "--model", "llama-3-70b", "--gpu", "a100-80gb"]) == 2
     assert "--tp" in capsys.readouterr().err
+
+
+def spec_error(days: Path, change) -> str:
+    """The message (after 'file: field: ') the spec gives for day37.yaml's kv_cache edited."""
+    import pytest
+    import yaml
+
+    from engine.errors import UserError
+    from engine.spec import load_spec
+
+    from helpers import DAYS
+
+    path = days / "day37.yaml"
+    data = yaml.safe_load((DAYS / "day37.yaml").read_text())
+    change(data["kv_cache"])
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(UserError) as err:
+        load_spec(path)
+    return err.value.message
+
+
+def test_a_flag_obeys_its_spec_key_word_for_word(days_copy, capsys):
+    """The flags build the spec's kv_cache model: the same limits, the same words, the flag named."""
+    cases = [
+        ("--block-size", ["--block-size", "5000"], lambda kv: kv.update(block_size=5000)),
+        ("--tp", ["--tp", "0"], lambda kv: kv.update(tp=0)),
+        ("--context", ["--context", "0"], lambda kv: kv.update(contexts=[0], highlight=[])),
+        ("--context", ["--context", "4096", "512"], lambda kv: kv.update(contexts=[4096, 512], highlight=[])),
+        ("--gpu-memory-gib", ["--gpu-memory-gib", "2e6"], lambda kv: kv["gpu"].update(memory_gib=2e6)),
+        (
+            "--gpu-util",
+            ["--gpu", "h100", "--budget", "vllm", "--gpu-util", "1.5"],
+            lambda kv: kv.update(budget={"kind": "vllm", "gpu_memory_utilization": 1.5}),
+        ),
+        (
+            "--non-torch-gib",
+            ["--gpu", "h100", "--budget", "vllm", "--non-torch-gib", "-1.5"],
+            lambda kv: kv.update(budget={"kind": "vllm", "non_torch_gib": -1.5}),
+        ),
+    ]
+    for flag, flags, change in cases:
+        argv = ["kv", "--model", "llama-3-8b", *flags]
+        if "--gpu" not in flags and flag != "--gpu-memory-gib":
+            argv += ["--gpu", "h100"]
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip() == f"{flag}: {spec_error(days_copy, change)}"
+
+
+def test_flags_and_spec_keys_give_the_same_plan(capsys, tmp_path):
+    """Every kv flag has a spec key: a view written in YAML sizes the cache exactly as the flags do."""
+    import yaml
+
+    from engine.experiments.kv_cache import run_view
+    from engine.sections import SpecLocation
+    from engine.spec import KvCacheSection
+
+    section = KvCacheSection.model_validate(
+        yaml.safe_load(
+            """
+            model: llama-3-8b
+            gpu: {catalog: h100, memory_gib: 79.5}
+            budget: {kind: vllm, gpu_memory_utilization: 0.85, max_num_batched_tokens: 4096, non_torch_gib: 1.25}
+            kv_dtype: fp8
+            weight_dtype: fp8
+            tp: 2
+            block_size: 32
+            max_model_len: 8192
+            contexts: [1024, 16384]
+            """
+        )
+    )
+    from_spec = run_view(section, section.contexts, SpecLocation(tmp_path / "day.yaml"), "kv_cache")["plan"]
+    from_flags = run_json(
+        capsys,
+        *("--model", "llama-3-8b", "--gpu", "h100", "--gpu-memory-gib", "79.5", "--gpu-util", "0.85"),
+        *("--max-num-batched-tokens", "4096", "--non-torch-gib", "1.25", "--kv-dtype", "fp8"),
+        *("--weight-dtype", "fp8", "--tp", "2", "--block-size", "32", "--max-model-len", "8192"),
+        *("--context", "1024", "16384"),
+    )
+    del from_flags["gpu"]
+    assert from_flags == json.loads(json.dumps(from_spec))
+    # and the flags took effect: 79.5 GiB, the stated non-torch memory, the 8,192-token limit
+    assert from_flags["gpu_memory_bytes"] == round(79.5 * 2**30)
+    assert from_flags["budget"]["non_torch_bytes"] == round(1.25 * 2**30)
+    assert [c["within_max_model_len"] for c in from_flags["contexts"]] == [True, False]
+
+
+def test_flags_of_another_budget_are_refused_by_name(capsys):
+    cases = [
+        (
+            ["--budget", "vllm", "--kv-memory-gib", "4"],
+            "--kv-memory-gib: does not apply to the 'vllm' budget",
+        ),
+        (["--budget", "reserve", "--gpu-util", "0.8"], "--gpu-util: does not apply to the 'reserve' budget"),
+        (
+            ["--kv-memory-gib", "4", "--non-torch-gib", "1"],
+            "--non-torch-gib: does not apply to the 'given' budget",
+        ),
+        (["--budget", "given"], "--kv-memory-gib: required by the 'given' budget"),
+    ]
+    for flags, expected in cases:
+        assert main(["kv", "--model", "llama-3-8b", "--gpu", "l4", *flags]) == 2
+        assert capsys.readouterr().err.strip() == expected

@@ -300,12 +300,30 @@ def test_config_json_that_cannot_be_a_model_is_one_line(tmp_path, patch, field):
             "--step-time",
         ),
         (["simulate", "--workload", str(LAB_TRACE), "--slots", str(2**63)], "--slots"),
+        (
+            ["simulate", "--requests", "9", "--output-tokens", "5", "--slots", "2", "--arrival-rate", "1"]
+            + ["--arrival-cv", "1.3e154"],  # cv² overflowed in the gamma draw
+            "--arrival-cv",
+        ),
     ],
 )
 def test_flags_out_of_range_are_one_line(argv, flag):
     code, _, err = run_cli(*argv)
     assert code == 2
     assert one_line(err).startswith(f"{flag}: ")
+
+
+def test_a_gamma_burstier_than_its_limit_is_a_spec_error_not_an_overflow():
+    from engine.validation import validate
+    from engine.workload import GeneratedWorkload
+
+    data = {"requests": 5, "output_tokens": 5, "arrivals": {"kind": "gamma", "rate": 1, "cv": 1.3e154}}
+    with pytest.raises(UserError) as err:
+        validate(GeneratedWorkload, data, file="day.yaml")
+    assert (
+        err.value.line()
+        == f"day.yaml: arrivals.cv: must be at most {limits.MAX_ARRIVAL_CV:.0f}, got 1.3e+154"
+    )
 
 
 def _template_case(tmp_path: Path, body: bytes) -> tuple[int, str]:

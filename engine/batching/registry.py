@@ -41,7 +41,8 @@ class PolicyKind:
 
     title: how charts and tables name it; summary: what it does, one sentence (help, README);
     colour: an Okabe–Ito palette name (engine.charts.style) or a hex colour; needs_blocks: it
-    needs a KV pool (the spec's `paged` section, or --num-blocks / --model and --gpu)."""
+    keeps KV blocks, so it needs a KV pool (the spec's `paged` section, or --num-blocks /
+    --model and --gpu) and the kv_blocks chart can draw its usage."""
 
     name: str
     build: Callable[[PolicySettings], Any]

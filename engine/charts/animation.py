@@ -25,7 +25,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
 from engine.charts import labels, memo, style
-from engine.charts.batching import LONG, SHORT, ordered_policies, timeline_fits, title_of
+from engine.charts.policy_comparison import LONG, SHORT, ordered_policies, timeline_fits, title_of
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, Size, policy_colour
 

@@ -3,7 +3,7 @@
 A registration holds the chart's name (what a spec lists under ``charts:``), the spec sections
 whose results it draws from, the size it is drawn at unless asked for another (a
 ``style.SIZES`` key), the draw function ``(results, size=None) -> (figure, alt text)`` and,
-optionally, a further check on the spec (``kv_blocks`` needs the paged policy). The spec's valid
+optionally, a further check on the spec (``kv_blocks`` needs a block-keeping policy). The spec's valid
 chart names, its "chart needs a section" rule and the pipeline's drawing all read this one
 table, so a new chart is one decorated function in any module.
 """
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 # (results, size=None) -> (figure, alt text); an animation: (results, out_dir) -> (path, alt, size)
 DrawFn = Callable[..., Any]
-SpecCheck = Callable[[Any], "str | None"]  # DaySpec -> a problem ("needs the 'paged' policy")
+SpecCheck = Callable[[Any], "str | None"]  # DaySpec -> a problem ("needs a policy that keeps KV blocks")
 # results -> why the chart cannot be drawn from them (a measurement not made yet), or None
 ResultsCheck = Callable[[dict[str, Any]], "str | None"]
 

@@ -13,8 +13,8 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 
 from engine.charts import labels, style
-from engine.charts.batching import ordered_policies, policy_colour
 from engine.charts.kv import halves_per_doubling
+from engine.charts.policy_comparison import ordered_policies, policy_colour
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
 from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling

@@ -7,18 +7,52 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from typing import Any
+from typing import Any, get_args
 
-from engine import limits
-from engine.errors import UserError
-from engine.limits import number_flag, whole_flag
 from engine.units import GIB
+
+# The flag of each field of the kv_cache section the flags build: an error names the flag.
+FLAGS = {
+    "model": "--model",
+    "gpu": "--gpu",
+    "gpu.memory_gib": "--gpu-memory-gib",
+    "budget": "--budget",
+    "budget.reserve_gib": "--reserve-gib",
+    "budget.gpu_memory_utilization": "--gpu-util",
+    "budget.max_num_batched_tokens": "--max-num-batched-tokens",
+    "budget.non_torch_gib": "--non-torch-gib",
+    "budget.kv_memory_gib": "--kv-memory-gib",
+    "kv_dtype": "--kv-dtype",
+    "weight_dtype": "--weight-dtype",
+    "tp": "--tp",
+    "block_size": "--block-size",
+    "max_model_len": "--max-model-len",
+    "contexts": "--context",
+}
+# The calculator's own field names, where it refuses a combination the models cannot see.
+FLAG_OF_PLAN_FIELD = {
+    "tp": "--tp",
+    "kv_dtype": "--kv-dtype",
+    "block_size": "--block-size",
+    "max_model_len": "--max-model-len",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "gpu_util": "--gpu-util",
+    "weight_dtype": "--weight-dtype",
+    "context": "--context",
+    "reserve": "--reserve-gib",
+    "kv_memory": "--kv-memory-gib",
+    "gpu": "--gpu",
+    "gpu_memory": "--gpu-memory-gib",
+}
+# The lab's reserve for weights, activations and overhead, when --budget reserve names no other.
+DEFAULT_RESERVE_GIB = 16.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from engine.kvcache import DEFAULT_BLOCK_SIZE, DEFAULT_CONTEXTS, KV_DTYPES
+    from engine.spec import BUDGET_SPECS, WeightDtype
+    from engine.validation import number, whole_number
 
     parser.add_argument(
         "--model",
@@ -29,31 +63,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", metavar="NAME", help="a catalog GPU (e.g. a100-80gb, h100)")
     parser.add_argument(
         "--gpu-memory-gib",
-        type=number_flag("--gpu-memory-gib", 0, 2**20, open_low=True),
+        type=number("--gpu-memory-gib"),
         metavar="F",
         help="GPU memory in GiB, instead of (or overriding) the catalog's figure",
     )
     parser.add_argument(
         "--budget",
-        choices=("reserve", "vllm"),
+        choices=[get_args(b.model_fields["kind"].annotation)[0] for b in BUDGET_SPECS],
         help="reserve: memory minus --reserve-gib (the lab's); vllm: vLLM's own "
-        "accounting estimated from the card (default)",
+        "accounting estimated from the card (default); given: --kv-memory-gib as given",
     )
     parser.add_argument(
         "--reserve-gib",
-        type=number_flag("--reserve-gib", 0, 2**20),
+        type=number("--reserve-gib"),
         metavar="F",
-        help="reserve for weights, activations and overhead (default 16)",
+        help=f"reserve for weights, activations and overhead (default {DEFAULT_RESERVE_GIB:g})",
     )
     parser.add_argument(
         "--gpu-util",
-        type=number_flag("--gpu-util", 0, 1, open_low=True),
+        type=number("--gpu-util"),
         metavar="F",
         help="vLLM's gpu_memory_utilization (default 0.9)",
     )
     parser.add_argument(
         "--kv-memory-gib",
-        type=number_flag("--kv-memory-gib", 0, 2**20, open_low=True),
+        type=number("--kv-memory-gib"),
         metavar="F",
         help="the KV budget per GPU as given, e.g. vLLM's 'Available KV cache memory' log line",
     )
@@ -62,117 +96,112 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--weight-dtype",
-        choices=("fp16", "bf16", "fp8", "int8", "int4"),
+        choices=get_args(WeightDtype),
         help="weights' storage, for their share (default: the checkpoint's)",
     )
     parser.add_argument(
-        "--tp", type=whole_flag("--tp", 1, limits.MAX_TP), default=1, metavar="N", help="tensor-parallel GPUs"
+        "--tp", type=whole_number("--tp"), default=1, metavar="N", help="tensor-parallel GPUs"
     )
     parser.add_argument(
         "--block-size",
-        type=whole_flag("--block-size", 1, limits.MAX_BLOCK_SIZE),
+        type=whole_number("--block-size"),
         default=DEFAULT_BLOCK_SIZE,
         metavar="N",
         help=f"tokens per KV block (default {DEFAULT_BLOCK_SIZE})",
     )
     parser.add_argument(
         "--max-model-len",
-        type=whole_flag("--max-model-len", 1, limits.MAX_CONTEXT_TOKENS),
+        type=whole_number("--max-model-len"),
         metavar="N",
         help="longest context served (default: the model's)",
     )
     parser.add_argument(
         "--max-num-batched-tokens",
-        type=whole_flag("--max-num-batched-tokens", 1, limits.MAX_CONTEXT_TOKENS),
+        type=whole_number("--max-num-batched-tokens"),
         metavar="N",
         help="vllm budget: tokens of the profiling pass and of a prefill chunk",
     )
     parser.add_argument(
         "--non-torch-gib",
-        type=number_flag("--non-torch-gib", 0, 2**20),
+        type=number("--non-torch-gib"),
         metavar="F",
         help="vllm budget: memory outside PyTorch (default: estimated)",
     )
     parser.add_argument(
         "--context",
-        type=whole_flag("--context", 1, limits.MAX_CONTEXT_TOKENS),
+        type=whole_number("--context"),
         nargs="+",
         metavar="N",
         default=list(DEFAULT_CONTEXTS),
-        help="context lengths to tabulate",
+        help="context lengths to tabulate, increasing",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-# No device holds a pebibyte; a larger figure is a typo (and inf/nan are not sizes).
-MAX_GIB = 2**20
+def section_of(args: argparse.Namespace) -> Any:
+    """The flags as the kv_cache section of a spec: the same model, the same limits, and an
+    error that names the flag."""
+    from engine.spec import KvCacheSection
+    from engine.validation import validate_flags
 
-
-def _gib(value: float, flag: str) -> int:
-    if not math.isfinite(value) or value <= 0 or value > MAX_GIB:
-        raise UserError(f"must be a positive size up to {MAX_GIB:,} GiB, got {value:g}", field=flag)
-    return int(round(value * GIB))
-
-
-def _budget(args: argparse.Namespace) -> Any:
-    from engine.kvcache import GivenBudget, ReserveBudget, VllmBudget
-
-    if args.kv_memory_gib is not None:
-        if args.budget is not None:
-            raise UserError(
-                "--kv-memory-gib takes the KV budget as given; drop --budget", field="--kv-memory-gib"
-            )
-        return GivenBudget(_gib(args.kv_memory_gib, "--kv-memory-gib"))
-    kind = args.budget or ("reserve" if args.reserve_gib is not None else "vllm")
-    vllm_only = {
-        "--gpu-util": args.gpu_util,
-        "--max-num-batched-tokens": args.max_num_batched_tokens,
-        "--non-torch-gib": args.non_torch_gib,
+    data: dict[str, Any] = {
+        "model": args.model,
+        "budget": _budget(args),
+        "kv_dtype": args.kv_dtype,
+        "tp": args.tp,
+        "block_size": args.block_size,
+        "contexts": args.context,
     }
-    if kind == "reserve":
-        stray = [flag for flag, value in vllm_only.items() if value is not None]
-        if stray:
-            raise UserError("applies to the vllm budget, not to reserve", field=stray[0])
-        return ReserveBudget(_gib(16.0 if args.reserve_gib is None else args.reserve_gib, "--reserve-gib"))
-    if args.reserve_gib is not None:
-        raise UserError("applies to the reserve budget, not to vllm", field="--reserve-gib")
-    return VllmBudget(
-        gpu_memory_utilization=0.9 if args.gpu_util is None else args.gpu_util,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        non_torch_bytes=_non_torch(args.non_torch_gib),
+    if args.gpu is not None:
+        data["gpu"] = {"catalog": args.gpu}
+        if args.gpu_memory_gib is not None:
+            data["gpu"]["memory_gib"] = args.gpu_memory_gib
+    elif args.gpu_memory_gib is not None:
+        data["gpu"] = {"name": "custom", "memory_gib": args.gpu_memory_gib}
+    for key in ("max_model_len", "weight_dtype"):
+        if getattr(args, key) is not None:
+            data[key] = getattr(args, key)
+    return validate_flags(
+        KvCacheSection,
+        data,
+        flags=FLAGS,
+        required={"gpu": "name a GPU (--gpu) or give its memory (--gpu-memory-gib)"},
     )
 
 
-def _non_torch(value: float | None) -> int | None:
-    if value is not None and value < 0:
-        raise UserError(f"must not be negative, got {value:g}", field="--non-torch-gib")
-    return None if value is None else int(round(value * GIB))
+def _budget(args: argparse.Namespace) -> dict[str, Any]:
+    """The budget the flags describe; a flag of another kind of budget is left in, for the model
+    to refuse by name."""
+    given = {
+        "reserve_gib": args.reserve_gib,
+        "gpu_memory_utilization": args.gpu_util,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
+        "non_torch_gib": args.non_torch_gib,
+        "kv_memory_gib": args.kv_memory_gib,
+    }
+    budget: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+    if args.budget is not None:
+        kind = args.budget
+    elif args.kv_memory_gib is not None:
+        kind = "given"
+    else:
+        kind = "reserve" if args.reserve_gib is not None else "vllm"
+    if kind == "reserve":
+        budget.setdefault("reserve_gib", DEFAULT_RESERVE_GIB)
+    return {"kind": kind, **budget}
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.catalog import load_gpu, load_model
-    from engine.kvcache import plan_kv_cache
+    from engine.experiments.kv_cache import gpu_of, model_of, plan_of
+    from engine.validation import blame_flag
 
-    model = load_model(args.model)
-    gpu = load_gpu(args.gpu) if args.gpu else None
-    if gpu is None and args.gpu_memory_gib is None:
-        raise UserError("name a GPU (--gpu) or give its memory (--gpu-memory-gib)", field="--gpu")
-    if args.gpu_memory_gib is not None:
-        memory = _gib(args.gpu_memory_gib, "--gpu-memory-gib")
-    else:
-        assert gpu is not None  # refused above without one
-        memory = gpu.memory_bytes
-    plan = plan_kv_cache(
-        model,
-        memory,
-        _budget(args),
-        kv_dtype=args.kv_dtype,
-        tp=args.tp,
-        block_size=args.block_size,
-        contexts=args.context,
-        max_model_len=args.max_model_len,
-        weight_dtype=args.weight_dtype,
-    )
+    section = section_of(args)
+    with blame_flag("--model"):
+        model = model_of(section.model, None)
+    with blame_flag("--gpu"):
+        _, memory, gpu = gpu_of(section.gpu)
+    with blame_flag("--model", FLAG_OF_PLAN_FIELD):
+        plan = plan_of(section, model, memory, section.contexts)
     gpu_info = {
         "name": gpu.name if gpu else "custom",
         "display_name": gpu.display_name if gpu else f"{memory / GIB:.2f} GiB GPU",

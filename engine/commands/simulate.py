@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from engine import limits
 from engine.errors import UserError
-from engine.limits import number_flag, whole_flag
+from engine.limits import whole_flag
+from engine.validation import number, whole_number
 
 DEFAULT_SECONDS_PER_STEP = 0.02  # the lab's assumption: 20 ms per decode step
 # Where a simulator error names a policy field, the user typed a flag.
@@ -34,6 +32,9 @@ FLAG_OF = {
     "tp": "--tp",
     "prompt_tokens": "--prompt-tokens",
     "chunked_prefill": "--chunked-prefill",
+    "model": "--model",
+    "gpu": "--gpu",
+    "kv_dtype": "--kv-dtype",
 }
 
 
@@ -48,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     source.add_argument(
         "--requests",
-        type=whole_flag("--requests", 1, limits.MAX_REQUESTS),
+        type=whole_number("--requests"),
         metavar="N",
         help="generate N requests",
     )
@@ -56,22 +57,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-tokens", metavar="SPEC", help="prompt lengths (same syntax)")
     parser.add_argument(
         "--arrival-rate",
-        type=number_flag("--arrival-rate", 0, 1e12, open_low=True),
+        type=number("--arrival-rate"),
         metavar="R",
         help="Poisson arrivals, R requests per second (default: all at t = 0)",
     )
     parser.add_argument(
         "--arrival-cv",
-        type=number_flag("--arrival-cv", 0, 1e6, open_low=True),
+        type=number("--arrival-cv"),
         metavar="CV",
         help="gamma arrivals with this coefficient of variation (needs --arrival-rate)",
     )
     parser.add_argument(
-        "--seed", type=whole_flag("--seed", 0, 2**63 - 1), default=0, help="seed of the generated workload"
+        "--seed", type=whole_number("--seed"), default=0, help="seed of the generated workload"
     )
     parser.add_argument(
         "--slots",
-        type=whole_flag("--slots", 1, limits.MAX_SLOTS),
+        type=whole_number("--slots"),
         required=True,
         metavar="N",
         help="batch slots",
@@ -89,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kv-dtype", default="auto", help="KV cache dtype for --model (default auto)")
     parser.add_argument(
         "--tp",
-        type=whole_flag("--tp", 1, 1024),
+        type=whole_flag("--tp", 1, limits.MAX_TP),
         default=1,
         metavar="N",
         help="tensor parallel GPUs per replica (with --model and --gpu): weights, KV "
@@ -106,32 +107,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-wait",
-        type=number_flag("--max-wait", 0, limits.MAX_ARRIVAL_SECONDS),
+        type=number("--max-wait"),
         metavar="S",
         help="static: launch a partial group once its oldest waited S seconds",
     )
     parser.add_argument(
         "--num-blocks",
-        type=whole_flag("--num-blocks", 1, limits.MAX_BLOCKS),
+        type=whole_number("--num-blocks"),
         metavar="N",
         help="paged: KV blocks (default: the KV calculator's for --model on --gpu)",
     )
     parser.add_argument(
         "--block-size",
-        type=whole_flag("--block-size", 1, limits.MAX_BLOCK_SIZE),
+        type=whole_number("--block-size"),
         default=16,
         metavar="N",
         help="paged: tokens per block",
     )
     parser.add_argument(
         "--max-num-seqs",
-        type=whole_flag("--max-num-seqs", 1, limits.MAX_SLOTS),
+        type=whole_number("--max-num-seqs"),
         metavar="N",
         help="paged: running requests at most",
     )
     parser.add_argument(
         "--max-num-batched-tokens",
-        type=whole_flag("--max-num-batched-tokens", 1, limits.MAX_CONTEXT_TOKENS),
+        type=whole_number("--max-num-batched-tokens"),
         metavar="N",
         help="paged: tokens per step at most",
     )
@@ -174,23 +175,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from engine import batching
+    from engine import workload as wl
+    from engine.experiments.batching import policy_of, step_time_from
+    from engine.validation import blame_flag
 
-    if args.tp < 1:
-        raise UserError(f"must be at least 1, got {args.tp}", field="--tp")
     if args.tp > 1 and not (args.model and args.gpu):
         raise UserError(
             "tensor parallelism needs --model and --gpu (it splits the model over the catalog GPU)",
             field="--tp",
         )
-    workload = _workload(args)
-    try:
-        step_time = _step_time(args)
-        # Every policy is built before any runs, so a flag mistake is reported before minutes of work.
-        policies = {name: _policy(name, args) for name in _policy_names(args.policy)}
-    except UserError as err:
-        if err.file is not None:
-            raise
-        raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
+    section = section_of(args)
+    with blame_flag("--workload", FLAG_OF_FIELD):
+        workload = wl.build_workload(section.workload, Path())
+    # Every policy is built before any runs, so a flag mistake is reported before minutes of work.
+    with blame_flag("--step-time", FLAG_OF):
+        kind, _, rest = args.step_time.partition(":")
+        step_time = step_time_from(section.step_time, None, Path(rest) if kind == "measured" else None)
+    with blame_flag("--policy", FLAG_OF):
+        policies = {name: policy_of(name, section) for name in section.policies}
     if args.replicas != 1:
         return _run_replicas(args, workload, policies, step_time)
     results: dict[str, Any] = {}
@@ -296,67 +298,82 @@ def _write_files(args: argparse.Namespace, runs: list[Any]) -> None:
 # ---- inputs -------------------------------------------------------------------------------------
 
 
-# Which flag set each field of a generated workload, to name it in an error.
-FLAG_OF_FIELD = {
-    "requests": "--requests",
-    "output_tokens": "--output-tokens",
-    "prompt_tokens": "--prompt-tokens",
-    "arrivals": "--arrival-rate",
-    "seed": "--seed",
+# The flag of each field of the batching section the flags build: an error names the flag.
+FLAGS = {
+    "slots": "--slots",
+    "workload": "--workload",
+    "workload.requests": "--requests",
+    "workload.output_tokens": "--output-tokens",
+    "workload.prompt_tokens": "--prompt-tokens",
+    "workload.arrivals": "--arrival-rate",
+    "workload.arrivals.cv": "--arrival-cv",
+    "workload.seed": "--seed",
+    "policies": "--policy",
+    "step_time": "--step-time",
+    "step_time.kv_dtype": "--kv-dtype",
+    "step_time.tp": "--tp",
+    "paged": "--num-blocks",
+    "paged.block_size": "--block-size",
+    "paged.max_num_seqs": "--max-num-seqs",
+    "paged.max_num_batched_tokens": "--max-num-batched-tokens",
+    "static_max_wait": "--max-wait",
 }
+# Which flag set each field of a generated workload, where drawing it fails.
+FLAG_OF_FIELD = {"arrivals.rate": "--arrival-rate"}
 
 
-def _workload(args: argparse.Namespace) -> Any:
-    from engine import workload as wl
+def section_of(args: argparse.Namespace) -> Any:
+    """The flags as the batching section of a spec: the same models, the same limits, and an
+    error that names the flag."""
+    from engine.spec import BatchingSection
+    from engine.validation import validate_flags
 
+    step_time = _step_time(args)
+    names = _policy_names(args.policy)
+    data: dict[str, Any] = {"slots": args.slots, "workload": _workload(args), "policies": names}
+    data["step_time"] = step_time
+    if args.max_wait is not None:
+        data["static_max_wait"] = args.max_wait
+    blocks = _num_blocks(names, args)
+    if blocks is not None:
+        data["paged"] = {
+            "num_blocks": blocks,
+            "block_size": args.block_size,
+            "chunked_prefill": args.chunked_prefill,
+            **{
+                key: getattr(args, key)
+                for key in ("max_num_seqs", "max_num_batched_tokens")
+                if getattr(args, key) is not None
+            },
+        }
+    return validate_flags(
+        BatchingSection,
+        data,
+        flags=FLAGS,
+        required={"workload.output_tokens": "--requests needs --output-tokens"},
+    )
+
+
+def _workload(args: argparse.Namespace) -> dict[str, Any]:
+    """The workload as a spec writes it: a trace, or requests to draw."""
     if args.workload:
         for flag in ("output_tokens", "prompt_tokens", "arrival_rate", "arrival_cv"):
             if getattr(args, flag) is not None:
                 raise UserError(
                     "only with --requests (a trace has its own)", field="--" + flag.replace("_", "-")
                 )
-        return wl.load_trace(Path(args.workload))
-    if args.requests < 1:
-        raise UserError(f"must be at least 1, got {args.requests}", field="--requests")
-    if args.seed < 0:
-        raise UserError(f"must be at least 0, got {args.seed}", field="--seed")
-    if not args.output_tokens:
-        raise UserError("--requests needs --output-tokens", field="--output-tokens")
-    output = _distribution(args.output_tokens, "--output-tokens")
-    prompt = _distribution(args.prompt_tokens, "--prompt-tokens") if args.prompt_tokens else None
+        return {"trace": args.workload}
     if args.arrival_cv is not None and args.arrival_rate is None:
         raise UserError("needs --arrival-rate", field="--arrival-cv")
-    for flag, value in (("--arrival-rate", args.arrival_rate), ("--arrival-cv", args.arrival_cv)):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise UserError(f"must be a positive finite number, got {value}", field=flag)
-    if args.arrival_rate is None:
-        arrivals: Any = wl.AllAtZero()
-    elif args.arrival_cv is None:
-        arrivals = wl.Poisson(rate=args.arrival_rate)
-    else:
-        arrivals = wl.Gamma(rate=args.arrival_rate, cv=args.arrival_cv)
-    try:
-        spec = wl.GeneratedWorkload(
-            requests=args.requests,
-            output_tokens=output,
-            prompt_tokens=prompt,
-            arrivals=arrivals,
-            seed=args.seed,
-        )
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        flag = FLAG_OF_FIELD.get(str(first["loc"][0]) if first["loc"] else "", "--output-tokens")
-        raise UserError(str(first["msg"]).removeprefix("Value error, "), field=flag) from None
-    return wl.generate(spec)
-
-
-def _distribution(text: str, flag: str) -> Any:
-    from engine.workload import parse_distribution
-
-    try:
-        return parse_distribution(text)
-    except UserError as err:
-        raise UserError(err.message, field=flag) from None
+    data: dict[str, Any] = {"requests": args.requests, "seed": args.seed}
+    for key in ("output_tokens", "prompt_tokens"):
+        if getattr(args, key) is not None:
+            data[key] = getattr(args, key)  # the distribution syntax, as a spec may write it
+    if args.arrival_cv is not None:
+        data["arrivals"] = {"kind": "gamma", "rate": args.arrival_rate, "cv": args.arrival_cv}
+    elif args.arrival_rate is not None:
+        data["arrivals"] = {"kind": "poisson", "rate": args.arrival_rate}
+    return data
 
 
 def _policy_names(text: str) -> list[str]:
@@ -372,73 +389,64 @@ def _policy_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _step_time(args: argparse.Namespace) -> Any:
-    from engine import batching
-    from engine.batching.loaders import load_measured_step_time
-
+def _step_time(args: argparse.Namespace) -> dict[str, Any]:
+    """The step-time model as a spec writes it: the --step-time syntax is the command line's
+    own, the values are the model's to check."""
     kind, _, rest = args.step_time.partition(":")
     if kind == "unit":
         try:
-            seconds = float(rest) if rest else DEFAULT_SECONDS_PER_STEP
+            seconds: float | str = float(rest) if rest else DEFAULT_SECONDS_PER_STEP
         except ValueError:
-            raise UserError(f"seconds per step {rest!r} is not a number", field="--step-time") from None
-        if not (0 < seconds <= 3600):  # not NaN, not inf: "nanx the throughput" was printed
-            raise UserError(
-                f"seconds per step must be a positive number up to 3600, got {rest}", field="--step-time"
-            )
-        return batching.UnitStepTime(seconds)
-    if kind == "roofline":
+            seconds = rest  # for the model to refuse in its own words
+        return {"kind": "unit", "seconds_per_step": seconds}
+    if kind in ("roofline", "calibrated"):
+        needs = (
+            "roofline needs --model and --gpu"
+            if kind == "roofline"
+            else ("calibrated needs --model and --gpu (the roofline it calibrates)")
+        )
         if not (args.model and args.gpu):
-            raise UserError("roofline needs --model and --gpu", field="--step-time")
-        return batching.roofline_from_catalog(args.model, args.gpu, kv_dtype=args.kv_dtype, tp=args.tp)
-    if kind == "calibrated":
-        if not (args.model and args.gpu):
-            raise UserError(
-                "calibrated needs --model and --gpu (the roofline it calibrates)", field="--step-time"
-            )
-        if not rest:
-            raise UserError("give the measurements, as calibrated:FILE", field="--step-time")
-        from engine.batching.calibrated import calibrate_from_catalog
-
-        return calibrate_from_catalog(args.model, args.gpu, rest, kv_dtype=args.kv_dtype, tp=args.tp)
+            raise UserError(needs, field="--step-time")
+        spec = {"kind": kind, "model": args.model, "gpu": args.gpu, "kv_dtype": args.kv_dtype, "tp": args.tp}
+        if kind == "calibrated":
+            if not rest:
+                raise UserError("give the measurements, as calibrated:FILE", field="--step-time")
+            spec["file"] = rest
+        return spec
     if kind == "measured":
         if not rest:
             raise UserError("give the benchmark file, as measured:FILE", field="--step-time")
-        return load_measured_step_time(rest)
+        return {"kind": "measured"}
     raise UserError(
         f"unknown step-time model {kind!r}; use unit[:SECONDS], roofline, calibrated:FILE or measured:FILE",
         field="--step-time",
     )
 
 
-def _policy(name: str, args: argparse.Namespace) -> Any:
-    from engine import batching
+def _num_blocks(names: list[str], args: argparse.Namespace) -> int | None:
+    """The KV pool of the block-keeping policies: --num-blocks, or the catalog's for --model on
+    --gpu; None when no policy asked for one needs it."""
+    from engine.batching import registry
     from engine.batching.loaders import num_blocks_from_catalog
 
     if (args.model is None) != (args.gpu is None):
         raise UserError("--model and --gpu go together", field="--model" if args.model is None else "--gpu")
-    kind = batching.registry.kind(name, field="--policy")
-    blocks = args.num_blocks
-    if kind.needs_blocks and blocks is None:
-        if not args.model:
-            raise UserError(
-                f"{name} needs a KV cache size: give --num-blocks N, or --model NAME "
-                f"--gpu NAME to size it from the catalog, or leave {name} out of --policy",
-                field="--num-blocks",
-            )
-        blocks = num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype, tp=args.tp)
-    settings = batching.PolicySettings(
-        max_wait=args.max_wait,
-        num_blocks=blocks,
-        block_size=args.block_size,
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        chunked_prefill=args.chunked_prefill,
-    )
-    try:
-        return kind.build(settings)
-    except UserError as err:
-        raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
+    if args.num_blocks is not None:
+        return int(args.num_blocks)
+    needing = [name for name in names if registry.kind(name).needs_blocks]
+    if not needing:
+        return None
+    if not args.model:
+        name = needing[0]
+        raise UserError(
+            f"{name} needs a KV cache size: give --num-blocks N, or --model NAME "
+            f"--gpu NAME to size it from the catalog, or leave {name} out of --policy",
+            field="--num-blocks",
+        )
+    from engine.validation import blame_flag
+
+    with blame_flag("--model", FLAG_OF):
+        return num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype, tp=args.tp)
 
 
 # ---- output -------------------------------------------------------------------------------------

@@ -1,4 +1,9 @@
-"""Batching decides throughput: the spec's batching section through the simulator."""
+"""Batching decides throughput: the spec's batching section through the simulator.
+
+The builders here (a policy's settings, the step-time model) are the only way from the section's
+models to the simulator: the ``simulate`` command builds the same models from its flags and calls
+the same functions.
+"""
 
 from __future__ import annotations
 
@@ -13,61 +18,83 @@ from engine.errors import UserError
 from engine.limits import MAX_TIMELINE_REQUESTS
 from engine.review_tables import num_cell, source_kind
 from engine.sections import Inputs, SpecLocation, blame, register_section
-from engine.spec import BatchingSection, CalibratedStepTimeSpec, RooflineStepTimeSpec, UnitStepTimeSpec
+from engine.spec import (
+    BatchingSection,
+    CalibratedStepTimeSpec,
+    PagedSpec,
+    RooflineStepTimeSpec,
+    StepTimeModel,
+    UnitStepTimeSpec,
+)
 
 # Per-request timelines feed the slot-timeline chart; past this many requests the chart would be
 # unreadable and results.json large, so they are left out.
 TIMELINE_LIMIT = MAX_TIMELINE_REQUESTS
 
 
+def settings_of(paged: PagedSpec | None, max_wait: float | None) -> batching.PolicySettings:
+    """What any policy is built from (engine.batching.registry), from the section's models."""
+    if paged is None:
+        return batching.PolicySettings(max_wait=max_wait)
+    return batching.PolicySettings(
+        max_wait=max_wait,
+        num_blocks=paged.num_blocks,
+        block_size=paged.block_size,
+        max_num_seqs=paged.max_num_seqs,
+        max_num_batched_tokens=paged.max_num_batched_tokens,
+        chunked_prefill=paged.chunked_prefill,
+    )
+
+
 def policy_of(name: str, section: BatchingSection) -> Any:
     """The registered policy `name`, built from the section (engine.batching.registry)."""
-    paged = section.paged
-    settings = batching.PolicySettings(max_wait=section.static_max_wait)
-    if paged is not None:
-        settings = batching.PolicySettings(
-            max_wait=section.static_max_wait,
-            num_blocks=paged.num_blocks,
-            block_size=paged.block_size,
-            max_num_seqs=paged.max_num_seqs,
-            max_num_batched_tokens=paged.max_num_batched_tokens,
-            chunked_prefill=paged.chunked_prefill,
+    return batching.registry.build(name, settings_of(section.paged, section.static_max_wait))
+
+
+def step_time_from(spec: StepTimeModel, folder: Path | None, measurement: Path | None) -> Any:
+    """The step-time model ``spec`` asks for. A calibrated ``file`` is relative to ``folder`` (the
+    spec's; None: as given on the command line); measurements, where the spec takes them from
+    elsewhere (``measured:``), arrive as ``measurement``, which the caller has checked is there."""
+    if isinstance(spec, UnitStepTimeSpec):
+        return batching.UnitStepTime(seconds_per_step=spec.seconds_per_step)
+    if isinstance(spec, RooflineStepTimeSpec):
+        return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype, tp=spec.tp)
+    if isinstance(spec, CalibratedStepTimeSpec):
+        from engine.batching.calibrated import calibrate_from_catalog
+
+        source = (
+            measurement if spec.file is None else Path(spec.file) if folder is None else folder / spec.file
         )
-    return batching.registry.build(name, settings)
+        assert source is not None  # the caller refuses a calibration with nothing to fit
+        return calibrate_from_catalog(spec.model, spec.gpu, source, kv_dtype=spec.kv_dtype, tp=spec.tp)
+    from engine.batching.loaders import load_measured_step_time
+
+    assert measurement is not None  # the caller refuses a measured step time without a file
+    return load_measured_step_time(measurement)
 
 
 def step_time_of(section: BatchingSection, location: SpecLocation, measurement: Path | None) -> Any:
     spec = section.step_time
     if spec is None:
         return None
-    if isinstance(spec, UnitStepTimeSpec):
-        return batching.UnitStepTime(seconds_per_step=spec.seconds_per_step)
-    if isinstance(spec, RooflineStepTimeSpec):
-        with blame(location, "batching.step_time"):
-            return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype, tp=spec.tp)
-    if isinstance(spec, CalibratedStepTimeSpec):
-        from engine.batching.calibrated import calibrate_from_catalog
-
-        source = Path(location.spec_path).parent / spec.file if spec.file else measurement
-        if source is None:
-            raise UserError(
-                "kind 'calibrated' needs measurements: set measured: latest (and run "
-                "the bench) or give file: a per-operator CSV",
-                file=location.spec_path,
-                field="batching.step_time",
-            )
-        with blame(location, "batching.step_time"):
-            return calibrate_from_catalog(spec.model, spec.gpu, source, kv_dtype=spec.kv_dtype, tp=spec.tp)
-    if measurement is None:
+    if isinstance(spec, CalibratedStepTimeSpec) and spec.file is None and measurement is None:
         raise UserError(
-            "kind 'measured' needs a measurement file: set measured: latest (or a file name) "
-            "and run the bench first",
+            "kind 'calibrated' needs measurements: set measured: latest (and run "
+            "the bench) or give file: a per-operator CSV",
             file=location.spec_path,
             field="batching.step_time",
         )
-    from engine.batching.loaders import load_measured_step_time
-
-    return load_measured_step_time(measurement)
+    if not isinstance(spec, (UnitStepTimeSpec, RooflineStepTimeSpec, CalibratedStepTimeSpec)):
+        if measurement is None:
+            raise UserError(
+                "kind 'measured' needs a measurement file: set measured: latest (or a file name) "
+                "and run the bench first",
+                file=location.spec_path,
+                field="batching.step_time",
+            )
+        return step_time_from(spec, location.spec_dir, measurement)
+    with blame(location, "batching.step_time"):
+        return step_time_from(spec, location.spec_dir, measurement)
 
 
 def head_of_line_example(output_tokens: np.ndarray, group_sizes: list[int]) -> dict[str, int]:

@@ -1,7 +1,14 @@
-"""Memory caps the batch: the spec's kv_cache section through the KV-cache calculator."""
+"""Memory caps the batch: the spec's kv_cache section through the KV-cache calculator.
+
+The builders here (a model, a GPU and a budget from their spec models, then the plan) are the
+only way from a kv_cache model to the calculator: the ``kv`` command builds the same models from
+its flags and calls the same functions, so a flag and a YAML key cannot mean different things.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from engine import catalog, kvcache
@@ -16,57 +23,69 @@ from engine.spec import (
     ReserveBudgetSpec,
     VllmBudgetSpec,
 )
-
-GIB = 2**30
-
-
-def resolve_model(ref: ModelRef, location: SpecLocation, field: str) -> catalog.ModelArch:
-    with blame(location, field):
-        if ref.catalog is not None:
-            return catalog.load_model(ref.catalog)
-        if ref.config is not None:
-            return catalog.load_model(str(location.resolve(ref.config)))
-        assert ref.inline is not None
-        inline = ref.inline.model_dump(exclude_none=True)
-        return catalog.model_from_fields(**inline)
+from engine.units import gib_bytes
 
 
-def resolve_gpu(ref: GpuRef, location: SpecLocation, field: str) -> tuple[str, int, catalog.GpuSpec | None]:
+def model_of(ref: ModelRef, folder: Path | None) -> catalog.ModelArch:
+    """The model a reference names; a config path is relative to ``folder`` (the spec's), or
+    taken as given (the command line's, relative to where it runs)."""
+    if ref.catalog is not None:
+        return catalog.load_model(ref.catalog)
+    if ref.config is not None:
+        return catalog.load_model(ref.config if folder is None else str((folder / ref.config).resolve()))
+    assert ref.inline is not None
+    inline = ref.inline.model_dump(exclude_none=True)
+    return catalog.model_from_fields(**inline)
+
+
+def gpu_of(ref: GpuRef) -> tuple[str, int, catalog.GpuSpec | None]:
     """(display name, memory in bytes, catalog entry when there is one)."""
-    with blame(location, field):
-        if ref.catalog is not None:
-            gpu = catalog.load_gpu(ref.catalog)
-            return gpu.display_name, gpu.memory_bytes, gpu
-        assert ref.inline is not None
-        return ref.inline.name, int(ref.inline.memory_gib * GIB), None
+    if ref.catalog is not None:
+        gpu = catalog.load_gpu(ref.catalog)
+        memory = gpu.memory_bytes if ref.memory_gib is None else gib_bytes(ref.memory_gib)
+        return gpu.display_name, memory, gpu
+    assert ref.inline is not None
+    return ref.inline.name, gib_bytes(ref.inline.memory_gib), None
 
 
-def budget_of(spec: ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec) -> Any:
+def budget_of(spec: ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec) -> kvcache.Budget:
     if isinstance(spec, ReserveBudgetSpec):
-        weights = None if spec.weights_gib is None else int(spec.weights_gib * GIB)
-        return kvcache.ReserveBudget(reserve_bytes=int(spec.reserve_gib * GIB), weights_bytes=weights)
+        weights = None if spec.weights_gib is None else gib_bytes(spec.weights_gib)
+        return kvcache.ReserveBudget(reserve_bytes=gib_bytes(spec.reserve_gib), weights_bytes=weights)
     if isinstance(spec, VllmBudgetSpec):
         return kvcache.VllmBudget(
             gpu_memory_utilization=spec.gpu_memory_utilization,
             max_num_batched_tokens=spec.max_num_batched_tokens,
             max_num_seqs=spec.max_num_seqs,
+            non_torch_bytes=None if spec.non_torch_gib is None else gib_bytes(spec.non_torch_gib),
         )
-    return kvcache.GivenBudget(kv_memory_bytes=int(spec.kv_memory_gib * GIB))
+    return kvcache.GivenBudget(kv_memory_bytes=gib_bytes(spec.kv_memory_gib))
+
+
+def plan_of(
+    view: KvView, model: catalog.ModelArch, gpu_bytes: int, contexts: Sequence[int]
+) -> kvcache.KvPlan:
+    """The calculator's plan for a view, on a GPU of ``gpu_bytes``."""
+    return kvcache.plan_kv_cache(
+        model,
+        gpu_bytes,
+        budget_of(view.budget),
+        kv_dtype=view.kv_dtype,
+        tp=view.tp,
+        block_size=view.block_size,
+        contexts=tuple(contexts),
+        max_model_len=view.max_model_len,
+        weight_dtype=view.weight_dtype,
+    )
 
 
 def run_view(view: KvView, contexts: list[int], location: SpecLocation, field: str) -> dict[str, Any]:
-    model = resolve_model(view.model, location, f"{field}.model")
-    gpu_name, gpu_bytes, _ = resolve_gpu(view.gpu, location, f"{field}.gpu")
+    with blame(location, f"{field}.model"):
+        model = model_of(view.model, location.spec_dir)
+    with blame(location, f"{field}.gpu"):
+        gpu_name, gpu_bytes, _ = gpu_of(view.gpu)
     with blame(location, field):
-        plan = kvcache.plan_kv_cache(
-            model,
-            gpu_bytes,
-            budget_of(view.budget),
-            kv_dtype=view.kv_dtype,
-            tp=view.tp,
-            block_size=view.block_size,
-            contexts=tuple(contexts),
-        )
+        plan = plan_of(view, model, gpu_bytes, contexts)
     return {
         "label": view.label or f"{model.name} on {gpu_name}",
         "model": {

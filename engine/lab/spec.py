@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from engine.lab import units
+from engine.validation import Strict
 
 FigureName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 OneLine = Annotated[str, Field(min_length=1, max_length=160, pattern=r"^[^\n\r]*$")]
@@ -19,11 +20,7 @@ Arg = Annotated[str, Field(max_length=200, pattern=r"^[^\n\r\x00]*$")]
 MAX_TIMEOUT_S = 1800  # half an hour: a lab is a short experiment, not a batch job
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LabFigure(_Strict):
+class LabFigure(Strict):
     """One figure the lab must record: its unit and what it is, in one line."""
 
     unit: str
@@ -39,7 +36,7 @@ class LabFigure(_Strict):
         return value
 
 
-class TerminalSpec(_Strict):
+class TerminalSpec(Strict):
     """Which transcript lines the terminal screenshot shows (1-based, inclusive)."""
 
     first_line: Annotated[int, Field(ge=1, le=100_000, strict=True)] = 1
@@ -52,7 +49,7 @@ class TerminalSpec(_Strict):
         return self
 
 
-class LabSection(_Strict):
+class LabSection(Strict):
     """The day's own experiment. ``script`` is relative to the spec's folder and must sit in a
     folder of its own (``day01.lab/lab.py``): that folder is the lab, hashed for staleness."""
 

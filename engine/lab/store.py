@@ -22,21 +22,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
+from engine import validation
 from engine.atomic import write_json
 from engine.errors import UserError
 from engine.lab import units
+from engine.validation import Strict
 
 SCHEMA = "lab/1"
 MAX_TRANSCRIPT_CHARS = 200_000
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Machine(_Strict):
+class Machine(Strict):
     name: str = Field(min_length=1, max_length=200)
     slug: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     cpu: str
@@ -48,13 +46,13 @@ class Machine(_Strict):
     python: str
 
 
-class LabFiles(_Strict):
+class LabFiles(Strict):
     script: str
     files_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     files: list[str]
 
 
-class Figure(_Strict):
+class Figure(Strict):
     value: float
     unit: str
     about: str
@@ -73,13 +71,13 @@ class Figure(_Strict):
         return value
 
 
-class Transcript(_Strict):
+class Transcript(Strict):
     text: str = Field(max_length=MAX_TRANSCRIPT_CHARS)
     lines: int = Field(ge=0)
     truncated: bool
 
 
-class LabMeasurement(_Strict):
+class LabMeasurement(Strict):
     schema_: Literal["lab/1"] = Field(alias="schema")
     day: int = Field(ge=1)
     date: str
@@ -111,13 +109,7 @@ def validate(doc: object, *, file: str | Path) -> dict:
             file=file,
             field="schema",
         )
-    try:
-        model = LabMeasurement.model_validate(doc)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join("schema" if p == "schema_" else str(p) for p in first["loc"]) or None
-        raise UserError(first["msg"].removeprefix("Value error, "), file=file, field=where) from None
-    return model.model_dump(by_alias=True)
+    return validation.validate(LabMeasurement, doc, file=file).model_dump(by_alias=True)
 
 
 def load(path: Path, *, day: int) -> dict:

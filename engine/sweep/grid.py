@@ -18,15 +18,15 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from engine.kvcache import KvDtype
+from engine.validation import PositiveInt, Strict
 from engine.workload import GeneratedWorkload, WorkloadSpec
 
 MAX_POINTS = 1_000_000  # a typo in an axis should not queue a year of simulation
 MAX_AXIS_VALUES = 1000
-KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8", "int4"]
 Router = Literal["random", "round_robin", "least_outstanding", "shared_queue"]
-KV_DTYPES = get_args(KvDtype)
 ROUTERS = get_args(Router)
 LATENCY_METRICS = ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "e2e_p50", "e2e_p99")
 # The order of a point's fields, of the CSV's first columns, and of the product's nesting.
@@ -43,22 +43,18 @@ AXES = (
     "arrival_rate",
 )
 
-PositiveInt = Annotated[int, Field(ge=1, le=1_000_000, strict=True)]
+Count = Annotated[PositiveInt, Field(le=1_000_000)]  # a grid value: GPUs, sequences, tokens
 Seconds = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
 Rate = Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)]
 AxisLength = Field(min_length=1, max_length=MAX_AXIS_VALUES)
 Names = Annotated[list[str], AxisLength]
-Ints = Annotated[list[PositiveInt], AxisLength]
+Ints = Annotated[list[Count], AxisLength]
 Routers = Annotated[list[Router], AxisLength]
 KvDtypes = Annotated[list[KvDtype], AxisLength]
 Rates = Annotated[list[Rate], AxisLength]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Grid(_Strict):
+class Grid(Strict):
     """Each axis is a list of values; a missing axis has the one default value shown."""
 
     gpu: Names
@@ -89,7 +85,7 @@ class Grid(_Strict):
         return self
 
 
-class Targets(_Strict):
+class Targets(Strict):
     """Latency targets in seconds; a point meets them when every one given holds."""
 
     ttft_p50: Seconds | None = None
@@ -109,18 +105,18 @@ class Targets(_Strict):
         return {k: v for k in LATENCY_METRICS if (v := getattr(self, k)) is not None}
 
 
-class RayOptions(_Strict):
+class RayOptions(Strict):
     """Run the points as Ray tasks: 'auto' (a running local cluster), 'local' (start one here),
     or a cluster address such as ray://head:10001."""
 
     address: str = Field(min_length=1, max_length=500)
 
 
-class SweepSection(_Strict):
+class SweepSection(Strict):
     workload: WorkloadSpec
     grid: Grid
     targets: Targets
-    block_size: PositiveInt = 16
+    block_size: Count = 16
     chunked_prefill: bool = True
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
     pareto_latency: Literal["ttft_p99", "tpot_p99", "e2e_p99"] = "e2e_p99"

@@ -8,7 +8,11 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
-from engine.workload.distributions import PositiveFloat, _Model
+from engine.limits import MAX_ARRIVAL_CV
+from engine.workload.distributions import _Model
+
+# Requests per second, over 0; infinite is allowed (the models say so): everyone waits at t = 0.
+Rate = Annotated[float, Field(gt=0)]
 
 
 class AllAtZero(_Model):
@@ -25,7 +29,7 @@ class Poisson(_Model):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=True)  # rate inf: all at 0
     kind: Literal["poisson"] = "poisson"
-    rate: PositiveFloat
+    rate: Rate
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return np.cumsum(rng.exponential(1.0 / self.rate, size=n))
@@ -36,8 +40,8 @@ class Gamma(_Model):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=True)  # rate inf: all at 0
     kind: Literal["gamma"] = "gamma"
-    rate: PositiveFloat
-    cv: PositiveFloat
+    rate: Rate
+    cv: Annotated[float, Field(gt=0, le=MAX_ARRIVAL_CV)]
 
     @model_validator(mode="after")
     def _finite_cv(self) -> Gamma:

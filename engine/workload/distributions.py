@@ -18,13 +18,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from engine.errors import UserError
 from engine.limits import MAX_TOKENS
+from engine.validation import PositiveFloat
 
 MAX_SIGMA = 10.0  # lognormal spread: e^10 ≈ 22,000× per standard deviation
 
-NonNegativeInt = Annotated[int, Field(ge=0)]
-PositiveInt = Annotated[int, Field(ge=1)]
-PositiveFloat = Annotated[float, Field(gt=0)]
-NonNegativeFloat = Annotated[float, Field(ge=0)]
 Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS)]  # a length, or a bound on lengths
 PositiveTokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
 TokensFloat = Annotated[float, Field(gt=0, le=MAX_TOKENS)]  # a typical length (mean, median)

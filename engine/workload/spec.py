@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator
 
 from engine.errors import UserError
 from engine.limits import MAX_ARRIVAL_SECONDS, MAX_REQUESTS
@@ -32,12 +32,13 @@ class GeneratedWorkload(_Model):
     # numpy's SeedSequence takes no negative seeds; strict: YAML's `true` is not the seed 1.
     seed: Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)] = 0
 
-    @model_validator(mode="after")
-    def _outputs_at_least_one(self) -> GeneratedWorkload:
-        low, _ = self.output_tokens.bounds()
+    @field_validator("output_tokens")
+    @classmethod
+    def _outputs_at_least_one(cls, output_tokens: Distribution) -> Distribution:
+        low, _ = output_tokens.bounds()
         if low < 1:
             raise ValueError(f"output_tokens can draw {low}; every request must generate at least 1 token")
-        return self
+        return output_tokens
 
 
 def _workload_kind(value: Any) -> str:

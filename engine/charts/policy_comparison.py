@@ -1,5 +1,5 @@
-"""Batching charts: who holds which slot when, how busy the GPU is, how long requests wait, and
-how full the paged KV cache runs.
+"""Charts that compare batching policies on one run: who holds which slot when, how busy the GPU
+is, how long requests wait, and how full a block-keeping policy's KV cache runs.
 
 All read results['batching']; its policies are drawn in one order (static, continuous, paged)
 and one colour each, so the same policy looks the same on every chart.
@@ -362,7 +362,7 @@ def latency_cdf(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
     return fig, style.fit_alt(sentences)
 
 
-# ---- paged KV blocks --------------------------------------------------------------------------
+# ---- KV blocks in use ------------------------------------------------------------------------
 
 
 def kv_series(pol: dict[str, Any]) -> tuple[list[float], list[float], int | None] | None:
@@ -377,12 +377,20 @@ def kv_series(pol: dict[str, Any]) -> tuple[list[float], list[float], int | None
     return None
 
 
-def _needs_paged(spec: Any) -> str | None:
-    """The spec-time rule of the kv_blocks chart: only the paged policy has blocks to draw."""
-    return None if "paged" in spec.batching.policies else "needs the 'paged' policy"
+def needs_block_policy(spec: Any) -> str | None:
+    """The spec-time rule of the kv_blocks chart: some policy of the day keeps KV blocks.
+
+    The policy registry says which do (paged, prefill-first, any registered later), so a new
+    block-keeping policy needs no edit here."""
+    from engine.batching import registry
+
+    if any(registry.kind(name).needs_blocks for name in spec.batching.policies):
+        return None
+    keepers = ", ".join(repr(n) for n in registry.names() if registry.kind(n).needs_blocks)
+    return f"needs a policy that keeps KV blocks ({keepers})"
 
 
-@register_chart("kv_blocks", needs=("batching",), size="linkedin", check=_needs_paged)
+@register_chart("kv_blocks", needs=("batching",), size="linkedin", check=needs_block_policy)
 def kv_blocks(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Paged KV blocks in use per step against the cache's capacity."""
     batching = labels.section(results, "batching", "kv_blocks")
@@ -390,7 +398,7 @@ def kv_blocks(results: dict[str, Any], size: Size | None = None) -> tuple[Figure
     if not found:
         raise ValueError(
             "chart 'kv_blocks' needs a policy's KV block usage per step (kv_blocks_used, or "
-            "series.kv_blocks_used from the paged policy), which these results do not have"
+            "series.kv_blocks_used from a block-keeping policy), which these results do not have"
         )
     name, (step_list, block_list, num_blocks) = found[0]
     steps = np.asarray(step_list, dtype=float)
