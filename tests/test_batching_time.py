@@ -22,7 +22,7 @@ from engine.batching import (
     simulate,
 )
 from engine.batching.loaders import load_measured_step_time, roofline_from_catalog
-from engine.batching.steptime import run_seconds, steps_to_reach
+from engine.batching.steptime import _stop, run_seconds, steps_to_reach, stop
 from engine.errors import UserError
 from engine.workload import GeneratedWorkload, Workload, generate, load_trace
 
@@ -87,6 +87,34 @@ def test_steps_to_reach_is_the_fewest(model, batch, context, seconds):
     assert run_seconds(model, batch, context, m) >= seconds
     if m > 0:
         assert run_seconds(model, batch, context, m - 1) < seconds
+
+
+TP_ROOFLINE = RooflineStepTime(7e9, 2.6e5, 7e9, 2e12, 3e14, comm_seconds_per_token=4e-6)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    model=st.sampled_from([*MODELS, TP_ROOFLINE]),
+    batch=st.integers(0, 64),
+    context=st.integers(0, 10**5),
+    steps=st.one_of(st.none(), st.integers(0, 400)),
+    need=st.one_of(st.none(), st.floats(-1, 8)),
+)
+def test_the_clocks_one_call_stop_is_the_runner_and_reach(model, batch, context, steps, need):
+    """stop(): the run up to the next event, or the fewest steps that last `need` seconds if
+    fewer; the roofline's own one-call version gives the same integers and the same floats
+    as the runner and reach() (the generic path), and both meet the definition."""
+    if steps is None and need is None:
+        return  # nothing ahead: the simulator ends the run without asking
+    k, span = stop(model, batch, context, steps, need)
+    assert (k, span) == _stop(model, batch, context, steps, need)
+    assert span == run_seconds(model, batch, context, k)
+    if need is not None and need <= 0:
+        assert k == 0
+    elif need is not None and (steps is None or run_seconds(model, batch, context, steps) >= need):
+        assert span >= need and (k == 0 or run_seconds(model, batch, context, k - 1) < need)
+    else:
+        assert k == steps
 
 
 def test_measured_fit_recovers_exact_coefficients():

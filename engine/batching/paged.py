@@ -48,7 +48,7 @@ import gc
 import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import cast
 
 import numpy as np
 
@@ -56,19 +56,15 @@ import numpy as np
 from engine.batching.blocks import DecodeBlocks, KvUsage, blocks_at, blocks_per_step, ceil_div, kv_usage  # noqa: F401
 from engine.batching.queues import FcfsQueue, WaitingQueue
 from engine.batching.schedule import Schedule
-from engine.batching.steptime import StepTime, reach, runner, step_seconds
+from engine.batching.steptime import StepTime, step_seconds, stop
 from engine.errors import UserError
 
-
-class Completion(NamedTuple):
-    """A queued completion: `request` emits its last token in step − 1 and leaves at `step`.
-    Heap order: by step, then admission order; stale once the request is preempted (its
-    version moves on)."""
-
-    step: int
-    order: int
-    request: int
-    version: int
+# A queued completion is one int, step << EVENT_SHIFT | request: the request emits its last token
+# in step − 1 and leaves at `step`. Ints order by step and compare faster than tuples; which of
+# one step's completions goes first changes nothing (they only free slots and blocks). A queued
+# completion is stale once `due[request]` no longer names its step (preempted, paused, done).
+EVENT_SHIFT = 32  # requests < 2**32 (the workload limit is 10**7)
+EVENT_MASK = (1 << EVENT_SHIFT) - 1
 
 
 @dataclass(frozen=True)
@@ -208,16 +204,14 @@ class _Simulation:
         self.held = [0] * n  # blocks held while not decoding (only when blocks are limited)
         self.offset = [0] * n  # while decoding: it reads offset + s tokens at step s
         self.counted = [False] * n  # in decoding_blocks
-        self.version = [0] * n  # bumped on preemption: its queued events go stale
-        self.order = [0] * n  # admission counter: older first among same-step block needs
+        self.due = [-1] * n  # the step its queued completion is due (-1: none queued)
         # queues
         self.running: dict[int, None] = {}  # admission order; the last key is the newest
         self.prefilling: dict[int, None] = {}
         self.waiting: WaitingQueue = policy.queue(prompt, output)
         self.free_slots = list(range(min(cap, n)))  # never more than n run at once
-        # queued completions (Completion: step, admission order, request, version)
-        self.events: list[Completion] = []
-        self.admitted = 0
+        # queued completions (ints, see EVENT_SHIFT)
+        self.events: list[int] = []
         self.preemptions = 0
         # outputs: stays and prefill chunks
         self.s_request: list[int] = []
@@ -240,7 +234,6 @@ class _Simulation:
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.idle = self.timing.idle_seconds
             self.step = getattr(self.timing, "step", None)  # plain floats, when the model has them
-            self.runner = getattr(self.timing, "runner", None)
         self.now = 0.0  # seconds when step t begins
         self.decoding = 0  # requests decoding in step t
         self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding
@@ -273,77 +266,247 @@ class _Simulation:
             self.prefilled,
             self.decode_from,
             self.held,
-            self.version,
-            self.order,
             self.offset,
         ):
             values.append(0)
+        self.due.append(-1)
         self.first_start.append(-1)
         self.finish.append(-1)
         self.counted.append(False)
 
     def steps(self) -> Iterator[int]:
         """The loop. Yields step t, before doing anything in it, only when a checkpoint is set
-        and step t begins at or after it; without one it runs to the end without yielding."""
-        # hot loop: attributes read every visit are bound to locals
-        events, eligible, n = self.events, self.eligible, self.n
-        waiting, running, prefilling, version = self.waiting, self.running, self.prefilling, self.version
-        blocks, limited, budget = self.decoding_blocks, self.limited, self.budget
+        and step t begins at or after it; without one it runs to the end without yielding.
+
+        The hot loop, so everything it reads per visit is a local and the common cases are
+        written out here: completions (as _complete), admitting whole prompts (as _admit,
+        _open_stay, _chunk and _start_decoding do) and the clock (as _advance). Those methods
+        stay the rules' reference and run the rare paths (chunked prefill, a pool running short)
+        and prefill-first scheduling; the counters they share with the loop are handed to them
+        (_store) and read back around each such call. A change to the rules changes both.
+        """
+        events, eligible = self.events, self.eligible
+        waiting, running, prefilling = self.waiting, self.running, self.prefilling
+        blocks, limited, budget, chunked = self.decoding_blocks, self.limited, self.budget, self.chunked
+        hist, bs, pool, cap = blocks.hist, self.bs, self.pool, self.cap
+        prompt, output, generated, context = self.prompt, self.output, self.generated, self.context
+        decode_from, offset, counted, held, due = (
+            self.decode_from,
+            self.offset,
+            self.counted,
+            self.held,
+            self.due,
+        )
+        stay, first_start, finish, prefilled = self.stay, self.first_start, self.finish, self.prefilled
+        s_request, s_slot, s_start, s_decode = self.s_request, self.s_slot, self.s_start, self.s_decode
+        s_emit, s_end, s_context = self.s_emit, self.s_end, self.s_context
+        c_stay, c_step, c_tokens, c_done = self.c_stay, self.c_step, self.c_tokens, self.c_done
+        free_slots, joining = self.free_slots, self.joining
+        heappop, heappush = heapq.heappop, heapq.heappush
+        shift, mask = EVENT_SHIFT, EVENT_MASK
         timed = self.timing is not None
         arrival = self.arrival if timed else eligible
-        heappop = heapq.heappop
+        tolerance = idle = 0.0
+        if timed:
+            model = cast(StepTime, self.timing)
+            idle, tolerance = self.idle, self.tolerance
+            seconds_of = self.step or (lambda b, c, p: step_seconds(model, b, c, p))
+            own_stop = getattr(model, "stop", None)
+        free, explicit, held_step = self.free, self.explicit, self.held_step
+        decoding, context_sum, prefill_now, now = self.decoding, self.context_sum, self.prefill_now, self.now
+        completed, checkpoint, n = self.completed, self.checkpoint, self.n
         t, arrived = 0, 0
         while True:
-            self.t = t
-            if self.checkpoint is not None and self.now + self.tolerance >= self.checkpoint:
+            if checkpoint is not None and now + tolerance >= checkpoint:
+                self.t, self.now, self.completed = t, now, completed
                 yield t
-                n = self.n  # the router may have added requests
+                n, checkpoint = self.n, self.checkpoint  # the router may have added requests
             if limited:
-                self.held_step = t - 1
-                self.free = self.pool - self.explicit - blocks.held(t - 1)
+                held_step = t - 1
+                m, v = divmod(held_step, bs)
+                in_use = blocks.q_sum + blocks.count * (m + 1) + (sum(hist[bs - v :]) if v else 0)
+                free = pool - explicit - in_use  # exact within this visit from here on
             # 1. completions
-            while events and events[0][0] == t:
-                _, _, r, v = heappop(events)
-                if v == version[r]:
-                    self._complete(r, t)
+            while events and events[0] >> shift == t:
+                r = heappop(events) & mask
+                if due[r] != t:
+                    continue  # stale: preempted or paused since it was queued
+                due[r] = -1
+                if timed:
+                    decoding -= 1
+                    context_sum -= context[r] - decode_from[r] + 1
+                del running[r]
+                if limited:
+                    if counted[r]:
+                        a = offset[r]
+                        free += -(-(a + held_step) // bs)
+                        q, u = divmod(a - 1, bs)
+                        blocks.count -= 1
+                        blocks.q_sum -= q
+                        hist[u] -= 1
+                        counted[r] = False
+                    else:
+                        free += held[r]
+                        explicit -= held[r]
+                        held[r] = 0
+                where = stay[r]
+                heappush(free_slots, s_slot[where])
+                s_end[where] = t
+                generated[r] = output[r]
+                finish[r] = t
+                completed += 1
             # 2. arrivals: by step, or by the time step t begins
             if arrived < n:
-                horizon = self.now + self.tolerance if timed else t
+                horizon = now + tolerance if timed else t
                 while arrived < n and arrival[arrived] <= horizon:
                     waiting.append(arrived)
                     arrived += 1
             # 3a. block boundaries of decoding requests, oldest first
             preempted = False
             if limited:
-                taking = blocks.taking(t)
-                if taking <= self.free:
-                    self.free -= taking
+                taking = hist[-t % bs]
+                if taking <= free:
+                    free -= taking
                 else:
+                    self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now)
                     preempted = self._reserve_blocks(t)
-                self.held_step = t
+                    free, explicit, decoding, context_sum = (
+                        self.free,
+                        self.explicit,
+                        self.decoding,
+                        self.context_sum,
+                    )
+                held_step = t
             budget_left = None if budget is None else budget - (len(running) - len(prefilling))
             # 3b. prefill chunks of requests admitted earlier
             chunked_now = False
             if prefilling:
+                self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now)
                 budget_left, more = self._continue_prefills(t, budget_left)
-                preempted |= more
+                free, explicit, decoding, context_sum = (
+                    self.free,
+                    self.explicit,
+                    self.decoding,
+                    self.context_sum,
+                )
+                prefill_now = self.prefill_now
+                preempted = preempted or more
                 chunked_now = True
             # 4. admission
             budget_blocked = False
             if waiting and not preempted:
-                budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
-                chunked_now |= admitted_prefill
+                if chunked:
+                    self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now)
+                    budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
+                    free, explicit, decoding, context_sum = (
+                        self.free,
+                        self.explicit,
+                        self.decoding,
+                        self.context_sum,
+                    )
+                    prefill_now = self.prefill_now
+                    chunked_now = chunked_now or admitted_prefill
+                else:
+                    # whole prompts: each admitted request prefills in t and decodes from t + 1,
+                    # or, with nothing to prefill, decodes from t
+                    while waiting and len(running) < cap:
+                        r = waiting[0]
+                        cached = prompt[r] + generated[r]
+                        if cached:
+                            tokens, taken = cached, -(-cached // bs)
+                        else:
+                            tokens = taken = 1
+                        if budget_left is not None and tokens > budget_left:
+                            budget_blocked = True
+                            break
+                        if limited and taken > free:
+                            break
+                        waiting.popleft()
+                        if budget_left is not None:
+                            budget_left -= tokens
+                        running[r] = None
+                        where = len(s_request)
+                        stay[r] = where
+                        s_request.append(r)
+                        s_slot.append(heappop(free_slots))
+                        s_start.append(t)
+                        s_emit.append(t)
+                        s_end.append(-1)
+                        s_context.append(cached)
+                        context[r] = cached
+                        if first_start[r] < 0:
+                            first_start[r] = t
+                        if cached:
+                            chunked_now = True
+                            prefilled[r] = cached
+                            prefill_now += cached
+                            c_stay.append(where)
+                            c_step.append(t)
+                            c_tokens.append(cached)
+                            c_done.append(cached)
+                            start = t + 1
+                            if timed:
+                                joining.append(r)
+                        else:
+                            start = t
+                            if timed:
+                                decoding += 1
+                                context_sum += 1 - t
+                        s_decode.append(start)
+                        decode_from[r] = start
+                        end = t + output[r] - generated[r]
+                        due[r] = end
+                        heappush(events, end << shift | r)
+                        if limited:
+                            # its prefill's blocks pass straight to the decoding count
+                            free -= taken
+                            offset[r] = a = cached - start + 1
+                            q, u = divmod(a - 1, bs)
+                            blocks.count += 1
+                            blocks.q_sum += q
+                            hist[u] += 1
+                            counted[r] = True
             # the next step where something can change (completions all lie after t)
-            event = events[0][0] if events else None
+            event = events[0] >> shift if events else None
             if prefilling or (waiting and (preempted or (budget_blocked and chunked_now))):
                 event = t + 1
             if limited and blocks.count:
-                short = blocks.first_over(t + 1, self.pool - self.explicit, event)
-                if short is not None and (event is None or short < event):
-                    event = short
+                # blocks.first_over, only when its O(1) bound does not already rule out a
+                # shortage before the event
+                room, count = pool - explicit, blocks.count
+                least = ((room - blocks.q_sum - 2 * count + hist[0]) // count + 1) * bs
+                if event is None or (least < event and t + 1 < event):
+                    short = blocks.first_over(t + 1, room, event)
+                    if short is not None and (event is None or short < event):
+                        event = short
             waiting_for = arrived if not waiting and arrived < n else None
             if timed:
-                following = self._advance(t, event, waiting_for)
+                # the clock (as _advance): step t's seconds, then the run to the next stop
+                if decoding == 0 and prefill_now == 0:
+                    this = idle
+                else:
+                    this = seconds_of(decoding, context_sum + t * decoding, prefill_now)
+                if joining:
+                    for r in joining:  # they read context + 1 tokens at step t + 1
+                        context_sum += context[r] - t
+                    decoding += len(joining)
+                    joining.clear()
+                prefill_now = 0
+                target = None if waiting_for is None else arrival[waiting_for]
+                if checkpoint is not None and (target is None or checkpoint < target):
+                    target = checkpoint
+                steps = None if event is None else (event - t - 1 if event > t else 0)
+                if steps is None and target is None:
+                    following = None
+                else:
+                    need = None if target is None else target - tolerance - (now + this)
+                    first_context = context_sum + (t + 1) * decoding
+                    if decoding and own_stop is not None:
+                        ahead, span = own_stop(decoding, first_context, steps, need)
+                    else:
+                        ahead, span = stop(model, decoding, first_context, steps, need)
+                    now += this + span
+                    following = t + 1 + ahead
             else:
                 if waiting_for is not None:
                     event = eligible[waiting_for] if event is None else min(event, eligible[waiting_for])
@@ -353,7 +516,23 @@ class _Simulation:
                     raise AssertionError("an open run needs a checkpoint to wait for")
                 break
             t = following
+        self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now)
+        self.now, self.completed = now, completed
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
+
+    def _store(
+        self,
+        t: int,
+        held_step: int,
+        free: int,
+        explicit: int,
+        decoding: int,
+        context_sum: int,
+        prefill_now: int,
+    ) -> None:
+        """Hand the loop's counters to the methods (see steps)."""
+        self.t, self.held_step, self.free, self.explicit = t, held_step, free, explicit
+        self.decoding, self.context_sum, self.prefill_now = decoding, context_sum, prefill_now
 
     # ---- pieces -------------------------------------------------------------------------------
 
@@ -368,6 +547,7 @@ class _Simulation:
         self.s_end[self.stay[r]] = t
         self.generated[r] = self.output[r]
         self.finish[r] = t
+        self.due[r] = -1
         self.completed += 1
 
     def _preempt(self, v: int, t: int) -> None:
@@ -391,7 +571,7 @@ class _Simulation:
                     self.joining.remove(v)
         if self.limited:
             self._release(v)
-        self.version[v] += 1
+        self.due[v] = -1  # its queued completion is stale
         heapq.heappush(self.free_slots, self.s_slot[stay])
         self.s_end[stay] = t
         self.waiting.appendleft(v)
@@ -487,8 +667,6 @@ class _Simulation:
 
     def _open_stay(self, r: int, t: int, context: int) -> None:
         self.running[r] = None
-        self.order[r] = self.admitted
-        self.admitted += 1
         self.stay[r] = len(self.s_request)
         self.s_request.append(r)
         self.s_slot.append(heapq.heappop(self.free_slots))
@@ -528,8 +706,8 @@ class _Simulation:
             else:
                 self.joining.append(r)
         end = emit + self.output[r] - self.generated[r]
-        version, order = self.version[r], self.order[r]
-        heapq.heappush(self.events, Completion(end, order, r, version))
+        self.due[r] = end
+        heapq.heappush(self.events, end << EVENT_SHIFT | r)
         if self.limited:
             self.explicit -= self.held[r]
             self.held[r] = 0
@@ -563,31 +741,20 @@ class _Simulation:
             # they read context + 1 tokens at step t + 1
             self.context_sum += sum(self.context[r] for r in self.joining) - t * len(self.joining)
             self.decoding += len(self.joining)
-            self.joining = []
+            self.joining.clear()
         self.prefill_now = 0
         batch = self.decoding
-        first_context = self.context_sum + (t + 1) * batch
-        following = None if event is None else (event if event > t else t + 1)
-        if batch and self.runner is not None:
-            run = self.runner(batch, first_context)  # the model's own sum, terms worked out once
-        else:
-            run = runner(model, batch, first_context)
-        span = 0.0 if following is None or following == t + 1 else run(following - t - 1)
         target = None if waiting_for is None else self.arrival[waiting_for]
         if self.checkpoint is not None and (target is None or self.checkpoint < target):
             target = self.checkpoint  # a router looks at this engine then: stop there too
-        if target is not None:
-            # an arrival joins at the first step that begins at or after it (within tolerance)
-            need = target - self.tolerance - (self.now + this)
-            if need <= 0:
-                following, span = t + 1, 0.0
-            elif following is None or span >= need:  # it lands first (or with the event)
-                more, span = reach(model, batch, first_context, need, run)
-                following = t + 1 + more
-        if following is None:
+        steps = None if event is None else (event - t - 1 if event > t else 0)
+        if steps is None and target is None:
             return None
+        # an arrival joins at the first step that begins at or after it (within tolerance)
+        need = None if target is None else target - self.tolerance - (self.now + this)
+        more, span = stop(model, batch, self.context_sum + (t + 1) * batch, steps, need)
         self.now += this + span
-        return following
+        return t + 1 + more
 
     # ---- result -------------------------------------------------------------------------------
 

@@ -116,6 +116,34 @@ def reach(
     return _fewest(run, seconds, max(1, start))
 
 
+def stop(
+    model: StepTime, batch: int, first_context: float, steps: int | None, need: float | None
+) -> tuple[int, float]:
+    """Where the simulator's clock stops next: (k, run_seconds(k)) for a fixed batch's run of
+    decode steps, k = `steps` (the steps before the next known event; None: there is none), or
+    fewer if the run lasts `need` seconds sooner (the next arrival): the fewest steps that do
+    (0 steps if need ≤ 0). One call per event: the models that offer `stop` answer it in plain
+    floats, with their sum's terms worked out once; the same k and seconds as reach() and the
+    runner."""
+    own = getattr(model, "stop", None)
+    if own is not None and batch:
+        return own(batch, first_context, steps, need)
+    return _stop(model, batch, first_context, steps, need)
+
+
+def _stop(
+    model: StepTime, batch: int, first_context: float, steps: int | None, need: float | None
+) -> tuple[int, float]:
+    if need is not None and need <= 0:
+        return 0, 0.0
+    run = runner(model, batch, first_context)
+    span = 0.0 if not steps else run(steps)
+    if need is not None and (steps is None or span >= need):
+        return reach(model, batch, first_context, need, run)
+    assert steps is not None, "a run with nothing ahead has no end"
+    return steps, span
+
+
 def _fewest(run: Callable[[int], float], seconds: float, start: int) -> tuple[int, float]:
     """The least k ≥ 1 with run(k) ≥ seconds, and run(k) (run nondecreasing, run(0) = 0 <
     seconds), found by galloping from `start` and bisecting: two calls when `start` is right."""
@@ -298,6 +326,53 @@ class RooflineStepTime:
             return total + steps_f * comm if comm else total
 
         return summed
+
+    def stop(
+        self, batch: int, first_context: float, steps: int | None, need: float | None
+    ) -> tuple[int, float]:
+        """steptime.stop in one call (batch ≥ 1): the runner's sum and guess() inlined, the
+        guess settled by two sums when it is right (the usual case), else by _fewest."""
+        if steps == 0 or (need is not None and need <= 0):
+            return 0, 0.0
+        gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
+        comm = self.comm_seconds_per_token * float(batch)
+        if steps is not None:
+            k = float(steps)
+            flat = min(k, crossing)
+            rest = k - flat
+            span = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+            if comm:
+                span = span + k * comm
+            if need is None or span < need:
+                return steps, span
+        assert need is not None, "a run with nothing ahead has no end"
+        # the fewest steps lasting ≥ need: guess (as guess() does), then settle
+        if comm:
+            start = _quadratic_steps(max(gamma, base) + comm, slope, need)
+        elif gamma > 0 and need <= gamma * crossing:
+            start = math.ceil(need / gamma)
+        else:
+            flat0 = 0.0 if crossing == math.inf else crossing
+            start = int(flat0) + _quadratic_steps(base + slope * flat0, slope, need - gamma * flat0)
+        start = max(1, start)
+        k = float(start)
+        flat = min(k, crossing)
+        rest = k - flat
+        at = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+        if comm:
+            at = at + k * comm
+        if at >= need:
+            if start == 1:
+                return 1, at
+            k -= 1.0
+            flat = min(k, crossing)
+            rest = k - flat
+            below = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+            if comm:
+                below = below + k * comm
+            if below < need:
+                return start, at
+        return _fewest(self.runner(batch, first_context), need, start)
 
     def guess(self, batch: int, first_context: float, seconds: float) -> int:
         gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
