@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.batching.distinct import distinct
 from engine.batching.schedule import Schedule
 from engine.batching.steptime import StepTime
 
@@ -150,7 +151,7 @@ def segment_load(schedule: Schedule) -> SegmentLoad:
     ds, end = schedule.decode_start, priced_end(schedule)
     live = end > ds
     ds, end, cached = ds[live], end[live], schedule.context[live]
-    edges = np.unique(
+    edges = distinct(
         np.concatenate(
             (
                 [0, horizon],
