@@ -314,6 +314,8 @@ class _Simulation:
             own_stop = getattr(model, "stop", None)
         free, explicit, held_step = self.free, self.explicit, self.held_step
         decoding, context_sum, prefill_now, now = self.decoding, self.context_sum, self.prefill_now, self.now
+        counting, q_sum = blocks.count, blocks.q_sum  # the decoding count's totals (hist is shared)
+        safe = 0  # no step before this can run the pool short (bound kept by the previous visit)
         completed, checkpoint, n = self.completed, self.checkpoint, self.n
         t, arrived = 0, 0
         while True:
@@ -321,12 +323,7 @@ class _Simulation:
                 self.t, self.now, self.completed = t, now, completed
                 yield t
                 n, checkpoint = self.n, self.checkpoint  # the router may have added requests
-            if limited:
-                held_step = t - 1
-                m, v = divmod(held_step, bs)
-                in_use = blocks.q_sum + blocks.count * (m + 1) + (sum(hist[bs - v :]) if v else 0)
-                free = pool - explicit - in_use  # exact within this visit from here on
-            # 1. completions
+            # 1. completions (the blocks they free are counted with the rest in 3a)
             while events and events[0] >> shift == t:
                 r = heappop(events) & mask
                 if due[r] != t:
@@ -338,15 +335,12 @@ class _Simulation:
                 del running[r]
                 if limited:
                     if counted[r]:
-                        a = offset[r]
-                        free += -(-(a + held_step) // bs)
-                        q, u = divmod(a - 1, bs)
-                        blocks.count -= 1
-                        blocks.q_sum -= q
+                        q, u = divmod(offset[r] - 1, bs)
+                        counting -= 1
+                        q_sum -= q
                         hist[u] -= 1
                         counted[r] = False
                     else:
-                        free += held[r]
                         explicit -= held[r]
                         held[r] = 0
                 where = stay[r]
@@ -365,46 +359,39 @@ class _Simulation:
             preempted = False
             if limited:
                 taking = hist[-t % bs]
-                if taking <= free:
-                    free -= taking
-                else:
-                    self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now)
-                    preempted = self._reserve_blocks(t)
-                    free, explicit, decoding, context_sum = (
-                        self.free,
-                        self.explicit,
-                        self.decoding,
-                        self.context_sum,
-                    )
+                # The free blocks are counted only when something here needs them: a
+                # completion visit whose block boundaries cannot run the pool short skips it.
+                if waiting or prefilling or (taking and t >= safe):
+                    held_step = t - 1
+                    m, v = divmod(held_step, bs)
+                    free = pool - explicit - (q_sum + counting * (m + 1) + (sum(hist[bs - v :]) if v else 0))
+                    if taking <= free:
+                        free -= taking
+                    else:
+                        self._store(
+                            t, held_step, free, explicit, decoding, context_sum, prefill_now, counting, q_sum
+                        )
+                        preempted = self._reserve_blocks(t)
+                        free, explicit, decoding, context_sum, prefill_now, counting, q_sum = self._load()
                 held_step = t
             budget_left = None if budget is None else budget - (len(running) - len(prefilling))
             # 3b. prefill chunks of requests admitted earlier
             chunked_now = False
             if prefilling:
-                self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now)
+                self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now, counting, q_sum)
                 budget_left, more = self._continue_prefills(t, budget_left)
-                free, explicit, decoding, context_sum = (
-                    self.free,
-                    self.explicit,
-                    self.decoding,
-                    self.context_sum,
-                )
-                prefill_now = self.prefill_now
+                free, explicit, decoding, context_sum, prefill_now, counting, q_sum = self._load()
                 preempted = preempted or more
                 chunked_now = True
             # 4. admission
             budget_blocked = False
             if waiting and not preempted:
                 if chunked:
-                    self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now)
-                    budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
-                    free, explicit, decoding, context_sum = (
-                        self.free,
-                        self.explicit,
-                        self.decoding,
-                        self.context_sum,
+                    self._store(
+                        t, held_step, free, explicit, decoding, context_sum, prefill_now, counting, q_sum
                     )
-                    prefill_now = self.prefill_now
+                    budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
+                    free, explicit, decoding, context_sum, prefill_now, counting, q_sum = self._load()
                     chunked_now = chunked_now or admitted_prefill
                 else:
                     # whole prompts: each admitted request prefills in t and decodes from t + 1,
@@ -462,20 +449,22 @@ class _Simulation:
                             free -= taken
                             offset[r] = a = cached - start + 1
                             q, u = divmod(a - 1, bs)
-                            blocks.count += 1
-                            blocks.q_sum += q
+                            counting += 1
+                            q_sum += q
                             hist[u] += 1
                             counted[r] = True
             # the next step where something can change (completions all lie after t)
             event = events[0] >> shift if events else None
             if prefilling or (waiting and (preempted or (budget_blocked and chunked_now))):
                 event = t + 1
-            if limited and blocks.count:
-                # blocks.first_over, only when its O(1) bound does not already rule out a
-                # shortage before the event
-                room, count = pool - explicit, blocks.count
-                least = ((room - blocks.q_sum - 2 * count + hist[0]) // count + 1) * bs
-                if event is None or (least < event and t + 1 < event):
+            if limited and counting:
+                # No step before `safe` can hold more blocks than the pool has (the bound
+                # blocks.first_over starts from); only a shortage possible before the event
+                # is searched for.
+                room = pool - explicit
+                safe = ((room - q_sum - 2 * counting + hist[0]) // counting + 1) * bs
+                if event is None or (safe < event and t + 1 < event):
+                    blocks.count, blocks.q_sum = counting, q_sum
                     short = blocks.first_over(t + 1, room, event)
                     if short is not None and (event is None or short < event):
                         event = short
@@ -516,7 +505,7 @@ class _Simulation:
                     raise AssertionError("an open run needs a checkpoint to wait for")
                 break
             t = following
-        self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now)
+        self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now, counting, q_sum)
         self.now, self.completed = now, completed
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
 
@@ -529,10 +518,26 @@ class _Simulation:
         decoding: int,
         context_sum: int,
         prefill_now: int,
+        counting: int,
+        q_sum: int,
     ) -> None:
         """Hand the loop's counters to the methods (see steps)."""
         self.t, self.held_step, self.free, self.explicit = t, held_step, free, explicit
         self.decoding, self.context_sum, self.prefill_now = decoding, context_sum, prefill_now
+        self.decoding_blocks.count, self.decoding_blocks.q_sum = counting, q_sum
+
+    def _load(self) -> tuple[int, int, int, int, int, int, int]:
+        """Take them back after a method ran."""
+        blocks = self.decoding_blocks
+        return (
+            self.free,
+            self.explicit,
+            self.decoding,
+            self.context_sum,
+            self.prefill_now,
+            blocks.count,
+            blocks.q_sum,
+        )
 
     # ---- pieces -------------------------------------------------------------------------------
 
