@@ -48,7 +48,6 @@ import gc
 import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 
@@ -56,7 +55,7 @@ import numpy as np
 from engine.batching.blocks import DecodeBlocks, KvUsage, blocks_at, blocks_per_step, ceil_div, kv_usage  # noqa: F401
 from engine.batching.queues import FcfsQueue, WaitingQueue
 from engine.batching.schedule import Schedule
-from engine.batching.steptime import StepTime, step_seconds, stop
+from engine.batching.steptime import StepTime, clock_functions
 from engine.errors import UserError
 
 # A queued completion is one int, step << EVENT_SHIFT | request: the request emits its last token
@@ -233,11 +232,13 @@ class _Simulation:
             self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.idle = self.timing.idle_seconds
-            self.step = getattr(self.timing, "step", None)  # plain floats, when the model has them
+            self.step_seconds, self.stop = clock_functions(self.timing)  # plain floats, made once
         self.now = 0.0  # seconds when step t begins
         self.decoding = 0  # requests decoding in step t
         self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding
-        self.joining: list[int] = []  # prefills that finish in step t: they decode from t + 1
+        # prefills that finish in step t (they decode from t + 1): how many, Σ their contexts
+        self.join_count = self.join_sum = 0
+        self.whole_prompts = False  # chunks rebuilt from the stays (set by steps, see there)
         self.prefill_now = 0  # prompt tokens processed in step t
         # Side by side with other engines (engine.batching.cosim): more requests may come
         # (`open`), and the loop pauses before the first step that begins at or after
@@ -283,37 +284,33 @@ class _Simulation:
         _open_stay, _chunk and _start_decoding do) and the clock (as _advance). Those methods
         stay the rules' reference and run the rare paths (chunked prefill, a pool running short)
         and prefill-first scheduling; the counters they share with the loop are handed to them
-        (_store) and read back around each such call. A change to the rules changes both.
+        (_store) and taken back (_load) around each such call. A change to the rules changes
+        both. Builtin calls (len, max, sum) are kept off the common path: on an interpreter
+        built without optimisations each costs several arithmetic operations.
         """
         events, eligible = self.events, self.eligible
         waiting, running, prefilling = self.waiting, self.running, self.prefilling
         blocks, limited, budget, chunked = self.decoding_blocks, self.limited, self.budget, self.chunked
         hist, bs, pool, cap = blocks.hist, self.bs, self.pool, self.cap
         prompt, output, generated, context = self.prompt, self.output, self.generated, self.context
-        decode_from, offset, counted, held, due = (
-            self.decode_from,
-            self.offset,
-            self.counted,
-            self.held,
-            self.due,
-        )
-        stay, first_start, finish, prefilled = self.stay, self.first_start, self.finish, self.prefilled
+        decode_from, offset, counted, due = self.decode_from, self.offset, self.counted, self.due
+        stay, first_start, finish = self.stay, self.first_start, self.finish
         s_request, s_slot, s_start, s_decode = self.s_request, self.s_slot, self.s_start, self.s_decode
-        s_emit, s_end, s_context = self.s_emit, self.s_end, self.s_context
-        c_stay, c_step, c_tokens, c_done = self.c_stay, self.c_step, self.c_tokens, self.c_done
-        free_slots, joining = self.free_slots, self.joining
+        s_emit, s_end, s_context, free_slots = self.s_emit, self.s_end, self.s_context, self.free_slots
         heappop, heappush = heapq.heappop, heapq.heappush
         shift, mask = EVENT_SHIFT, EVENT_MASK
         timed = self.timing is not None
         arrival = self.arrival if timed else eligible
         tolerance = idle = 0.0
         if timed:
-            model = cast(StepTime, self.timing)
             idle, tolerance = self.idle, self.tolerance
-            seconds_of = self.step or (lambda b, c, p: step_seconds(model, b, c, p))
-            own_stop = getattr(model, "stop", None)
+            seconds_of, stop = self.step_seconds, self.stop
+        # Whole prompts (no chunking): every stay emits from its first step and prefills its
+        # context there in one chunk, so schedule() rebuilds those from the stays.
+        self.whole_prompts = not chunked
         free, explicit, held_step = self.free, self.explicit, self.held_step
         decoding, context_sum, prefill_now, now = self.decoding, self.context_sum, self.prefill_now, self.now
+        join_count, join_sum = self.join_count, self.join_sum
         counting, q_sum = blocks.count, blocks.q_sum  # the decoding count's totals (hist is shared)
         safe = 0  # no step before this can run the pool short (bound kept by the previous visit)
         completed, checkpoint, n = self.completed, self.checkpoint, self.n
@@ -324,31 +321,33 @@ class _Simulation:
                 yield t
                 n, checkpoint = self.n, self.checkpoint  # the router may have added requests
             # 1. completions (the blocks they free are counted with the rest in 3a)
-            while events and events[0] >> shift == t:
-                r = heappop(events) & mask
-                if due[r] != t:
-                    continue  # stale: preempted or paused since it was queued
-                due[r] = -1
-                if timed:
-                    decoding -= 1
-                    context_sum -= context[r] - decode_from[r] + 1
-                del running[r]
-                if limited:
-                    if counted[r]:
-                        q, u = divmod(offset[r] - 1, bs)
-                        counting -= 1
-                        q_sum -= q
-                        hist[u] -= 1
-                        counted[r] = False
-                    else:
-                        explicit -= held[r]
-                        held[r] = 0
-                where = stay[r]
-                heappush(free_slots, s_slot[where])
-                s_end[where] = t
-                generated[r] = output[r]
-                finish[r] = t
-                completed += 1
+            if events:
+                limit = (t + 1) << shift
+                while events and events[0] < limit:
+                    r = heappop(events) & mask
+                    if due[r] != t:
+                        continue  # stale: preempted or paused since it was queued
+                    due[r] = -1
+                    a = offset[r]  # its reads at step s are a + s
+                    if timed:
+                        decoding -= 1
+                        context_sum -= a
+                    del running[r]
+                    if limited:
+                        if counted[r]:
+                            q, u = divmod(a - 1, bs)
+                            counting -= 1
+                            q_sum -= q
+                            hist[u] -= 1
+                            counted[r] = False
+                        else:
+                            explicit -= self.held[r]
+                            self.held[r] = 0
+                    where = stay[r]
+                    heappush(free_slots, s_slot[where])
+                    s_end[where] = t
+                    finish[r] = t  # (its `generated` is no longer read)
+                    completed += 1
             # 2. arrivals: by step, or by the time step t begins
             if arrived < n:
                 horizon = now + tolerance if timed else t
@@ -364,95 +363,156 @@ class _Simulation:
                 if waiting or prefilling or (taking and t >= safe):
                     held_step = t - 1
                     m, v = divmod(held_step, bs)
-                    free = pool - explicit - (q_sum + counting * (m + 1) + (sum(hist[bs - v :]) if v else 0))
+                    free = pool - explicit - q_sum - counting * (m + 1)
+                    if v:
+                        free -= sum(hist[bs - v :])
                     if taking <= free:
                         free -= taking
                     else:
                         self._store(
-                            t, held_step, free, explicit, decoding, context_sum, prefill_now, counting, q_sum
+                            t,
+                            held_step,
+                            free,
+                            explicit,
+                            decoding,
+                            context_sum,
+                            prefill_now,
+                            join_count,
+                            join_sum,
+                            counting,
+                            q_sum,
                         )
                         preempted = self._reserve_blocks(t)
-                        free, explicit, decoding, context_sum, prefill_now, counting, q_sum = self._load()
+                        (
+                            free,
+                            explicit,
+                            decoding,
+                            context_sum,
+                            prefill_now,
+                            join_count,
+                            join_sum,
+                            counting,
+                            q_sum,
+                        ) = self._load()
                 held_step = t
-            budget_left = None if budget is None else budget - (len(running) - len(prefilling))
-            # 3b. prefill chunks of requests admitted earlier
-            chunked_now = False
-            if prefilling:
-                self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now, counting, q_sum)
-                budget_left, more = self._continue_prefills(t, budget_left)
-                free, explicit, decoding, context_sum, prefill_now, counting, q_sum = self._load()
-                preempted = preempted or more
-                chunked_now = True
-            # 4. admission
-            budget_blocked = False
-            if waiting and not preempted:
-                if chunked:
+            chunked_now = budget_blocked = False
+            if waiting or prefilling:
+                budget_left = None if budget is None else budget - (len(running) - len(prefilling))
+                # 3b. prefill chunks of requests admitted earlier
+                if prefilling:
                     self._store(
-                        t, held_step, free, explicit, decoding, context_sum, prefill_now, counting, q_sum
+                        t,
+                        held_step,
+                        free,
+                        explicit,
+                        decoding,
+                        context_sum,
+                        prefill_now,
+                        join_count,
+                        join_sum,
+                        counting,
+                        q_sum,
                     )
-                    budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
-                    free, explicit, decoding, context_sum, prefill_now, counting, q_sum = self._load()
-                    chunked_now = chunked_now or admitted_prefill
-                else:
-                    # whole prompts: each admitted request prefills in t and decodes from t + 1,
-                    # or, with nothing to prefill, decodes from t
-                    while waiting and len(running) < cap:
-                        r = waiting[0]
-                        cached = prompt[r] + generated[r]
-                        if cached:
-                            tokens, taken = cached, -(-cached // bs)
-                        else:
-                            tokens = taken = 1
-                        if budget_left is not None and tokens > budget_left:
-                            budget_blocked = True
-                            break
-                        if limited and taken > free:
-                            break
-                        waiting.popleft()
-                        if budget_left is not None:
-                            budget_left -= tokens
-                        running[r] = None
-                        where = len(s_request)
-                        stay[r] = where
-                        s_request.append(r)
-                        s_slot.append(heappop(free_slots))
-                        s_start.append(t)
-                        s_emit.append(t)
-                        s_end.append(-1)
-                        s_context.append(cached)
-                        context[r] = cached
-                        if first_start[r] < 0:
-                            first_start[r] = t
-                        if cached:
-                            chunked_now = True
-                            prefilled[r] = cached
-                            prefill_now += cached
-                            c_stay.append(where)
-                            c_step.append(t)
-                            c_tokens.append(cached)
-                            c_done.append(cached)
-                            start = t + 1
-                            if timed:
-                                joining.append(r)
-                        else:
-                            start = t
-                            if timed:
-                                decoding += 1
-                                context_sum += 1 - t
-                        s_decode.append(start)
-                        decode_from[r] = start
-                        end = t + output[r] - generated[r]
-                        due[r] = end
-                        heappush(events, end << shift | r)
-                        if limited:
-                            # its prefill's blocks pass straight to the decoding count
-                            free -= taken
+                    budget_left, more = self._continue_prefills(t, budget_left)
+                    (
+                        free,
+                        explicit,
+                        decoding,
+                        context_sum,
+                        prefill_now,
+                        join_count,
+                        join_sum,
+                        counting,
+                        q_sum,
+                    ) = self._load()
+                    preempted = preempted or more
+                    chunked_now = True
+                # 4. admission
+                if waiting and not preempted:
+                    if chunked:
+                        self._store(
+                            t,
+                            held_step,
+                            free,
+                            explicit,
+                            decoding,
+                            context_sum,
+                            prefill_now,
+                            join_count,
+                            join_sum,
+                            counting,
+                            q_sum,
+                        )
+                        budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
+                        (
+                            free,
+                            explicit,
+                            decoding,
+                            context_sum,
+                            prefill_now,
+                            join_count,
+                            join_sum,
+                            counting,
+                            q_sum,
+                        ) = self._load()
+                        chunked_now = chunked_now or admitted_prefill
+                    else:
+                        # whole prompts: each admitted request prefills in t and decodes from
+                        # t + 1, or, with nothing to prefill, decodes from t
+                        seats = cap - len(running)
+                        while waiting and seats:
+                            r = waiting[0]
+                            cached = prompt[r] + generated[r]
+                            if cached:
+                                tokens, taken = cached, -(-cached // bs)
+                            else:
+                                tokens = taken = 1
+                            if budget_left is not None and tokens > budget_left:
+                                budget_blocked = True
+                                break
+                            if limited and taken > free:
+                                break
+                            waiting.popleft()
+                            if budget_left is not None:
+                                budget_left -= tokens
+                            seats -= 1
+                            running[r] = None
+                            stay[r] = len(s_request)
+                            s_request.append(r)
+                            s_slot.append(heappop(free_slots))
+                            s_start.append(t)
+                            s_emit.append(t)
+                            s_end.append(-1)
+                            s_context.append(cached)
+                            context[r] = cached
+                            if first_start[r] < 0:
+                                first_start[r] = t
+                            if cached:
+                                chunked_now = True
+                                prefill_now += cached
+                                start = t + 1
+                                if timed:
+                                    join_count += 1
+                                    join_sum += cached
+                            else:
+                                start = t
+                                if timed:
+                                    decoding += 1
+                                    context_sum += 1 - t
+                            s_decode.append(start)
+                            decode_from[r] = start
+                            end = t + output[r] - generated[r]
+                            due[r] = end
+                            heappush(events, end << shift | r)
                             offset[r] = a = cached - start + 1
-                            q, u = divmod(a - 1, bs)
-                            counting += 1
-                            q_sum += q
-                            hist[u] += 1
-                            counted[r] = True
+                            if limited:
+                                # its prefill's blocks pass straight to the decoding count
+                                free -= taken
+                                q, u = divmod(a - 1, bs)
+                                counting += 1
+                                q_sum += q
+                                hist[u] += 1
+                                counted[r] = True
             # the next step where something can change (completions all lie after t)
             event = events[0] >> shift if events else None
             if prefilling or (waiting and (preempted or (budget_blocked and chunked_now))):
@@ -475,37 +535,47 @@ class _Simulation:
                     this = idle
                 else:
                     this = seconds_of(decoding, context_sum + t * decoding, prefill_now)
-                if joining:
-                    for r in joining:  # they read context + 1 tokens at step t + 1
-                        context_sum += context[r] - t
-                    decoding += len(joining)
-                    joining.clear()
+                if join_count:  # they read context + 1 tokens at step t + 1
+                    context_sum += join_sum - t * join_count
+                    decoding += join_count
+                    join_count = join_sum = 0
                 prefill_now = 0
                 target = None if waiting_for is None else arrival[waiting_for]
                 if checkpoint is not None and (target is None or checkpoint < target):
                     target = checkpoint
-                steps = None if event is None else (event - t - 1 if event > t else 0)
-                if steps is None and target is None:
-                    following = None
+                if event is None:
+                    if target is None:
+                        break
+                    steps = None
                 else:
-                    need = None if target is None else target - tolerance - (now + this)
-                    first_context = context_sum + (t + 1) * decoding
-                    if decoding and own_stop is not None:
-                        ahead, span = own_stop(decoding, first_context, steps, need)
-                    else:
-                        ahead, span = stop(model, decoding, first_context, steps, need)
-                    now += this + span
-                    following = t + 1 + ahead
+                    steps = event - t - 1 if event > t else 0
+                need = None if target is None else target - tolerance - (now + this)
+                ahead, span = stop(decoding, context_sum + (t + 1) * decoding, steps, need)
+                now += this + span
+                t += 1 + ahead
             else:
                 if waiting_for is not None:
-                    event = eligible[waiting_for] if event is None else min(event, eligible[waiting_for])
-                following = None if event is None else max(t + 1, event)
-            if following is None:
-                if self.open:
-                    raise AssertionError("an open run needs a checkpoint to wait for")
-                break
-            t = following
-        self._store(t, held_step, free, explicit, decoding, context_sum, prefill_now, counting, q_sum)
+                    wake = eligible[waiting_for]
+                    if event is None or wake < event:
+                        event = wake
+                if event is None:
+                    break
+                t = event if event > t else t + 1
+        if self.open:
+            raise AssertionError("an open run needs a checkpoint to wait for")
+        self._store(
+            t,
+            held_step,
+            free,
+            explicit,
+            decoding,
+            context_sum,
+            prefill_now,
+            join_count,
+            join_sum,
+            counting,
+            q_sum,
+        )
         self.now, self.completed = now, completed
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
 
@@ -518,15 +588,18 @@ class _Simulation:
         decoding: int,
         context_sum: int,
         prefill_now: int,
+        join_count: int,
+        join_sum: int,
         counting: int,
         q_sum: int,
     ) -> None:
         """Hand the loop's counters to the methods (see steps)."""
         self.t, self.held_step, self.free, self.explicit = t, held_step, free, explicit
         self.decoding, self.context_sum, self.prefill_now = decoding, context_sum, prefill_now
+        self.join_count, self.join_sum = join_count, join_sum
         self.decoding_blocks.count, self.decoding_blocks.q_sum = counting, q_sum
 
-    def _load(self) -> tuple[int, int, int, int, int, int, int]:
+    def _load(self) -> tuple[int, int, int, int, int, int, int, int, int]:
         """Take them back after a method ran."""
         blocks = self.decoding_blocks
         return (
@@ -535,6 +608,8 @@ class _Simulation:
             self.decoding,
             self.context_sum,
             self.prefill_now,
+            self.join_count,
+            self.join_sum,
             blocks.count,
             blocks.q_sum,
         )
@@ -573,7 +648,8 @@ class _Simulation:
                     self.decoding -= 1
                     self.context_sum -= self.context[v] - self.decode_from[v] + 1
                 else:
-                    self.joining.remove(v)
+                    self.join_count -= 1
+                    self.join_sum -= self.context[v]
         if self.limited:
             self._release(v)
         self.due[v] = -1  # its queued completion is stale
@@ -709,14 +785,15 @@ class _Simulation:
                 self.decoding += 1
                 self.context_sum += self.context[r] - step + 1
             else:
-                self.joining.append(r)
+                self.join_count += 1
+                self.join_sum += self.context[r]
         end = emit + self.output[r] - self.generated[r]
         self.due[r] = end
         heapq.heappush(self.events, end << EVENT_SHIFT | r)
+        self.offset[r] = offset = self.context[r] - step + 1
         if self.limited:
             self.explicit -= self.held[r]
             self.held[r] = 0
-            self.offset[r] = offset = self.context[r] - step + 1
             self.decoding_blocks.add(offset)
             self.counted[r] = True
 
@@ -733,20 +810,16 @@ class _Simulation:
         arrival's step is solved only when it lands before `event`: usually one run is summed
         per event, not a search per step.
         """
-        model = self.timing
-        assert model is not None
         decoding, prefill_now = self.decoding, self.prefill_now
         if decoding == 0 and prefill_now == 0:
             this = self.idle
-        elif self.step is not None:
-            this = self.step(decoding, self.context_sum + t * decoding, prefill_now)
         else:
-            this = step_seconds(model, decoding, self.context_sum + t * decoding, prefill_now)
-        if self.joining:
+            this = self.step_seconds(decoding, self.context_sum + t * decoding, prefill_now)
+        if self.join_count:
             # they read context + 1 tokens at step t + 1
-            self.context_sum += sum(self.context[r] for r in self.joining) - t * len(self.joining)
-            self.decoding += len(self.joining)
-            self.joining.clear()
+            self.context_sum += self.join_sum - t * self.join_count
+            self.decoding += self.join_count
+            self.join_count = self.join_sum = 0
         self.prefill_now = 0
         batch = self.decoding
         target = None if waiting_for is None else self.arrival[waiting_for]
@@ -757,7 +830,7 @@ class _Simulation:
             return None
         # an arrival joins at the first step that begins at or after it (within tolerance)
         need = None if target is None else target - self.tolerance - (self.now + this)
-        more, span = stop(model, batch, self.context_sum + (t + 1) * batch, steps, need)
+        more, span = self.stop(batch, self.context_sum + (t + 1) * batch, steps, need)
         self.now += this + span
         return t + 1 + more
 
@@ -766,7 +839,12 @@ class _Simulation:
     def schedule(self) -> Schedule:
         ints = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731
         request, decode, end = ints(self.s_request), ints(self.s_decode), ints(self.s_end)
-        emit = ints(self.s_emit)
+        emit, start, context = ints(self.s_emit), ints(self.s_start), ints(self.s_context)
+        if self.whole_prompts:  # one chunk per stay with a context: all of it, at its start
+            chunk_stay = np.flatnonzero(context > 0).astype(np.int64)
+            chunks = (chunk_stay, start[chunk_stay], context[chunk_stay], context[chunk_stay])
+        else:
+            chunks = (ints(self.c_stay), ints(self.c_step), ints(self.c_tokens), ints(self.c_done))
         # The first token comes from the first stay that emitted at all (a stay can be preempted
         # in the very step its prefill finished, before that step's token is out).
         first_token = np.full(self.n, np.iinfo(np.int64).max, dtype=np.int64)
@@ -776,17 +854,17 @@ class _Simulation:
             slots=self.cap,
             request=request,
             slot=ints(self.s_slot),
-            start=ints(self.s_start),
+            start=start,
             decode_start=decode,
             end=end,
-            context=ints(self.s_context),
+            context=context,
             emit_start=emit,
             first_start=ints(self.first_start),
             first_token=first_token,
             finish=ints(self.finish),
-            chunk_stay=ints(self.c_stay),
-            chunk_step=ints(self.c_step),
-            chunk_tokens=ints(self.c_tokens),
-            chunk_done=ints(self.c_done),
+            chunk_stay=chunks[0],
+            chunk_step=chunks[1],
+            chunk_tokens=chunks[2],
+            chunk_done=chunks[3],
             preemptions=self.preemptions,
         )

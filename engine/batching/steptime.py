@@ -116,19 +116,41 @@ def reach(
     return _fewest(run, seconds, max(1, start))
 
 
+StepFunction = Callable[[int, float, int], float]
+StopFunction = Callable[[int, float, "int | None", "float | None"], tuple[int, float]]
+
+
+def clock_functions(model: StepTime) -> tuple[StepFunction, StopFunction]:
+    """The simulator's per-event clock, as two plain functions of the model, made once per run:
+
+    - step(batch, context, prefill): one step's seconds (a step that runs something);
+    - stop(batch, first_context, steps, need): where the clock stops next, (k, run_seconds(k))
+      for a fixed batch's run of decode steps: k = `steps` (the steps before the next known
+      event; None: there is none), or fewer if the run lasts `need` seconds sooner (the next
+      arrival): the fewest steps that do (0 if need ≤ 0 or steps = 0).
+
+    A model that offers `clock_functions` gives closures over its constants, in plain floats
+    (a million events make attribute look-ups and scalar numpy calls the simulator's cost);
+    they answer with the same integers and floats as `step`, the runner and reach()."""
+    own = getattr(model, "clock_functions", None)
+    if own is not None:
+        return own()
+    scalar = getattr(model, "step", None)
+
+    def step(batch: int, context: float, prefill: int) -> float:
+        return step_seconds(model, batch, context, prefill)
+
+    def stop(batch: int, first_context: float, steps: int | None, need: float | None) -> tuple[int, float]:
+        return _stop(model, batch, first_context, steps, need)
+
+    return (scalar if scalar is not None else step), stop
+
+
 def stop(
     model: StepTime, batch: int, first_context: float, steps: int | None, need: float | None
 ) -> tuple[int, float]:
-    """Where the simulator's clock stops next: (k, run_seconds(k)) for a fixed batch's run of
-    decode steps, k = `steps` (the steps before the next known event; None: there is none), or
-    fewer if the run lasts `need` seconds sooner (the next arrival): the fewest steps that do
-    (0 steps if need ≤ 0). One call per event: the models that offer `stop` answer it in plain
-    floats, with their sum's terms worked out once; the same k and seconds as reach() and the
-    runner."""
-    own = getattr(model, "stop", None)
-    if own is not None and batch:
-        return own(batch, first_context, steps, need)
-    return _stop(model, batch, first_context, steps, need)
+    """clock_functions(model)'s stop, for one call."""
+    return clock_functions(model)[1](batch, first_context, steps, need)
 
 
 def _stop(
@@ -327,52 +349,90 @@ class RooflineStepTime:
 
         return summed
 
-    def stop(
-        self, batch: int, first_context: float, steps: int | None, need: float | None
-    ) -> tuple[int, float]:
-        """steptime.stop in one call (batch ≥ 1): the runner's sum and guess() inlined, the
-        guess settled by two sums when it is right (the usual case), else by _fewest."""
-        if steps == 0 or (need is not None and need <= 0):
-            return 0, 0.0
-        gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
-        comm = self.comm_seconds_per_token * float(batch)
-        if steps is not None:
-            k = float(steps)
-            flat = min(k, crossing)
-            rest = k - flat
-            span = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+    def clock_functions(self) -> tuple[StepFunction, StopFunction]:
+        """steptime.clock_functions: `step`, and the runner's sum with guess() and reach()
+        written out over constants worked out once (the same operations, so the same floats);
+        the guess is settled by two sums when it is right (the usual case), else by _fewest."""
+        weights, kv, flops_per_token = self.weights_bytes, self.kv_bytes_per_token, self.flops_per_token
+        hbm, peak, per_token = self.hbm_bytes_per_s, self.peak_flops, self.comm_seconds_per_token
+        alpha, beta = weights / hbm, kv / hbm
+        inf, ceil, sqrt, isfinite = math.inf, math.ceil, math.sqrt, math.isfinite
+
+        # Builtins (max, min, float) cost several arithmetic operations each on an interpreter
+        # built without optimisations; an int meets a float exactly as float() converts it.
+        def step(batch: int, context: float, prefill: int) -> float:
+            if prefill:
+                return self.step(batch, context, prefill)
+            memory = (weights + kv * context) / hbm  # as step() with prefill = 0
+            compute = flops_per_token * batch / peak
+            bound = compute if compute > memory else memory
+            if per_token:
+                return bound + per_token * batch
+            return bound
+
+        def stop(
+            batch: int, first_context: float, steps: int | None, need: float | None
+        ) -> tuple[int, float]:
+            if steps == 0 or (need is not None and need <= 0):
+                return 0, 0.0
+            if not batch:
+                return _stop(self, batch, first_context, steps, need)
+            gamma = flops_per_token * batch / peak  # as _terms
+            base = alpha + beta * first_context
+            slope = beta * batch
+            if base >= gamma:
+                crossing = 0.0
+            elif slope == 0:
+                crossing = inf
+            else:
+                crossing = ceil((gamma - base) / slope) + 0.0
+            comm = per_token * batch
+            if steps is not None:
+                k = steps + 0.0
+                flat = crossing if crossing < k else k
+                rest = k - flat
+                span = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+                if comm:
+                    span = span + k * comm
+                if need is None or span < need:
+                    return steps, span
+            assert need is not None, "a run with nothing ahead has no end"
+            # the fewest steps lasting ≥ need: a guess (any start gives the same answer), settled
             if comm:
-                span = span + k * comm
-            if need is None or span < need:
-                return steps, span
-        assert need is not None, "a run with nothing ahead has no end"
-        # the fewest steps lasting ≥ need: guess (as guess() does), then settle
-        if comm:
-            start = _quadratic_steps(max(gamma, base) + comm, slope, need)
-        elif gamma > 0 and need <= gamma * crossing:
-            start = math.ceil(need / gamma)
-        else:
-            flat0 = 0.0 if crossing == math.inf else crossing
-            start = int(flat0) + _quadratic_steps(base + slope * flat0, slope, need - gamma * flat0)
-        start = max(1, start)
-        k = float(start)
-        flat = min(k, crossing)
-        rest = k - flat
-        at = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
-        if comm:
-            at = at + k * comm
-        if at >= need:
-            if start == 1:
-                return 1, at
-            k -= 1.0
-            flat = min(k, crossing)
+                start = _quadratic_steps((gamma if gamma > base else base) + comm, slope, need)
+            elif gamma > 0 and need <= gamma * crossing:
+                start = ceil(need / gamma)
+            else:
+                flat = 0.0 if crossing == inf else crossing
+                first, left = base + slope * flat, need - gamma * flat
+                if slope > 0:
+                    half = first - slope / 2
+                    root = (-half + sqrt(half * half + 2 * slope * left)) / slope
+                    start = int(flat) + (ceil(root) if isfinite(root) else 1)
+                else:
+                    start = int(flat) + _quadratic_steps(first, slope, left)
+            if start < 1:
+                start = 1
+            k = start + 0.0
+            flat = crossing if crossing < k else k
             rest = k - flat
-            below = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+            at = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
             if comm:
-                below = below + k * comm
-            if below < need:
-                return start, at
-        return _fewest(self.runner(batch, first_context), need, start)
+                at = at + k * comm
+            if at >= need:
+                if start == 1:
+                    return 1, at
+                k -= 1.0
+                flat = crossing if crossing < k else k
+                rest = k - flat
+                below = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+                if comm:
+                    below = below + k * comm
+                if below < need:
+                    return start, at
+            return _fewest(self.runner(batch, first_context), need, start)
+
+        return step, stop
 
     def guess(self, batch: int, first_context: float, seconds: float) -> int:
         gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
