@@ -232,7 +232,7 @@ class _Simulation:
             self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.idle = self.timing.idle_seconds
-            self.step_seconds, self.stop = clock_functions(self.timing)  # plain floats, made once
+            self.advance = clock_functions(self.timing).advance  # plain floats, made once
         self.now = 0.0  # seconds when step t begins
         self.decoding = 0  # requests decoding in step t
         self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding
@@ -301,10 +301,10 @@ class _Simulation:
         shift, mask = EVENT_SHIFT, EVENT_MASK
         timed = self.timing is not None
         arrival = self.arrival if timed else eligible
-        tolerance = idle = 0.0
+        tolerance = 0.0
         if timed:
-            idle, tolerance = self.idle, self.tolerance
-            seconds_of, stop = self.step_seconds, self.stop
+            tolerance = self.tolerance
+            advance = self.advance
         # Whole prompts (no chunking): every stay emits from its first step and prefills its
         # context there in one chunk, so schedule() rebuilds those from the stays.
         self.whole_prompts = not chunked
@@ -531,10 +531,7 @@ class _Simulation:
             waiting_for = arrived if not waiting and arrived < n else None
             if timed:
                 # the clock (as _advance): step t's seconds, then the run to the next stop
-                if decoding == 0 and prefill_now == 0:
-                    this = idle
-                else:
-                    this = seconds_of(decoding, context_sum + t * decoding, prefill_now)
+                batch, read, prefill = decoding, context_sum + t * decoding, prefill_now
                 if join_count:  # they read context + 1 tokens at step t + 1
                     context_sum += join_sum - t * join_count
                     decoding += join_count
@@ -549,9 +546,17 @@ class _Simulation:
                     steps = None
                 else:
                     steps = event - t - 1 if event > t else 0
-                need = None if target is None else target - tolerance - (now + this)
-                ahead, span = stop(decoding, context_sum + (t + 1) * decoding, steps, need)
-                now += this + span
+                ahead, elapsed = advance(
+                    batch,
+                    read,
+                    prefill,
+                    decoding,
+                    context_sum + (t + 1) * decoding,
+                    steps,
+                    None if target is None else target - tolerance,
+                    now,
+                )
+                now += elapsed
                 t += 1 + ahead
             else:
                 if waiting_for is not None:
@@ -811,10 +816,7 @@ class _Simulation:
         per event, not a search per step.
         """
         decoding, prefill_now = self.decoding, self.prefill_now
-        if decoding == 0 and prefill_now == 0:
-            this = self.idle
-        else:
-            this = self.step_seconds(decoding, self.context_sum + t * decoding, prefill_now)
+        read = self.context_sum + t * decoding
         if self.join_count:
             # they read context + 1 tokens at step t + 1
             self.context_sum += self.join_sum - t * self.join_count
@@ -829,9 +831,12 @@ class _Simulation:
         if steps is None and target is None:
             return None
         # an arrival joins at the first step that begins at or after it (within tolerance)
-        need = None if target is None else target - self.tolerance - (self.now + this)
-        more, span = self.stop(batch, self.context_sum + (t + 1) * batch, steps, need)
-        self.now += this + span
+        deadline = None if target is None else target - self.tolerance
+        first_context = self.context_sum + (t + 1) * batch
+        more, elapsed = self.advance(
+            decoding, read, prefill_now, batch, first_context, steps, deadline, self.now
+        )
+        self.now += elapsed
         return t + 1 + more
 
     # ---- result -------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -118,24 +118,39 @@ def reach(
 
 StepFunction = Callable[[int, float, int], float]
 StopFunction = Callable[[int, float, "int | None", "float | None"], tuple[int, float]]
+AdvanceFunction = Callable[
+    [int, float, int, int, float, "int | None", "float | None", float], tuple[int, float]
+]
 
 
-def clock_functions(model: StepTime) -> tuple[StepFunction, StopFunction]:
-    """The simulator's per-event clock, as two plain functions of the model, made once per run:
+class ClockFunctions(NamedTuple):
+    """The simulator's per-event clock, as plain functions of a model, made once per run.
 
     - step(batch, context, prefill): one step's seconds (a step that runs something);
     - stop(batch, first_context, steps, need): where the clock stops next, (k, run_seconds(k))
       for a fixed batch's run of decode steps: k = `steps` (the steps before the next known
       event; None: there is none), or fewer if the run lasts `need` seconds sooner (the next
-      arrival): the fewest steps that do (0 if need ≤ 0 or steps = 0).
+      arrival): the fewest steps that do (0 if need ≤ 0 or steps = 0);
+    - advance(batch, context, prefill, next_batch, first_context, steps, deadline, now): both in
+      one call, as the simulator uses them at every event: step t's seconds (`this`: the idle
+      time if it ran nothing), then stop(next_batch, first_context, steps, need) with need =
+      deadline − (now + this) (None without a deadline); returns (k, this + run_seconds(k)).
+    """
 
-    A model that offers `clock_functions` gives closures over its constants, in plain floats
+    step: StepFunction
+    stop: StopFunction
+    advance: AdvanceFunction
+
+
+def clock_functions(model: StepTime) -> ClockFunctions:
+    """A model that offers `clock_functions` gives closures over its constants, in plain floats
     (a million events make attribute look-ups and scalar numpy calls the simulator's cost);
-    they answer with the same integers and floats as `step`, the runner and reach()."""
+    they answer with the same integers and floats as `step`, the runner and reach(), which
+    the generic ones here call."""
     own = getattr(model, "clock_functions", None)
     if own is not None:
         return own()
-    scalar = getattr(model, "step", None)
+    idle = model.idle_seconds
 
     def step(batch: int, context: float, prefill: int) -> float:
         return step_seconds(model, batch, context, prefill)
@@ -143,14 +158,35 @@ def clock_functions(model: StepTime) -> tuple[StepFunction, StopFunction]:
     def stop(batch: int, first_context: float, steps: int | None, need: float | None) -> tuple[int, float]:
         return _stop(model, batch, first_context, steps, need)
 
-    return (scalar if scalar is not None else step), stop
+    scalar = getattr(model, "step", None)
+    seconds = scalar if scalar is not None else step
+    return ClockFunctions(seconds, stop, _advance_from(seconds, stop, idle))
+
+
+def _advance_from(step: StepFunction, stop: StopFunction, idle: float) -> AdvanceFunction:
+    def advance(
+        batch: int,
+        context: float,
+        prefill: int,
+        next_batch: int,
+        first_context: float,
+        steps: int | None,
+        deadline: float | None,
+        now: float,
+    ) -> tuple[int, float]:
+        this = idle if batch == 0 and prefill == 0 else step(batch, context, prefill)
+        need = None if deadline is None else deadline - (now + this)
+        ahead, span = stop(next_batch, first_context, steps, need)
+        return ahead, this + span
+
+    return advance
 
 
 def stop(
     model: StepTime, batch: int, first_context: float, steps: int | None, need: float | None
 ) -> tuple[int, float]:
-    """clock_functions(model)'s stop, for one call."""
-    return clock_functions(model)[1](batch, first_context, steps, need)
+    """clock_functions(model).stop, for one call."""
+    return clock_functions(model).stop(batch, first_context, steps, need)
 
 
 def _stop(
@@ -349,55 +385,40 @@ class RooflineStepTime:
 
         return summed
 
-    def clock_functions(self) -> tuple[StepFunction, StopFunction]:
+    def clock_functions(self) -> ClockFunctions:
         """steptime.clock_functions: `step`, and the runner's sum with guess() and reach()
-        written out over constants worked out once (the same operations, so the same floats);
-        the guess is settled by two sums when it is right (the usual case), else by _fewest."""
+        written out over constants worked out once, with the same operations, so the same
+        floats (a memory-bound run's sum is the runner's with no compute-bound steps: 0.0
+        terms dropped, exactly). The guess is settled by two sums when it is right (the usual
+        case), else by _fewest. No builtin calls (max, min, float) on the common path: each
+        costs several arithmetic operations on an interpreter built without optimisations, and
+        an int meets a float exactly as float() converts it."""
         weights, kv, flops_per_token = self.weights_bytes, self.kv_bytes_per_token, self.flops_per_token
         hbm, peak, per_token = self.hbm_bytes_per_s, self.peak_flops, self.comm_seconds_per_token
         alpha, beta = weights / hbm, kv / hbm
+        idle, exact_step, runner = self.idle_seconds, self.step, self.runner
         inf, ceil, sqrt, isfinite = math.inf, math.ceil, math.sqrt, math.isfinite
 
-        # Builtins (max, min, float) cost several arithmetic operations each on an interpreter
-        # built without optimisations; an int meets a float exactly as float() converts it.
         def step(batch: int, context: float, prefill: int) -> float:
             if prefill:
-                return self.step(batch, context, prefill)
+                return exact_step(batch, context, prefill)
             memory = (weights + kv * context) / hbm  # as step() with prefill = 0
             compute = flops_per_token * batch / peak
             bound = compute if compute > memory else memory
-            if per_token:
-                return bound + per_token * batch
-            return bound
+            return bound + per_token * batch if per_token else bound
 
-        def stop(
-            batch: int, first_context: float, steps: int | None, need: float | None
+        def settle(
+            batch: int,
+            first_context: float,
+            gamma: float,
+            base: float,
+            slope: float,
+            crossing: float,
+            comm: float,
+            need: float,
         ) -> tuple[int, float]:
-            if steps == 0 or (need is not None and need <= 0):
-                return 0, 0.0
-            if not batch:
-                return _stop(self, batch, first_context, steps, need)
-            gamma = flops_per_token * batch / peak  # as _terms
-            base = alpha + beta * first_context
-            slope = beta * batch
-            if base >= gamma:
-                crossing = 0.0
-            elif slope == 0:
-                crossing = inf
-            else:
-                crossing = ceil((gamma - base) / slope) + 0.0
-            comm = per_token * batch
-            if steps is not None:
-                k = steps + 0.0
-                flat = crossing if crossing < k else k
-                rest = k - flat
-                span = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
-                if comm:
-                    span = span + k * comm
-                if need is None or span < need:
-                    return steps, span
-            assert need is not None, "a run with nothing ahead has no end"
-            # the fewest steps lasting ≥ need: a guess (any start gives the same answer), settled
+            """The fewest steps lasting ≥ need (> 0): a guess (any start gives the same
+            answer), settled. The terms are _terms's."""
             if comm:
                 start = _quadratic_steps((gamma if gamma > base else base) + comm, slope, need)
             elif gamma > 0 and need <= gamma * crossing:
@@ -414,25 +435,112 @@ class RooflineStepTime:
             if start < 1:
                 start = 1
             k = start + 0.0
-            flat = crossing if crossing < k else k
-            rest = k - flat
-            at = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+            if crossing == 0.0:
+                at = k * base + slope * (k * (k - 1) / 2)
+            else:
+                flat = crossing if crossing < k else k
+                rest = k - flat
+                at = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
             if comm:
                 at = at + k * comm
             if at >= need:
                 if start == 1:
                     return 1, at
                 k -= 1.0
-                flat = crossing if crossing < k else k
-                rest = k - flat
-                below = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+                if crossing == 0.0:
+                    below = k * base + slope * (k * (k - 1) / 2)
+                else:
+                    flat = crossing if crossing < k else k
+                    rest = k - flat
+                    below = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
                 if comm:
                     below = below + k * comm
                 if below < need:
                     return start, at
-            return _fewest(self.runner(batch, first_context), need, start)
+            return _fewest(runner(batch, first_context), need, start)
 
-        return step, stop
+        def stop(
+            batch: int, first_context: float, steps: int | None, need: float | None
+        ) -> tuple[int, float]:
+            if steps == 0 or (need is not None and need <= 0):
+                return 0, 0.0
+            if not batch:
+                return _stop(self, batch, first_context, steps, need)
+            gamma = flops_per_token * batch / peak  # as _terms
+            base = alpha + beta * first_context
+            slope = beta * batch
+            comm = per_token * batch
+            if base >= gamma:
+                crossing = 0.0
+            elif slope == 0:
+                crossing = inf
+            else:
+                crossing = ceil((gamma - base) / slope) + 0.0
+            if steps is not None:
+                k = steps + 0.0
+                if crossing == 0.0:
+                    span = k * base + slope * (k * (k - 1) / 2)
+                else:
+                    flat = crossing if crossing < k else k
+                    rest = k - flat
+                    span = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+                if comm:
+                    span = span + k * comm
+                if need is None or span < need:
+                    return steps, span
+            assert need is not None, "a run with nothing ahead has no end"
+            return settle(batch, first_context, gamma, base, slope, crossing, comm, need)
+
+        def advance(
+            batch: int,
+            context: float,
+            prefill: int,
+            next_batch: int,
+            first_context: float,
+            steps: int | None,
+            deadline: float | None,
+            now: float,
+        ) -> tuple[int, float]:
+            # step t's seconds, as step()
+            if prefill:
+                this = exact_step(batch, context, prefill)
+            elif batch:
+                memory = (weights + kv * context) / hbm
+                compute = flops_per_token * batch / peak
+                this = compute if compute > memory else memory
+                if per_token:
+                    this = this + per_token * batch
+            else:
+                this = idle
+            if deadline is None:
+                need = None
+            else:
+                need = deadline - (now + this)
+                if need <= 0:
+                    return 0, this + 0.0
+            if steps == 0:
+                return 0, this + 0.0
+            # then stop(): its memory-bound case written out here
+            if next_batch:
+                gamma = flops_per_token * next_batch / peak
+                base = alpha + beta * first_context
+                if base >= gamma:
+                    slope = beta * next_batch
+                    comm = per_token * next_batch
+                    if steps is not None:
+                        k = steps + 0.0
+                        span = k * base + slope * (k * (k - 1) / 2)
+                        if comm:
+                            span = span + k * comm
+                        if need is None or span < need:
+                            return steps, this + span
+                    assert need is not None, "a run with nothing ahead has no end"
+                    ahead, span = settle(next_batch, first_context, gamma, base, slope, 0.0, comm, need)
+                    return ahead, this + span
+            ahead, span = stop(next_batch, first_context, steps, need)
+            return ahead, this + span
+
+        return ClockFunctions(step, stop, advance)
 
     def guess(self, batch: int, first_context: float, seconds: float) -> int:
         gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
