@@ -232,7 +232,7 @@ class _Simulation:
             self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.idle = self.timing.idle_seconds
-            self.advance = clock_functions(self.timing).advance  # plain floats, made once
+            self.advance = clock_functions(self.timing, cap).advance  # plain floats, made once
         self.now = 0.0  # seconds when step t begins
         self.decoding = 0  # requests decoding in step t
         self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding

@@ -142,14 +142,15 @@ class ClockFunctions(NamedTuple):
     advance: AdvanceFunction
 
 
-def clock_functions(model: StepTime) -> ClockFunctions:
+def clock_functions(model: StepTime, batch_limit: int = 0) -> ClockFunctions:
     """A model that offers `clock_functions` gives closures over its constants, in plain floats
     (a million events make attribute look-ups and scalar numpy calls the simulator's cost);
     they answer with the same integers and floats as `step`, the runner and reach(), which
-    the generic ones here call."""
+    the generic ones here call. batch_limit: the largest batch the run will have, if known
+    (terms per batch size may be worked out ahead up to it)."""
     own = getattr(model, "clock_functions", None)
     if own is not None:
-        return own()
+        return own(batch_limit)
     idle = model.idle_seconds
 
     def step(batch: int, context: float, prefill: int) -> float:
@@ -385,7 +386,7 @@ class RooflineStepTime:
 
         return summed
 
-    def clock_functions(self) -> ClockFunctions:
+    def clock_functions(self, batch_limit: int = 0) -> ClockFunctions:
         """steptime.clock_functions: `step`, and the runner's sum with guess() and reach()
         written out over constants worked out once, with the same operations, so the same
         floats (a memory-bound run's sum is the runner's with no compute-bound steps: 0.0
@@ -491,6 +492,13 @@ class RooflineStepTime:
             assert need is not None, "a run with nothing ahead has no end"
             return settle(batch, first_context, gamma, base, slope, crossing, comm, need)
 
+        # γ, the growth per step and the all-reduce time of a batch, for the run's sizes
+        table = min(batch_limit, 4096) + 1
+        sizes = range(table)
+        gammas = [flops_per_token * b / peak for b in sizes]  # as _terms
+        slopes = [beta * b for b in sizes]
+        comms = [per_token * b for b in sizes]
+
         def advance(
             batch: int,
             context: float,
@@ -503,10 +511,15 @@ class RooflineStepTime:
         ) -> tuple[int, float]:
             # step t's seconds, as step()
             if prefill:
-                this = exact_step(batch, context, prefill)
+                tokens = (batch + 0.0) + prefill  # float(batch) + float(prefill)
+                memory = (weights + kv * ((context + 0.0) + prefill)) / hbm
+                compute = flops_per_token * tokens / peak
+                this = compute if compute > memory else memory
+                if per_token:
+                    this = this + per_token * tokens
             elif batch:
                 memory = (weights + kv * context) / hbm
-                compute = flops_per_token * batch / peak
+                compute = gammas[batch] if batch < table else flops_per_token * batch / peak
                 this = compute if compute > memory else memory
                 if per_token:
                     this = this + per_token * batch
@@ -520,24 +533,49 @@ class RooflineStepTime:
                     return 0, this + 0.0
             if steps == 0:
                 return 0, this + 0.0
-            # then stop(): its memory-bound case written out here
-            if next_batch:
-                gamma = flops_per_token * next_batch / peak
-                base = alpha + beta * first_context
-                if base >= gamma:
-                    slope = beta * next_batch
-                    comm = per_token * next_batch
-                    if steps is not None:
-                        k = steps + 0.0
-                        span = k * base + slope * (k * (k - 1) / 2)
-                        if comm:
-                            span = span + k * comm
-                        if need is None or span < need:
-                            return steps, this + span
-                    assert need is not None, "a run with nothing ahead has no end"
-                    ahead, span = settle(next_batch, first_context, gamma, base, slope, 0.0, comm, need)
-                    return ahead, this + span
-            ahead, span = stop(next_batch, first_context, steps, need)
+            # then stop(), its memory-bound case written out here
+            if not next_batch or next_batch >= table:
+                ahead, span = stop(next_batch, first_context, steps, need)
+                return ahead, this + span
+            gamma = gammas[next_batch]
+            base = alpha + beta * first_context
+            if base < gamma:
+                ahead, span = stop(next_batch, first_context, steps, need)
+                return ahead, this + span
+            slope, comm = slopes[next_batch], comms[next_batch]
+            if steps is not None:
+                k = steps + 0.0
+                span = k * base + slope * (k * (k - 1) / 2)
+                if comm:
+                    span = span + k * comm
+                if need is None or span < need:
+                    return steps, this + span
+            assert need is not None, "a run with nothing ahead has no end"
+            # the fewest steps lasting ≥ need: the root of the sum's quadratic, settled by two
+            # sums when it is right (else settle() searches)
+            per_step = base + comm
+            if slope > 0:
+                half = per_step - slope / 2
+                root = (sqrt(half * half + 2 * slope * need) - half) / slope
+            else:
+                root = need / per_step
+            start = ceil(root) if 0 < root < 1e15 else 1
+            if start < 1:
+                start = 1
+            k = start + 0.0
+            at = k * base + slope * (k * (k - 1) / 2)
+            if comm:
+                at = at + k * comm
+            if at >= need:
+                if start == 1:
+                    return 1, this + at
+                k -= 1.0
+                below = k * base + slope * (k * (k - 1) / 2)
+                if comm:
+                    below = below + k * comm
+                if below < need:
+                    return start, this + at
+            ahead, span = settle(next_batch, first_context, gamma, base, slope, 0.0, comm, need)
             return ahead, this + span
 
         return ClockFunctions(step, stop, advance)
