@@ -46,8 +46,10 @@ from __future__ import annotations
 
 import gc
 import heapq
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -300,7 +302,7 @@ class _Simulation:
         heappop, heappush = heapq.heappop, heapq.heappush
         shift, mask = EVENT_SHIFT, EVENT_MASK
         timed = self.timing is not None
-        arrival = self.arrival if timed else eligible
+        arrival: list[Any] = self.arrival if timed else eligible  # seconds, or steps
         tolerance = 0.0
         if timed:
             tolerance = self.tolerance
@@ -315,11 +317,14 @@ class _Simulation:
         safe = 0  # no step before this can run the pool short (bound kept by the previous visit)
         completed, checkpoint, n = self.completed, self.checkpoint, self.n
         t, arrived = 0, 0
+        coming: Any = arrival[0] if n else math.inf  # the next arrival's time (step), inf: none yet
         while True:
             if checkpoint is not None and now + tolerance >= checkpoint:
                 self.t, self.now, self.completed = t, now, completed
                 yield t
                 n, checkpoint = self.n, self.checkpoint  # the router may have added requests
+                if arrived < n:
+                    coming = arrival[arrived]
             # 1. completions (the blocks they free are counted with the rest in 3a)
             if events:
                 limit = (t + 1) << shift
@@ -349,11 +354,14 @@ class _Simulation:
                     finish[r] = t  # (its `generated` is no longer read)
                     completed += 1
             # 2. arrivals: by step, or by the time step t begins
-            if arrived < n:
-                horizon = now + tolerance if timed else t
-                while arrived < n and arrival[arrived] <= horizon:
+            horizon = now + tolerance if timed else t
+            if coming <= horizon:
+                while True:
                     waiting.append(arrived)
                     arrived += 1
+                    coming = arrival[arrived] if arrived < n else math.inf
+                    if coming > horizon:
+                        break
             # 3a. block boundaries of decoding requests, oldest first
             preempted = False
             if limited:
@@ -528,7 +536,6 @@ class _Simulation:
                     short = blocks.first_over(t + 1, room, event)
                     if short is not None and (event is None or short < event):
                         event = short
-            waiting_for = arrived if not waiting and arrived < n else None
             if timed:
                 # the clock (as _advance): step t's seconds, then the run to the next stop
                 batch, read, prefill = decoding, context_sum + t * decoding, prefill_now
@@ -537,7 +544,7 @@ class _Simulation:
                     decoding += join_count
                     join_count = join_sum = 0
                 prefill_now = 0
-                target = None if waiting_for is None else arrival[waiting_for]
+                target = None if waiting or arrived == n else coming
                 if checkpoint is not None and (target is None or checkpoint < target):
                     target = checkpoint
                 if event is None:
@@ -559,10 +566,8 @@ class _Simulation:
                 now += elapsed
                 t += 1 + ahead
             else:
-                if waiting_for is not None:
-                    wake = eligible[waiting_for]
-                    if event is None or wake < event:
-                        event = wake
+                if not waiting and arrived < n and (event is None or coming < event):
+                    event = coming
                 if event is None:
                     break
                 t = event if event > t else t + 1
