@@ -313,7 +313,11 @@ class _Simulation:
         free, explicit, held_step = self.free, self.explicit, self.held_step
         decoding, context_sum, prefill_now, now = self.decoding, self.context_sum, self.prefill_now, self.now
         join_count, join_sum = self.join_count, self.join_sum
-        counting, q_sum = blocks.count, blocks.q_sum  # the decoding count's totals (hist is shared)
+        # The decoding count (hist is shared with it): how many, and the pool's slack against
+        # the most they could hold in a period before the `m` term (see blocks.first_over):
+        # slack = pool − explicit − Σq − 2·count, kept as they come and go.
+        counting = blocks.count
+        slack = pool - explicit - blocks.q_sum - 2 * counting
         safe = 0  # no step before this can run the pool short (bound kept by the previous visit)
         completed, checkpoint, n = self.completed, self.checkpoint, self.n
         t, arrived = 0, 0
@@ -342,11 +346,12 @@ class _Simulation:
                         if counted[r]:
                             q, u = divmod(a - 1, bs)
                             counting -= 1
-                            q_sum -= q
+                            slack += q + 2
                             hist[u] -= 1
                             counted[r] = False
                         else:
                             explicit -= self.held[r]
+                            slack += self.held[r]
                             self.held[r] = 0
                     where = stay[r]
                     heappush(free_slots, s_slot[where])
@@ -371,7 +376,7 @@ class _Simulation:
                 if waiting or prefilling or (taking and t >= safe):
                     held_step = t - 1
                     m, v = divmod(held_step, bs)
-                    free = pool - explicit - q_sum - counting * (m + 1)
+                    free = slack - counting * (m - 1)  # pool − explicit − Σq − count·(m + 1)
                     if v:
                         free -= sum(hist[bs - v :])
                     if taking <= free:
@@ -388,7 +393,7 @@ class _Simulation:
                             join_count,
                             join_sum,
                             counting,
-                            q_sum,
+                            pool - explicit - 2 * counting - slack,
                         )
                         preempted = self._reserve_blocks(t)
                         (
@@ -402,6 +407,7 @@ class _Simulation:
                             counting,
                             q_sum,
                         ) = self._load()
+                        slack = pool - explicit - q_sum - 2 * counting
                 held_step = t
             chunked_now = budget_blocked = False
             if waiting or prefilling:
@@ -419,7 +425,7 @@ class _Simulation:
                         join_count,
                         join_sum,
                         counting,
-                        q_sum,
+                        pool - explicit - 2 * counting - slack,
                     )
                     budget_left, more = self._continue_prefills(t, budget_left)
                     (
@@ -433,6 +439,7 @@ class _Simulation:
                         counting,
                         q_sum,
                     ) = self._load()
+                    slack = pool - explicit - q_sum - 2 * counting
                     preempted = preempted or more
                     chunked_now = True
                 # 4. admission
@@ -449,7 +456,7 @@ class _Simulation:
                             join_count,
                             join_sum,
                             counting,
-                            q_sum,
+                            pool - explicit - 2 * counting - slack,
                         )
                         budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
                         (
@@ -463,6 +470,7 @@ class _Simulation:
                             counting,
                             q_sum,
                         ) = self._load()
+                        slack = pool - explicit - q_sum - 2 * counting
                         chunked_now = chunked_now or admitted_prefill
                     else:
                         # whole prompts: each admitted request prefills in t and decodes from
@@ -518,7 +526,7 @@ class _Simulation:
                                 free -= taken
                                 q, u = divmod(a - 1, bs)
                                 counting += 1
-                                q_sum += q
+                                slack -= q + 2
                                 hist[u] += 1
                                 counted[r] = True
             # the next step where something can change (completions all lie after t)
@@ -529,10 +537,10 @@ class _Simulation:
                 # No step before `safe` can hold more blocks than the pool has (the bound
                 # blocks.first_over starts from); only a shortage possible before the event
                 # is searched for.
-                room = pool - explicit
-                safe = ((room - q_sum - 2 * counting + hist[0]) // counting + 1) * bs
+                safe = ((slack + hist[0]) // counting + 1) * bs
                 if event is None or (safe < event and t + 1 < event):
-                    blocks.count, blocks.q_sum = counting, q_sum
+                    room = pool - explicit
+                    blocks.count, blocks.q_sum = counting, room - 2 * counting - slack
                     short = blocks.first_over(t + 1, room, event)
                     if short is not None and (event is None or short < event):
                         event = short
@@ -584,7 +592,7 @@ class _Simulation:
             join_count,
             join_sum,
             counting,
-            q_sum,
+            pool - explicit - 2 * counting - slack,
         )
         self.now, self.completed = now, completed
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
