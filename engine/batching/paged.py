@@ -320,6 +320,7 @@ class _Simulation:
         slack = pool - explicit - blocks.q_sum - 2 * counting
         safe = 0  # no step before this can run the pool short (bound kept by the previous visit)
         completed, checkpoint, n = self.completed, self.checkpoint, self.n
+        head = events[0] >> shift if events else None  # the step of the next queued completion
         t, arrived = 0, 0
         coming: Any = arrival[0] if n else math.inf  # the next arrival's time (step), inf: none yet
         while True:
@@ -330,12 +331,10 @@ class _Simulation:
                 if arrived < n:
                     coming = arrival[arrived]
             # 1. completions (the blocks they free are counted with the rest in 3a)
-            if events:
-                limit = (t + 1) << shift
-                while events and events[0] < limit:
-                    r = heappop(events) & mask
-                    if due[r] != t:
-                        continue  # stale: preempted or paused since it was queued
+            while head == t:
+                r = heappop(events) & mask
+                head = events[0] >> shift if events else None
+                if due[r] == t:  # else stale: preempted or paused since it was queued
                     due[r] = -1
                     a = offset[r]  # its reads at step s are a + s
                     if timed:
@@ -408,6 +407,7 @@ class _Simulation:
                             q_sum,
                         ) = self._load()
                         slack = pool - explicit - q_sum - 2 * counting
+                        head = events[0] >> shift if events else None
                 held_step = t
             chunked_now = budget_blocked = False
             if waiting or prefilling:
@@ -440,6 +440,7 @@ class _Simulation:
                         q_sum,
                     ) = self._load()
                     slack = pool - explicit - q_sum - 2 * counting
+                    head = events[0] >> shift if events else None
                     preempted = preempted or more
                     chunked_now = True
                 # 4. admission
@@ -471,6 +472,7 @@ class _Simulation:
                             q_sum,
                         ) = self._load()
                         slack = pool - explicit - q_sum - 2 * counting
+                        head = events[0] >> shift if events else None
                         chunked_now = chunked_now or admitted_prefill
                     else:
                         # whole prompts: each admitted request prefills in t and decodes from
@@ -520,6 +522,8 @@ class _Simulation:
                             end = t + output[r] - generated[r]
                             due[r] = end
                             heappush(events, end << shift | r)
+                            if head is None or end < head:
+                                head = end
                             offset[r] = a = cached - start + 1
                             if limited:
                                 # its prefill's blocks pass straight to the decoding count
@@ -530,7 +534,7 @@ class _Simulation:
                                 hist[u] += 1
                                 counted[r] = True
             # the next step where something can change (completions all lie after t)
-            event = events[0] >> shift if events else None
+            event = head
             if prefilling or (waiting and (preempted or (budget_blocked and chunked_now))):
                 event = t + 1
             if limited and counting:
