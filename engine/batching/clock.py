@@ -181,9 +181,14 @@ def segment_load(schedule: Schedule) -> SegmentLoad:
 
 
 def _whole_bincount(index: np.ndarray, weights: np.ndarray, length: int) -> np.ndarray:
-    """Sums of whole-number weights by index, in int64 (np.bincount would go through floats)."""
+    """Sums of whole-number weights by index, in int64. np.bincount goes through floats: exact
+    only while every partial sum stays below 2**53, so it is used only then (a linear pass,
+    where a sort costs seconds at a million requests)."""
     out = np.zeros(length, dtype=np.int64)
     if len(index):
+        weights = np.asarray(weights, dtype=np.int64)
+        if int(np.abs(weights).max()) * len(weights) < 2**53:
+            return np.bincount(index, weights=weights, minlength=length).astype(np.int64)
         order = np.argsort(index, kind="stable")
         index, weights = index[order], np.asarray(weights, dtype=np.int64)[order]
         first = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
