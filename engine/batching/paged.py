@@ -35,11 +35,16 @@ blocks run short is found in closed form, and only then are requests walked one 
 unlimited blocks and no budget it is exactly continuous batching (the tests check it).
 
 Arrivals are given either as steps (a constant step time puts them on a grid) or, with a
-batch-dependent step time, as seconds: the loop then keeps the clock itself, one closed-form run
-of steps per event (the models' plain-float `runner`), and a request joins at the first step
-that begins at or after its arrival, solved in closed form and settled exactly
-(steptime.reach). The loop can also pause at a given time and take more requests, so several
-engines run side by side behind a router (engine.batching.cosim).
+batch-dependent step time, as seconds: the loop then keeps the clock itself, one call per event
+(steptime.clock_functions: the step's seconds and the closed-form run to the next event, in
+plain floats), and a request joins at the first step that begins at or after its arrival,
+solved in closed form and settled exactly (the same integer as steptime.reach). The loop can
+also pause at a given time and take more requests, so several engines run side by side behind
+a router (engine.batching.cosim).
+
+What a visit costs is the simulator's speed (about two visits per request), so the loop is
+written for it: counters in locals, the common cases inline (see _Simulation.steps), one int per
+queued completion, and no per-request objects.
 """
 
 from __future__ import annotations
