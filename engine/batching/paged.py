@@ -561,9 +561,32 @@ class _Simulation:
                     decoding += join_count
                     join_count = join_sum = 0
                 prefill_now = 0
-                target = None if waiting or arrived == n else coming
-                if checkpoint is not None and (target is None or checkpoint < target):
-                    target = checkpoint
+                if checkpoint is None:
+                    target = None if waiting or arrived == n else coming
+                else:
+                    # side by side with other engines: the router may have changed what comes
+                    # next, and says when it wants this engine to stop (wake); it reads the
+                    # engine's state, so the counters are handed over first
+                    coming = arrival[arrived] if arrived < n else math.inf
+                    target = None if waiting or arrived == n else coming
+                    self._store(
+                        t,
+                        held_step,
+                        free,
+                        explicit,
+                        decoding,
+                        context_sum,
+                        prefill_now,
+                        join_count,
+                        join_sum,
+                        counting,
+                        pool - explicit - 2 * counting - slack,
+                    )
+                    self.completed = completed
+                    wake = self.wake()
+                    checkpoint = self.checkpoint  # (a router may also let the engine go)
+                    if wake is not None and (target is None or wake < target):
+                        target = wake
                 if event is None:
                     if target is None:
                         break
@@ -640,6 +663,13 @@ class _Simulation:
             blocks.count,
             blocks.q_sum,
         )
+
+    def wake(self) -> float | None:
+        """When a router wants this engine to stop skipping steps: the first step that begins at
+        or after this moment is visited (None: no such moment). Asked only while a checkpoint is
+        set, once per visited step after its admissions; the checkpoint itself by default.
+        (engine.batching.shared pauses at every visited step and answers from the queue's state.)"""
+        return self.checkpoint
 
     # ---- pieces -------------------------------------------------------------------------------
 
@@ -847,8 +877,9 @@ class _Simulation:
         self.prefill_now = 0
         batch = self.decoding
         target = None if waiting_for is None else self.arrival[waiting_for]
-        if self.checkpoint is not None and (target is None or self.checkpoint < target):
-            target = self.checkpoint  # a router looks at this engine then: stop there too
+        wake = None if self.checkpoint is None else self.wake()
+        if wake is not None and (target is None or wake < target):
+            target = wake  # a router looks at this engine then: stop there too
         steps = None if event is None else (event - t - 1 if event > t else 0)
         if steps is None and target is None:
             return None
