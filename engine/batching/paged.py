@@ -292,8 +292,8 @@ class _Simulation:
         stay the rules' reference and run the rare paths (chunked prefill, a pool running short)
         and prefill-first scheduling; the counters they share with the loop are handed to them
         (_store) and taken back (_load) around each such call. A change to the rules changes
-        both. Builtin calls (len, max, sum) are kept off the common path: on an interpreter
-        built without optimisations each costs several arithmetic operations.
+        both. Few builtin calls (max, min, float) are left where arithmetic does: on an
+        interpreter built without optimisations each costs several arithmetic operations.
         """
         events, eligible = self.events, self.eligible
         waiting, running, prefilling = self.waiting, self.running, self.prefilling
