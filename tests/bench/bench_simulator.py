@@ -78,7 +78,7 @@ def report(label: str, figure: str, target: str | None, ok: bool, detail: str) -
     if target is None:
         column = REFERENCE if ok else "FAIL: results differ"
     else:
-        column = f"target {target:<7}{'PASS' if ok else 'FAIL'}"
+        column = f"target {target:<8}{'PASS' if ok else 'FAIL'}"
     print(f"  {label:<46}{figure:>10}  {column:<27}{detail}")
     return ok
 
