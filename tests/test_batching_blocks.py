@@ -41,7 +41,7 @@ def test_aggregate_matches_each_request(bs, offsets, after, limit, before):
     assert blocks.count == 0 and blocks.q_sum == 0 and not any(blocks.hist)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(values=st.lists(st.integers(-(2**62), 2**62) | st.integers(-3, 3), max_size=40))
 def test_distinct_is_numpys_unique(values):
     array = np.asarray(values, dtype=np.int64)

@@ -92,7 +92,7 @@ def test_steps_to_reach_is_the_fewest(model, batch, context, seconds):
 TP_ROOFLINE = RooflineStepTime(7e9, 2.6e5, 7e9, 2e12, 3e14, comm_seconds_per_token=4e-6)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     model=st.sampled_from([*MODELS, TP_ROOFLINE]),
     batch=st.integers(0, 64),
@@ -117,7 +117,7 @@ def test_the_clocks_one_call_stop_is_the_runner_and_reach(model, batch, context,
         assert k == steps
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     model=st.sampled_from([*MODELS, TP_ROOFLINE]),
     batch=st.integers(0, 40),
