@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.batching.blocks import DecodeBlocks, ceil_div
+from engine.batching.distinct import distinct
 
 
 @settings(max_examples=150, deadline=None)
@@ -37,3 +39,11 @@ def test_aggregate_matches_each_request(bs, offsets, after, limit, before):
     for a in offsets:
         blocks.remove(a)
     assert blocks.count == 0 and blocks.q_sum == 0 and not any(blocks.hist)
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.integers(-(2**62), 2**62) | st.integers(-3, 3), max_size=40))
+def test_distinct_is_numpys_unique(values):
+    array = np.asarray(values, dtype=np.int64)
+    mine, numpys = distinct(array), np.unique(array)
+    assert mine.dtype == numpys.dtype and mine.tolist() == numpys.tolist()

@@ -22,7 +22,7 @@ from engine.batching import (
     simulate,
 )
 from engine.batching.loaders import load_measured_step_time, roofline_from_catalog
-from engine.batching.steptime import run_seconds, steps_to_reach
+from engine.batching.steptime import _stop, clock_functions, run_seconds, step_seconds, steps_to_reach, stop
 from engine.errors import UserError
 from engine.workload import GeneratedWorkload, Workload, generate, load_trace
 
@@ -87,6 +87,64 @@ def test_steps_to_reach_is_the_fewest(model, batch, context, seconds):
     assert run_seconds(model, batch, context, m) >= seconds
     if m > 0:
         assert run_seconds(model, batch, context, m - 1) < seconds
+
+
+TP_ROOFLINE = RooflineStepTime(7e9, 2.6e5, 7e9, 2e12, 3e14, comm_seconds_per_token=4e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    model=st.sampled_from([*MODELS, TP_ROOFLINE]),
+    batch=st.integers(0, 64),
+    context=st.integers(0, 10**5),
+    steps=st.one_of(st.none(), st.integers(0, 400)),
+    need=st.one_of(st.none(), st.floats(-1, 8)),
+)
+def test_the_clocks_one_call_stop_is_the_runner_and_reach(model, batch, context, steps, need):
+    """stop(): the run up to the next event, or the fewest steps that last `need` seconds if
+    fewer; the roofline's own one-call version gives the same integers and the same floats
+    as the runner and reach() (the generic path), and both meet the definition."""
+    if steps is None and need is None:
+        return  # nothing ahead: the simulator ends the run without asking
+    k, span = stop(model, batch, context, steps, need)
+    assert (k, span) == _stop(model, batch, context, steps, need)
+    assert span == run_seconds(model, batch, context, k)
+    if need is not None and need <= 0:
+        assert k == 0
+    elif need is not None and (steps is None or run_seconds(model, batch, context, steps) >= need):
+        assert span >= need and (k == 0 or run_seconds(model, batch, context, k - 1) < need)
+    else:
+        assert k == steps
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    model=st.sampled_from([*MODELS, TP_ROOFLINE]),
+    batch=st.integers(0, 40),
+    context=st.integers(0, 10**6),
+    prefill=st.one_of(st.just(0), st.integers(0, 5000)),
+    next_batch=st.integers(0, 40),
+    first_context=st.integers(0, 10**6),
+    steps=st.one_of(st.none(), st.integers(0, 400)),
+    deadline=st.one_of(st.none(), st.floats(0, 10)),
+    now=st.floats(0, 5),
+    batch_limit=st.sampled_from([0, 8, 64]),
+)
+def test_the_clocks_advance_is_one_step_then_stop(
+    model, batch, context, prefill, next_batch, first_context, steps, deadline, now, batch_limit
+):
+    """advance(): step t's seconds (the idle time if it ran nothing), then stop() with the
+    need left before the deadline; the models' one-call versions give the same integers and
+    floats as the generic step and stop, whatever batch sizes they worked out ahead."""
+    if steps is None and deadline is None:
+        return
+    this = model.idle_seconds if batch == 0 and prefill == 0 else step_seconds(model, batch, context, prefill)
+    need = None if deadline is None else deadline - (now + this)
+    k, span = _stop(model, next_batch, first_context, steps, need)
+    got = clock_functions(model, batch_limit).advance(
+        batch, context, prefill, next_batch, first_context, steps, deadline, now
+    )
+    assert got == (k, this + span)
 
 
 def test_measured_fit_recovers_exact_coefficients():

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching.distinct import distinct
 from engine.batching.schedule import Schedule
 
 
@@ -130,7 +131,7 @@ def blocks_at(
     first = ((-cached - 1) % bs) + 1  # first j ≥ 1 with (cached + j) % bs == 0: a new block
     count = np.maximum(0, (end - ds - 1 - first) // bs + 1)  # new blocks while it decodes
     if method is None:
-        residues = len(np.unique((cached + 1 - ds) % bs))
+        residues = len(distinct((cached + 1 - ds) % bs))
         method = "crossings" if int(count.sum()) <= residues * (len(steps) + len(ds)) else "residues"
     if method == "crossings":
         return total + _decode_blocks_by_crossings(ds, end, cached, first, count, bs, steps)
@@ -196,7 +197,7 @@ def _decode_blocks_by_residues(ds, end, cached, bs, steps) -> np.ndarray:
     out = p_sum + live * (m + 1) - live_zero * (s == 0)
     # + #{live stays with u ≥ bs + 1 − s}, counted residue by residue
     threshold = bs + 1 - s
-    for v in np.unique(u[u >= 2]):
+    for v in distinct(u[u >= 2]):
         mine = u == v
         hit = threshold <= v
         if not hit.any():
@@ -224,7 +225,7 @@ def kv_usage(schedule: Schedule, block_size: int, bounds: np.ndarray) -> KvUsage
     bs = block_size
     horizon = int(bounds[-1])
     ends = schedule.end[(schedule.end >= 1) & (schedule.end <= horizon)] - 1
-    points = np.unique(np.concatenate((ends, bounds[1:] - 1)))
+    points = distinct(np.concatenate((ends, bounds[1:] - 1)))
     used = blocks_at(schedule, bs, points)
     which = np.searchsorted(bounds, points, side="right") - 1
     starts = np.flatnonzero(np.r_[True, which[1:] != which[:-1]])

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.batching.distinct import distinct
 from engine.batching.schedule import Schedule
 from engine.batching.steptime import StepTime
 
@@ -101,6 +102,23 @@ class SegmentClock:
         lo = np.zeros(len(j), dtype=np.int64)  # its seconds < target
         hi = (self.edges[j + 1] - self.edges[j]).astype(np.int64)  # its seconds ≥ target
         begins, want = self.times[j], target[inside]
+        # The bisection below needs brackets: first probe where a straight line between the
+        # segment's ends puts the arrival, then its neighbour, which closes most brackets
+        # (seconds rise nearly linearly within a segment; they never fall, so the probes only
+        # narrow the bracket around the same answer).
+        open_ = np.flatnonzero(hi - lo > 1)
+        if len(open_):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = (want[open_] - begins[open_]) / (self.times[j[open_] + 1] - begins[open_])
+            share = np.where(np.isfinite(share), np.clip(share, 0.0, 1.0), 0.5)
+            probe = np.clip(np.ceil(share * hi[open_]).astype(np.int64), 1, hi[open_] - 1)
+            for _ in range(2):
+                reached = begins[open_] + self._within(j[open_], probe) >= want[open_]
+                hi[open_] = np.where(reached, probe, hi[open_])
+                lo[open_] = np.where(reached, lo[open_], probe)
+                probe = np.where(reached, probe - 1, probe + 1)  # then its neighbour
+                keep = (probe > lo[open_]) & (probe < hi[open_])
+                open_, probe = open_[keep], probe[keep]
         while True:
             open_ = np.flatnonzero(hi - lo > 1)
             if len(open_) == 0:
@@ -150,7 +168,7 @@ def segment_load(schedule: Schedule) -> SegmentLoad:
     ds, end = schedule.decode_start, priced_end(schedule)
     live = end > ds
     ds, end, cached = ds[live], end[live], schedule.context[live]
-    edges = np.unique(
+    edges = distinct(
         np.concatenate(
             (
                 [0, horizon],
@@ -180,9 +198,14 @@ def segment_load(schedule: Schedule) -> SegmentLoad:
 
 
 def _whole_bincount(index: np.ndarray, weights: np.ndarray, length: int) -> np.ndarray:
-    """Sums of whole-number weights by index, in int64 (np.bincount would go through floats)."""
+    """Sums of whole-number weights by index, in int64. np.bincount goes through floats: exact
+    only while every partial sum stays below 2**53, so it is used only then (a linear pass,
+    where a sort costs seconds at a million requests)."""
     out = np.zeros(length, dtype=np.int64)
     if len(index):
+        weights = np.asarray(weights, dtype=np.int64)
+        if int(np.abs(weights).max()) * len(weights) < 2**53:
+            return np.bincount(index, weights=weights, minlength=length).astype(np.int64)
         order = np.argsort(index, kind="stable")
         index, weights = index[order], np.asarray(weights, dtype=np.int64)[order]
         first = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])

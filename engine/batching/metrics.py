@@ -28,6 +28,7 @@ import numpy as np
 
 from engine.batching.blocks import kv_usage
 from engine.batching.clock import Clock
+from engine.batching.distinct import distinct
 from engine.batching.schedule import Schedule
 
 PERCENTILES = (50, 90, 99)
@@ -114,7 +115,7 @@ def per_step(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
 def binned(horizon: int, points: int = SERIES_POINTS) -> np.ndarray:
     """Left edges of at most `points` equal bins over [0, horizon)."""
     count = max(1, min(points, horizon))
-    return np.unique(np.linspace(0, horizon, count + 1).astype(np.int64)[:-1])
+    return distinct(np.linspace(0, horizon, count + 1).astype(np.int64)[:-1])
 
 
 def covered(start: np.ndarray, end: np.ndarray, weight: np.ndarray | None, at: np.ndarray) -> np.ndarray:

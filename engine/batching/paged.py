@@ -35,20 +35,26 @@ blocks run short is found in closed form, and only then are requests walked one 
 unlimited blocks and no budget it is exactly continuous batching (the tests check it).
 
 Arrivals are given either as steps (a constant step time puts them on a grid) or, with a
-batch-dependent step time, as seconds: the loop then keeps the clock itself, one closed-form run
-of steps per event (the models' plain-float `runner`), and a request joins at the first step
-that begins at or after its arrival, solved in closed form and settled exactly
-(steptime.reach). The loop can also pause at a given time and take more requests, so several
-engines run side by side behind a router (engine.batching.cosim).
+batch-dependent step time, as seconds: the loop then keeps the clock itself, one call per event
+(steptime.clock_functions: the step's seconds and the closed-form run to the next event, in
+plain floats), and a request joins at the first step that begins at or after its arrival,
+solved in closed form and settled exactly (the same integer as steptime.reach). The loop can
+also pause at a given time and take more requests, so several engines run side by side behind
+a router (engine.batching.cosim).
+
+What a visit costs is the simulator's speed (about two visits per request), so the loop is
+written for it: counters in locals, the common cases inline (see _Simulation.steps), one int per
+queued completion, and no per-request objects.
 """
 
 from __future__ import annotations
 
 import gc
 import heapq
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -56,19 +62,15 @@ import numpy as np
 from engine.batching.blocks import DecodeBlocks, KvUsage, blocks_at, blocks_per_step, ceil_div, kv_usage  # noqa: F401
 from engine.batching.queues import FcfsQueue, WaitingQueue
 from engine.batching.schedule import Schedule
-from engine.batching.steptime import StepTime, reach, runner, step_seconds
+from engine.batching.steptime import StepTime, clock_functions
 from engine.errors import UserError
 
-
-class Completion(NamedTuple):
-    """A queued completion: `request` emits its last token in step − 1 and leaves at `step`.
-    Heap order: by step, then admission order; stale once the request is preempted (its
-    version moves on)."""
-
-    step: int
-    order: int
-    request: int
-    version: int
+# A queued completion is one int, step << EVENT_SHIFT | request: the request emits its last token
+# in step − 1 and leaves at `step`. Ints order by step and compare faster than tuples; which of
+# one step's completions goes first changes nothing (they only free slots and blocks). A queued
+# completion is stale once `due[request]` no longer names its step (preempted, paused, done).
+EVENT_SHIFT = 32  # requests < 2**32 (the workload limit is 10**7)
+EVENT_MASK = (1 << EVENT_SHIFT) - 1
 
 
 @dataclass(frozen=True)
@@ -208,16 +210,14 @@ class _Simulation:
         self.held = [0] * n  # blocks held while not decoding (only when blocks are limited)
         self.offset = [0] * n  # while decoding: it reads offset + s tokens at step s
         self.counted = [False] * n  # in decoding_blocks
-        self.version = [0] * n  # bumped on preemption: its queued events go stale
-        self.order = [0] * n  # admission counter: older first among same-step block needs
+        self.due = [-1] * n  # the step its queued completion is due (-1: none queued)
         # queues
         self.running: dict[int, None] = {}  # admission order; the last key is the newest
         self.prefilling: dict[int, None] = {}
         self.waiting: WaitingQueue = policy.queue(prompt, output)
         self.free_slots = list(range(min(cap, n)))  # never more than n run at once
-        # queued completions (Completion: step, admission order, request, version)
-        self.events: list[Completion] = []
-        self.admitted = 0
+        # queued completions (ints, see EVENT_SHIFT)
+        self.events: list[int] = []
         self.preemptions = 0
         # outputs: stays and prefill chunks
         self.s_request: list[int] = []
@@ -239,12 +239,13 @@ class _Simulation:
             self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.idle = self.timing.idle_seconds
-            self.step = getattr(self.timing, "step", None)  # plain floats, when the model has them
-            self.runner = getattr(self.timing, "runner", None)
+            self.advance = clock_functions(self.timing, cap).advance  # plain floats, made once
         self.now = 0.0  # seconds when step t begins
         self.decoding = 0  # requests decoding in step t
         self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding
-        self.joining: list[int] = []  # prefills that finish in step t: they decode from t + 1
+        # prefills that finish in step t (they decode from t + 1): how many, Σ their contexts
+        self.join_count = self.join_sum = 0
+        self.whole_prompts = False  # chunks rebuilt from the stays (set by steps, see there)
         self.prefill_now = 0  # prompt tokens processed in step t
         # Side by side with other engines (engine.batching.cosim): more requests may come
         # (`open`), and the loop pauses before the first step that begins at or after
@@ -273,87 +274,395 @@ class _Simulation:
             self.prefilled,
             self.decode_from,
             self.held,
-            self.version,
-            self.order,
             self.offset,
         ):
             values.append(0)
+        self.due.append(-1)
         self.first_start.append(-1)
         self.finish.append(-1)
         self.counted.append(False)
 
     def steps(self) -> Iterator[int]:
         """The loop. Yields step t, before doing anything in it, only when a checkpoint is set
-        and step t begins at or after it; without one it runs to the end without yielding."""
-        # hot loop: attributes read every visit are bound to locals
-        events, eligible, n = self.events, self.eligible, self.n
-        waiting, running, prefilling, version = self.waiting, self.running, self.prefilling, self.version
-        blocks, limited, budget = self.decoding_blocks, self.limited, self.budget
+        and step t begins at or after it; without one it runs to the end without yielding.
+
+        The hot loop, so everything it reads per visit is a local and the common cases are
+        written out here: completions (as _complete), admitting whole prompts (as _admit,
+        _open_stay, _chunk and _start_decoding do) and the clock (as _advance). Those methods
+        stay the rules' reference and run the rare paths (chunked prefill, a pool running short)
+        and prefill-first scheduling; the counters they share with the loop are handed to them
+        (_store) and taken back (_load) around each such call. A change to the rules changes
+        both. Few builtin calls (max, min, float) are left where arithmetic does: on an
+        interpreter built without optimisations each costs several arithmetic operations.
+        """
+        events, eligible = self.events, self.eligible
+        waiting, running, prefilling = self.waiting, self.running, self.prefilling
+        blocks, limited, budget, chunked = self.decoding_blocks, self.limited, self.budget, self.chunked
+        hist, bs, pool, cap = blocks.hist, self.bs, self.pool, self.cap
+        prompt, output, generated, context = self.prompt, self.output, self.generated, self.context
+        decode_from, offset, counted, due = self.decode_from, self.offset, self.counted, self.due
+        stay, first_start, finish = self.stay, self.first_start, self.finish
+        s_request, s_slot, s_start, s_decode = self.s_request, self.s_slot, self.s_start, self.s_decode
+        s_emit, s_end, s_context, free_slots = self.s_emit, self.s_end, self.s_context, self.free_slots
+        heappop, heappush = heapq.heappop, heapq.heappush
+        shift, mask = EVENT_SHIFT, EVENT_MASK
         timed = self.timing is not None
-        arrival = self.arrival if timed else eligible
-        heappop = heapq.heappop
+        arrival: list[Any] = self.arrival if timed else eligible  # seconds, or steps
+        tolerance = 0.0
+        if timed:
+            tolerance = self.tolerance
+            advance = self.advance
+        # Whole prompts (no chunking): every stay emits from its first step and prefills its
+        # context there in one chunk, so schedule() rebuilds those from the stays.
+        self.whole_prompts = not chunked
+        free, explicit, held_step = self.free, self.explicit, self.held_step
+        decoding, context_sum, prefill_now, now = self.decoding, self.context_sum, self.prefill_now, self.now
+        join_count, join_sum = self.join_count, self.join_sum
+        # The decoding count (hist is shared with it): how many, and the pool's slack against
+        # the most they could hold in a period before the `m` term (see blocks.first_over):
+        # slack = pool − explicit − Σq − 2·count, kept as they come and go.
+        counting = blocks.count
+        slack = pool - explicit - blocks.q_sum - 2 * counting
+        safe = 0  # no step before this can run the pool short (bound kept by the previous visit)
+        completed, checkpoint, n = self.completed, self.checkpoint, self.n
+        head = events[0] >> shift if events else None  # the step of the next queued completion
         t, arrived = 0, 0
+        coming: Any = arrival[0] if n else math.inf  # the next arrival's time (step), inf: none yet
         while True:
-            self.t = t
-            if self.checkpoint is not None and self.now + self.tolerance >= self.checkpoint:
+            if checkpoint is not None and now + tolerance >= checkpoint:
+                self.t, self.now, self.completed = t, now, completed
                 yield t
-                n = self.n  # the router may have added requests
-            if limited:
-                self.held_step = t - 1
-                self.free = self.pool - self.explicit - blocks.held(t - 1)
-            # 1. completions
-            while events and events[0][0] == t:
-                _, _, r, v = heappop(events)
-                if v == version[r]:
-                    self._complete(r, t)
+                n, checkpoint = self.n, self.checkpoint  # the router may have added requests
+                if arrived < n:
+                    coming = arrival[arrived]
+            # 1. completions (the blocks they free are counted with the rest in 3a)
+            while head == t:
+                r = heappop(events) & mask
+                head = events[0] >> shift if events else None
+                if due[r] == t:  # else stale: preempted or paused since it was queued
+                    due[r] = -1
+                    a = offset[r]  # its reads at step s are a + s
+                    if timed:
+                        decoding -= 1
+                        context_sum -= a
+                    del running[r]
+                    if limited:
+                        if counted[r]:
+                            q, u = divmod(a - 1, bs)
+                            counting -= 1
+                            slack += q + 2
+                            hist[u] -= 1
+                            counted[r] = False
+                        else:
+                            explicit -= self.held[r]
+                            slack += self.held[r]
+                            self.held[r] = 0
+                    where = stay[r]
+                    heappush(free_slots, s_slot[where])
+                    s_end[where] = t
+                    finish[r] = t  # (its `generated` is no longer read)
+                    completed += 1
             # 2. arrivals: by step, or by the time step t begins
-            if arrived < n:
-                horizon = self.now + self.tolerance if timed else t
-                while arrived < n and arrival[arrived] <= horizon:
+            horizon = now + tolerance if timed else t
+            if coming <= horizon:
+                while True:
                     waiting.append(arrived)
                     arrived += 1
+                    coming = arrival[arrived] if arrived < n else math.inf
+                    if coming > horizon:
+                        break
             # 3a. block boundaries of decoding requests, oldest first
             preempted = False
             if limited:
-                taking = blocks.taking(t)
-                if taking <= self.free:
-                    self.free -= taking
-                else:
-                    preempted = self._reserve_blocks(t)
-                self.held_step = t
-            budget_left = None if budget is None else budget - (len(running) - len(prefilling))
-            # 3b. prefill chunks of requests admitted earlier
-            chunked_now = False
-            if prefilling:
-                budget_left, more = self._continue_prefills(t, budget_left)
-                preempted |= more
-                chunked_now = True
-            # 4. admission
-            budget_blocked = False
-            if waiting and not preempted:
-                budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
-                chunked_now |= admitted_prefill
+                taking = hist[-t % bs]
+                # The free blocks are counted only when something here needs them: a
+                # completion visit whose block boundaries cannot run the pool short skips it.
+                if waiting or prefilling or (taking and t >= safe):
+                    held_step = t - 1
+                    m, v = divmod(held_step, bs)
+                    free = slack - counting * (m - 1)  # pool − explicit − Σq − count·(m + 1)
+                    if v:
+                        free -= sum(hist[bs - v :])
+                    if taking <= free:
+                        free -= taking
+                    else:
+                        self._store(
+                            t,
+                            held_step,
+                            free,
+                            explicit,
+                            decoding,
+                            context_sum,
+                            prefill_now,
+                            join_count,
+                            join_sum,
+                            counting,
+                            pool - explicit - 2 * counting - slack,
+                        )
+                        preempted = self._reserve_blocks(t)
+                        (
+                            free,
+                            explicit,
+                            decoding,
+                            context_sum,
+                            prefill_now,
+                            join_count,
+                            join_sum,
+                            counting,
+                            q_sum,
+                        ) = self._load()
+                        slack = pool - explicit - q_sum - 2 * counting
+                        head = events[0] >> shift if events else None
+                held_step = t
+            chunked_now = budget_blocked = False
+            if waiting or prefilling:
+                budget_left = None if budget is None else budget - (len(running) - len(prefilling))
+                # 3b. prefill chunks of requests admitted earlier
+                if prefilling:
+                    self._store(
+                        t,
+                        held_step,
+                        free,
+                        explicit,
+                        decoding,
+                        context_sum,
+                        prefill_now,
+                        join_count,
+                        join_sum,
+                        counting,
+                        pool - explicit - 2 * counting - slack,
+                    )
+                    budget_left, more = self._continue_prefills(t, budget_left)
+                    (
+                        free,
+                        explicit,
+                        decoding,
+                        context_sum,
+                        prefill_now,
+                        join_count,
+                        join_sum,
+                        counting,
+                        q_sum,
+                    ) = self._load()
+                    slack = pool - explicit - q_sum - 2 * counting
+                    head = events[0] >> shift if events else None
+                    preempted = preempted or more
+                    chunked_now = True
+                # 4. admission
+                if waiting and not preempted:
+                    if chunked:
+                        self._store(
+                            t,
+                            held_step,
+                            free,
+                            explicit,
+                            decoding,
+                            context_sum,
+                            prefill_now,
+                            join_count,
+                            join_sum,
+                            counting,
+                            pool - explicit - 2 * counting - slack,
+                        )
+                        budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
+                        (
+                            free,
+                            explicit,
+                            decoding,
+                            context_sum,
+                            prefill_now,
+                            join_count,
+                            join_sum,
+                            counting,
+                            q_sum,
+                        ) = self._load()
+                        slack = pool - explicit - q_sum - 2 * counting
+                        head = events[0] >> shift if events else None
+                        chunked_now = chunked_now or admitted_prefill
+                    else:
+                        # whole prompts: each admitted request prefills in t and decodes from
+                        # t + 1, or, with nothing to prefill, decodes from t
+                        seats = cap - len(running)
+                        while waiting and seats:
+                            r = waiting[0]
+                            cached = prompt[r] + generated[r]
+                            if cached:
+                                tokens, taken = cached, -(-cached // bs)
+                            else:
+                                tokens = taken = 1
+                            if budget_left is not None and tokens > budget_left:
+                                budget_blocked = True
+                                break
+                            if limited and taken > free:
+                                break
+                            waiting.popleft()
+                            if budget_left is not None:
+                                budget_left -= tokens
+                            seats -= 1
+                            running[r] = None
+                            stay[r] = len(s_request)
+                            s_request.append(r)
+                            s_slot.append(heappop(free_slots))
+                            s_start.append(t)
+                            s_emit.append(t)
+                            s_end.append(-1)
+                            s_context.append(cached)
+                            context[r] = cached
+                            if first_start[r] < 0:
+                                first_start[r] = t
+                            if cached:
+                                chunked_now = True
+                                prefill_now += cached
+                                start = t + 1
+                                if timed:
+                                    join_count += 1
+                                    join_sum += cached
+                            else:
+                                start = t
+                                if timed:
+                                    decoding += 1
+                                    context_sum += 1 - t
+                            s_decode.append(start)
+                            decode_from[r] = start
+                            end = t + output[r] - generated[r]
+                            due[r] = end
+                            heappush(events, end << shift | r)
+                            if head is None or end < head:
+                                head = end
+                            offset[r] = a = cached - start + 1
+                            if limited:
+                                # its prefill's blocks pass straight to the decoding count
+                                free -= taken
+                                q, u = divmod(a - 1, bs)
+                                counting += 1
+                                slack -= q + 2
+                                hist[u] += 1
+                                counted[r] = True
             # the next step where something can change (completions all lie after t)
-            event = events[0][0] if events else None
+            event = head
             if prefilling or (waiting and (preempted or (budget_blocked and chunked_now))):
                 event = t + 1
-            if limited and blocks.count:
-                short = blocks.first_over(t + 1, self.pool - self.explicit, event)
-                if short is not None and (event is None or short < event):
-                    event = short
-            waiting_for = arrived if not waiting and arrived < n else None
+            if limited and counting:
+                # No step before `safe` can hold more blocks than the pool has (the bound
+                # blocks.first_over starts from); only a shortage possible before the event
+                # is searched for.
+                safe = ((slack + hist[0]) // counting + 1) * bs
+                if event is None or (safe < event and t + 1 < event):
+                    room = pool - explicit
+                    blocks.count, blocks.q_sum = counting, room - 2 * counting - slack
+                    short = blocks.first_over(t + 1, room, event)
+                    if short is not None and (event is None or short < event):
+                        event = short
             if timed:
-                following = self._advance(t, event, waiting_for)
+                # the clock (as _advance): step t's seconds, then the run to the next stop
+                batch, read, prefill = decoding, context_sum + t * decoding, prefill_now
+                if join_count:  # they read context + 1 tokens at step t + 1
+                    context_sum += join_sum - t * join_count
+                    decoding += join_count
+                    join_count = join_sum = 0
+                prefill_now = 0
+                if checkpoint is None:
+                    target = None if waiting or arrived == n else coming
+                else:
+                    # side by side with other engines: the router may have changed what comes
+                    # next, and says when it wants this engine to stop (wake); it reads the
+                    # engine's state, so the counters are handed over first
+                    coming = arrival[arrived] if arrived < n else math.inf
+                    target = None if waiting or arrived == n else coming
+                    self._store(
+                        t,
+                        held_step,
+                        free,
+                        explicit,
+                        decoding,
+                        context_sum,
+                        prefill_now,
+                        join_count,
+                        join_sum,
+                        counting,
+                        pool - explicit - 2 * counting - slack,
+                    )
+                    self.completed = completed
+                    wake = self.wake()
+                    checkpoint = self.checkpoint  # (a router may also let the engine go)
+                    if wake is not None and (target is None or wake < target):
+                        target = wake
+                if event is None:
+                    if target is None:
+                        break
+                    steps = None
+                else:
+                    steps = event - t - 1 if event > t else 0
+                ahead, elapsed = advance(
+                    batch,
+                    read,
+                    prefill,
+                    decoding,
+                    context_sum + (t + 1) * decoding,
+                    steps,
+                    None if target is None else target - tolerance,
+                    now,
+                )
+                now += elapsed
+                t += 1 + ahead
             else:
-                if waiting_for is not None:
-                    event = eligible[waiting_for] if event is None else min(event, eligible[waiting_for])
-                following = None if event is None else max(t + 1, event)
-            if following is None:
-                if self.open:
-                    raise AssertionError("an open run needs a checkpoint to wait for")
-                break
-            t = following
+                if not waiting and arrived < n and (event is None or coming < event):
+                    event = coming
+                if event is None:
+                    break
+                t = event if event > t else t + 1
+        if self.open:
+            raise AssertionError("an open run needs a checkpoint to wait for")
+        self._store(
+            t,
+            held_step,
+            free,
+            explicit,
+            decoding,
+            context_sum,
+            prefill_now,
+            join_count,
+            join_sum,
+            counting,
+            pool - explicit - 2 * counting - slack,
+        )
+        self.now, self.completed = now, completed
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
+
+    def _store(
+        self,
+        t: int,
+        held_step: int,
+        free: int,
+        explicit: int,
+        decoding: int,
+        context_sum: int,
+        prefill_now: int,
+        join_count: int,
+        join_sum: int,
+        counting: int,
+        q_sum: int,
+    ) -> None:
+        """Hand the loop's counters to the methods (see steps)."""
+        self.t, self.held_step, self.free, self.explicit = t, held_step, free, explicit
+        self.decoding, self.context_sum, self.prefill_now = decoding, context_sum, prefill_now
+        self.join_count, self.join_sum = join_count, join_sum
+        self.decoding_blocks.count, self.decoding_blocks.q_sum = counting, q_sum
+
+    def _load(self) -> tuple[int, int, int, int, int, int, int, int, int]:
+        """Take them back after a method ran."""
+        blocks = self.decoding_blocks
+        return (
+            self.free,
+            self.explicit,
+            self.decoding,
+            self.context_sum,
+            self.prefill_now,
+            self.join_count,
+            self.join_sum,
+            blocks.count,
+            blocks.q_sum,
+        )
 
     def wake(self) -> float | None:
         """When a router wants this engine to stop skipping steps: the first step that begins at
@@ -375,6 +684,7 @@ class _Simulation:
         self.s_end[self.stay[r]] = t
         self.generated[r] = self.output[r]
         self.finish[r] = t
+        self.due[r] = -1
         self.completed += 1
 
     def _preempt(self, v: int, t: int) -> None:
@@ -395,10 +705,11 @@ class _Simulation:
                     self.decoding -= 1
                     self.context_sum -= self.context[v] - self.decode_from[v] + 1
                 else:
-                    self.joining.remove(v)
+                    self.join_count -= 1
+                    self.join_sum -= self.context[v]
         if self.limited:
             self._release(v)
-        self.version[v] += 1
+        self.due[v] = -1  # its queued completion is stale
         heapq.heappush(self.free_slots, self.s_slot[stay])
         self.s_end[stay] = t
         self.waiting.appendleft(v)
@@ -494,8 +805,6 @@ class _Simulation:
 
     def _open_stay(self, r: int, t: int, context: int) -> None:
         self.running[r] = None
-        self.order[r] = self.admitted
-        self.admitted += 1
         self.stay[r] = len(self.s_request)
         self.s_request.append(r)
         self.s_slot.append(heapq.heappop(self.free_slots))
@@ -533,14 +842,15 @@ class _Simulation:
                 self.decoding += 1
                 self.context_sum += self.context[r] - step + 1
             else:
-                self.joining.append(r)
+                self.join_count += 1
+                self.join_sum += self.context[r]
         end = emit + self.output[r] - self.generated[r]
-        version, order = self.version[r], self.order[r]
-        heapq.heappush(self.events, Completion(end, order, r, version))
+        self.due[r] = end
+        heapq.heappush(self.events, end << EVENT_SHIFT | r)
+        self.offset[r] = offset = self.context[r] - step + 1
         if self.limited:
             self.explicit -= self.held[r]
             self.held[r] = 0
-            self.offset[r] = offset = self.context[r] - step + 1
             self.decoding_blocks.add(offset)
             self.counted[r] = True
 
@@ -557,52 +867,42 @@ class _Simulation:
         arrival's step is solved only when it lands before `event`: usually one run is summed
         per event, not a search per step.
         """
-        model = self.timing
-        assert model is not None
         decoding, prefill_now = self.decoding, self.prefill_now
-        if decoding == 0 and prefill_now == 0:
-            this = self.idle
-        elif self.step is not None:
-            this = self.step(decoding, self.context_sum + t * decoding, prefill_now)
-        else:
-            this = step_seconds(model, decoding, self.context_sum + t * decoding, prefill_now)
-        if self.joining:
+        read = self.context_sum + t * decoding
+        if self.join_count:
             # they read context + 1 tokens at step t + 1
-            self.context_sum += sum(self.context[r] for r in self.joining) - t * len(self.joining)
-            self.decoding += len(self.joining)
-            self.joining = []
+            self.context_sum += self.join_sum - t * self.join_count
+            self.decoding += self.join_count
+            self.join_count = self.join_sum = 0
         self.prefill_now = 0
         batch = self.decoding
-        first_context = self.context_sum + (t + 1) * batch
-        following = None if event is None else (event if event > t else t + 1)
-        if batch and self.runner is not None:
-            run = self.runner(batch, first_context)  # the model's own sum, terms worked out once
-        else:
-            run = runner(model, batch, first_context)
-        span = 0.0 if following is None or following == t + 1 else run(following - t - 1)
         target = None if waiting_for is None else self.arrival[waiting_for]
         wake = None if self.checkpoint is None else self.wake()
         if wake is not None and (target is None or wake < target):
             target = wake  # a router looks at this engine then: stop there too
-        if target is not None:
-            # an arrival joins at the first step that begins at or after it (within tolerance)
-            need = target - self.tolerance - (self.now + this)
-            if need <= 0:
-                following, span = t + 1, 0.0
-            elif following is None or span >= need:  # it lands first (or with the event)
-                more, span = reach(model, batch, first_context, need, run)
-                following = t + 1 + more
-        if following is None:
+        steps = None if event is None else (event - t - 1 if event > t else 0)
+        if steps is None and target is None:
             return None
-        self.now += this + span
-        return following
+        # an arrival joins at the first step that begins at or after it (within tolerance)
+        deadline = None if target is None else target - self.tolerance
+        first_context = self.context_sum + (t + 1) * batch
+        more, elapsed = self.advance(
+            decoding, read, prefill_now, batch, first_context, steps, deadline, self.now
+        )
+        self.now += elapsed
+        return t + 1 + more
 
     # ---- result -------------------------------------------------------------------------------
 
     def schedule(self) -> Schedule:
         ints = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731
         request, decode, end = ints(self.s_request), ints(self.s_decode), ints(self.s_end)
-        emit = ints(self.s_emit)
+        emit, start, context = ints(self.s_emit), ints(self.s_start), ints(self.s_context)
+        if self.whole_prompts:  # one chunk per stay with a context: all of it, at its start
+            chunk_stay = np.flatnonzero(context > 0).astype(np.int64)
+            chunks = (chunk_stay, start[chunk_stay], context[chunk_stay], context[chunk_stay])
+        else:
+            chunks = (ints(self.c_stay), ints(self.c_step), ints(self.c_tokens), ints(self.c_done))
         # The first token comes from the first stay that emitted at all (a stay can be preempted
         # in the very step its prefill finished, before that step's token is out).
         first_token = np.full(self.n, np.iinfo(np.int64).max, dtype=np.int64)
@@ -612,17 +912,17 @@ class _Simulation:
             slots=self.cap,
             request=request,
             slot=ints(self.s_slot),
-            start=ints(self.s_start),
+            start=start,
             decode_start=decode,
             end=end,
-            context=ints(self.s_context),
+            context=context,
             emit_start=emit,
             first_start=ints(self.first_start),
             first_token=first_token,
             finish=ints(self.finish),
-            chunk_stay=ints(self.c_stay),
-            chunk_step=ints(self.c_step),
-            chunk_tokens=ints(self.c_tokens),
-            chunk_done=ints(self.c_done),
+            chunk_stay=chunks[0],
+            chunk_step=chunks[1],
+            chunk_tokens=chunks[2],
+            chunk_done=chunks[3],
             preemptions=self.preemptions,
         )

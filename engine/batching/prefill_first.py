@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.batching.blocks import ceil_div
-from engine.batching.paged import PagedPolicy, _Simulation
+from engine.batching.paged import EVENT_MASK, EVENT_SHIFT, PagedPolicy, _Simulation
 from engine.errors import UserError
 
 
@@ -72,7 +72,7 @@ class _PrefillFirst(_Simulation):
         """The loop; pauses as the mixed-batch loop does (engine.batching.paged), so replicas
         behind a router run it side by side too."""
         events, eligible, n = self.events, self.eligible, self.n
-        waiting, running, version = self.waiting, self.running, self.version
+        waiting, running, due = self.waiting, self.running, self.due
         blocks, limited = self.decoding_blocks, self.limited
         timed = self.timing is not None
         arrival = self.arrival if timed else eligible
@@ -86,9 +86,9 @@ class _PrefillFirst(_Simulation):
                 self.held_step = t - 1
                 self.free = self.pool - self.explicit - blocks.held(t - 1)
             # 1. completions
-            while events and events[0][0] == t:
-                _, _, r, v = heapq.heappop(events)
-                if v == version[r]:
+            while events and events[0] >> EVENT_SHIFT == t:
+                r = heapq.heappop(events) & EVENT_MASK
+                if due[r] == t:
                     self._complete(r, t)
             # 2. arrivals
             if arrived < n:
@@ -111,7 +111,7 @@ class _PrefillFirst(_Simulation):
                     preempted = self._reserve_blocks(t)
             self.held_step = t
             # the next step where something can change (completions all lie after t)
-            event = events[0][0] if events else None
+            event = events[0] >> EVENT_SHIFT if events else None
             if waiting and (preempted or budget_blocked):  # the budget is per step: next step
                 event = t + 1
             if limited and blocks.count:
@@ -176,7 +176,7 @@ class _PrefillFirst(_Simulation):
             self.counted[r] = False
             self.held[r] = held
             self.explicit += held
-        self.version[r] += 1  # its queued completion moves one step later
+        # its queued completion moves one step later (_start_decoding below re-queues it)
         # the new stay: no prefill tokens, its cache as it was
         self.stay[r] = len(self.s_request)
         self.s_request.append(r)

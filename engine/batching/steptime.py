@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -114,6 +114,93 @@ def reach(
     else:
         start = 1
     return _fewest(run, seconds, max(1, start))
+
+
+StepFunction = Callable[[int, float, int], float]
+StopFunction = Callable[[int, float, "int | None", "float | None"], tuple[int, float]]
+AdvanceFunction = Callable[
+    [int, float, int, int, float, "int | None", "float | None", float], tuple[int, float]
+]
+
+
+class ClockFunctions(NamedTuple):
+    """The simulator's per-event clock, as plain functions of a model, made once per run.
+
+    - step(batch, context, prefill): one step's seconds (a step that runs something);
+    - stop(batch, first_context, steps, need): where the clock stops next, (k, run_seconds(k))
+      for a fixed batch's run of decode steps: k = `steps` (the steps before the next known
+      event; None: there is none), or fewer if the run lasts `need` seconds sooner (the next
+      arrival): the fewest steps that do (0 if need ≤ 0 or steps = 0);
+    - advance(batch, context, prefill, next_batch, first_context, steps, deadline, now): both in
+      one call, as the simulator uses them at every event: step t's seconds (`this`: the idle
+      time if it ran nothing), then stop(next_batch, first_context, steps, need) with need =
+      deadline − (now + this) (None without a deadline); returns (k, this + run_seconds(k)).
+    """
+
+    step: StepFunction
+    stop: StopFunction
+    advance: AdvanceFunction
+
+
+def clock_functions(model: StepTime, batch_limit: int = 0) -> ClockFunctions:
+    """A model that offers `clock_functions` gives closures over its constants, in plain floats
+    (a million events make attribute look-ups and scalar numpy calls the simulator's cost);
+    they answer with the same integers and floats as `step`, the runner and reach(), which
+    the generic ones here call. batch_limit: the largest batch the run will have, if known
+    (terms per batch size may be worked out ahead up to it)."""
+    own = getattr(model, "clock_functions", None)
+    if own is not None:
+        return own(batch_limit)
+    idle = model.idle_seconds
+
+    def step(batch: int, context: float, prefill: int) -> float:
+        return step_seconds(model, batch, context, prefill)
+
+    def stop(batch: int, first_context: float, steps: int | None, need: float | None) -> tuple[int, float]:
+        return _stop(model, batch, first_context, steps, need)
+
+    scalar = getattr(model, "step", None)
+    seconds = scalar if scalar is not None else step
+    return ClockFunctions(seconds, stop, _advance_from(seconds, stop, idle))
+
+
+def _advance_from(step: StepFunction, stop: StopFunction, idle: float) -> AdvanceFunction:
+    def advance(
+        batch: int,
+        context: float,
+        prefill: int,
+        next_batch: int,
+        first_context: float,
+        steps: int | None,
+        deadline: float | None,
+        now: float,
+    ) -> tuple[int, float]:
+        this = idle if batch == 0 and prefill == 0 else step(batch, context, prefill)
+        need = None if deadline is None else deadline - (now + this)
+        ahead, span = stop(next_batch, first_context, steps, need)
+        return ahead, this + span
+
+    return advance
+
+
+def stop(
+    model: StepTime, batch: int, first_context: float, steps: int | None, need: float | None
+) -> tuple[int, float]:
+    """clock_functions(model).stop, for one call."""
+    return clock_functions(model).stop(batch, first_context, steps, need)
+
+
+def _stop(
+    model: StepTime, batch: int, first_context: float, steps: int | None, need: float | None
+) -> tuple[int, float]:
+    if need is not None and need <= 0:
+        return 0, 0.0
+    run = runner(model, batch, first_context)
+    span = 0.0 if not steps else run(steps)
+    if need is not None and (steps is None or span >= need):
+        return reach(model, batch, first_context, need, run)
+    assert steps is not None, "a run with nothing ahead has no end"
+    return steps, span
 
 
 def _fewest(run: Callable[[int], float], seconds: float, start: int) -> tuple[int, float]:
@@ -298,6 +385,200 @@ class RooflineStepTime:
             return total + steps_f * comm if comm else total
 
         return summed
+
+    def clock_functions(self, batch_limit: int = 0) -> ClockFunctions:
+        """steptime.clock_functions: `step`, and the runner's sum with guess() and reach()
+        written out over constants worked out once, with the same operations, so the same
+        floats (a memory-bound run's sum is the runner's with no compute-bound steps: 0.0
+        terms dropped, exactly). The guess is settled by two sums when it is right (the usual
+        case), else by _fewest. No builtin calls (max, min, float) on the common path: each
+        costs several arithmetic operations on an interpreter built without optimisations, and
+        an int meets a float exactly as float() converts it."""
+        weights, kv, flops_per_token = self.weights_bytes, self.kv_bytes_per_token, self.flops_per_token
+        hbm, peak, per_token = self.hbm_bytes_per_s, self.peak_flops, self.comm_seconds_per_token
+        alpha, beta = weights / hbm, kv / hbm
+        idle, exact_step, runner = self.idle_seconds, self.step, self.runner
+        inf, ceil, sqrt, isfinite = math.inf, math.ceil, math.sqrt, math.isfinite
+
+        def step(batch: int, context: float, prefill: int) -> float:
+            if prefill:
+                return exact_step(batch, context, prefill)
+            memory = (weights + kv * context) / hbm  # as step() with prefill = 0
+            compute = flops_per_token * batch / peak
+            bound = compute if compute > memory else memory
+            return bound + per_token * batch if per_token else bound
+
+        def settle(
+            batch: int,
+            first_context: float,
+            gamma: float,
+            base: float,
+            slope: float,
+            crossing: float,
+            comm: float,
+            need: float,
+        ) -> tuple[int, float]:
+            """The fewest steps lasting ≥ need (> 0): a guess (any start gives the same
+            answer), settled. The terms are _terms's."""
+            if comm:
+                start = _quadratic_steps((gamma if gamma > base else base) + comm, slope, need)
+            elif gamma > 0 and need <= gamma * crossing:
+                start = ceil(need / gamma)
+            else:
+                flat = 0.0 if crossing == inf else crossing
+                first, left = base + slope * flat, need - gamma * flat
+                if slope > 0:
+                    half = first - slope / 2
+                    root = (-half + sqrt(half * half + 2 * slope * left)) / slope
+                    start = int(flat) + (ceil(root) if isfinite(root) else 1)
+                else:
+                    start = int(flat) + _quadratic_steps(first, slope, left)
+            if start < 1:
+                start = 1
+            k = start + 0.0
+            if crossing == 0.0:
+                at = k * base + slope * (k * (k - 1) / 2)
+            else:
+                flat = crossing if crossing < k else k
+                rest = k - flat
+                at = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+            if comm:
+                at = at + k * comm
+            if at >= need:
+                if start == 1:
+                    return 1, at
+                k -= 1.0
+                if crossing == 0.0:
+                    below = k * base + slope * (k * (k - 1) / 2)
+                else:
+                    flat = crossing if crossing < k else k
+                    rest = k - flat
+                    below = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+                if comm:
+                    below = below + k * comm
+                if below < need:
+                    return start, at
+            return _fewest(runner(batch, first_context), need, start)
+
+        def stop(
+            batch: int, first_context: float, steps: int | None, need: float | None
+        ) -> tuple[int, float]:
+            if steps == 0 or (need is not None and need <= 0):
+                return 0, 0.0
+            if not batch:
+                return _stop(self, batch, first_context, steps, need)
+            gamma = flops_per_token * batch / peak  # as _terms
+            base = alpha + beta * first_context
+            slope = beta * batch
+            comm = per_token * batch
+            if base >= gamma:
+                crossing = 0.0
+            elif slope == 0:
+                crossing = inf
+            else:
+                crossing = ceil((gamma - base) / slope) + 0.0
+            if steps is not None:
+                k = steps + 0.0
+                if crossing == 0.0:
+                    span = k * base + slope * (k * (k - 1) / 2)
+                else:
+                    flat = crossing if crossing < k else k
+                    rest = k - flat
+                    span = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
+                if comm:
+                    span = span + k * comm
+                if need is None or span < need:
+                    return steps, span
+            assert need is not None, "a run with nothing ahead has no end"
+            return settle(batch, first_context, gamma, base, slope, crossing, comm, need)
+
+        # γ, the growth per step and the all-reduce time of a batch, for the run's sizes
+        table = min(batch_limit, 4096) + 1
+        sizes = range(table)
+        gammas = [flops_per_token * b / peak for b in sizes]  # as _terms
+        slopes = [beta * b for b in sizes]
+        comms = [per_token * b for b in sizes]
+
+        def advance(
+            batch: int,
+            context: float,
+            prefill: int,
+            next_batch: int,
+            first_context: float,
+            steps: int | None,
+            deadline: float | None,
+            now: float,
+        ) -> tuple[int, float]:
+            # step t's seconds, as step()
+            if prefill:
+                tokens = (batch + 0.0) + prefill  # float(batch) + float(prefill)
+                memory = (weights + kv * ((context + 0.0) + prefill)) / hbm
+                compute = flops_per_token * tokens / peak
+                this = compute if compute > memory else memory
+                if per_token:
+                    this = this + per_token * tokens
+            elif batch:
+                memory = (weights + kv * context) / hbm
+                compute = gammas[batch] if batch < table else flops_per_token * batch / peak
+                this = compute if compute > memory else memory
+                if per_token:
+                    this = this + per_token * batch
+            else:
+                this = idle
+            if deadline is None:
+                need = None
+            else:
+                need = deadline - (now + this)
+                if need <= 0:
+                    return 0, this + 0.0
+            if steps == 0:
+                return 0, this + 0.0
+            # then stop(), its memory-bound case written out here
+            if not next_batch or next_batch >= table:
+                ahead, span = stop(next_batch, first_context, steps, need)
+                return ahead, this + span
+            gamma = gammas[next_batch]
+            base = alpha + beta * first_context
+            if base < gamma:
+                ahead, span = stop(next_batch, first_context, steps, need)
+                return ahead, this + span
+            slope, comm = slopes[next_batch], comms[next_batch]
+            if steps is not None:
+                k = steps + 0.0
+                span = k * base + slope * (k * (k - 1) / 2)
+                if comm:
+                    span = span + k * comm
+                if need is None or span < need:
+                    return steps, this + span
+            assert need is not None, "a run with nothing ahead has no end"
+            # the fewest steps lasting ≥ need: the root of the sum's quadratic, settled by two
+            # sums when it is right (else settle() searches)
+            per_step = base + comm
+            if slope > 0:
+                half = per_step - slope / 2
+                root = (sqrt(half * half + 2 * slope * need) - half) / slope
+            else:
+                root = need / per_step
+            start = ceil(root) if 0 < root < 1e15 else 1
+            if start < 1:
+                start = 1
+            k = start + 0.0
+            at = k * base + slope * (k * (k - 1) / 2)
+            if comm:
+                at = at + k * comm
+            if at >= need:
+                if start == 1:
+                    return 1, this + at
+                k -= 1.0
+                below = k * base + slope * (k * (k - 1) / 2)
+                if comm:
+                    below = below + k * comm
+                if below < need:
+                    return start, this + at
+            ahead, span = settle(next_batch, first_context, gamma, base, slope, 0.0, comm, need)
+            return ahead, this + span
+
+        return ClockFunctions(step, stop, advance)
 
     def guess(self, batch: int, first_context: float, seconds: float) -> int:
         gamma, base, slope, crossing = self._terms(float(batch), float(first_context))

@@ -17,7 +17,9 @@ The targets are measured on chat-like traffic: output lengths lognormal (median 
 loop pays per generated token and the simulator per request, so the continuous ratio grows with
 tokens per request; the lab's own mix (90 % 8–40 tokens, 10 % 400–700; mean about 77) is printed
 too, as reference rows that have no target. Times are wall-clock for simulate() (schedule and metrics), best of a few repeats;
-generating the workload is not timed.
+generating the workload is not timed. The timed rows also print simulate()'s CPU seconds: on a
+shared machine wall time grows with the neighbours' load, CPU time much less, so compare that
+column when the wall figure misses on a busy machine (the targets are for a quiet one).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def report(label: str, figure: str, target: str | None, ok: bool, detail: str) -
     if target is None:
         column = REFERENCE if ok else "FAIL: results differ"
     else:
-        column = f"target {target:<7}{'PASS' if ok else 'FAIL'}"
+        column = f"target {target:<8}{'PASS' if ok else 'FAIL'}"
     print(f"  {label:<46}{figure:>10}  {column:<27}{detail}")
     return ok
 
