@@ -4,6 +4,7 @@ from conftest.py or from one another."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -17,6 +18,19 @@ DAYS = REPO / "days"
 # (tests/test_reference_copy.py checks the two agree wherever shared/ is beside the checkout).
 LAB_TRACE = DAYS / "day37.workload.csv"
 REFERENCE = REPO.parent / "shared" / "reference"
+
+
+# `make soak` runs the properties with new examples every time (conftest's "explore" profile).
+SOAK = os.environ.get("HYPOTHESIS_PROFILE") == "explore"
+
+
+def examples(quick: int, soak: int) -> int:
+    """A property's example count: ``quick`` in `make test`, ``soak`` in `make soak`.
+
+    `make test` draws the same examples every run (derandomized), so its count buys a fixed set
+    of cases; a property checked against a naive reference keeps enough of them to reach its
+    interesting corners, and the soak run draws many more, new each time."""
+    return soak if SOAK else quick
 
 
 class Lab:
