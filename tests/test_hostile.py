@@ -28,7 +28,7 @@ from engine.cli import main
 from engine.errors import UserError
 from engine.spec import load_spec
 
-from conftest import DAYS, LAB_TRACE
+from helpers import DAYS, LAB_TRACE
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "0"))  # 0: the quick run of `make test`
 QUICK = settings(

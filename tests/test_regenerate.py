@@ -23,7 +23,7 @@ from helpers import lean_spec
 def rebuilt(tmp_path_factory: pytest.TempPathFactory) -> dict:
     import shutil
 
-    from conftest import DAYS
+    from helpers import DAYS
 
     root = tmp_path_factory.mktemp("loop")
     days = root / "days"
@@ -87,7 +87,7 @@ def spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scratch days/."""
     import shutil
 
-    from conftest import DAYS
+    from helpers import DAYS
 
     days = tmp_path_factory.mktemp("errors") / "days"
     shutil.copytree(DAYS, days, ignore=shutil.ignore_patterns("*.measured"))
