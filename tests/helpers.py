@@ -85,6 +85,16 @@ def lean_spec(text: str) -> str:
     return text
 
 
+def unlinked(text: str) -> str:
+    """Day 37's spec text with its link back to Day 4 naming no spec (the claim stays). Reading
+    Day 4's spec checks its chart names, which imports every chart module and matplotlib, and
+    its figure is simulated: over a second of a child process's start for a test about something
+    else (the process boundary, a rebuild, a kill)."""
+    link = "\n    spec: day04.yaml\n"
+    assert link in text, text
+    return text.replace(link, "\n", 1)
+
+
 def valid_doc(*, day: int = 37, date: str = "2026-01-31T12:00:00Z") -> dict:
     """A valid schema-1 GPU measurement file (an H100 run), for tests that read or break one."""
     policy = {

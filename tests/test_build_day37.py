@@ -12,7 +12,7 @@ from engine import platforms
 from engine.cli import main
 from engine.pipeline import build
 
-from helpers import DAYS, Lab, copy_built, lean_spec
+from helpers import DAYS, Lab, copy_built, lean_spec, unlinked
 
 
 @pytest.fixture(scope="module")
@@ -103,12 +103,13 @@ def test_same_spec_same_bytes_whatever_path_the_spec_was_given_by(built, tmp_pat
 
 def test_cli_build_prints_a_summary_and_does_not_import_torch(days_copy, tmp_path):
     """A real process (this one has torch loaded by the bench's tests) builds Day 37 and never
-    imports torch. The spec is lean (no charts or carousel: most of a build's time); that no
-    drawing code imports torch either is the static check below, over every path."""
+    imports torch. The spec is lean (no charts or carousel: most of a build's time) and unlinked
+    (helpers.unlinked); that no drawing or linking code imports torch either is the static check
+    below, over every path."""
     import subprocess
 
     spec = days_copy / "day37.yaml"
-    spec.write_text(lean_spec(spec.read_text()))
+    spec.write_text(unlinked(lean_spec(spec.read_text())))
     code = (
         "import sys; from engine.cli import main; "
         f"rc = main(['build', {str(spec)!r}, '--out', {str(tmp_path)!r}]); "
