@@ -4,6 +4,7 @@ from conftest.py or from one another."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -17,6 +18,19 @@ DAYS = REPO / "days"
 # (tests/test_reference_copy.py checks the two agree wherever shared/ is beside the checkout).
 LAB_TRACE = DAYS / "day37.workload.csv"
 REFERENCE = REPO.parent / "shared" / "reference"
+
+
+# `make soak` runs the properties with new examples every time (conftest's "explore" profile).
+SOAK = os.environ.get("HYPOTHESIS_PROFILE") == "explore"
+
+
+def examples(quick: int, soak: int) -> int:
+    """A property's example count: ``quick`` in `make test`, ``soak`` in `make soak`.
+
+    `make test` draws the same examples every run (derandomized), so its count buys a fixed set
+    of cases; a property checked against a naive reference keeps enough of them to reach its
+    interesting corners, and the soak run draws many more, new each time."""
+    return soak if SOAK else quick
 
 
 class Lab:
@@ -69,6 +83,16 @@ def lean_spec(text: str) -> str:
     data = yaml.safe_load(text)
     assert data["charts"] == [] and "linkedin_image" not in data and "carousel" not in data, text
     return text
+
+
+def unlinked(text: str) -> str:
+    """Day 37's spec text with its link back to Day 4 naming no spec (the claim stays). Reading
+    Day 4's spec checks its chart names, which imports every chart module and matplotlib, and
+    its figure is simulated: over a second of a child process's start for a test about something
+    else (the process boundary, a rebuild, a kill)."""
+    link = "\n    spec: day04.yaml\n"
+    assert link in text, text
+    return text.replace(link, "\n", 1)
 
 
 def valid_doc(*, day: int = 37, date: str = "2026-01-31T12:00:00Z") -> dict:

@@ -31,13 +31,15 @@ from engine.batching.paged import blocks_per_step
 from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.workload import Workload
 
-from helpers import assert_no_overlap
+from helpers import assert_no_overlap, examples
 from naive_batching import naive_clock, naive_continuous, naive_paged, naive_static
 
 ONE_SECOND = UnitStepTime(1.0)
 # 3 s + 2 s per token + 1 s per KV token read: whole seconds, so every sum is exact
 WHOLE_SECONDS = MeasuredStepTime(intercept=3.0, per_token=2.0, per_context_token=1.0)
-EXAMPLES = settings(max_examples=150, deadline=None)
+# Examples per property (helpers.examples): `make test` checks a fixed set (about half a second
+# per hundred, generation included), `make soak` many more, new each run.
+EXAMPLES = settings(max_examples=examples(60, 1000), deadline=None)
 
 
 @st.composite
@@ -130,7 +132,7 @@ def test_continuous_matches_naive(load, slots):
     assert_no_overlap(result.schedule)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(50, 500), deadline=None)
 @given(
     eligible_gaps=st.lists(st.integers(0, 3), min_size=1, max_size=400),
     lengths=st.data(),
@@ -175,7 +177,7 @@ def paged_setups(draw):
     return (output, prompt, eligible), slots, policy
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(120, 1000), deadline=None)
 @given(setup=paged_setups())
 def test_paged_matches_naive(setup):
     load, slots, policy = setup
@@ -265,7 +267,7 @@ def test_continuous_seconds_match_the_naive_clock(load, slots):
     assert_clock_matches(result, naive, np.zeros(len(output)))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(60, 600), deadline=None)
 @given(setup=paged_setups())
 def test_paged_seconds_match_the_naive_clock(setup):
     (output, prompt, _), slots, policy = setup
@@ -307,7 +309,7 @@ class _UnitButVariable(UnitStepTime):
         return None
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(40, 500), deadline=None)
 @given(
     load=workloads(),
     slots=st.integers(1, 5),
@@ -367,7 +369,7 @@ def naive_prefill_first(load, slots, policy):
     )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(80, 800), deadline=None)
 @given(setup=prefill_first_setups())
 def test_prefill_first_matches_naive(setup):
     load, slots, policy = setup
@@ -383,7 +385,7 @@ def test_prefill_first_matches_naive(setup):
         assert result.kv_blocks["peak"] == max(naive.blocks)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(40, 500), deadline=None)
 @given(setup=prefill_first_setups())
 def test_prefill_first_seconds_match_the_naive_clock(setup):
     """A prefill step prices its prompts alone: the paused requests read nothing in it."""
@@ -394,7 +396,7 @@ def test_prefill_first_seconds_match_the_naive_clock(setup):
     assert_clock_matches(result, naive, np.zeros(len(output)))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(30, 500), deadline=None)
 @given(setup=prefill_first_setups(), shift=st.floats(0.01, 0.99))
 def test_prefill_first_keeps_the_grid_with_arrivals_in_seconds(setup, shift):
     (output, prompt, eligible), slots, policy = setup

@@ -12,7 +12,7 @@ from engine import platforms
 from engine.cli import main
 from engine.pipeline import build
 
-from helpers import DAYS, Lab, copy_built
+from helpers import DAYS, Lab, copy_built, lean_spec, unlinked
 
 
 @pytest.fixture(scope="module")
@@ -101,12 +101,18 @@ def test_same_spec_same_bytes_whatever_path_the_spec_was_given_by(built, tmp_pat
         assert first[name] == again[name], name
 
 
-def test_cli_build_prints_a_summary_and_does_not_import_torch(tmp_path):
+def test_cli_build_prints_a_summary_and_does_not_import_torch(days_copy, tmp_path):
+    """A real process (this one has torch loaded by the bench's tests) builds Day 37 and never
+    imports torch. The spec is lean (no charts or carousel: most of a build's time) and unlinked
+    (helpers.unlinked); that no drawing or linking code imports torch either is the static check
+    below, over every path."""
     import subprocess
 
+    spec = days_copy / "day37.yaml"
+    spec.write_text(unlinked(lean_spec(spec.read_text())))
     code = (
         "import sys; from engine.cli import main; "
-        f"rc = main(['build', 'days/day37.yaml', '--out', {str(tmp_path)!r}]); "
+        f"rc = main(['build', {str(spec)!r}, '--out', {str(tmp_path)!r}]); "
         "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=DAYS.parent, capture_output=True, text=True)
@@ -114,6 +120,37 @@ def test_cli_build_prints_a_summary_and_does_not_import_torch(tmp_path):
     printed = done.stdout
     assert f"{Lab.static_steps:,} steps" in printed and f"{Lab.continuous_steps:,} steps" in printed
     assert str(tmp_path / "day37") in printed
+
+
+def test_only_the_bench_imports_torch():
+    """Every import statement under engine/, function bodies included: torch, and the torch
+    side of engine.gpubench, are named only by that package and the bench command (shapes is
+    torch-free: the bench's argument checks read it)."""
+    import ast
+
+    engine = DAYS.parent / "engine"
+    allowed = {engine / "commands" / "bench.py"}
+    offenders = []
+    for path in sorted(engine.rglob("*.py")):
+        if engine / "gpubench" in path.parents or path in allowed:
+            continue
+        source = path.read_text(encoding="utf-8")
+        if "torch" not in source and "gpubench" not in source:
+            continue  # no import statement can name either: not worth parsing
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                torch_side = name.startswith("engine.gpubench.") and not name.startswith(
+                    "engine.gpubench.shapes"
+                )
+                if name == "torch" or name.startswith("torch.") or torch_side:
+                    offenders.append(f"{path.relative_to(engine.parent)}:{node.lineno} {name}")
+    assert offenders == []
 
 
 def test_hand_edit_survives_a_rebuild(built_out, tmp_path, capsys):

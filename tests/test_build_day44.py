@@ -15,7 +15,7 @@ import yaml
 from engine.pipeline import build
 from engine.spec import load_spec
 
-from conftest import DAYS
+from helpers import DAYS
 
 
 def test_the_real_day44_spec_is_valid_and_asks_for_the_sweep_charts():

@@ -10,7 +10,18 @@ import pytest
 from engine.errors import UserError
 from engine.pipeline import build
 
-from helpers import DAYS, REPO
+from helpers import DAYS, REPO, unlinked
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Day 37's spec, unlinked (helpers.unlinked: no Day 4 simulation before each failure); the
+    builds below stop at the templates, before any chart is drawn."""
+    days = tmp_path_factory.mktemp("errors") / "days"
+    shutil.copytree(DAYS, days, ignore=shutil.ignore_patterns("*.measured"))
+    path = days / "day37.yaml"
+    path.write_text(unlinked(path.read_text()))
+    return path
 
 
 @pytest.fixture
@@ -58,19 +69,19 @@ def break_thread(templates: Path, old: str, new: str) -> None:
         "unformatted-number",
     ],
 )
-def test_template_mistakes_are_one_line(templates, tmp_path, old, new, expected):
+def test_template_mistakes_are_one_line(spec, templates, tmp_path, old, new, expected):
     out = tmp_path / "out"
     break_thread(templates, old, new)
     with pytest.raises(UserError) as err:
-        build(DAYS / "day37.yaml", out, templates_root=templates)
+        build(spec, out, templates_root=templates)
     line = err.value.line()
     assert expected in line and "\n" not in line
     assert line.startswith("templates/day37/x-thread.md.j2: line ")
     assert not (out / "day37").exists()
 
 
-def test_a_day_without_templates_says_what_to_create(templates, tmp_path):
+def test_a_day_without_templates_says_what_to_create(spec, templates, tmp_path):
     shutil.rmtree(templates / "day37")
     with pytest.raises(UserError) as err:
-        build(DAYS / "day37.yaml", tmp_path, templates_root=templates)
+        build(spec, tmp_path, templates_root=templates)
     assert err.value.line().startswith("templates/day37/: no templates for this day")

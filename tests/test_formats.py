@@ -24,7 +24,7 @@ from engine.pipeline import ChecksFailed, build, template_context
 from engine.platforms import media
 from engine.spec import load_spec
 
-from conftest import DAYS, REPO
+from helpers import DAYS, REPO
 
 TEMPLATES = REPO / "templates"
 
@@ -179,17 +179,15 @@ def test_gif_first_and_last_frames_show_the_run(day37: Path) -> None:
 
 
 def test_same_bytes_when_drawn_again(day37: Path, results: dict, tmp_path: Path) -> None:
-    """A second, real draw (the in-process memo emptied first) writes the same bytes."""
-    from engine import charts
+    """A second, real draw (the in-process memo emptied first) writes the same bytes. The GIF's
+    second draw is the first one test_frames_are_thinned_until_the_gif_fits_the_margin makes,
+    held to the build's bytes there (one animation drawn, not two)."""
     from engine.formats import draw_carousel
 
     spec = load_spec(DAYS / "day37.yaml")
     with memo.fresh():
         draw_carousel(spec, results, tmp_path, TEMPLATES)
-        charts.draw("slot_timeline_animation", results, tmp_path)
-    names = ["carousel.pdf", "slot_timeline_animation.gif"] + [
-        p["preview"] for p in results["carousel"]["pages"]
-    ]
+    names = ["carousel.pdf"] + [p["preview"] for p in results["carousel"]["pages"]]
     for name in names:
         assert (tmp_path / name).read_bytes() == (day37 / name).read_bytes(), name
 
@@ -335,17 +333,29 @@ def test_check_command_holds_the_files_to_the_same_limits(day37: Path, tmp_path:
     assert "FAIL extra.gif: alt text: no extra.alt.txt beside it" in out
 
 
-def test_frames_are_thinned_until_the_gif_fits_the_margin(results: dict, tmp_path: Path, monkeypatch) -> None:
+def test_frames_are_thinned_until_the_gif_fits_the_margin(
+    day37: Path, results: dict, tmp_path: Path, monkeypatch
+) -> None:
     """With a margin the full animation overshoots, the frames are halved until it fits (or the
-    floor is reached): the file stays under the margin, with fewer frames than the default."""
+    floor is reached): the file stays under the margin, with fewer frames than the default.
+    The first attempt is the full animation drawn again from scratch: the build's bytes."""
     from engine import charts
     from engine.charts import animation
 
-    # The full animation's bytes: the build's own draw of these numbers, remembered or redrawn.
-    size = charts.draw("slot_timeline_animation", results, tmp_path / "full").path.stat().st_size
+    attempts: list[tuple[int, bytes]] = []
+    real_draw = animation._draw
+
+    def draw_and_keep(batching, shown, path, frames):  # the real drawing, each attempt's bytes kept
+        real_draw(batching, shown, path, frames)
+        attempts.append((frames, path.read_bytes()))
+
+    monkeypatch.setattr(animation, "_draw", draw_and_keep)
+    built = (day37 / "slot_timeline_animation.gif").read_bytes()  # the build's draw of these numbers
+    size = len(built)
     monkeypatch.setattr(media, "GIF_TARGET_BYTES", size - 1)
     with memo.fresh():  # the thinned one drawn for real
         thin = charts.draw("slot_timeline_animation", results, tmp_path / "thin").path
+    assert attempts[0][0] == FRAMES and attempts[0][1] == built  # same bytes when drawn again
     with Image.open(thin) as gif:
         assert animation.MIN_FRAMES <= gif.n_frames < FRAMES
     assert thin.stat().st_size < size

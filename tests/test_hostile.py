@@ -28,7 +28,7 @@ from engine.cli import main
 from engine.errors import UserError
 from engine.spec import load_spec
 
-from conftest import DAYS, LAB_TRACE
+from helpers import DAYS, LAB_TRACE
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "0"))  # 0: the quick run of `make test`
 QUICK = settings(
@@ -207,10 +207,14 @@ def test_valid_large_values_build_and_say_them_formatted(tmp_path):
     """slots 1024 and a 1,000-layer model are valid: they build, printed with separators,
     instead of failing the build with the shipped template blamed."""
 
+    from engine import slides
+    from engine.pipeline import TEMPLATES, template_context
+
     def edit(d):
         d["batching"]["slots"] = 1024
         d["kv_cache"]["model"].update(num_layers=1000, num_kv_heads=1024, head_dim=8)
         d["charts"], d["linkedin_image"] = [], None
+        d.pop("carousel")  # its words are rendered below; drawing its pages is not the point
         d["links_back"][0].pop("spec")
         d["hashtags"] = ["SystemDesign", "LLM", "100DaysOfCode"]
 
@@ -220,6 +224,14 @@ def test_valid_large_values_build_and_say_them_formatted(tmp_path):
     assert "on 1,024 slots" in linkedin and "(1,000 layers, 1,024 KV heads)" in linkedin
     assert "#100DaysOfCode" in linkedin
     assert not re.search(r"\b(nan|inf|Infinity)\b", linkedin)
+    # The carousel's words come from a shipped template too: they say the same values formatted.
+    results = json.loads((tmp_path / "out" / "day37" / "results.json").read_text())
+    carousel = load_spec(DAYS / "day37.yaml").carousel
+    assert carousel is not None
+    texts = slides.render_text(carousel, template_context(results), TEMPLATES, "day37")
+    words = " ".join(f"{t.headline} {t.body}" for t in texts)
+    assert "on 1,024 slots" in words
+    assert not re.search(r"\b(nan|inf|Infinity)\b", words)
 
 
 def test_a_link_to_the_wrong_spec_is_refused_at_build(tmp_path):

@@ -23,7 +23,7 @@ from engine.limits import read_bytes_limited, read_text_limited
 from engine.workload import load_trace
 from engine.workload import trace as trace_module
 
-from conftest import LAB_TRACE
+from helpers import LAB_TRACE
 
 DEV_ZERO = Path("/dev/zero")
 

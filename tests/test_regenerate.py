@@ -16,20 +16,21 @@ import pytest
 
 from engine.cli import main
 
-from helpers import lean_spec
+from helpers import lean_spec, unlinked
 
 
 @pytest.fixture(scope="module")
 def rebuilt(tmp_path_factory: pytest.TempPathFactory) -> dict:
     import shutil
 
-    from conftest import DAYS
+    from helpers import DAYS
 
     root = tmp_path_factory.mktemp("loop")
     days = root / "days"
     shutil.copytree(DAYS, days, ignore=shutil.ignore_patterns("*.measured"))
-    # No charts or carousel: they take most of a build's time and play no part in merging or comparing.
-    (days / "day37.yaml").write_text(lean_spec((days / "day37.yaml").read_text()))
+    # No charts or carousel: they take most of a build's time and play no part in merging or
+    # comparing; unlinked (helpers.unlinked), so no Day 4 simulation either.
+    (days / "day37.yaml").write_text(unlinked(lean_spec((days / "day37.yaml").read_text())))
     out = root / "out"
     spec = str(days / "day37.yaml")
     assert main(["build", spec, "--out", str(out)]) == 0
@@ -83,15 +84,15 @@ def test_the_review_page_shows_what_changed(rebuilt):
 
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Day 37's spec without charts or carousel (so the failing builds below stop fast), in a
-    scratch days/."""
+    """Day 37's spec without charts or carousel and unlinked (so the failing builds below stop
+    fast, and a child process loads no chart module), in a scratch days/."""
     import shutil
 
-    from conftest import DAYS
+    from helpers import DAYS
 
     days = tmp_path_factory.mktemp("errors") / "days"
     shutil.copytree(DAYS, days, ignore=shutil.ignore_patterns("*.measured"))
-    (days / "day37.yaml").write_text(lean_spec((days / "day37.yaml").read_text()))
+    (days / "day37.yaml").write_text(unlinked(lean_spec((days / "day37.yaml").read_text())))
     return days / "day37.yaml"
 
 

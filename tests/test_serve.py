@@ -20,7 +20,7 @@ import pytest
 
 from engine.commands.serve import affected
 
-from helpers import lean_spec
+from helpers import lean_spec, unlinked
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,7 +37,7 @@ def project(tmp_path: Path) -> Path:
     for name in ("engine", "templates", "days"):
         shutil.copytree(ROOT / name, root / name, ignore=skip)
     spec = root / "days" / "day37.yaml"  # no charts or carousel: the rebuild is tested, not drawing
-    spec.write_text(lean_spec(spec.read_text()))
+    spec.write_text(unlinked(lean_spec(spec.read_text())))  # and no Day 4 read: helpers.unlinked
     return root
 
 
