@@ -210,7 +210,7 @@ def check_kept_edits(folder: Path, kept: list[tuple[Path, Path]]) -> list[str]:
 
     names = {path.name for path, _ in kept}
     report = platforms.check_day_dir(folder)
-    return [str(v) for v in report.violations if v.draft in names]
+    return [f"your edited {v}" for v in report.violations if v.draft in names]
 
 
 def draw_charts(spec: DaySpec, results: dict[str, Any], folder: Path) -> list[dict[str, Any]]:

@@ -128,7 +128,7 @@ def test_the_step_time_chart_draws_the_committed_h200_steps(built_out):
     ).items()
 
 
-def test_without_a_measurement_the_step_time_chart_is_left_out_with_a_warning(days_copy, tmp_path):
+def test_without_a_measurement_the_step_time_chart_is_left_out_with_a_warning(days_copy, tmp_path, capsys):
     spec = days_copy / "day37.yaml"
     text = lean_spec(spec.read_text()).replace("charts: []", "charts: [step_time, utilisation]")
     spec.write_text(text)
@@ -138,6 +138,9 @@ def test_without_a_measurement_the_step_time_chart_is_left_out_with_a_warning(da
         "run the day's bench)"
     ]
     assert not (tmp_path / "day37" / "step_time.png").exists()
+    assert main(["build", str(spec), "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "  warning: chart 'step_time' not drawn: no measurement to draw" in err
     assert (tmp_path / "day37" / "utilisation.png").exists()
 
 

@@ -167,7 +167,7 @@ def test_a_merged_draft_is_held_to_the_platform_rules(tmp_path):
     report = outdir.commit(staging)
     assert report.merged == [target / "linkedin.md"] and "74.1%" in (target / "linkedin.md").read_text()
     warnings = pipeline.check_kept_edits(target, report.checked_edits())
-    assert any(w.startswith("linkedin.md") and "3000" in w for w in warnings), warnings
+    assert any(w.startswith("your edited linkedin.md") and "3000" in w for w in warnings), warnings
 
 
 @pytest.mark.parametrize("point", ["swapped"])  # the other moments: test_outdir_crash

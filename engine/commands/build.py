@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             for line in outdir_lines(report.commit):
                 print(f"  {line}")
         for warning in report.warnings:
-            print(f"  warning: your edited {warning}", file=sys.stderr)
+            print(f"  warning: {warning}", file=sys.stderr)
         print(f"  drafts: {', '.join(p.name for p in report.written if p.suffix == '.md')}")
         print(f"  review: {report.folder / 'index.html'}")
     return 0
