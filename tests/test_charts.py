@@ -752,3 +752,74 @@ def test_the_memory_of_drawings_is_bounded(tmp_path: Path) -> None:
         out = tmp_path / "out"
         assert not memo.recall(digests[0], out) and not memo.recall(digests[2], out)
         assert memo.recall(digests[3], out) and memo.recall(digests[-1], out)
+
+
+# Chart modules that still import matplotlib when imported (not yet drawn from): checking a
+# spec's chart names loads every chart module, so each one here costs every build ~1 s of CPU.
+# Empty it as they become lazy: both tests below fail while this set is wrong either way.
+STILL_EAGER = {"animation"}
+
+
+def _imports_matplotlib_at_module_level(path: Path) -> bool:
+    """An import of matplotlib that runs when the module is imported: at module level, not in a
+    function body nor under ``if TYPE_CHECKING:``."""
+    import ast
+
+    def named(node: ast.stmt) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom):
+            return [node.module or ""]
+        return []
+
+    def walk(body: list[ast.stmt]) -> bool:
+        for node in body:
+            if any(n == "matplotlib" or n.startswith("matplotlib.") for n in named(node)):
+                return True
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, (ast.If, ast.Try, ast.With)) and walk(
+                node.body + getattr(node, "orelse", []) + getattr(node, "finalbody", [])
+            ):
+                return True
+        return False
+
+    return walk(ast.parse(path.read_text(encoding="utf-8")).body)
+
+
+def test_chart_modules_import_matplotlib_only_where_they_draw() -> None:
+    folder = ROOT / "engine" / "charts"
+    eager = {p.stem for p in folder.glob("*.py") if _imports_matplotlib_at_module_level(p)}
+    assert eager == STILL_EAGER
+    # the check itself sees an eager import, and looks past TYPE_CHECKING and function bodies
+    probe = folder / "animation.py"
+    assert _imports_matplotlib_at_module_level(probe) == ("animation" in STILL_EAGER)
+
+
+def test_checking_a_specs_chart_names_does_not_import_matplotlib(days_copy: Path) -> None:
+    """A real process (this one has matplotlib loaded) validates Day 37's spec, charts and
+    carousel included, and never imports matplotlib: a build that draws nothing pays nothing."""
+    import subprocess
+    import sys
+
+    spec = days_copy / "day37.yaml"
+    text = spec.read_text(encoding="utf-8")
+    for module in STILL_EAGER:  # their charts cannot be listed without importing matplotlib
+        for name in [n for n, c in charts.CHARTS.items() if c.draw.__module__.endswith(f".{module}")]:
+            text = text.replace(f", {name}]", "]").replace(f"{name}, ", "")
+    spec.write_text(text, encoding="utf-8")
+    code = (
+        "import sys, types\n"
+        f"for m in {sorted(STILL_EAGER)!r}: sys.modules['engine.charts.' + m] = types.ModuleType(m)\n"
+        "from engine.spec import load_spec\n"
+        "spec = load_spec(sys.argv[1])\n"
+        "assert spec.charts and spec.carousel, 'the spec lists no charts'\n"
+        "from engine.charts import registry\n"
+        "assert len(registry.names()) > 5, registry.names()\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib')\n"
+        "assert not loaded, loaded[:5]\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(spec)], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr

@@ -5,7 +5,9 @@ text generated from the same numbers, so the picture and its description cannot 
 ``draw`` saves both beside the drafts (``<name>.png``, ``<name>.alt.txt``) and checks the alt
 text against the platform's limit before anything is posted.
 
-Importing this package imports matplotlib (Agg): the build imports it only when a spec lists charts.
+Importing this package imports every chart module, so each registers its charts; a chart module
+imports matplotlib inside the functions that draw, so checking a spec's chart names stays light
+(tests/test_charts.py lists any module that does not yet).
 """
 
 from __future__ import annotations

@@ -15,18 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.backends.backend_pdf import PdfPages
-from matplotlib.figure import Figure
-from matplotlib.image import AxesImage
-from matplotlib.patches import Rectangle
 
 from engine.charts import memo, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
 from engine.slides import CarouselSpec, Slide, SlideText
+
+if TYPE_CHECKING:  # matplotlib is imported where pages are drawn: registering charts stays light
+    from matplotlib.figure import Figure
 
 PAGE_W, PAGE_H = 1080, 1350  # points; at 72 dpi, pixels
 DPI = 72
@@ -61,6 +59,8 @@ def build(
 ) -> dict[str, Any]:
     """Write folder/carousel.pdf and folder/carousel/page-NN.png; return the results record."""
     import matplotlib
+    from matplotlib.backends.backend_pdf import PdfPages
+    from matplotlib.image import AxesImage
 
     folder = Path(folder)
     (folder / PREVIEWS).mkdir(parents=True, exist_ok=True)
@@ -113,6 +113,9 @@ def drawn_from(carousel: CarouselSpec, results: dict[str, Any]) -> dict[str, Any
 
 
 def _page(slide: Slide, text: SlideText, results: dict[str, Any], number: int, total: int) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(PAGE_W / DPI, PAGE_H / DPI), dpi=DPI)
     FigureCanvasAgg(fig)
     fig.patch.set_facecolor("white")
@@ -136,6 +139,8 @@ def _x(points_from_left: float) -> float:
 
 def _frame(fig: Figure, results: dict[str, Any], number: int, total: int) -> None:
     """What every slide shares: the series line and page number on top, a progress bar below."""
+    from matplotlib.patches import Rectangle
+
     series = results["series"]
     fig.text(
         _x(MARGIN),
@@ -194,6 +199,8 @@ def _frame(fig: Figure, results: dict[str, Any], number: int, total: int) -> Non
 
 
 def _cover(fig: Figure, text: SlideText, results: dict[str, Any]) -> None:
+    from matplotlib.patches import Rectangle
+
     fig.text(
         _x(MARGIN),
         _y(250),
@@ -220,6 +227,8 @@ def _cover(fig: Figure, text: SlideText, results: dict[str, Any]) -> None:
 
 
 def _closing(fig: Figure, text: SlideText, results: dict[str, Any]) -> None:
+    from matplotlib.patches import Rectangle
+
     bottom = _block(fig, text.headline, 300, TYPE["title"], weight="bold", max_lines=6)
     if text.body:
         bottom = _block(fig, text.body, bottom + 48, TYPE["body"], color=MUTED, max_lines=8)
@@ -246,6 +255,8 @@ def _closing(fig: Figure, text: SlideText, results: dict[str, Any]) -> None:
 
 
 def _chart_slide(fig: Figure, slide: Slide, text: SlideText, results: dict[str, Any]) -> None:
+    from matplotlib.patches import Rectangle
+
     bottom = _block(fig, text.headline, 190, TYPE["headline"], weight="bold", max_lines=4)
     if text.body:
         bottom = _block(fig, text.body, bottom + 28, TYPE["body"], color=MUTED, max_lines=5)

@@ -7,14 +7,14 @@ reader can see at a glance how far this machine sits from the folklore.
 
 from __future__ import annotations
 
-from typing import Any
-
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from typing import TYPE_CHECKING, Any
 
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ROW_SHADE = "#F4F6F8"
 MEASURED = OKABE_ITO["blue"]
@@ -23,6 +23,8 @@ MEASURED = OKABE_ITO["blue"]
 @register_chart("figures_table", needs=("lab",), size="x")
 def figures_table(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Measured figures (and published ones beside them) as a table."""
+    from matplotlib.patches import Rectangle
+
     lab = labels.section(results, "lab", "figures_table")
     fig = style.new_figure(size or "x")
     portrait = style.size_of(fig).portrait

@@ -6,14 +6,14 @@ own accounting, a GQA model, …), each with its plan.
 
 from __future__ import annotations
 
-from typing import Any
-
-from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, NullLocator
+from typing import TYPE_CHECKING, Any
 
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _views(kv: dict[str, Any]) -> list[dict[str, Any]]:
@@ -44,6 +44,8 @@ def kv_fit(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
     numbers, in boxes of its colour pointing at its own ringed points and set below the lines,
     where no other view runs. Compare views are dashed with hollow markers.
     """
+    from matplotlib.ticker import FixedLocator, NullLocator
+
     kv = labels.section(results, "kv_cache", "kv_fit")
     fig = style.new_figure(size or "linkedin")
     views = _views(kv)

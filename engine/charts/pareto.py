@@ -7,14 +7,14 @@ chart would read as "nothing to see", a sentence reads as the finding it is.
 
 from __future__ import annotations
 
-from typing import Any
-
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from typing import TYPE_CHECKING, Any
 
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 MEETS = OKABE_ITO["green"]
 FRONT = OKABE_ITO["blue"]
@@ -25,6 +25,8 @@ TABLE_ROWS = 5
 @register_chart("pareto", needs=("sweep",), size="x")
 def pareto(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
     """Throughput per GPU against the chosen p99 latency; meeting the targets in green."""
+    from matplotlib.ticker import FuncFormatter
+
     sw = labels.section(results, "sweep", "pareto")
     metric = sw["pareto_latency"]
     rows = sw.get("rows") or sw["pareto"]  # a big sweep keeps only its front in results.json

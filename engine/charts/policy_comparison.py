@@ -8,16 +8,17 @@ and one colour each, so the same policy looks the same on every chart.
 from __future__ import annotations
 
 from statistics import median
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
 from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 SHORT, LONG = OKABE_ITO["blue"], OKABE_ITO["orange"]
 
@@ -104,6 +105,8 @@ def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
     dozen artists, not one patch per token. Where one request follows another in a slot with no
     idle step between, a white hairline (one vlines collection per panel) marks the hand-over.
     """
+    from matplotlib.patches import Patch
+
     batching = labels.section(results, "batching", "slot_timeline")
     shown = [
         (n, p) for n, p in ordered_policies(batching) if n in ("static", "continuous") and p.get("timeline")

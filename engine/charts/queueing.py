@@ -8,14 +8,16 @@ the queueing word for it), and the closed form either flat or under 'expected'; 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _first(row: dict[str, Any], *keys: str) -> float | None:

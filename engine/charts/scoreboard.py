@@ -7,10 +7,7 @@ post's highlighted rows emphasised). Portrait sizes stack the two halves instead
 
 from __future__ import annotations
 
-from typing import Any
-
-from matplotlib.figure import Figure
-from matplotlib.text import Annotation
+from typing import TYPE_CHECKING, Any
 
 from engine.charts import labels, style
 from engine.charts.kv import halves_per_doubling
@@ -18,6 +15,9 @@ from engine.charts.policy_comparison import ordered_policies, policy_colour
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
 from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 HIGHLIGHT = OKABE_ITO["yellow"]
 Box = tuple[float, float, float, float]  # left, bottom, width, height in figure fractions
@@ -82,6 +82,8 @@ def _headings(fig: Figure, box: Box, title: str, subtitle: str, k: float = 1.0) 
 
 
 def _bars(fig: Figure, box: Box, batching: dict[str, Any], k: float = 1.0) -> None:
+    from matplotlib.text import Annotation
+
     left, bottom, width, height = box
     used = _headings(fig, box, "Sharing the batch", "GPU busy: share of slot-steps doing work", k)
     multiple = batching.get("multiple")

@@ -9,14 +9,16 @@ pipeline says so), rather than drawn from anything else.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from engine.charts import style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def needs_a_measurement(results: dict[str, Any]) -> str | None:

@@ -17,17 +17,17 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
+from cycler import cycler  # matplotlib's own dependency, a small module that does not import it
 
-matplotlib.use("Agg")
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
 
-from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402  (after choosing the backend)
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+# matplotlib (about a second of imports) is imported by the functions that draw, never at module
+# level: the chart modules register their charts by importing this one, and checking a spec's
+# chart names must not pay for a plotting library it does not use.
 
 WIDTH_IN = 8.0
 
@@ -134,13 +134,26 @@ def theme() -> Iterator[None]:
     Ticks are created lazily at draw time from rcParams, so the save must happen inside the
     same context as the build or tick labels come out in the default size.
     """
+    matplotlib = _agg()
     with matplotlib.rc_context(THEME):
         yield
+
+
+def _agg() -> Any:
+    """matplotlib, on the Agg backend (no display, no pyplot state): every drawing comes here."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # a no-op once chosen (get_backend() would import pyplot to resolve it)
+    return matplotlib
 
 
 def new_figure(size: Size | str = "x") -> Figure:
     """A figure at exactly size.width × size.height pixels, on its own Agg canvas (no pyplot:
     no global state, and text can be measured before saving)."""
+    _agg()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     size = SIZES[size] if isinstance(size, str) else size
     fig = Figure(figsize=(WIDTH_IN, size.height / size.dpi), dpi=size.dpi)
     FigureCanvasAgg(fig)
@@ -165,6 +178,8 @@ def save_png(fig: Figure, path: Path) -> None:
 def fit_width(fig: Figure, text: Text, left: float = 0.012, right: float = 0.988) -> Text:
     """Shrink `text` (down to MIN_FONT_PT), then shorten it with '…', until it fits between
     left and right: titles and sources come from results and can be any length."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     canvas = fig.canvas
     assert isinstance(canvas, FigureCanvasAgg)  # new_figure draws on Agg
     renderer = canvas.get_renderer()
@@ -190,6 +205,8 @@ def source_note(fig: Figure, text: str, y: float = 0.015) -> Text:
 
 def thousands_ticks(axis: Any) -> None:
     """Tick labels with thousands separators (5,000 not 5000), like every number in the posts."""
+    from matplotlib.ticker import FuncFormatter
+
     axis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
 
 

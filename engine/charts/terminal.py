@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any
-
-from matplotlib.figure import Figure
-from matplotlib.patches import Ellipse, FancyBboxPatch, Rectangle
+from typing import TYPE_CHECKING, Any
 
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, MIN_FONT_PT, Size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 MONO = "DejaVu Sans Mono"  # ships with matplotlib: the same glyphs everywhere
 CANVAS = "#F3F4F6"
@@ -195,6 +195,8 @@ def _window(
     bar: float,
     title: str,
 ) -> None:
+    from matplotlib.patches import Ellipse, FancyBboxPatch, Rectangle
+
     fig.patch.set_facecolor(CANVAS)
 
     def box(x0: float, y0: float, x1: float, y1: float) -> tuple[float, float, float, float]:
