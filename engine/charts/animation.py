@@ -45,6 +45,8 @@ class SteadyPaletteWriter(PillowWriter):
     - PillowWriter lets Pillow quantise each frame on its own: colours drift between frames and
       the file grows. Here every frame is mapped to the palette of the final frame, which holds
       every colour the animation settles on.
+    - Frames are kept as the canvas's RGBA bytes: the palette mapper reads a pixel as one 32-bit
+      word, and maps only the pixels that changed since the frame before.
     """
 
     _frames: list[Any]  # PillowWriter's list of frames, filled by grab_frame
