@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import csv
+import gc
 import math
 import subprocess
 import sys
@@ -407,6 +408,46 @@ def test_a_failed_capture_times_the_rest_eagerly_with_one_note(model, monkeypatc
     assert notes == [
         "step time: CUDA graph capture failed (capture refused); eager steps from context 16, batch 1"
     ]
+
+
+def test_release_collects_and_empties_the_cache_on_cuda_only(monkeypatch):
+    """CUDA: a collection, then the allocator's cache back to the driver. CPU: neither (no
+    device cache; memory goes back with the last reference, see the next test)."""
+    calls: list[str] = []
+    monkeypatch.setattr(dev.gc, "collect", lambda *a: calls.append("collect") or 0)
+    monkeypatch.setattr(dev.torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
+    dev.release(torch.device("cpu"))
+    assert calls == []
+    dev.release(torch.device("cuda"))
+    assert calls == ["collect", "empty_cache"]
+
+
+def test_cpu_phases_free_their_caches_without_a_collection(model, monkeypatch):
+    """Why the CPU's release need not collect: with Python's collector off, every cache a
+    measurement phase made is gone when the phase returns (no reference cycle keeps one)."""
+    made: list[weakref.ref] = []
+    new_cache = model.new_cache
+
+    def tracked(slots: int, context: int):
+        cache = new_cache(slots, context)
+        made.extend(weakref.ref(t) for t in (*cache.k, *cache.v))
+        return cache
+
+    monkeypatch.setattr(model, "new_cache", tracked)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        steptime.measure_step_times(model, [16], 2, 2**30, warmup=1, repeats=1)
+        steptime.measure_prefill_times(model, [8], 2**30, warmup=1, repeats=1)
+        for run in (replay.run_static, replay.run_continuous):
+            cache = model.new_cache(2, 12)
+            run(model, cache, [3, 5, 2], prompt_tokens=2)
+            del cache  # as the runner does before release
+        assert len(made) == 4 * 2 * TINY.num_layers  # step time, prefill, two policies: K and V
+        assert all(ref() is None for ref in made)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def test_device_names():
