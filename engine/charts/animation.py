@@ -16,13 +16,11 @@ How it stays small and the same bytes every build:
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
-from matplotlib.animation import PillowWriter
-from matplotlib.collections import PolyCollection
-from matplotlib.patches import Patch
 
 from engine.charts import labels, memo, style
 from engine.charts.policy_comparison import LONG, SHORT, ordered_policies, timeline_fits, title_of
@@ -36,51 +34,59 @@ FPS = 12  # 36 frames ≈ 3 s of motion
 HOLD_MS = 2500  # the finished picture stays up before the loop restarts
 
 
-class SteadyPaletteWriter(PillowWriter):
-    """matplotlib's Pillow GIF writer, fed by blitting, with one palette and a held last frame.
+@functools.cache
+def steady_palette_writer() -> Any:
+    """The writer class, made on first use: its base is matplotlib's, and importing this module
+    (to register the chart) must not import matplotlib."""
+    from matplotlib.animation import PillowWriter
 
-    - A frame is the canvas as the caller last blitted it (only the moving artists redrawn over
-      a saved background), not a fresh savefig: a whole-figure draw per frame costs ten times
-      as much and draws the same axes, ticks and legend every time.
-    - PillowWriter lets Pillow quantise each frame on its own: colours drift between frames and
-      the file grows. Here every frame is mapped to the palette of the final frame, which holds
-      every colour the animation settles on.
-    - Frames are kept as the canvas's RGBA bytes: the palette mapper reads a pixel as one 32-bit
-      word, and maps only the pixels that changed since the frame before.
-    """
+    class SteadyPaletteWriter(PillowWriter):
+        """matplotlib's Pillow GIF writer, fed by blitting, with one palette and a held last frame.
 
-    _frames: list[Any]  # PillowWriter's list of frames, filled by grab_frame
+        - A frame is the canvas as the caller last blitted it (only the moving artists redrawn over
+          a saved background), not a fresh savefig: a whole-figure draw per frame costs ten times
+          as much and draws the same axes, ticks and legend every time.
+        - PillowWriter lets Pillow quantise each frame on its own: colours drift between frames and
+          the file grows. Here every frame is mapped to the palette of the final frame, which holds
+          every colour the animation settles on.
+        - Frames are kept as the canvas's RGBA bytes: the palette mapper reads a pixel as one 32-bit
+          word, and maps only the pixels that changed since the frame before.
+        """
 
-    def __init__(self, *args: Any, hold_ms: int = 0, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.hold_ms = hold_ms
+        _frames: list[Any]  # PillowWriter's list of frames, filled by grab_frame
 
-    def grab_frame(self, **savefig_kwargs: Any) -> None:
-        self._frames.append(np.array(cast(Any, self.fig.canvas).buffer_rgba()))
+        def __init__(self, *args: Any, hold_ms: int = 0, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.hold_ms = hold_ms
 
-    def finish(self) -> None:
-        from PIL import Image
+        def grab_frame(self, **savefig_kwargs: Any) -> None:
+            self._frames.append(np.array(cast(Any, self.fig.canvas).buffer_rgba()))
 
-        last = self._frames[-1][..., :3]
-        colours = np.array([c for _, c in common_colours(Image.fromarray(last))], dtype=np.int64)
-        mapper = PaletteMapper(colours)
-        flat = colours.astype(np.uint8).ravel().tolist()
-        indexed = []
-        for frame in self._frames:
-            image = Image.fromarray(mapper(frame), mode="P")
-            image.putpalette(flat)
-            indexed.append(image)
-        step_ms = int(1000 / self.fps)
-        durations = [step_ms] * (len(indexed) - 1) + [step_ms + self.hold_ms]
-        indexed[0].save(
-            self.outfile,
-            save_all=True,
-            append_images=indexed[1:],
-            duration=durations,
-            loop=0,
-            optimize=False,
-            disposal=1,
-        )
+        def finish(self) -> None:
+            from PIL import Image
+
+            last = self._frames[-1][..., :3]
+            colours = np.array([c for _, c in common_colours(Image.fromarray(last))], dtype=np.int64)
+            mapper = PaletteMapper(colours)
+            flat = colours.astype(np.uint8).ravel().tolist()
+            indexed = []
+            for frame in self._frames:
+                image = Image.fromarray(mapper(frame), mode="P")
+                image.putpalette(flat)
+                indexed.append(image)
+            step_ms = int(1000 / self.fps)
+            durations = [step_ms] * (len(indexed) - 1) + [step_ms + self.hold_ms]
+            indexed[0].save(
+                self.outfile,
+                save_all=True,
+                append_images=indexed[1:],
+                duration=durations,
+                loop=0,
+                optimize=False,
+                disposal=1,
+            )
+
+    return SteadyPaletteWriter
 
 
 def common_colours(image: Any, limit: int = 256) -> list[tuple[int, tuple[int, int, int]]]:
@@ -175,6 +181,9 @@ def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Pat
 
 
 def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], path: Path, frames: int) -> None:
+    from matplotlib.collections import PolyCollection
+    from matplotlib.patches import Patch
+
     slots = int(batching["slots"])
     horizon = max(int(p["steps"]) for _, p in shown)
     lengths = np.concatenate(
@@ -262,7 +271,7 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
     moving = [a for panel in panels for a in (panel[6], *panel[7].values(), panel[8], panel[9])]
     for artist in moving:
         artist.set_animated(True)  # left out of the full draw: the background holds the rest
-    writer = SteadyPaletteWriter(fps=FPS, hold_ms=HOLD_MS)
+    writer = steady_palette_writer()(fps=FPS, hold_ms=HOLD_MS)
     with writer.saving(fig, path, SIZE.dpi):
         canvas = cast(Any, fig.canvas)  # Agg: the blitting methods
         canvas.draw()
