@@ -152,13 +152,14 @@ def build(
     results = compute(spec, SpecLocation(spec_path=spec_path))
     drafts = render_drafts(results, templates_root)
 
+    left_out = unavailable_charts(spec, results)
     target = out_root / day_folder_name(spec.day)
     staging = outdir.Staging.create(target)
     try:
         for name, text in drafts.items():
             (staging.path / name).write_text(text, encoding="utf-8")
         try:
-            results["charts"] = draw_charts(spec, results, staging.path)
+            results["charts"] = draw_charts(spec, results, staging.path, {name for name, _ in left_out})
         except UserError as err:  # a chart the results cannot draw: the spec asked for it
             if err.file:
                 raise
@@ -192,7 +193,7 @@ def build(
         written=committed.written,
         kept_edits=committed.kept_edits,
         summary=headline(results),
-        warnings=[f"chart '{name}' not drawn: {why}" for name, why in unavailable_charts(spec, results)]
+        warnings=[f"chart '{name}' not drawn: {why}" for name, why in left_out]
         + check_kept_edits(target, committed.checked_edits()),
         commit=committed,
     )
@@ -213,15 +214,16 @@ def check_kept_edits(folder: Path, kept: list[tuple[Path, Path]]) -> list[str]:
     return [f"your edited {v}" for v in report.violations if v.draft in names]
 
 
-def draw_charts(spec: DaySpec, results: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
-    """Each chart the spec asks for at its own size; the LinkedIn image again at LinkedIn's.
-    A chart of an input the day does not have yet (unavailable_charts) is left out."""
+def draw_charts(
+    spec: DaySpec, results: dict[str, Any], folder: Path, skipped: set[str]
+) -> list[dict[str, Any]]:
+    """Each chart the spec asks for at its own size, but those in ``skipped`` (charts of an input
+    the day does not have yet: unavailable_charts); the LinkedIn image again at LinkedIn's."""
     if not spec.charts:
         return []
     from engine import charts
     from engine.platforms import registry as platforms
 
-    skipped = {name for name, _ in unavailable_charts(spec, results)}
     jobs: list[tuple[str, str | None]] = [(name, None) for name in spec.charts if name not in skipped]
     if spec.linkedin_image is not None and spec.linkedin_image not in skipped:
         jobs.append((spec.linkedin_image, platforms.get("linkedin").image_size))
