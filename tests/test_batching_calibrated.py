@@ -147,15 +147,25 @@ def test_a_bench_file_with_prefill_passes_pins_the_compute_efficiency(tmp_path):
     assert model.memory_efficiency == pytest.approx(0.72, rel=3e-3)
 
 
-def test_a_bad_prefill_point_names_its_field(tmp_path):
+@pytest.mark.parametrize(
+    "step, passes, field, words",
+    [
+        ({}, [{"tokens": 0}], "step_time.prefill[0].tokens", "at least 1"),
+        ({}, [{"tokens": 10**30, "seconds": 0.1}], "step_time.prefill[0].tokens", "at most 100,000,000"),
+        ({"context": 10**30}, [], "step_time.points[0].context", "at most 100,000,000"),
+        ({"seconds": 1e300}, [], "step_time.points[0].seconds", "at most 3,600"),
+    ],
+)
+def test_a_bad_or_huge_point_names_its_field(tmp_path, step, passes, field, words):
+    """The measurement schema's ceilings hold for a file read for its points alone."""
     from engine.errors import UserError
 
     bench = tmp_path / "bad-bench.json"
-    step_time = {"points": [{"batch": 1, "context": 8, "seconds": 0.01}], "prefill": [{"tokens": 0}]}
-    bench.write_text(json.dumps({"step_time": step_time}))
+    point = {"batch": 1, "context": 8, "seconds": 0.01, **step}
+    bench.write_text(json.dumps({"step_time": {"points": [point], "prefill": passes}}))
     with pytest.raises(UserError) as err:
         points_from_file(bench)
-    assert err.value.field == "step_time.prefill[0].tokens"
+    assert err.value.field == field and words in err.value.message
 
 
 def test_a_bad_operator_table_names_the_file_and_column(tmp_path):

@@ -269,10 +269,10 @@ def points_from_file(path: str | Path) -> list[Point]:
     path = Path(path)
     if path.suffix.lower() == ".csv":
         return _points_from_csv(path)
-    from engine.batching.loaders import load_measured_points, load_prefill_points
+    from engine.batching.loaders import load_bench_steps
 
-    decode = [(b, b * c, 0.0, s) for b, c, s in load_measured_points(path)]
-    return decode + [(0.0, 0.0, tokens, s) for tokens, s in load_prefill_points(path)]
+    decode, prefill = load_bench_steps(path)
+    return [(b, b * c, 0.0, s) for b, c, s in decode] + [(0.0, 0.0, tokens, s) for tokens, s in prefill]
 
 
 def _points_from_csv(path: Path) -> list[Point]:

@@ -93,34 +93,45 @@ def load_measured_step_time(path: str | Path) -> MeasuredStepTime:
 
 def load_measured_points(path: str | Path) -> list[tuple[float, float, float]]:
     """A GPU benchmark result's decode steps: (batch, per-request context, seconds)."""
-    points = _step_time(path).get("points")
+    decode, _ = load_bench_steps(path)
+    return decode
+
+
+def load_bench_steps(
+    path: str | Path,
+) -> tuple[list[tuple[float, float, float]], list[tuple[float, float]]]:
+    """A GPU benchmark result's decode steps, (batch, per-request context, seconds), and its
+    prefill passes, (prompt tokens, seconds): none in a file written before the bench timed them.
+    The file is read once for both."""
+    from engine.measured import PrefillPoint, StepPoint, read_document
+
+    path = Path(path)
+    step_time = read_document(path).get("step_time")
+    step_time = step_time if isinstance(step_time, dict) else {}
+    points = step_time.get("points")
     if not isinstance(points, list) or not points:
         raise UserError("needs a non-empty list of points", file=path, field="step_time.points")
-    keys = (("batch", 1, False), ("context", 0, False), ("seconds", 0, True))
-    triples = [_point(p, keys, f"step_time.points[{i}]", Path(path)) for i, p in enumerate(points)]
-    return [(batch, context, seconds) for batch, context, seconds in triples]
-
-
-def load_prefill_points(path: str | Path) -> list[tuple[float, float]]:
-    """A GPU benchmark result's prefill passes, (prompt tokens, seconds); none in a file written
-    before the bench timed them."""
-    points = _step_time(path).get("prefill", [])
-    if not isinstance(points, list):
+    step_keys = (("batch", 1, False), ("context", 0, False), ("seconds", 0, True))
+    triples = [_point(p, step_keys, StepPoint, f"step_time.points[{i}]", path) for i, p in enumerate(points)]
+    passes = step_time.get("prefill", [])
+    if not isinstance(passes, list):
         raise UserError("must be a list of points", file=path, field="step_time.prefill")
-    keys = (("tokens", 1, False), ("seconds", 0, True))
-    pairs = [_point(p, keys, f"step_time.prefill[{i}]", Path(path)) for i, p in enumerate(points)]
-    return [(tokens, seconds) for tokens, seconds in pairs]
+    pass_keys = (("tokens", 1, False), ("seconds", 0, True))
+    pairs = [
+        _point(p, pass_keys, PrefillPoint, f"step_time.prefill[{i}]", path) for i, p in enumerate(passes)
+    ]
+    return (
+        [(batch, context, seconds) for batch, context, seconds in triples],
+        [(tokens, seconds) for tokens, seconds in pairs],
+    )
 
 
-def _step_time(path: str | Path) -> dict:
-    from engine.measured import read_document
-
-    step_time = read_document(Path(path)).get("step_time")
-    return step_time if isinstance(step_time, dict) else {}
-
-
-def _point(point: Any, keys: tuple[tuple[str, int, bool], ...], where: str, path: Path) -> tuple[float, ...]:
-    """The point's values for ``keys`` (name, least value, whether the least is excluded)."""
+def _point(
+    point: Any, keys: tuple[tuple[str, int, bool], ...], schema: Any, where: str, path: Path
+) -> tuple[float, ...]:
+    """The point's values for ``keys`` (name, least value, whether the least is excluded), each at
+    most what the measurement schema's field allows (``schema``: engine.measured's model of the
+    point), so a file read here for its points alone obeys the same ceilings as a full one."""
     if not isinstance(point, dict):
         names = ", ".join(key for key, _, _ in keys)
         raise UserError(f"must be an object with {names}", file=path, field=where)
@@ -132,5 +143,13 @@ def _point(point: Any, keys: tuple[tuple[str, int, bool], ...], where: str, path
         if value < least or (strict and value <= least):
             bound = f"greater than {least}" if strict else f"at least {least}"
             raise UserError(f"must be {bound}, got {value!r}", file=path, field=f"{where}.{key}")
+        most = _ceiling(schema, key)
+        if value > most:
+            raise UserError(f"must be at most {most:,}, got {value!r}", file=path, field=f"{where}.{key}")
         values.append(float(value))
     return tuple(values)
+
+
+def _ceiling(schema: Any, key: str) -> float:
+    """The field's upper bound in the measurement schema (its ``le``)."""
+    return next(m.le for m in schema.model_fields[key].metadata if hasattr(m, "le"))
