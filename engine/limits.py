@@ -139,37 +139,6 @@ def _too_big(size: int, limit: int, what: str) -> str:
     return f"{size:,} bytes, over the limit of {size_text(limit)} for a {what} file"
 
 
-def check_yaml_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -> None:
-    """Refuse YAML nested deeper than ``limit`` before it is composed: PyYAML composes nodes
-    recursively, so a 5,000-deep file would end in a RecursionError instead of one line. The
-    scanner is iterative, and the depth is its open blocks and brackets."""
-    import yaml
-
-    depth = 0
-    starts = (
-        yaml.BlockMappingStartToken,
-        yaml.BlockSequenceStartToken,
-        yaml.FlowMappingStartToken,
-        yaml.FlowSequenceStartToken,
-    )
-    ends = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
-    try:
-        for token in yaml.scan(text, Loader=yaml.SafeLoader):
-            if isinstance(token, starts):
-                depth += 1
-                if depth > limit:
-                    mark = token.start_mark
-                    raise UserError(
-                        f"nested more than {limit} levels deep",
-                        file=path,
-                        field=f"line {mark.line + 1}, column {mark.column + 1}",
-                    )
-            elif isinstance(token, ends):
-                depth -= 1
-    except yaml.YAMLError:
-        return  # malformed: the loader reports it, with its position
-
-
 # ---- command-line numbers ------------------------------------------------------------------------
 
 

@@ -14,11 +14,10 @@ import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import AfterValidator, Field, ValidationInfo, create_model, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from engine import limits
+from engine import limits, yamlfile
 from engine.errors import UserError
 from engine.kvcache import KvDtype
 from engine.slides import CarouselSpec
@@ -470,35 +469,10 @@ def day_spec_model() -> type[DaySpec]:
 # ---- loading --------------------------------------------------------------------------------
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses a key given twice: YAML would silently keep the last one."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key '{key}' is given twice", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def load_spec(path: str | Path) -> DaySpec:
     """Read and validate a day's YAML; every failure is a UserError naming file and field."""
     path = Path(path)
-    from engine.limits import MAX_SPEC_BYTES, check_yaml_depth, read_text_limited
-
-    text = read_text_limited(path, MAX_SPEC_BYTES, "spec")
-    check_yaml_depth(text, path)
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"malformed YAML: {problem}", file=path, field=where) from None
+    data = yamlfile.read(path, limits.MAX_SPEC_BYTES, "spec")
     if not isinstance(data, dict):
         raise UserError("the spec must be a mapping of fields", file=path)
     spec = validate(day_spec_model(), data, file=path)

@@ -128,6 +128,27 @@ def test_a_key_given_twice_is_an_error(days_copy):
     assert line.startswith(f"{path}: line ") and "key 'slots' is given twice" in line
 
 
+@pytest.mark.parametrize("key", ["? [1, 2]\n: 3\n", "? {slots: 1}\n: 3\n"])
+def test_a_list_or_mapping_as_a_key_is_one_line(days_copy, key):
+    path = days_copy / "day37.yaml"
+    path.write_text(path.read_text() + key)
+    line = error_line(path)
+    assert line.startswith(f"{path}: line ") and "a list or mapping cannot be a key" in line
+
+
+def test_the_fast_reader_gives_what_the_pure_python_reader_gives():
+    """libyaml parses, PyYAML's Python classes construct: every shipped spec and catalog file
+    means the same under both parsers."""
+    from engine import yamlfile
+
+    assert yamlfile.Loader is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    files = sorted(DAYS.glob("*.yaml")) + sorted((DAYS.parent / "engine" / "catalog").rglob("*.yaml"))
+    assert len(files) > 10
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert yaml.load(text, Loader=yamlfile.Loader) == yaml.load(text, Loader=yaml.SafeLoader), path
+
+
 def test_day_past_the_series_length(days_copy):
     path = edit(days_copy, lambda d: d.update(day=61))
     assert error_line(path) == f"{path}: day 61 is past the series' length 60"

@@ -21,12 +21,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from engine import yamlfile
 from engine.catalog.params import count_params, moe_layout, ties_embeddings
 from engine.catalog.shapes import check_shapes
 from engine.errors import UserError
-from engine.limits import MAX_CONFIG_BYTES, check_yaml_depth, read_text_limited
+from engine.limits import MAX_CONFIG_BYTES, read_text_limited
 
 CATALOG_DIR = Path(__file__).parent
 MODEL_DTYPES = ("bfloat16", "float16", "float32")
@@ -400,12 +399,7 @@ def model_from_fields(
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    text = read_text_limited(path, MAX_CONFIG_BYTES, "catalog")
-    check_yaml_depth(text, path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"not valid YAML: {exc}", file=path) from None
+    data = yamlfile.read(path, MAX_CONFIG_BYTES, "catalog")
     if not isinstance(data, dict):
         raise UserError("a catalog entry must be a mapping", file=path)
     return data

@@ -84,19 +84,13 @@ def run(args: argparse.Namespace) -> int:
 
 def load_section(path: Path) -> Any:
     """The sweep section of a day spec, or of a file that holds only `sweep:`."""
-    import yaml
-
-    from engine.limits import MAX_SPEC_BYTES, check_yaml_depth, read_text_limited
+    from engine import yamlfile
+    from engine.limits import MAX_SPEC_BYTES
     from engine.spec import load_spec
     from engine.sweep.grid import SweepSection
     from engine.validation import Strict, validate
 
-    text = read_text_limited(path, MAX_SPEC_BYTES, "spec")
-    check_yaml_depth(text, path)  # before composing: a deep file is refused in one scan, not parsed
-    try:
-        data = yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError):
-        data = None  # load_spec reports it with its line and column
+    data = yamlfile.read(path, MAX_SPEC_BYTES, "spec")
     if isinstance(data, dict) and set(data) == {"sweep"}:
 
         class SweepFile(Strict):

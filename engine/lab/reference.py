@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from engine import yamlfile
 from engine.errors import UserError
 from engine.lab import units
+from engine.limits import MAX_CONFIG_BYTES
 
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "catalog" / "reference"
 
@@ -24,7 +24,9 @@ def load_reference(name: str) -> dict[str, Any]:
     if not path.is_file():
         have = ", ".join(sorted(p.stem for p in REFERENCE_DIR.glob("*.yaml"))) or "none"
         raise UserError(f"no reference file {name!r} (have: {have})", field="lab.reference")
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    doc = yamlfile.read(path, MAX_CONFIG_BYTES, "reference")
+    if not isinstance(doc, dict):
+        raise UserError("a reference file must be a mapping", file=path)
     source = doc.get("source") or {}
     for key in ("title", "author", "url", "year", "short"):
         if key not in source:

@@ -14,9 +14,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from engine import yamlfile
 from engine.errors import UserError
+from engine.limits import MAX_CONFIG_BYTES
 
 PRICES_FILE = Path(__file__).resolve().parent.parent / "catalog" / "prices.yaml"
 MAX_PRICE = 1000.0  # dollars per GPU-hour: more than any card rents for
@@ -40,12 +40,7 @@ class Price:
 def load_prices(path: str | Path = PRICES_FILE) -> dict[str, Price]:
     """Catalog GPU name → its price; a GPU without an entry has no known price."""
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", file=path) from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"malformed YAML: {exc}", file=path) from None
+    doc = yamlfile.read(path, MAX_CONFIG_BYTES, "prices")
     entries = doc.get("prices") if isinstance(doc, dict) else None
     if not isinstance(entries, dict):
         raise UserError("needs a mapping 'prices' of GPU → price", file=path, field="prices")

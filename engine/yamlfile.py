@@ -1,0 +1,101 @@
+"""Reading the YAML people write: day specs, sweep files, catalog, price and reference entries.
+
+Why one reader: every such file gets the same guards and the same one-line errors. Its text is
+bounded in size (read by engine.limits) and in nesting (checked before anything is composed:
+PyYAML composes recursively, so a 5,000-deep file would end in a RecursionError instead of one
+line); a key given twice is refused (YAML would silently keep the last one); a malformed file is
+one line with its line and column.
+
+Why the C parser: PyYAML's wheels carry libyaml, whose scanner and parser are about ten times
+faster than the pure-Python ones. A build reads its spec and several catalog entries, and the
+watch loop and the test suite read them hundreds of times. The constructors stay PyYAML's own
+Python classes, so what a file means (YAML 1.1 tags, the safe types) does not depend on which
+parser ran; where PyYAML was built without libyaml, the pure-Python parser is used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.errors import UserError
+from engine.limits import MAX_YAML_DEPTH, read_text_limited
+
+Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class UniqueKeyLoader(Loader):  # type: ignore[valid-type,misc]
+    """The safe loader, refusing a key given twice or a key that is a list or mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:  # `? [1, 2]`: a list or mapping as a key, which no field is
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a list or mapping cannot be a key", key_node.start_mark
+                ) from None
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def check_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -> None:
+    """Refuse YAML nested deeper than ``limit`` before it is composed. The depth is the scanner's
+    open blocks and brackets. libyaml reads ahead (a bracket may open a key) and stops at its own
+    ceiling of 1,000 levels with a message that names no limit of ours, so a file the C scanner
+    refuses is scanned again by the pure-Python one, which yields each token as it goes."""
+    for scanner in dict.fromkeys((Loader, yaml.SafeLoader)):
+        try:
+            _scan_depth(text, path, limit, scanner)
+            return
+        except yaml.YAMLError:
+            continue  # malformed: parse() reports it, with its position
+
+
+def _scan_depth(text: str, path: str | Path, limit: int, scanner: type[yaml.SafeLoader]) -> None:
+    depth = 0
+    starts = (
+        yaml.BlockMappingStartToken,
+        yaml.BlockSequenceStartToken,
+        yaml.FlowMappingStartToken,
+        yaml.FlowSequenceStartToken,
+    )
+    ends = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+    for token in yaml.scan(text, Loader=scanner):
+        if isinstance(token, starts):
+            depth += 1
+            if depth > limit:
+                mark = token.start_mark
+                raise UserError(
+                    f"nested more than {limit} levels deep",
+                    file=path,
+                    field=f"line {mark.line + 1}, column {mark.column + 1}",
+                )
+        elif isinstance(token, ends):
+            depth -= 1
+
+
+def parse(text: str, path: str | Path) -> Any:
+    """The document in ``text`` (read from ``path``), or a UserError naming where it breaks."""
+    check_depth(text, path)
+    try:
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader's constructors)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"malformed YAML: {problem}", file=path, field=where) from None
+
+
+def read(path: str | Path, limit: int, what: str) -> Any:
+    """The document in the file at ``path``, at most ``limit`` bytes of UTF-8 (``what`` names
+    the kind of file in the error when it is larger)."""
+    return parse(read_text_limited(path, limit, what), path)
