@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -35,6 +36,7 @@ from engine.queueing import (
     mm1_sweep,
     mmc_mean_wait,
     shared_sweep,
+    sweeps,
 )
 from engine.queueing.simulate import (
     round_robin_lines,
@@ -42,7 +44,7 @@ from engine.queueing.simulate import (
     shared_line_starts,
     single_server_starts,
 )
-from engine.queueing.summary import batch_se
+from engine.queueing.summary import Row, batch_se
 from engine.queueing.traffic import ServiceLaw, draw
 
 S = 0.010  # 10 ms mean service, as in the lab
@@ -234,7 +236,7 @@ def test_mm1_sweep_shape(mm1_rows):
         assert row.warmup == BIG // 10 and row.requests + row.warmup == BIG
 
 
-def test_mm1_p99_against_exponential():
+def test_mm1_p99_against_exponential(mm1_rows):
     law = ServiceLaw.of()
     d = draw(BIG, seed=7, law=law)
     for rho in (0.5, 0.7, 0.8):
@@ -243,7 +245,8 @@ def test_mm1_p99_against_exponential():
         exact = cf.mm1_sojourn_quantile(0.99, rho / S, S)  # −ln(0.01) · S/(1 − ρ)
         assert within(np.quantile(sojourn, 0.99), exact, batch_se(sojourn, 0.99)), rho
     # The sweep reports the same statistic at ρ = 0.9; the lab's 481.2 ms was one draw of it.
-    row = mm1_sweep([0.9], S, ROW, seed=7)[0]
+    row = mm1_rows[3]
+    assert row.utilisation == 0.9
     assert row.expected.p99_sojourn == pytest.approx(0.4605, abs=1e-4)
 
 
@@ -254,9 +257,9 @@ def test_mm1_probability_of_waiting_and_busy_fraction(mm1_rows):
         assert row.busy_fraction == pytest.approx(row.utilisation, abs=0.01)
 
 
-def test_littles_law(mm1_rows):
+def test_littles_law(mm1_rows, at_the_labs_load):
     # L (time average over the window) = λ W (customer average); only edge effects differ.
-    rows = list(mm1_rows) + shared_sweep([2, 3], 90, S, ROW, seed=3)
+    rows = list(mm1_rows) + at_the_labs_load.rows[1:]
     cmp = compare_lines(2, 150, S, ROW, seed=3)
     rows += [cmp[p] for p in ("shared", "separate_random", "separate_round_robin")]
     for row in rows:
@@ -295,8 +298,44 @@ def test_service_laws_have_the_stated_mean_and_cv():
 # --- one shared line (Erlang C) against separate lines -------------------------------------------
 
 
-def test_shared_line_against_erlang_c_at_the_labs_load():
-    rows = shared_sweep([1, 2, 3], 90, S, BIG, seed=90)
+@dataclass(frozen=True)
+class LabsLoad:
+    """The lab's M/M/c runs (90 req/s, 10 ms service, 1, 2 and 3 servers; BIG requests): the
+    rows shared_sweep reports, and the requests and start times it computed them from."""
+
+    rows: list[Row]
+    arrivals: np.ndarray
+    services: np.ndarray
+    starts: dict[int, np.ndarray]
+
+
+@pytest.fixture(scope="module")
+def at_the_labs_load() -> LabsLoad:
+    """One simulation of the lab's load, shared by every test of it: a million requests through
+    one shared line is a quarter of a second of Python loop per server count, and a second run of the
+    same configuration with another seed would check the same thing again. The start times are
+    recorded as the sweep computes them, so the tests that need every request's wait read the
+    very run whose rows they check."""
+    starts: dict[int, np.ndarray] = {}
+    requests: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def recorded(arrivals: np.ndarray, services: np.ndarray, servers: int) -> np.ndarray:
+        requests.append((arrivals, services))
+        starts[servers] = shared_line_starts(arrivals, services, servers)
+        return starts[servers]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sweeps, "shared_line_starts", recorded)
+        rows = shared_sweep([1, 2, 3], 90, S, BIG, seed=90)
+    assert sorted(starts) == [1, 2, 3]
+    arrivals, services = requests[0]
+    assert all(a is arrivals and s is services for a, s in requests)  # one set of requests
+    return LabsLoad(rows, arrivals, services, starts)
+
+
+def test_shared_line_against_erlang_c_at_the_labs_load(at_the_labs_load):
+    rows = at_the_labs_load.rows
+    assert [row.servers for row in rows] == [1, 2, 3]
     for row in rows:
         c = row.servers
         assert within(row.mean_wait, mmc_mean_wait(c, 90, S), row.mean_wait_se), row
@@ -310,10 +349,9 @@ def test_shared_line_against_erlang_c_at_the_labs_load():
 
 
 @pytest.mark.parametrize("c", [2, 3])
-def test_erlang_c_probability_of_waiting_and_p99(c):
-    d = draw(BIG, seed=c)
-    arrivals, services = d.arrivals(90), d.services(S)
-    wait = (shared_line_starts(arrivals, services, c) - arrivals)[BIG // 10 :]
+def test_erlang_c_probability_of_waiting_and_p99(c, at_the_labs_load):
+    arrivals, services = at_the_labs_load.arrivals, at_the_labs_load.services
+    wait = (at_the_labs_load.starts[c] - arrivals)[BIG // 10 :]
     waited = (wait > 0).astype(float)
     assert within(waited.mean(), erlang_c(c, 0.9), batch_se(waited))
     p99_wait = cf.mmc_wait_quantile(0.99, c, 90, S)
