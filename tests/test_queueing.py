@@ -50,7 +50,6 @@ from engine.queueing.traffic import ServiceLaw, draw
 S = 0.010  # 10 ms mean service, as in the lab
 Z = 4.0  # standard errors allowed (see module docstring)
 BIG = 1_000_000  # requests per row for the mean checks
-ROW = 300_000  # requests per row, as in the lab
 
 
 def within(simulated: float, exact: float, se: float, z: float = Z) -> bool:
@@ -257,16 +256,16 @@ def test_mm1_probability_of_waiting_and_busy_fraction(mm1_rows):
         assert row.busy_fraction == pytest.approx(row.utilisation, abs=0.01)
 
 
-def test_littles_law(mm1_rows, at_the_labs_load):
+def assert_littles_law(row: Row) -> None:
     # L (time average over the window) = λ W (customer average); only edge effects differ.
-    rows = list(mm1_rows) + at_the_labs_load.rows[1:]
-    cmp = compare_lines(2, 150, S, ROW, seed=3)
-    rows += [cmp[p] for p in ("shared", "separate_random", "separate_round_robin")]
-    for row in rows:
-        assert row.mean_in_system == pytest.approx(row.observed_arrival_rate * row.mean_sojourn, rel=0.005), (
-            row
-        )
-        assert row.observed_arrival_rate == pytest.approx(row.arrival_rate, rel=0.01)
+    assert row.mean_in_system == pytest.approx(row.observed_arrival_rate * row.mean_sojourn, rel=0.005), row
+    assert row.observed_arrival_rate == pytest.approx(row.arrival_rate, rel=0.01)
+
+
+def test_littles_law(mm1_rows, at_the_labs_load):
+    """One server, and one shared line of two and three (every policy's rows: below)."""
+    for row in list(mm1_rows) + at_the_labs_load.rows[1:]:
+        assert_littles_law(row)
 
 
 # --- general service: Pollaczek–Khinchine --------------------------------------------------------
@@ -387,6 +386,12 @@ def test_each_policy_matches_its_closed_form(comparison):
         assert within(row.mean_wait, mean_wait, row.mean_wait_se), row
         assert row.prob_wait == pytest.approx(p_wait, abs=0.01), row
         assert row.expected.mean_wait == pytest.approx(mean_wait, rel=1e-12)
+
+
+def test_littles_law_for_each_policy(comparison):
+    _, _, cmp = comparison
+    for policy in ("shared", "separate_random", "separate_round_robin"):
+        assert_littles_law(cmp[policy])
 
 
 def test_shared_beats_separate(comparison):
