@@ -36,6 +36,7 @@ from engine.queueing import (
     mm1_sweep,
     mmc_mean_wait,
     shared_sweep,
+    simulate,
     sweeps,
 )
 from engine.queueing.simulate import (
@@ -205,6 +206,57 @@ def test_idle_server_means_exactly_no_wait():
 
 def test_round_robin_deals_in_turn():
     assert round_robin_lines(7, 3).tolist() == [0, 1, 2, 0, 1, 2, 0]
+
+
+# --- the blocked shared line against the one-request-at-a-time loop, to the bit ----------------
+
+
+def by_heap(arrivals, services, servers):
+    """The shared line one request at a time (the route short runs take)."""
+    return np.asarray(simulate._by_heap(arrivals.tolist(), services.tolist(), [-np.inf] * servers))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    seed=st.integers(0, 2**32 - 1),
+    servers=st.integers(2, 4),
+    load=st.sampled_from([0.3, 0.9, 1.0, 2.0]),
+    check=st.sampled_from([1, 2, 16]),
+    checks_per_block=st.integers(1, 3),
+)
+def test_blocks_give_the_loops_start_times_to_the_bit(n, seed, servers, load, check, checks_per_block):
+    """Tiny blocks and checks, so that a short run crosses many blocks: blocks that meet their
+    guess at once, late or never, and the give-up. Times on a 0.1 grid make ties (an arrival
+    just as a server frees) common."""
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(np.round(rng.exponential(1.0, n), 1))
+    services = np.round(rng.exponential(load * servers, n), 1)
+    expected = by_heap(arrivals, services, servers)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(simulate, "CHECK", check)
+        got = simulate._by_blocks(arrivals, services, servers, check * checks_per_block)
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
+    assert np.allclose(got, naive_fifo(arrivals, services, servers), atol=1e-9)
+
+
+@pytest.mark.parametrize("servers", [2, 3, 8])
+@pytest.mark.parametrize("rho", [0.5, 0.9, 0.999, 1.2])
+def test_long_runs_take_the_blocks_and_keep_the_loops_start_times(servers, rho):
+    """At the size where shared_line_starts switches to blocks: below saturation (most blocks
+    meet their guess), at it, and overloaded (none does: the give-up)."""
+    n = simulate.BLOCKS_FROM
+    d = draw(n, seed=servers)
+    arrivals, services = d.arrivals(rho * servers / S), d.services(S)
+    assert np.array_equal(
+        shared_line_starts(arrivals, services, servers), by_heap(arrivals, services, servers)
+    )
+
+
+def test_a_block_is_whole_checks():
+    arrivals = np.arange(100.0)
+    with pytest.raises(ValueError):
+        simulate._by_blocks(arrivals, arrivals, 2, simulate.CHECK + 1)
 
 
 # --- M/M/1 against S/(1 − ρ) and its exponential quantiles ---------------------------------------
