@@ -561,7 +561,7 @@ class Chromium:
 
     def open(self, page: Path) -> tuple[str, list[str]]:
         """Load the page in a new tab: its DOM as its scripts left it once they and the promises
-        they started have run (what --dump-dom prints), and what it said on the console."""
+        they started have run (what `chromium --dump-dom` prints), and what it said on the console."""
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
@@ -640,7 +640,7 @@ EXPECTED = {
 }
 
 # Replace the clipboard with a recorder, press every copy button in page order, and leave what
-# was copied on the DOM for --dump-dom to show.
+# was copied on the DOM for the test to read.
 CAPTURE = """<script>
 const copied = [];
 Object.defineProperty(navigator, "clipboard", {value: {writeText: (text) => { copied.push(text); return Promise.resolve(); }}});
