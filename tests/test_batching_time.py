@@ -207,17 +207,16 @@ def brute_force_seconds(result, model) -> float:
     static group's finished members pad on until the group ends, their reads still growing."""
     s = result.schedule
     in_batch_until = s.end if s.groups is None else s.groups.end[s.groups.member_group]
-    total = 0.0
+    batch, context, prefill = (np.zeros(result.steps, dtype=np.int64) for _ in range(3))
     for k in range(result.steps):
         decoding = (s.decode_start <= k) & (k < in_batch_until)
-        batch = int(decoding.sum())
-        context = int((s.context[decoding] + (k - s.decode_start[decoding]) + 1).sum())
-        prefill = int(s.chunk_tokens[s.chunk_step == k].sum())
-        if batch == 0 and prefill == 0:
-            total += model.idle_seconds
-        else:
-            total += float(model.seconds(np.array([batch]), np.array([context]), np.array([prefill]))[0])
-    return total
+        batch[k] = int(decoding.sum())
+        context[k] = int((s.context[decoding] + (k - s.decode_start[decoding]) + 1).sum())
+        prefill[k] = int(s.chunk_tokens[s.chunk_step == k].sum())
+    # Each step priced by the model on its own (one call for every step's row, not one per step).
+    busy = (batch > 0) | (prefill > 0)
+    priced = model.seconds(batch[busy], context[busy], prefill[busy])
+    return float(priced.sum()) + model.idle_seconds * int((~busy).sum())
 
 
 def test_roofline_clock_sums_what_each_step_runs():

@@ -105,7 +105,13 @@ def test_cli_build_prints_a_summary_and_does_not_import_torch(days_copy, tmp_pat
     """A real process (this one has torch loaded by the bench's tests) builds Day 37 and never
     imports torch. The spec is lean (no charts or carousel: most of a build's time) and unlinked
     (helpers.unlinked); that no drawing or linking code imports torch either is the static check
-    below, over every path."""
+    below, over every path.
+
+    The same process then checks the other modules that must stay torch-free, each import on its
+    own so a failure names it: reading measurements (engine.measured) imports no part of
+    engine.gpubench, and the bench command's module and the model shapes its argument checks
+    read import no torch. One process for the three: each new one is a fifth of a second of
+    numpy and pydantic imports before it checks anything."""
     import subprocess
 
     spec = days_copy / "day37.yaml"
@@ -113,7 +119,13 @@ def test_cli_build_prints_a_summary_and_does_not_import_torch(days_copy, tmp_pat
     code = (
         "import sys; from engine.cli import main; "
         f"rc = main(['build', {str(spec)!r}, '--out', {str(tmp_path)!r}]); "
-        "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)"
+        "assert 'torch' not in sys.modules, 'the build imported torch'\n"
+        "import engine.measured\n"
+        "assert 'torch' not in sys.modules and 'engine.gpubench' not in sys.modules, "
+        "'reading measurements imported torch or engine.gpubench'\n"
+        "import engine.commands.bench, engine.gpubench.shapes\n"
+        "assert 'torch' not in sys.modules, 'the bench command or the shapes imported torch'\n"
+        "sys.exit(rc)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=DAYS.parent, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -61,6 +61,25 @@ def stored(spec: Path) -> list[Path]:
     return sorted((spec.parent / "day02.measured").glob("*.json"))
 
 
+@pytest.fixture(scope="module")
+def measured_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A day whose good lab ran once for the module: the days/ folder and the measurement."""
+    root = tmp_path_factory.mktemp("measured")
+    doc, _ = run_lab(make_day(root))
+    return root / "days", doc
+
+
+def measured_day(measured_once: tuple[Path, dict], root: Path) -> tuple[Path, dict, Path]:
+    """A private copy of that day, for a test that needs an earlier measurement and may change
+    the lab or the spec: (spec, measurement, its file). A copy holds the same lab files and
+    arguments, so it is as fresh as the run itself (test_good_run… runs one of its own)."""
+    days, doc = measured_once
+    shutil.copytree(days, root / "days")
+    spec = root / "days" / "day02.yaml"
+    (path,) = stored(spec)
+    return spec, doc, path
+
+
 # ---- running a lab -----------------------------------------------------------------------------
 
 
@@ -109,10 +128,9 @@ def test_good_run_writes_figures_in_the_specs_units_with_provenance(tmp_path: Pa
     ],
 )
 def test_a_bad_run_is_one_line_and_keeps_the_earlier_measurement(
-    tmp_path: Path, mode: str, field: str, words: str
+    measured_once: tuple[Path, dict], tmp_path: Path, mode: str, field: str, words: str
 ) -> None:
-    spec = make_day(tmp_path)
-    _, earlier = run_lab(spec)
+    spec, _, earlier = measured_day(measured_once, tmp_path)
     before = earlier.read_bytes()
     make_day(tmp_path, mode=mode)
     with pytest.raises(UserError) as caught:
@@ -186,9 +204,10 @@ def results_for(spec_path: Path) -> dict:
     )
 
 
-def test_build_reads_the_measurement_and_never_reruns_the_lab(tmp_path: Path) -> None:
-    spec = make_day(tmp_path)
-    doc, _ = run_lab(spec)
+def test_build_reads_the_measurement_and_never_reruns_the_lab(
+    measured_once: tuple[Path, dict], tmp_path: Path
+) -> None:
+    spec, doc, _ = measured_day(measured_once, tmp_path)
     # Were the build to run the lab, this lab would leave a file behind.
     marker = tmp_path / "ran"
     lab = spec.parent / "day02.lab" / "lab.py"
@@ -201,9 +220,10 @@ def test_build_reads_the_measurement_and_never_reruns_the_lab(tmp_path: Path) ->
     assert results["stale"] is True  # and the edit is noticed
 
 
-def test_a_changed_lab_is_flagged_stale_in_the_summary(tmp_path: Path) -> None:
-    spec = make_day(tmp_path)
-    doc, _ = run_lab(spec)
+def test_a_changed_lab_is_flagged_stale_in_the_summary(
+    measured_once: tuple[Path, dict], tmp_path: Path
+) -> None:
+    spec, doc, _ = measured_day(measured_once, tmp_path)
     fresh = results_for(spec)
     assert fresh["stale"] is False and section.headline(fresh)[-1].startswith("lab (measured on")
     (spec.parent / "day02.lab" / "helper.txt").write_text("a new file is a change too\n")
@@ -222,9 +242,9 @@ def test_a_changed_lab_is_flagged_stale_in_the_summary(tmp_path: Path) -> None:
     assert results_for(spec)["stale"] is False
 
 
-def test_changed_arguments_are_stale_too(tmp_path: Path) -> None:
-    spec = make_day(tmp_path)
-    run_lab(spec)
+def test_changed_arguments_are_stale_too(measured_once: tuple[Path, dict], tmp_path: Path) -> None:
+    spec, _, _ = measured_day(measured_once, tmp_path)
+    assert results_for(spec)["stale"] is False
     spec.write_text(spec.read_text().replace("args: [good]", "args: [good, --more]"))
     assert "arguments changed" in results_for(spec)["stale_reason"]
 

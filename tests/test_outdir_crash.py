@@ -1,37 +1,26 @@
 """A build killed at any moment leaves a complete folder, and the next build loses no edit.
 
 Each test runs a commit in a child process that stops at a named point of the swap (the
-ENGINE_TEST_PAUSE_AT hook in engine.swap), kills it with SIGKILL, then builds again here.
+ENGINE_TEST_PAUSE_AT hook in engine.swap), kills it with SIGKILL, then builds again here. The
+child is forked from this process, which has the engine loaded already: a fresh interpreter
+would spend most of its time importing before it commits anything.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+import engine.swap
 from engine import outdir
 
-ROOT = Path(__file__).resolve().parent.parent
 POST = "Hook.\n\nThe GPU is busy {u} of the time.\n\nThe end #tag\n"
-CHILD = f"""
-import sys
-from pathlib import Path
-from engine import outdir, swap
-if sys.argv[3] == "renames":
-    swap._exchange = lambda a, b: False  # a file system without an atomic exchange
-target, busy = Path(sys.argv[1]), sys.argv[2]
-staging = outdir.Staging.create(target)
-(staging.path / "linkedin.md").write_text({POST!r}.format(u=busy))
-(staging.path / "scoreboard.png").write_text("png " + busy)
-report = outdir.commit(staging)
-print("committed", [str(p) for p in report.merged])
-"""
 
 
 def stage(target: Path, busy: str) -> None:
@@ -41,27 +30,61 @@ def stage(target: Path, busy: str) -> None:
     outdir.commit(staging)
 
 
+def _commit(target: Path, busy: str, exchange: str, env: dict[str, str], out: Path, err: Path) -> None:
+    """The child: a commit of new numbers, printing what it merged (stdout and stderr to files)."""
+    os.environ.update(env)
+    sys.stdout, sys.stderr = open(out, "w"), open(err, "w")  # the child's own
+    if exchange == "renames":
+        engine.swap._exchange = lambda a, b: False  # a file system without an atomic exchange
+    staging = outdir.Staging.create(target)
+    (staging.path / "linkedin.md").write_text(POST.format(u=busy))
+    (staging.path / "scoreboard.png").write_text("png " + busy)
+    report = outdir.commit(staging)
+    print("committed", [str(p) for p in report.merged])
+
+
+class Child:
+    """A committing child process, asked as subprocess.Popen is: poll, wait, communicate."""
+
+    def __init__(self, target: Path, busy: str, env: dict[str, str], exchange: str) -> None:
+        folder = target.parent.parent
+        self.out, self.err = (folder / f"child-{busy}.{name}" for name in ("out", "err"))
+        args = (target, busy, exchange, env, self.out, self.err)
+        self.process = multiprocessing.get_context("fork").Process(target=_commit, args=args)
+        self.process.start()
+        self.pid = self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.exitcode
+
+    def poll(self) -> int | None:
+        return self.process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self.process.join(timeout)
+        return self.process.exitcode
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        self.wait(timeout)
+        out, err = (p.read_text() if p.exists() else "" for p in (self.out, self.err))
+        return out, err
+
+
 def child(
     target: Path, busy: str, *, pause: str | None = None, seconds: float = 60, swap: str = "exchange"
-) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+) -> Child:
+    env = {}
     if pause:
         env.update(
             ENGINE_TEST_PAUSE_AT=pause,
             ENGINE_TEST_PAUSE_FILE=str(target.parent.parent / "paused"),
             ENGINE_TEST_PAUSE_SECONDS=str(seconds),
         )
-    return subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(target), busy, swap],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return Child(target, busy, env, swap)
 
 
-def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 20) -> None:
+def wait_for(path: Path, proc: Child, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
         if proc.poll() is not None:

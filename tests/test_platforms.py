@@ -71,7 +71,9 @@ def _unicode_emoji_list() -> list[tuple[str, str]]:
     """Every qualified line of the emoji-test.txt bundled with twitter-text-parser (Unicode,
     Emoji 12.0). Unqualified forms (a bare ©, 🕵‍♂ without its FE0F) are text to the official
     library, and tests/test_x_official.py checks each of them against its answer."""
-    path = importlib.resources.files("twitter_text.regexp").joinpath("emoji-test.txt")
+    library = importlib.util.find_spec("twitter_text")  # found, not imported (engine.platforms._twitter_text)
+    assert library is not None and library.submodule_search_locations
+    path = Path(library.submodule_search_locations[0]) / "regexp" / "emoji-test.txt"
     entries = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if line and not line.startswith("#") and "; unqualified" not in line:
@@ -487,10 +489,20 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert "no such folder" in capsys.readouterr().err
 
 
-# --- The pkg_resources stand-in ------------------------------------------------------------------
+# --- How the library is imported -----------------------------------------------------------------
 
 
-def test_stand_in_does_not_outlive_the_import():
+def test_the_library_is_imported_in_parts_and_leaves_nothing_behind():
+    """What the count needs is taken without the package's __init__ (whose emoji module needs
+    pkg_resources, gone from setuptools 82 on, and compiles an expression of every emoji), and
+    no twitter_text module is left in sys.modules for other code to find half imported."""
+    from engine.platforms import _twitter_text
+
+    before = set(sys.modules)
+    parts = _twitter_text._import_parts()
+    assert set(sys.modules) == before
+    assert sorted(parts) == sorted(_twitter_text._PARTS) and "regexp.emoji" not in parts
+    assert not [name for name in sys.modules if name.split(".")[0] == "twitter_text"]
     if importlib.util.find_spec("pkg_resources") is None:
         assert "pkg_resources" not in sys.modules
 

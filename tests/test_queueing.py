@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -35,6 +36,8 @@ from engine.queueing import (
     mm1_sweep,
     mmc_mean_wait,
     shared_sweep,
+    simulate,
+    sweeps,
 )
 from engine.queueing.simulate import (
     round_robin_lines,
@@ -42,13 +45,12 @@ from engine.queueing.simulate import (
     shared_line_starts,
     single_server_starts,
 )
-from engine.queueing.summary import batch_se
+from engine.queueing.summary import Row, batch_se
 from engine.queueing.traffic import ServiceLaw, draw
 
 S = 0.010  # 10 ms mean service, as in the lab
 Z = 4.0  # standard errors allowed (see module docstring)
 BIG = 1_000_000  # requests per row for the mean checks
-ROW = 300_000  # requests per row, as in the lab
 
 
 def within(simulated: float, exact: float, se: float, z: float = Z) -> bool:
@@ -206,6 +208,57 @@ def test_round_robin_deals_in_turn():
     assert round_robin_lines(7, 3).tolist() == [0, 1, 2, 0, 1, 2, 0]
 
 
+# --- the blocked shared line against the one-request-at-a-time loop, to the bit ----------------
+
+
+def by_heap(arrivals, services, servers):
+    """The shared line one request at a time (the route short runs take)."""
+    return np.asarray(simulate._by_heap(arrivals.tolist(), services.tolist(), [-np.inf] * servers))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    seed=st.integers(0, 2**32 - 1),
+    servers=st.integers(2, 4),
+    load=st.sampled_from([0.3, 0.9, 1.0, 2.0]),
+    check=st.sampled_from([1, 2, 16]),
+    checks_per_block=st.integers(1, 3),
+)
+def test_blocks_give_the_loops_start_times_to_the_bit(n, seed, servers, load, check, checks_per_block):
+    """Tiny blocks and checks, so that a short run crosses many blocks: blocks that meet their
+    guess at once, late or never, and the give-up. Times on a 0.1 grid make ties (an arrival
+    just as a server frees) common."""
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(np.round(rng.exponential(1.0, n), 1))
+    services = np.round(rng.exponential(load * servers, n), 1)
+    expected = by_heap(arrivals, services, servers)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(simulate, "CHECK", check)
+        got = simulate._by_blocks(arrivals, services, servers, check * checks_per_block)
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
+    assert np.allclose(got, naive_fifo(arrivals, services, servers), atol=1e-9)
+
+
+@pytest.mark.parametrize("servers", [2, 3, 8])
+@pytest.mark.parametrize("rho", [0.5, 0.9, 0.999, 1.2])
+def test_long_runs_take_the_blocks_and_keep_the_loops_start_times(servers, rho):
+    """At the size where shared_line_starts switches to blocks: below saturation (most blocks
+    meet their guess), at it, and overloaded (none does: the give-up)."""
+    n = simulate.BLOCKS_FROM
+    d = draw(n, seed=servers)
+    arrivals, services = d.arrivals(rho * servers / S), d.services(S)
+    assert np.array_equal(
+        shared_line_starts(arrivals, services, servers), by_heap(arrivals, services, servers)
+    )
+
+
+def test_a_block_is_whole_checks():
+    arrivals = np.arange(100.0)
+    with pytest.raises(ValueError):
+        simulate._by_blocks(arrivals, arrivals, 2, simulate.CHECK + 1)
+
+
 # --- M/M/1 against S/(1 − ρ) and its exponential quantiles ---------------------------------------
 
 
@@ -234,7 +287,7 @@ def test_mm1_sweep_shape(mm1_rows):
         assert row.warmup == BIG // 10 and row.requests + row.warmup == BIG
 
 
-def test_mm1_p99_against_exponential():
+def test_mm1_p99_against_exponential(mm1_rows):
     law = ServiceLaw.of()
     d = draw(BIG, seed=7, law=law)
     for rho in (0.5, 0.7, 0.8):
@@ -243,7 +296,8 @@ def test_mm1_p99_against_exponential():
         exact = cf.mm1_sojourn_quantile(0.99, rho / S, S)  # −ln(0.01) · S/(1 − ρ)
         assert within(np.quantile(sojourn, 0.99), exact, batch_se(sojourn, 0.99)), rho
     # The sweep reports the same statistic at ρ = 0.9; the lab's 481.2 ms was one draw of it.
-    row = mm1_sweep([0.9], S, ROW, seed=7)[0]
+    row = mm1_rows[3]
+    assert row.utilisation == 0.9
     assert row.expected.p99_sojourn == pytest.approx(0.4605, abs=1e-4)
 
 
@@ -254,16 +308,16 @@ def test_mm1_probability_of_waiting_and_busy_fraction(mm1_rows):
         assert row.busy_fraction == pytest.approx(row.utilisation, abs=0.01)
 
 
-def test_littles_law(mm1_rows):
+def assert_littles_law(row: Row) -> None:
     # L (time average over the window) = λ W (customer average); only edge effects differ.
-    rows = list(mm1_rows) + shared_sweep([2, 3], 90, S, ROW, seed=3)
-    cmp = compare_lines(2, 150, S, ROW, seed=3)
-    rows += [cmp[p] for p in ("shared", "separate_random", "separate_round_robin")]
-    for row in rows:
-        assert row.mean_in_system == pytest.approx(row.observed_arrival_rate * row.mean_sojourn, rel=0.005), (
-            row
-        )
-        assert row.observed_arrival_rate == pytest.approx(row.arrival_rate, rel=0.01)
+    assert row.mean_in_system == pytest.approx(row.observed_arrival_rate * row.mean_sojourn, rel=0.005), row
+    assert row.observed_arrival_rate == pytest.approx(row.arrival_rate, rel=0.01)
+
+
+def test_littles_law(mm1_rows, at_the_labs_load):
+    """One server, and one shared line of two and three (every policy's rows: below)."""
+    for row in list(mm1_rows) + at_the_labs_load.rows[1:]:
+        assert_littles_law(row)
 
 
 # --- general service: Pollaczek–Khinchine --------------------------------------------------------
@@ -295,8 +349,44 @@ def test_service_laws_have_the_stated_mean_and_cv():
 # --- one shared line (Erlang C) against separate lines -------------------------------------------
 
 
-def test_shared_line_against_erlang_c_at_the_labs_load():
-    rows = shared_sweep([1, 2, 3], 90, S, BIG, seed=90)
+@dataclass(frozen=True)
+class LabsLoad:
+    """The lab's M/M/c runs (90 req/s, 10 ms service, 1, 2 and 3 servers; BIG requests): the
+    rows shared_sweep reports, and the requests and start times it computed them from."""
+
+    rows: list[Row]
+    arrivals: np.ndarray
+    services: np.ndarray
+    starts: dict[int, np.ndarray]
+
+
+@pytest.fixture(scope="module")
+def at_the_labs_load() -> LabsLoad:
+    """One simulation of the lab's load, shared by every test of it: a million requests through
+    one shared line is a quarter of a second of Python loop per server count, and a second run of the
+    same configuration with another seed would check the same thing again. The start times are
+    recorded as the sweep computes them, so the tests that need every request's wait read the
+    very run whose rows they check."""
+    starts: dict[int, np.ndarray] = {}
+    requests: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def recorded(arrivals: np.ndarray, services: np.ndarray, servers: int) -> np.ndarray:
+        requests.append((arrivals, services))
+        starts[servers] = shared_line_starts(arrivals, services, servers)
+        return starts[servers]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sweeps, "shared_line_starts", recorded)
+        rows = shared_sweep([1, 2, 3], 90, S, BIG, seed=90)
+    assert sorted(starts) == [1, 2, 3]
+    arrivals, services = requests[0]
+    assert all(a is arrivals and s is services for a, s in requests)  # one set of requests
+    return LabsLoad(rows, arrivals, services, starts)
+
+
+def test_shared_line_against_erlang_c_at_the_labs_load(at_the_labs_load):
+    rows = at_the_labs_load.rows
+    assert [row.servers for row in rows] == [1, 2, 3]
     for row in rows:
         c = row.servers
         assert within(row.mean_wait, mmc_mean_wait(c, 90, S), row.mean_wait_se), row
@@ -310,10 +400,9 @@ def test_shared_line_against_erlang_c_at_the_labs_load():
 
 
 @pytest.mark.parametrize("c", [2, 3])
-def test_erlang_c_probability_of_waiting_and_p99(c):
-    d = draw(BIG, seed=c)
-    arrivals, services = d.arrivals(90), d.services(S)
-    wait = (shared_line_starts(arrivals, services, c) - arrivals)[BIG // 10 :]
+def test_erlang_c_probability_of_waiting_and_p99(c, at_the_labs_load):
+    arrivals, services = at_the_labs_load.arrivals, at_the_labs_load.services
+    wait = (at_the_labs_load.starts[c] - arrivals)[BIG // 10 :]
     waited = (wait > 0).astype(float)
     assert within(waited.mean(), erlang_c(c, 0.9), batch_se(waited))
     p99_wait = cf.mmc_wait_quantile(0.99, c, 90, S)
@@ -349,6 +438,12 @@ def test_each_policy_matches_its_closed_form(comparison):
         assert within(row.mean_wait, mean_wait, row.mean_wait_se), row
         assert row.prob_wait == pytest.approx(p_wait, abs=0.01), row
         assert row.expected.mean_wait == pytest.approx(mean_wait, rel=1e-12)
+
+
+def test_littles_law_for_each_policy(comparison):
+    _, _, cmp = comparison
+    for policy in ("shared", "separate_random", "separate_round_robin"):
+        assert_littles_law(cmp[policy])
 
 
 def test_shared_beats_separate(comparison):

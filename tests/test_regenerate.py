@@ -172,7 +172,12 @@ def test_a_merged_draft_is_held_to_the_platform_rules(tmp_path):
 
 @pytest.mark.parametrize("point", ["swapped"])  # the other moments: test_outdir_crash
 def test_a_real_build_killed_mid_swap_then_rebuilt(spec, tmp_path, point):
-    """`python -m engine build` itself, killed with SIGKILL while it holds the day's lock."""
+    """A whole build, the command line's own (engine.cli.main), in a process of its own, killed
+    with SIGKILL while it holds the day's lock.
+
+    The process is forked from this one, which has loaded every module a build needs: a fresh
+    `python -m engine build` spends most of its second importing them again before it builds
+    (that `python -m engine` runs main and exits with its status is test_batching_cli's)."""
     import os
     import signal
     import sys
@@ -184,21 +189,23 @@ def test_a_real_build_killed_mid_swap_then_rebuilt(spec, tmp_path, point):
     draft.write_text(draft.read_text().replace("I finally read", "This week I read"))
     (out / "day37" / "mine.txt").write_text("keep me\n")
     paused = tmp_path / "paused"
-    env = {**os.environ, "ENGINE_TEST_PAUSE_AT": point, "ENGINE_TEST_PAUSE_FILE": str(paused)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "engine", "build", str(spec), "--out", str(out)],
-        cwd=Path(__file__).resolve().parent.parent,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    pid = os.fork()
+    if pid == 0:  # the child: build, stopping at `point` until it is killed; never back to pytest
+        status = 70
+        try:
+            os.environ.update(ENGINE_TEST_PAUSE_AT=point, ENGINE_TEST_PAUSE_FILE=str(paused))
+            sys.stdout = sys.stderr = open(os.devnull, "w")  # closed by os._exit
+            status = main(["build", str(spec), "--out", str(out)])
+        finally:
+            os._exit(status)
     deadline = time.monotonic() + 60
     while not paused.exists():
-        assert proc.poll() is None, proc.communicate()
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        assert ended == 0, f"the build ended before the swap, status {status}"
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    os.kill(pid, signal.SIGKILL)
+    assert os.waitpid(pid, 0)[1] == signal.SIGKILL  # killed, not ended on its own
     assert "This week I read" in draft.read_text()  # old or new folder: the edit is there
     assert main(["build", str(spec), "--out", str(out)]) == 0
     assert "This week I read" in draft.read_text()

@@ -11,10 +11,12 @@ import html
 import json
 import os
 import re
+import select
 import shutil
 import statistics
 import struct
 import subprocess
+import time
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -474,43 +476,139 @@ def chromium() -> str:
     pytest.skip("chromium is not installed (apt-get install chromium); under CI this test fails instead")
 
 
-def headless(
-    browser: str, page: Path, profile: Path, *flags: str, timeout: int
-) -> subprocess.CompletedProcess:
-    """Chromium opens the page headless in a fresh profile and prints the DOM as its scripts left it."""
-    command = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        *flags,
-        "--dump-dom",
-        page.as_uri(),
-    ]
-    return subprocess.run(command, check=False, capture_output=True, text=True, timeout=timeout)
+# What a page says on its console, as DevTools reports it: console calls, uncaught exceptions,
+# and the browser's own entries (a resource that failed to load, a security refusal, …).
+CONSOLE = ("Runtime.consoleAPICalled", "Runtime.exceptionThrown", "Log.entryAdded")
 
 
-def test_page_in_headless_chromium(out: Path, tmp_path: Path) -> None:
+def said(event: dict) -> str:
+    """One console event as a line of text."""
+    params = event["params"]
+    if event["method"] == "Runtime.consoleAPICalled":
+        return " ".join(str(arg.get("value", arg.get("description", ""))) for arg in params["args"])
+    if event["method"] == "Runtime.exceptionThrown":
+        return params["exceptionDetails"].get("text", "") + " " + str(params["exceptionDetails"])
+    return params["entry"]["text"]
+
+
+class Chromium:
+    """Headless Chromium driven over its DevTools pipe (--remote-debugging-pipe: commands on file
+    descriptor 3, replies and events on 4, each a JSON message ending in a NUL byte). One browser
+    serves every page of this module, each in a tab of its own: starting the browser is most of
+    what opening one page costs."""
+
+    def __init__(self, browser: str, profile: Path) -> None:
+        from_us, commands = os.pipe()
+        replies, to_us = os.pipe()
+
+        def wire() -> None:  # in the child before exec: the pipe's ends become 3 and 4
+            read, write = os.dup(from_us), os.dup(to_us)
+            os.dup2(read, 3)
+            os.dup2(write, 4)
+
+        flags = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+        ]
+        self.log = profile / "stderr.txt"
+        with self.log.open("w") as log:
+            # Only 3 and 4 are inherited: every descriptor Python opens is non-inheritable.
+            self.process = subprocess.Popen(
+                [browser, *flags, "--remote-debugging-pipe"],
+                preexec_fn=wire,
+                close_fds=False,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        os.close(from_us)
+        os.close(to_us)
+        self.commands, self.replies = commands, replies
+        self.pending = b""
+        self.last = 0
+        self.events: list[dict] = []
+
+    def call(self, method: str, session: str | None = None, **params: object) -> dict:
+        self.last += 1
+        message: dict = {"id": self.last, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        os.write(self.commands, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self.receive()
+            if reply.get("id") == self.last:
+                assert "error" not in reply, (method, reply)
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def receive(self, timeout: float = 20) -> dict:
+        deadline = time.monotonic() + timeout
+        while b"\0" not in self.pending:
+            ready, _, _ = select.select([self.replies], [], [], max(deadline - time.monotonic(), 0))
+            assert ready, f"Chromium did not answer within {timeout} s: {self.log.read_text()[-2000:]}"
+            chunk = os.read(self.replies, 1 << 16)
+            assert chunk, f"Chromium closed its DevTools pipe: {self.log.read_text()[-2000:]}"
+            self.pending += chunk
+        message, _, self.pending = self.pending.partition(b"\0")
+        return json.loads(message)
+
+    def until(self, session: str, method: str) -> None:
+        while not any(e.get("sessionId") == session and e.get("method") == method for e in self.events):
+            self.events.append(self.receive())
+
+    def open(self, page: Path) -> tuple[str, list[str]]:
+        """Load the page in a new tab: its DOM as its scripts left it once they and the promises
+        they started have run (what `chromium --dump-dom` prints), and what it said on the console."""
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            self.call(f"{domain}.enable", session)
+        self.call("Page.navigate", session, url=page.as_uri())
+        self.until(session, "Page.loadEventFired")
+        settle = "new Promise((done) => setTimeout(done, 0))"  # after the load handlers' promises
+        self.call("Runtime.evaluate", session, expression=settle, awaitPromise=True)
+        dom = self.call(
+            "Runtime.evaluate", session, expression="document.documentElement.outerHTML", returnByValue=True
+        )["result"]["value"]
+        console = [said(e) for e in self.events if e.get("sessionId") == session and e["method"] in CONSOLE]
+        self.events = [e for e in self.events if e.get("sessionId") != session]
+        self.call("Target.closeTarget", targetId=target)
+        return dom, console
+
+    def close(self) -> int:
+        try:
+            self.call("Browser.close")
+        finally:
+            os.close(self.commands)
+            code = self.process.wait(timeout=20)
+            os.close(self.replies)
+        return code
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    running = Chromium(chromium(), tmp_path_factory.mktemp("chromium-profile"))
+    yield running
+    assert running.close() == 0, running.log.read_text()[-2000:]
+
+
+def test_page_in_headless_chromium(out: Path, browser: Chromium) -> None:
     """Open the day page in Chromium: the drafts, counts and images are on the rendered DOM, every
     image loads, and the console stays silent except for the probe's own message (which proves
     console output is being captured at all)."""
-    browser = chromium()
     page = review.write_day_page(out / "day37")
     probe = page.with_name("_probe.html")
     probe.write_text(page.read_text().replace("</body>", PROBE + "\n</body>"))
-    run = headless(browser, probe, tmp_path / "profile", "--enable-logging=stderr", "--v=0", timeout=15)
-    assert run.returncode == 0, run.stderr[-2000:]
-    dom = run.stdout
+    dom, console = browser.open(probe)
     assert "A" * 50 in dom and "see more" in dom and "#SystemDesign" in dom
     assert "1/3 " + HOOK.replace("&", "&amp;") in dom
     assert re.search(r'data-name="length" data-value="\d+" data-limit="280"', dom)
     assert re.search(r'data-name="length" data-value="\d+" data-limit="3000"', dom)
     assert re.search(r'data-images="ok(,ok)+"', dom), re.search(r"data-images=\"[^\"]*\"", dom)
-    console = re.findall(r"CONSOLE[^\]]*\] (.*)", run.stderr)
-    assert any('"probe ran"' in line for line in console), run.stderr[-2000:]
-    assert [line for line in console if '"probe ran"' not in line] == []
+    assert console == ["probe ran"]
 
 
 # ---- copy buttons: the page a person posts from -------------------------------------------
@@ -542,7 +640,7 @@ EXPECTED = {
 }
 
 # Replace the clipboard with a recorder, press every copy button in page order, and leave what
-# was copied on the DOM for --dump-dom to show.
+# was copied on the DOM for the test to read.
 CAPTURE = """<script>
 const copied = [];
 Object.defineProperty(navigator, "clipboard", {value: {writeText: (text) => { copied.push(text); return Promise.resolve(); }}});
@@ -555,16 +653,14 @@ window.addEventListener("load", () => {
 </script>"""
 
 
-def test_copy_buttons_put_paste_ready_text_on_the_clipboard(tmp_path: Path) -> None:
-    browser = chromium()
+def test_copy_buttons_put_paste_ready_text_on_the_clipboard(tmp_path: Path, browser: Chromium) -> None:
     folder = write_day(tmp_path / "out", 37)
     (folder / "linkedin.md").write_text(COPY_LINKEDIN, encoding="utf-8")
     page = review.write_day_page(folder)
     probe = page.with_name("_probe.html")
     probe.write_text(page.read_text().replace("<body>", "<body>\n" + CAPTURE, 1))
-    run = headless(browser, probe, tmp_path / "profile", "--virtual-time-budget=2000", timeout=20)
-    assert run.returncode == 0, run.stderr[-2000:]
-    dom = run.stdout
+    dom, console = browser.open(probe)
+    assert console == []
 
     def data(name: str) -> list[str]:
         found = re.search(rf'data-{name}="([^"]*)"', dom)

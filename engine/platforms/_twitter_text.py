@@ -1,70 +1,74 @@
-"""Import ``twitter-text-parser`` despite its ``pkg_resources`` import.
+"""The parts of ``twitter-text-parser`` the X count uses, imported without the package's own
+``__init__``.
 
-twitter-text-parser 3.0.0 reads its bundled ``emoji-test.txt`` with
-``pkg_resources.resource_string`` (in ``twitter_text/regexp/emoji.py``). setuptools ≥ 82 no
-longer ships ``pkg_resources``, so a plain ``import twitter_text`` fails. Rather than pin an old
-setuptools, this module lends the library the one function it calls, built on
-``importlib.resources``, for the duration of the import only:
+The count (engine.platforms.x) needs the library's v3 configuration and its URL and
+invalid-character expressions, nothing else. The package's ``__init__`` also imports
+``parse_tweet``, and with it ``twitter_text/regexp/emoji.py``, which
 
-- only when no real ``pkg_resources`` can be imported (a real one is always preferred);
-- the stand-in exposes ``resource_string`` and nothing else, so any other use fails loudly;
-- it is removed from ``sys.modules`` again once the library is loaded, so no other code can
-  mistake it for the real thing.
+- reads its bundled ``emoji-test.txt`` with ``pkg_resources.resource_string``: setuptools ≥ 82
+  no longer ships ``pkg_resources``, so a plain ``import twitter_text`` fails (twitter-text-parser
+  3.0.0), and
+- compiles an expression of every emoji in that file: a tenth of a second at every start of the
+  engine, for a table engine.platforms.emoji keeps itself (the official twemoji expression).
+
+So the package object is made without running its ``__init__``, the modules needed are
+imported under it, and every ``twitter_text`` module is then taken out of ``sys.modules`` again:
+code that imports the library later gets it whole and as published, and nothing here depends on
+what the package's ``__init__`` would have done.
 
 Everything the rest of engine.platforms needs from the library is re-exported here, so this is
-the one place that knows about the work-around.
+the one place that knows how it is imported.
 """
 from __future__ import annotations
 
 import importlib
-import importlib.resources
+import importlib.util
 import re
 import sys
 import types
 from collections.abc import Iterator
 
-
-def _resource_string(module_name: str, resource: str) -> bytes:
-    """``pkg_resources.resource_string``: the bytes of a file that sits beside a module."""
-    module = sys.modules.get(module_name) or importlib.import_module(module_name)
-    is_package = getattr(module, "__path__", None) is not None
-    anchor = module_name if is_package else module_name.rpartition(".")[0]
-    return importlib.resources.files(anchor).joinpath(resource).read_bytes()
-
-
-def _import_twitter_text() -> types.ModuleType:
-    try:
-        importlib.import_module("pkg_resources")
-    except ImportError:
-        pass
-    else:
-        return importlib.import_module("twitter_text")
-    stand_in = types.ModuleType("pkg_resources", "stand-in: resource_string only (engine.platforms)")
-    stand_in.resource_string = _resource_string  # type: ignore[attr-defined]
-    sys.modules["pkg_resources"] = stand_in
-    try:
-        return importlib.import_module("twitter_text")
-    finally:
-        if sys.modules.get("pkg_resources") is stand_in:
-            del sys.modules["pkg_resources"]
-
-
-twitter_text = _import_twitter_text()
-
-from twitter_text.config import config as _config  # noqa: E402
-from twitter_text.extract_urls import extract_urls_with_indices  # noqa: E402
-from twitter_text.parse_tweet import parse_tweet  # noqa: E402
-from twitter_text.regexp.emoji import emoji as library_emoji  # noqa: E402
-from twitter_text.regexp.extract_url import extract_url  # noqa: E402
-from twitter_text.regexp.invalid_chars import invalid_chars  # noqa: E402
-from twitter_text.regexp.invalid_url_without_protocol_preceding_chars import (  # noqa: E402
-    invalid_url_without_protocol_preceding_chars,
+# The library's modules the count reads, under the package ``twitter_text``.
+_PARTS = (
+    "config",
+    "regexp.extract_url",
+    "regexp.invalid_chars",
+    "regexp.invalid_url_without_protocol_preceding_chars",
+    "regexp.valid_ascii_domain",
+    "regexp.valid_cctld",
+    "regexp.valid_gtld",
+    "regexp.valid_punycode",
+    "regexp.valid_tco_url",
 )
-from twitter_text.regexp.valid_ascii_domain import valid_ascii_domain  # noqa: E402
-from twitter_text.regexp.valid_cctld import valid_cctld  # noqa: E402
-from twitter_text.regexp.valid_gtld import valid_gtld  # noqa: E402
-from twitter_text.regexp.valid_punycode import valid_punycode  # noqa: E402
-from twitter_text.regexp.valid_tco_url import valid_tco_url  # noqa: E402
+
+
+def _import_parts() -> dict[str, types.ModuleType]:
+    """Each of _PARTS, imported under a ``twitter_text`` package whose ``__init__`` never ran."""
+    spec = importlib.util.find_spec("twitter_text")
+    if spec is None:
+        raise ImportError("twitter-text-parser is not installed (pip install -e .)")
+    before = set(sys.modules)
+    sys.modules["twitter_text"] = importlib.util.module_from_spec(spec)
+    try:
+        return {name: importlib.import_module(f"twitter_text.{name}") for name in _PARTS}
+    finally:
+        for name in set(sys.modules) - before:
+            if name == "twitter_text" or name.startswith("twitter_text."):
+                del sys.modules[name]
+
+
+_parts = _import_parts()
+_config = _parts["config"].config
+extract_url: re.Pattern[str] = _parts["regexp.extract_url"].extract_url
+invalid_chars: re.Pattern[str] = _parts["regexp.invalid_chars"].invalid_chars
+invalid_url_without_protocol_preceding_chars: re.Pattern[str] = _parts[
+    "regexp.invalid_url_without_protocol_preceding_chars"
+].invalid_url_without_protocol_preceding_chars
+valid_ascii_domain: re.Pattern[str] = _parts["regexp.valid_ascii_domain"].valid_ascii_domain
+valid_cctld: re.Pattern[str] = _parts["regexp.valid_cctld"].valid_cctld
+valid_gtld: re.Pattern[str] = _parts["regexp.valid_gtld"].valid_gtld
+valid_punycode: re.Pattern[str] = _parts["regexp.valid_punycode"].valid_punycode
+valid_tco_url: re.Pattern[str] = _parts["regexp.valid_tco_url"].valid_tco_url
 
 #: The v3 configuration (280, scale 100, default weight 200, URLs 23, emoji parsing on).
 V3 = _config["version3"]
@@ -167,4 +171,4 @@ def extract_urls(text: str) -> list[tuple[int, int]]:
     return found
 
 
-__all__ = ["V3", "extract_urls", "extract_urls_with_indices", "invalid_chars", "library_emoji", "parse_tweet"]
+__all__ = ["V3", "extract_url", "extract_urls", "invalid_chars"]
