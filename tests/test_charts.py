@@ -134,8 +134,13 @@ def _wait_row(mean: float, p99: float) -> dict:
     return {"mean_wait_ms": mean, "p99_wait_ms": p99, "mean_sojourn_ms": mean + 10}
 
 
+# Day 37's own title ("LLM serving is a queueing problem with a GPU in the middle", which the
+# session's build draws) and more: every figure the tests here read has a title that must be fitted.
+LONG_TITLE = "LLM serving is a queueing problem with a GPU in the middle, and more words"
+
+
 def day37_results() -> dict:
-    """Results of the shape the pipeline writes, with the lab's numbers."""
+    """Results of the shape the pipeline writes, with the lab's numbers (and a long title)."""
     lengths = lab_lengths()
     tokens = sum(lengths)
     static = _policy(naive_static(lengths, SLOTS), tokens, SLOTS)
@@ -150,7 +155,7 @@ def day37_results() -> dict:
     paged["kv_blocks_used"] = {"step": steps, "blocks": blocks, "num_blocks": 1024}
     return {
         "day": 37,
-        "title": "LLM serving is a queueing problem with a GPU in the middle",
+        "title": LONG_TITLE,
         "series": {"name": "60 days of system design", "length": 60},
         "repository": "github.com/anurag629/system-design-60-days",
         "hashtags": ["SystemDesign", "LLM"],
@@ -261,16 +266,34 @@ def results() -> dict:
 
 @pytest.fixture(scope="module")
 def drawn(results: dict, tmp_path_factory: pytest.TempPathFactory) -> dict[str, charts.ChartFile]:
+    # Still charts only: the animation writes a GIF of its own, checked in test_formats.
     out = tmp_path_factory.mktemp("charts")
-    # Still charts only: the animation writes a GIF of its own, checked in test_formats. Drawn
-    # from scratch (not copied from this process's memory), so the bytes tests can compare a
-    # second draw with these.
-    with memo.fresh():
-        return {
-            name: charts.draw(name, results, out)
-            for name, chart in charts.CHARTS.items()
-            if not chart.animated
-        }
+    return {name: _draw_from_scratch(name, results, out) for name in _still()}
+
+
+@pytest.fixture(scope="module")
+def portrait(results: dict, tmp_path_factory: pytest.TempPathFactory) -> charts.ChartFile:
+    """The scoreboard at LinkedIn's portrait size, drawn like ``drawn``."""
+    return _draw_from_scratch("scoreboard", results, tmp_path_factory.mktemp("portrait"), "linkedin_portrait")
+
+
+def _draw_from_scratch(name: str, results: dict, out: Path, size: str | None = None) -> charts.ChartFile:
+    """charts.draw as a build calls it, from scratch (not copied from this process's memory), so
+    the bytes tests can compare a second draw with this one. The figure it saved, laid out and
+    rasterised by that draw, is the one _built returns for these results and size: a figure is
+    built and laid out once in this module, not once more for the tests that read it."""
+    kept = []
+    save_png = style.save_png
+
+    def save_and_keep(fig, path: Path) -> None:
+        save_png(fig, path)
+        kept.append(fig)
+
+    with memo.fresh(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(style, "save_png", save_and_keep)
+        chart = charts.draw(name, results, out, size=size)
+    (_FIGURES[_figure_key(name, results, size)],) = kept
+    return chart
 
 
 def _still() -> list[str]:
@@ -328,7 +351,7 @@ def test_every_chart_is_at_its_platform_size(drawn: dict[str, charts.ChartFile])
 
 
 def test_same_results_give_the_same_bytes(
-    results: dict, drawn: dict[str, charts.ChartFile], tmp_path: Path
+    results: dict, drawn: dict[str, charts.ChartFile], portrait: charts.ChartFile, tmp_path: Path
 ) -> None:
     for name, size in (
         ("scoreboard", None),
@@ -336,26 +359,25 @@ def test_same_results_give_the_same_bytes(
         ("slot_timeline", None),
         ("kv_fit", None),
     ):
-        # Both draws from scratch, not the second from this process's memory; at the default
-        # size the first is the module's own draw (made under memo.fresh too).
-        if size is None:
-            a = drawn[name].path.read_bytes()
-        else:
-            with memo.fresh():
-                a = charts.draw(name, results, tmp_path / "a", size=size).path.read_bytes()
+        # Both draws from scratch, not the second from this process's memory: the first is the
+        # module's own draw (drawn or portrait, made under memo.fresh too).
+        a = (drawn[name] if size is None else portrait).path.read_bytes()
         with memo.fresh():
             b = charts.draw(name, results, tmp_path / "b", size=size).path.read_bytes()
         assert a == b, (name, size)
 
 
-def test_another_process_draws_the_same_bytes(results: dict, tmp_path: Path) -> None:
-    """A rebuild is a new process with a new hash seed: its PNG must still match byte for byte."""
+def test_another_process_draws_the_same_bytes(
+    results: dict, drawn: dict[str, charts.ChartFile], tmp_path: Path
+) -> None:
+    """A rebuild is a new process with a new hash seed: its PNG must still match byte for byte
+    (here: this process's own draw from scratch, the module's)."""
     import json
     import subprocess
     import sys
 
     (tmp_path / "results.json").write_text(json.dumps(results))
-    here = charts.draw("scoreboard", results, tmp_path / "here").path.read_bytes()
+    here = drawn["scoreboard"].path.read_bytes()
     code = (
         "import json, sys; from pathlib import Path; from engine import charts; "
         "charts.draw('scoreboard', json.load(open(sys.argv[1])), Path(sys.argv[2]))"
@@ -417,8 +439,8 @@ def test_without_the_data_a_chart_says_what_is_missing(results: dict, tmp_path: 
     assert not list(tmp_path.glob("*.png"))
 
 
-def test_size_override_writes_a_second_file(results: dict, tmp_path: Path) -> None:
-    chart = charts.draw("scoreboard", results, tmp_path, size="linkedin_portrait")
+def test_size_override_writes_a_second_file(portrait: charts.ChartFile) -> None:
+    chart = portrait  # charts.draw("scoreboard", results, folder, size="linkedin_portrait")
     assert chart.path.name == "scoreboard-linkedin_portrait.png"
     assert (chart.width, chart.height, chart.platform) == (1080, 1350, "linkedin")
 
@@ -435,13 +457,19 @@ def _texts(fig) -> list[str]:
 _FIGURES: dict[tuple[str, str, str | None], object] = {}
 
 
+def _figure_key(name: str, results: dict, size: str | None) -> tuple[str, str, str | None]:
+    return (name, json.dumps(results, sort_keys=True, default=str), size)
+
+
 def _built(name: str, results: dict, size: str | None = None):
-    """The chart drawn from ``results``; the same results and size are drawn once per session
-    (the tests only read a figure), keyed by the results' content, not their identity."""
-    key = (name, json.dumps(results, sort_keys=True, default=str), size)
+    """The chart drawn from ``results`` at ``size`` (its registered size when None, as a build
+    draws it); the same results and size are drawn once per session (the tests only read a
+    figure), keyed by the results' content, not their identity. The module's own results at the
+    registered size are the figures the ``drawn`` fixture saved, once it has run."""
+    key = _figure_key(name, results, size)
     if key not in _FIGURES:
         with style.theme():
-            fig, _ = charts.CHARTS[name](results, size=style.SIZES[size] if size else None)
+            fig, _ = charts.CHARTS[name](results, size=style.SIZES[size or charts.CHARTS[name].size])
             # Lays the figure out as a draw does (tick labels created, so they are checked too;
             # text extents measured by the same renderer) without rasterising: the pixels are
             # the PNG tests' business (test_every_chart_is_at_its_platform_size and after).
@@ -713,9 +741,10 @@ def test_kv_blocks_reads_the_simulators_binned_series(results: dict) -> None:
 
 def test_no_text_spills_off_the_image_or_onto_the_title(results: dict) -> None:
     """Titles and sources come from results and can be long: they are fitted, never cut off,
-    and no plot runs into the title, the section headings or the source lines."""
-    long_title = copy.deepcopy(results)
-    long_title["title"] = "LLM serving is a queueing problem with a GPU in the middle, and more words"
+    and no plot runs into the title, the section headings or the source lines. The module's
+    results carry the long title, so these are the figures the other tests read too."""
+    long_title = results
+    assert long_title["title"] == LONG_TITLE
     cases = [(name, long_title, None) for name in _still()]
     cases += [("scoreboard", long_title, "linkedin_portrait"), ("scoreboard", long_title, "linkedin")]
     cases += [(name, _two_compare_views(long_title), None) for name in ("kv_fit", "memory_breakdown")]
