@@ -783,6 +783,69 @@ def test_the_memory_of_drawings_is_bounded(tmp_path: Path) -> None:
         assert memo.recall(digests[3], out) and memo.recall(digests[-1], out)
 
 
+def _toy_reads(results, size=None):
+    """Reads 'a', and 'b' only where 'a' is 1: what it reads depends on what it read."""
+    fig = style.new_figure(size or "linkedin")
+    shown = f"a={results.get('a')}" + (f", b={results['b']}" if results.get("a") == 1 else "")
+    fig.text(0.1, 0.5, shown)
+    return fig, f"A toy chart showing {shown}, for the memory of drawings."
+
+
+def _toy_everything(results, size=None):
+    """Looks at the whole mapping (as json.dumps of a dict would)."""
+    fig = style.new_figure(size or "linkedin")
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(dict(results).items()))
+    fig.text(0.1, 0.5, shown)
+    return fig, f"A toy chart showing {shown}, for the memory of drawings."
+
+
+def test_a_chart_is_drawn_again_exactly_when_what_it_read_changed(tmp_path: Path) -> None:
+    """The memory of drawings keys a chart on the results it read last time: a change elsewhere
+    gives the remembered bytes, a change to anything it read (or whether a key it looked for is
+    there) draws again, and every answer, remembered or drawn, shows the numbers asked for."""
+    from engine.charts import registry
+
+    real: list[str] = []
+    save_png = style.save_png
+
+    def counted(fig, path: Path) -> None:
+        real.append(path.name)
+        save_png(fig, path)
+
+    registry.register_chart("toy_reads", needs=(), size="linkedin")(_toy_reads)
+    registry.register_chart("toy_everything", needs=(), size="linkedin")(_toy_everything)
+    try:
+        with memo.fresh(), pytest.MonkeyPatch.context() as patch:
+            patch.setattr(style, "save_png", counted)
+
+            def alt(name: str, results: dict, drawn: bool) -> str:
+                before = len(real)
+                chart = charts.draw(name, results, tmp_path / str(len(real)))
+                assert len(real) == before + drawn, (name, results)
+                assert (
+                    chart.path.exists()
+                    and chart.alt_text == chart.path.with_suffix(".alt.txt").read_text().strip()
+                )
+                return chart.alt_text.removeprefix("A toy chart showing ").removesuffix(
+                    ", for the memory of drawings."
+                )
+
+            assert "a=1, b=2" == alt("toy_reads", {"a": 1, "b": 2, "c": 3}, drawn=True)
+            assert "a=1, b=2" == alt("toy_reads", {"a": 1, "b": 2, "c": 4}, drawn=False)  # c: not read
+            assert "a=1, b=2" == alt("toy_reads", {"a": 1, "b": 2}, drawn=False)
+            assert "a=1, b=5" == alt("toy_reads", {"a": 1, "b": 5, "c": 3}, drawn=True)
+            assert "a=2" == alt("toy_reads", {"a": 2, "b": 5}, drawn=True)  # now reads a only
+            assert "a=2" == alt("toy_reads", {"a": 2, "b": 9}, drawn=False)
+            assert "a=None" == alt("toy_reads", {"b": 9}, drawn=True)  # a looked for, absent
+            assert "a=1, b=2" == alt("toy_reads", {"a": 1, "b": 2, "c": 3}, drawn=True)
+            assert "a=1, b=2, c=3" == alt("toy_everything", {"a": 1, "b": 2, "c": 3}, drawn=True)
+            assert "a=1, b=2, c=4" == alt("toy_everything", {"a": 1, "b": 2, "c": 4}, drawn=True)
+            assert "a=1, b=2, c=4" == alt("toy_everything", {"a": 1, "b": 2, "c": 4}, drawn=False)
+    finally:
+        registry.unregister_chart("toy_reads")
+        registry.unregister_chart("toy_everything")
+
+
 # Chart modules that still import matplotlib when imported (not yet drawn from): checking a
 # spec's chart names loads every chart module, so each one here costs every build ~1 s of CPU.
 # Empty it as they become lazy: both tests below fail while this set is wrong either way.
