@@ -846,6 +846,27 @@ def test_a_chart_is_drawn_again_exactly_when_what_it_read_changed(tmp_path: Path
         registry.unregister_chart("toy_everything")
 
 
+def test_a_carousel_is_drawn_again_when_a_figure_its_slides_show_changed(results: dict) -> None:
+    """The carousel is remembered by what its slides' charts read: the step-time chart reads the
+    measurement, which no section names, so another machine's file draws its slide again, and
+    a change no slide shows does not. (Before a slide's chart has drawn, all of results counts.)"""
+    from engine.charts import carousel
+    from engine.slides import CarouselSpec
+
+    deck = CarouselSpec(slides=["cover", {"chart": "step_time"}, "closing"])
+    other_machine = copy.deepcopy(results)
+    other_machine["measured"]["source"] = "measured on NVIDIA H100 80GB HBM3"
+    elsewhere = copy.deepcopy(results)
+    elsewhere["queueing"]["lines"]["wait_ratio"] = 3.0
+    with memo.fresh():
+        assert carousel.drawn_from(deck, elsewhere) != carousel.drawn_from(deck, results)
+        carousel.chart_pixels("step_time", results)
+        key = carousel.drawn_from(deck, results)
+        assert carousel.drawn_from(deck, elsewhere) == key
+        assert carousel.drawn_from(deck, other_machine) != key
+        assert carousel.drawn_from(deck, {**results, "title": "Another title"}) != key  # the frame
+
+
 # Chart modules that still import matplotlib when imported (not yet drawn from): checking a
 # spec's chart names loads every chart module, so each one here costs every build ~1 s of CPU.
 # Empty it as they become lazy: both tests below fail while this set is wrong either way.

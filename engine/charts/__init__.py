@@ -74,7 +74,7 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     # The function's identity is in the key, so a replaced chart function never gets old bytes;
     # the numbers are those of results the function read (memo.read_key), so a build whose other
     # sections or measurement differ does not draw this chart again.
-    function = f"{name}|{key}|{_identity(chart.draw)}"
+    function = drawing_id(name, key)
     digest = memo.read_key("chart", function, results)
     if digest is not None and memo.recall(digest, out_dir):
         alt, drawn = memo.noted(digest)
@@ -92,6 +92,12 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
         memo.remember(digest, out_dir, [path.name, f"{stem}.alt.txt"])
         memo.note(digest, (alt, drawn))
     return ChartFile(name, path, alt, drawn.width, drawn.height, drawn.platform)
+
+
+def drawing_id(name: str, size: str) -> str:
+    """Which drawing: the chart, the size key it is drawn at, and the function that draws it
+    (what memo.read_part keeps what it read under)."""
+    return f"{name}|{size}|{_identity(CHARTS[name].draw)}"
 
 
 def _identity(function: Any) -> str:

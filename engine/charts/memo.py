@@ -84,20 +84,25 @@ class Reads(Mapping[str, Any]):
         return None if self.read_all else frozenset(self.keys_read)
 
 
-def read_key(kind: str, function: str, results: Mapping[str, Any]) -> str | None:
-    """``exact_key`` over only the results ``function`` read when it last drew (all of them if it
-    has not drawn yet in this process, or looked at everything).
+def read_part(function: str, results: Mapping[str, Any]) -> Any:
+    """The part of ``results`` that ``function`` read when it last drew: the values under the
+    keys it looked up and the keys it found absent, or all of results if it has not drawn yet in
+    this process, or looked at everything.
 
-    Sound because a drawing is deterministic and reads its results only through ``Reads``: given
-    the same values under the keys it read last time, it looks up the same keys in the same
-    order, sees the same values, and draws the same bytes. The keys themselves are in the digest,
-    so bytes remembered under one set of keys never answer a lookup made with another."""
+    Sound as a key because a drawing is deterministic and reads its results only through
+    ``Reads``: given the same values under the keys it read last time, it looks up the same keys
+    in the same order, sees the same values, and draws the same bytes. The keys themselves are in
+    the part, so bytes remembered under one set of keys never answer a lookup made with another."""
     read = _READS.get(function)
-    if function not in _READS or read is None:
-        return exact_key(kind, function, "all", dict(results))
+    if read is None:
+        return ["all", dict(results)]
     present = {k: results[k] for k in sorted(read) if k in results}
-    absent = sorted(k for k in read if k not in results)
-    return exact_key(kind, function, present, absent)
+    return ["read", present, sorted(k for k in read if k not in results)]
+
+
+def read_key(kind: str, function: str, results: Mapping[str, Any]) -> str | None:
+    """``exact_key`` of what ``function`` reads of ``results`` (read_part)."""
+    return exact_key(kind, function, read_part(function, results))
 
 
 def noted_reads(function: str, reads: Reads) -> None:
