@@ -21,10 +21,11 @@ import numpy as np
 
 from engine.charts import memo, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
-from engine.slides import CarouselSpec, Slide, SlideText
 
 if TYPE_CHECKING:  # matplotlib is imported where pages are drawn: registering charts stays light
     from matplotlib.figure import Figure
+
+    from engine.slides import CarouselSpec, Slide, SlideText
 
 PAGE_W, PAGE_H = 1080, 1350  # points; at 72 dpi, pixels
 DPI = 72
