@@ -367,28 +367,58 @@ def test_same_results_give_the_same_bytes(
         assert a == b, (name, size)
 
 
-def test_another_process_draws_the_same_bytes(
-    results: dict, drawn: dict[str, charts.ChartFile], tmp_path: Path
-) -> None:
-    """A rebuild is a new process with a new hash seed: its PNG must still match byte for byte
-    (here: this process's own draw from scratch, the module's)."""
-    import json
+@pytest.fixture(scope="module")
+def new_process(results: dict, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """One new process, with another hash seed, doing what a rebuild does and in its order:
+    validate Day 37's spec (charts and carousel included), then draw. It writes what it found
+    once the spec was checked (the spec's charts, the registry's names, any matplotlib module
+    loaded) to checked.json, then draws the scoreboard from results.json into there/. One
+    process start serves the two tests that need one, each with its own assertions."""
+    import shutil
     import subprocess
     import sys
 
-    (tmp_path / "results.json").write_text(json.dumps(results))
-    here = drawn["scoreboard"].path.read_bytes()
+    folder = tmp_path_factory.mktemp("new-process")
+    shutil.copytree(ROOT / "days", folder / "days", ignore=shutil.ignore_patterns("*.measured"))
+    spec = folder / "days" / "day37.yaml"
+    text = spec.read_text(encoding="utf-8")
+    assert "scoreboard" not in STILL_EAGER  # a stubbed module's charts cannot be drawn there
+    for module in STILL_EAGER:  # their charts cannot be listed without importing matplotlib
+        for name in [n for n, c in charts.CHARTS.items() if c.draw.__module__.endswith(f".{module}")]:
+            text = text.replace(f", {name}]", "]").replace(f"{name}, ", "")
+    spec.write_text(text, encoding="utf-8")
+    (folder / "results.json").write_text(json.dumps(results))
     code = (
-        "import json, sys; from pathlib import Path; from engine import charts; "
-        "charts.draw('scoreboard', json.load(open(sys.argv[1])), Path(sys.argv[2]))"
+        "import json, sys, types\n"
+        "from pathlib import Path\n"
+        f"for m in {sorted(STILL_EAGER)!r}: sys.modules['engine.charts.' + m] = types.ModuleType(m)\n"
+        "from engine.spec import load_spec\n"
+        "spec = load_spec(sys.argv[1])\n"
+        "from engine.charts import registry\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib')\n"
+        "checked = {'charts': bool(spec.charts and spec.carousel), 'names': registry.names(), 'matplotlib': loaded}\n"
+        "Path(sys.argv[2]).write_text(json.dumps(checked))\n"
+        "from engine import charts\n"
+        "charts.draw('scoreboard', json.load(open(sys.argv[3])), Path(sys.argv[4]))\n"
     )
-    subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "results.json"), str(tmp_path / "there")],
-        check=True,
+    args = [spec, folder / "checked.json", folder / "results.json", folder / "there"]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
         cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
         env={**os.environ, "PYTHONHASHSEED": "12345"},
     )
-    assert (tmp_path / "there" / "scoreboard.png").read_bytes() == here
+    return folder, done
+
+
+def test_another_process_draws_the_same_bytes(drawn: dict[str, charts.ChartFile], new_process) -> None:
+    """A rebuild is a new process with a new hash seed: its PNG must still match byte for byte
+    (here: this process's own draw from scratch, the module's)."""
+    folder, done = new_process
+    assert done.returncode == 0, done.stderr
+    assert (folder / "there" / "scoreboard.png").read_bytes() == drawn["scoreboard"].path.read_bytes()
 
 
 def test_pngs_carry_no_timestamp_or_software_tag(drawn: dict[str, charts.ChartFile]) -> None:
@@ -909,30 +939,13 @@ def test_chart_modules_import_matplotlib_only_where_they_draw() -> None:
     assert _imports_matplotlib_at_module_level(probe) == ("animation" in STILL_EAGER)
 
 
-def test_checking_a_specs_chart_names_does_not_import_matplotlib(days_copy: Path) -> None:
+def test_checking_a_specs_chart_names_does_not_import_matplotlib(new_process) -> None:
     """A real process (this one has matplotlib loaded) validates Day 37's spec, charts and
-    carousel included, and never imports matplotlib: a build that draws nothing pays nothing."""
-    import subprocess
-    import sys
-
-    spec = days_copy / "day37.yaml"
-    text = spec.read_text(encoding="utf-8")
-    for module in STILL_EAGER:  # their charts cannot be listed without importing matplotlib
-        for name in [n for n, c in charts.CHARTS.items() if c.draw.__module__.endswith(f".{module}")]:
-            text = text.replace(f", {name}]", "]").replace(f"{name}, ", "")
-    spec.write_text(text, encoding="utf-8")
-    code = (
-        "import sys, types\n"
-        f"for m in {sorted(STILL_EAGER)!r}: sys.modules['engine.charts.' + m] = types.ModuleType(m)\n"
-        "from engine.spec import load_spec\n"
-        "spec = load_spec(sys.argv[1])\n"
-        "assert spec.charts and spec.carousel, 'the spec lists no charts'\n"
-        "from engine.charts import registry\n"
-        "assert len(registry.names()) > 5, registry.names()\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib')\n"
-        "assert not loaded, loaded[:5]\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(spec)], cwd=ROOT, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
+    carousel included, and never imports matplotlib: a build that draws nothing pays nothing.
+    (The process then draws, as a rebuild would: test_another_process_draws_the_same_bytes.)"""
+    folder, done = new_process
+    assert (folder / "checked.json").exists(), done.stderr
+    checked = json.loads((folder / "checked.json").read_text())
+    assert checked["charts"], "the spec lists no charts"
+    assert len(checked["names"]) > 5, checked["names"]
+    assert not checked["matplotlib"], checked["matplotlib"][:5]
