@@ -134,8 +134,13 @@ def _wait_row(mean: float, p99: float) -> dict:
     return {"mean_wait_ms": mean, "p99_wait_ms": p99, "mean_sojourn_ms": mean + 10}
 
 
+# Day 37's own title ("LLM serving is a queueing problem with a GPU in the middle", which the
+# session's build draws) and more: every figure the tests here read has a title that must be fitted.
+LONG_TITLE = "LLM serving is a queueing problem with a GPU in the middle, and more words"
+
+
 def day37_results() -> dict:
-    """Results of the shape the pipeline writes, with the lab's numbers."""
+    """Results of the shape the pipeline writes, with the lab's numbers (and a long title)."""
     lengths = lab_lengths()
     tokens = sum(lengths)
     static = _policy(naive_static(lengths, SLOTS), tokens, SLOTS)
@@ -150,7 +155,7 @@ def day37_results() -> dict:
     paged["kv_blocks_used"] = {"step": steps, "blocks": blocks, "num_blocks": 1024}
     return {
         "day": 37,
-        "title": "LLM serving is a queueing problem with a GPU in the middle",
+        "title": LONG_TITLE,
         "series": {"name": "60 days of system design", "length": 60},
         "repository": "github.com/anurag629/system-design-60-days",
         "hashtags": ["SystemDesign", "LLM"],
@@ -261,16 +266,34 @@ def results() -> dict:
 
 @pytest.fixture(scope="module")
 def drawn(results: dict, tmp_path_factory: pytest.TempPathFactory) -> dict[str, charts.ChartFile]:
+    # Still charts only: the animation writes a GIF of its own, checked in test_formats.
     out = tmp_path_factory.mktemp("charts")
-    # Still charts only: the animation writes a GIF of its own, checked in test_formats. Drawn
-    # from scratch (not copied from this process's memory), so the bytes tests can compare a
-    # second draw with these.
-    with memo.fresh():
-        return {
-            name: charts.draw(name, results, out)
-            for name, chart in charts.CHARTS.items()
-            if not chart.animated
-        }
+    return {name: _draw_from_scratch(name, results, out) for name in _still()}
+
+
+@pytest.fixture(scope="module")
+def portrait(results: dict, tmp_path_factory: pytest.TempPathFactory) -> charts.ChartFile:
+    """The scoreboard at LinkedIn's portrait size, drawn like ``drawn``."""
+    return _draw_from_scratch("scoreboard", results, tmp_path_factory.mktemp("portrait"), "linkedin_portrait")
+
+
+def _draw_from_scratch(name: str, results: dict, out: Path, size: str | None = None) -> charts.ChartFile:
+    """charts.draw as a build calls it, from scratch (not copied from this process's memory), so
+    the bytes tests can compare a second draw with this one. The figure it saved, laid out and
+    rasterised by that draw, is the one _built returns for these results and size: a figure is
+    built and laid out once in this module, not once more for the tests that read it."""
+    kept = []
+    save_png = style.save_png
+
+    def save_and_keep(fig, path: Path) -> None:
+        save_png(fig, path)
+        kept.append(fig)
+
+    with memo.fresh(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(style, "save_png", save_and_keep)
+        chart = charts.draw(name, results, out, size=size)
+    (_FIGURES[_figure_key(name, results, size)],) = kept
+    return chart
 
 
 def _still() -> list[str]:
@@ -328,7 +351,7 @@ def test_every_chart_is_at_its_platform_size(drawn: dict[str, charts.ChartFile])
 
 
 def test_same_results_give_the_same_bytes(
-    results: dict, drawn: dict[str, charts.ChartFile], tmp_path: Path
+    results: dict, drawn: dict[str, charts.ChartFile], portrait: charts.ChartFile, tmp_path: Path
 ) -> None:
     for name, size in (
         ("scoreboard", None),
@@ -336,37 +359,66 @@ def test_same_results_give_the_same_bytes(
         ("slot_timeline", None),
         ("kv_fit", None),
     ):
-        # Both draws from scratch, not the second from this process's memory; at the default
-        # size the first is the module's own draw (made under memo.fresh too).
-        if size is None:
-            a = drawn[name].path.read_bytes()
-        else:
-            with memo.fresh():
-                a = charts.draw(name, results, tmp_path / "a", size=size).path.read_bytes()
+        # Both draws from scratch, not the second from this process's memory: the first is the
+        # module's own draw (drawn or portrait, made under memo.fresh too).
+        a = (drawn[name] if size is None else portrait).path.read_bytes()
         with memo.fresh():
             b = charts.draw(name, results, tmp_path / "b", size=size).path.read_bytes()
         assert a == b, (name, size)
 
 
-def test_another_process_draws_the_same_bytes(results: dict, tmp_path: Path) -> None:
-    """A rebuild is a new process with a new hash seed: its PNG must still match byte for byte."""
-    import json
+@pytest.fixture(scope="module")
+def new_process(results: dict, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """One new process, with another hash seed, doing what a rebuild does and in its order:
+    validate Day 37's spec (charts and carousel included), then draw. It writes what it found
+    once the spec was checked (the spec's charts, the registry's names, any matplotlib module
+    loaded) to checked.json, then draws the scoreboard from results.json into there/. One
+    process start serves the two tests that need one, each with its own assertions."""
+    import shutil
     import subprocess
     import sys
 
-    (tmp_path / "results.json").write_text(json.dumps(results))
-    here = charts.draw("scoreboard", results, tmp_path / "here").path.read_bytes()
+    folder = tmp_path_factory.mktemp("new-process")
+    shutil.copytree(ROOT / "days", folder / "days", ignore=shutil.ignore_patterns("*.measured"))
+    spec = folder / "days" / "day37.yaml"
+    text = spec.read_text(encoding="utf-8")
+    assert "scoreboard" not in STILL_EAGER  # a stubbed module's charts cannot be drawn there
+    for module in STILL_EAGER:  # their charts cannot be listed without importing matplotlib
+        for name in [n for n, c in charts.CHARTS.items() if c.draw.__module__.endswith(f".{module}")]:
+            text = text.replace(f", {name}]", "]").replace(f"{name}, ", "")
+    spec.write_text(text, encoding="utf-8")
+    (folder / "results.json").write_text(json.dumps(results))
     code = (
-        "import json, sys; from pathlib import Path; from engine import charts; "
-        "charts.draw('scoreboard', json.load(open(sys.argv[1])), Path(sys.argv[2]))"
+        "import json, sys, types\n"
+        "from pathlib import Path\n"
+        f"for m in {sorted(STILL_EAGER)!r}: sys.modules['engine.charts.' + m] = types.ModuleType(m)\n"
+        "from engine.spec import load_spec\n"
+        "spec = load_spec(sys.argv[1])\n"
+        "from engine.charts import registry\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib')\n"
+        "checked = {'charts': bool(spec.charts and spec.carousel), 'names': registry.names(), 'matplotlib': loaded}\n"
+        "Path(sys.argv[2]).write_text(json.dumps(checked))\n"
+        "from engine import charts\n"
+        "charts.draw('scoreboard', json.load(open(sys.argv[3])), Path(sys.argv[4]))\n"
     )
-    subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "results.json"), str(tmp_path / "there")],
-        check=True,
+    args = [spec, folder / "checked.json", folder / "results.json", folder / "there"]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
         cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
         env={**os.environ, "PYTHONHASHSEED": "12345"},
     )
-    assert (tmp_path / "there" / "scoreboard.png").read_bytes() == here
+    return folder, done
+
+
+def test_another_process_draws_the_same_bytes(drawn: dict[str, charts.ChartFile], new_process) -> None:
+    """A rebuild is a new process with a new hash seed: its PNG must still match byte for byte
+    (here: this process's own draw from scratch, the module's)."""
+    folder, done = new_process
+    assert done.returncode == 0, done.stderr
+    assert (folder / "there" / "scoreboard.png").read_bytes() == drawn["scoreboard"].path.read_bytes()
 
 
 def test_pngs_carry_no_timestamp_or_software_tag(drawn: dict[str, charts.ChartFile]) -> None:
@@ -417,8 +469,8 @@ def test_without_the_data_a_chart_says_what_is_missing(results: dict, tmp_path: 
     assert not list(tmp_path.glob("*.png"))
 
 
-def test_size_override_writes_a_second_file(results: dict, tmp_path: Path) -> None:
-    chart = charts.draw("scoreboard", results, tmp_path, size="linkedin_portrait")
+def test_size_override_writes_a_second_file(portrait: charts.ChartFile) -> None:
+    chart = portrait  # charts.draw("scoreboard", results, folder, size="linkedin_portrait")
     assert chart.path.name == "scoreboard-linkedin_portrait.png"
     assert (chart.width, chart.height, chart.platform) == (1080, 1350, "linkedin")
 
@@ -435,13 +487,19 @@ def _texts(fig) -> list[str]:
 _FIGURES: dict[tuple[str, str, str | None], object] = {}
 
 
+def _figure_key(name: str, results: dict, size: str | None) -> tuple[str, str, str | None]:
+    return (name, json.dumps(results, sort_keys=True, default=str), size)
+
+
 def _built(name: str, results: dict, size: str | None = None):
-    """The chart drawn from ``results``; the same results and size are drawn once per session
-    (the tests only read a figure), keyed by the results' content, not their identity."""
-    key = (name, json.dumps(results, sort_keys=True, default=str), size)
+    """The chart drawn from ``results`` at ``size`` (its registered size when None, as a build
+    draws it); the same results and size are drawn once per session (the tests only read a
+    figure), keyed by the results' content, not their identity. The module's own results at the
+    registered size are the figures the ``drawn`` fixture saved, once it has run."""
+    key = _figure_key(name, results, size)
     if key not in _FIGURES:
         with style.theme():
-            fig, _ = charts.CHARTS[name](results, size=style.SIZES[size] if size else None)
+            fig, _ = charts.CHARTS[name](results, size=style.SIZES[size or charts.CHARTS[name].size])
             # Lays the figure out as a draw does (tick labels created, so they are checked too;
             # text extents measured by the same renderer) without rasterising: the pixels are
             # the PNG tests' business (test_every_chart_is_at_its_platform_size and after).
@@ -713,9 +771,10 @@ def test_kv_blocks_reads_the_simulators_binned_series(results: dict) -> None:
 
 def test_no_text_spills_off_the_image_or_onto_the_title(results: dict) -> None:
     """Titles and sources come from results and can be long: they are fitted, never cut off,
-    and no plot runs into the title, the section headings or the source lines."""
-    long_title = copy.deepcopy(results)
-    long_title["title"] = "LLM serving is a queueing problem with a GPU in the middle, and more words"
+    and no plot runs into the title, the section headings or the source lines. The module's
+    results carry the long title, so these are the figures the other tests read too."""
+    long_title = results
+    assert long_title["title"] == LONG_TITLE
     cases = [(name, long_title, None) for name in _still()]
     cases += [("scoreboard", long_title, "linkedin_portrait"), ("scoreboard", long_title, "linkedin")]
     cases += [(name, _two_compare_views(long_title), None) for name in ("kv_fit", "memory_breakdown")]
@@ -752,6 +811,90 @@ def test_the_memory_of_drawings_is_bounded(tmp_path: Path) -> None:
         out = tmp_path / "out"
         assert not memo.recall(digests[0], out) and not memo.recall(digests[2], out)
         assert memo.recall(digests[3], out) and memo.recall(digests[-1], out)
+
+
+def _toy_reads(results, size=None):
+    """Reads 'a', and 'b' only where 'a' is 1: what it reads depends on what it read."""
+    fig = style.new_figure(size or "linkedin")
+    shown = f"a={results.get('a')}" + (f", b={results['b']}" if results.get("a") == 1 else "")
+    fig.text(0.1, 0.5, shown)
+    return fig, f"A toy chart showing {shown}, for the memory of drawings."
+
+
+def _toy_everything(results, size=None):
+    """Looks at the whole mapping (as json.dumps of a dict would)."""
+    fig = style.new_figure(size or "linkedin")
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(dict(results).items()))
+    fig.text(0.1, 0.5, shown)
+    return fig, f"A toy chart showing {shown}, for the memory of drawings."
+
+
+def test_a_chart_is_drawn_again_exactly_when_what_it_read_changed(tmp_path: Path) -> None:
+    """The memory of drawings keys a chart on the results it read last time: a change elsewhere
+    gives the remembered bytes, a change to anything it read (or whether a key it looked for is
+    there) draws again, and every answer, remembered or drawn, shows the numbers asked for."""
+    from engine.charts import registry
+
+    real: list[str] = []
+    save_png = style.save_png
+
+    def counted(fig, path: Path) -> None:
+        real.append(path.name)
+        save_png(fig, path)
+
+    registry.register_chart("toy_reads", needs=(), size="linkedin")(_toy_reads)
+    registry.register_chart("toy_everything", needs=(), size="linkedin")(_toy_everything)
+    try:
+        with memo.fresh(), pytest.MonkeyPatch.context() as patch:
+            patch.setattr(style, "save_png", counted)
+
+            def alt(name: str, results: dict, drawn: bool) -> str:
+                before = len(real)
+                chart = charts.draw(name, results, tmp_path / str(len(real)))
+                assert len(real) == before + drawn, (name, results)
+                assert (
+                    chart.path.exists()
+                    and chart.alt_text == chart.path.with_suffix(".alt.txt").read_text().strip()
+                )
+                return chart.alt_text.removeprefix("A toy chart showing ").removesuffix(
+                    ", for the memory of drawings."
+                )
+
+            assert "a=1, b=2" == alt("toy_reads", {"a": 1, "b": 2, "c": 3}, drawn=True)
+            assert "a=1, b=2" == alt("toy_reads", {"a": 1, "b": 2, "c": 4}, drawn=False)  # c: not read
+            assert "a=1, b=2" == alt("toy_reads", {"a": 1, "b": 2}, drawn=False)
+            assert "a=1, b=5" == alt("toy_reads", {"a": 1, "b": 5, "c": 3}, drawn=True)
+            assert "a=2" == alt("toy_reads", {"a": 2, "b": 5}, drawn=True)  # now reads a only
+            assert "a=2" == alt("toy_reads", {"a": 2, "b": 9}, drawn=False)
+            assert "a=None" == alt("toy_reads", {"b": 9}, drawn=True)  # a looked for, absent
+            assert "a=1, b=2" == alt("toy_reads", {"a": 1, "b": 2, "c": 3}, drawn=True)
+            assert "a=1, b=2, c=3" == alt("toy_everything", {"a": 1, "b": 2, "c": 3}, drawn=True)
+            assert "a=1, b=2, c=4" == alt("toy_everything", {"a": 1, "b": 2, "c": 4}, drawn=True)
+            assert "a=1, b=2, c=4" == alt("toy_everything", {"a": 1, "b": 2, "c": 4}, drawn=False)
+    finally:
+        registry.unregister_chart("toy_reads")
+        registry.unregister_chart("toy_everything")
+
+
+def test_a_carousel_is_drawn_again_when_a_figure_its_slides_show_changed(results: dict) -> None:
+    """The carousel is remembered by what its slides' charts read: the step-time chart reads the
+    measurement, which no section names, so another machine's file draws its slide again, and
+    a change no slide shows does not. (Before a slide's chart has drawn, all of results counts.)"""
+    from engine.charts import carousel
+    from engine.slides import CarouselSpec
+
+    deck = CarouselSpec(slides=["cover", {"chart": "step_time"}, "closing"])
+    other_machine = copy.deepcopy(results)
+    other_machine["measured"]["source"] = "measured on NVIDIA H100 80GB HBM3"
+    elsewhere = copy.deepcopy(results)
+    elsewhere["queueing"]["lines"]["wait_ratio"] = 3.0
+    with memo.fresh():
+        assert carousel.drawn_from(deck, elsewhere) != carousel.drawn_from(deck, results)
+        carousel.chart_pixels("step_time", results)
+        key = carousel.drawn_from(deck, results)
+        assert carousel.drawn_from(deck, elsewhere) == key
+        assert carousel.drawn_from(deck, other_machine) != key
+        assert carousel.drawn_from(deck, {**results, "title": "Another title"}) != key  # the frame
 
 
 # Chart modules that still import matplotlib when imported (not yet drawn from): checking a
@@ -796,30 +939,13 @@ def test_chart_modules_import_matplotlib_only_where_they_draw() -> None:
     assert _imports_matplotlib_at_module_level(probe) == ("animation" in STILL_EAGER)
 
 
-def test_checking_a_specs_chart_names_does_not_import_matplotlib(days_copy: Path) -> None:
+def test_checking_a_specs_chart_names_does_not_import_matplotlib(new_process) -> None:
     """A real process (this one has matplotlib loaded) validates Day 37's spec, charts and
-    carousel included, and never imports matplotlib: a build that draws nothing pays nothing."""
-    import subprocess
-    import sys
-
-    spec = days_copy / "day37.yaml"
-    text = spec.read_text(encoding="utf-8")
-    for module in STILL_EAGER:  # their charts cannot be listed without importing matplotlib
-        for name in [n for n, c in charts.CHARTS.items() if c.draw.__module__.endswith(f".{module}")]:
-            text = text.replace(f", {name}]", "]").replace(f"{name}, ", "")
-    spec.write_text(text, encoding="utf-8")
-    code = (
-        "import sys, types\n"
-        f"for m in {sorted(STILL_EAGER)!r}: sys.modules['engine.charts.' + m] = types.ModuleType(m)\n"
-        "from engine.spec import load_spec\n"
-        "spec = load_spec(sys.argv[1])\n"
-        "assert spec.charts and spec.carousel, 'the spec lists no charts'\n"
-        "from engine.charts import registry\n"
-        "assert len(registry.names()) > 5, registry.names()\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib')\n"
-        "assert not loaded, loaded[:5]\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(spec)], cwd=ROOT, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
+    carousel included, and never imports matplotlib: a build that draws nothing pays nothing.
+    (The process then draws, as a rebuild would: test_another_process_draws_the_same_bytes.)"""
+    folder, done = new_process
+    assert (folder / "checked.json").exists(), done.stderr
+    checked = json.loads((folder / "checked.json").read_text())
+    assert checked["charts"], "the spec lists no charts"
+    assert len(checked["names"]) > 5, checked["names"]
+    assert not checked["matplotlib"], checked["matplotlib"][:5]

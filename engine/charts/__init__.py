@@ -71,21 +71,33 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{stem}.png"
     # Drawn before in this process from the same numbers by the same function: the same bytes.
-    # The function's identity is in the key, so a replaced chart function never gets old bytes.
-    digest = memo.exact_key("chart", name, key, _identity(chart.draw), results)
+    # The function's identity is in the key, so a replaced chart function never gets old bytes;
+    # the numbers are those of results the function read (memo.read_key), so a build whose other
+    # sections or measurement differ does not draw this chart again.
+    function = drawing_id(name, key)
+    digest = memo.read_key("chart", function, results)
     if digest is not None and memo.recall(digest, out_dir):
         alt, drawn = memo.noted(digest)
         return ChartFile(name, path, alt, drawn.width, drawn.height, drawn.platform)
+    reads = memo.Reads(results)
     with style.theme():
-        fig, alt = chart.draw(results, size=style.SIZES[key])
+        fig, alt = chart.draw(reads, size=style.SIZES[key])
         drawn = style.size_of(fig)
         _check_alt(name, alt)
         style.save_png(fig, path)
     (out_dir / f"{stem}.alt.txt").write_text(alt + "\n", encoding="utf-8")
+    memo.noted_reads(function, reads)
+    digest = memo.read_key("chart", function, results)
     if digest is not None:
         memo.remember(digest, out_dir, [path.name, f"{stem}.alt.txt"])
         memo.note(digest, (alt, drawn))
     return ChartFile(name, path, alt, drawn.width, drawn.height, drawn.platform)
+
+
+def drawing_id(name: str, size: str) -> str:
+    """Which drawing: the chart, the size key it is drawn at, and the function that draws it
+    (what memo.read_part keeps what it read under)."""
+    return f"{name}|{size}|{_identity(CHARTS[name].draw)}"
 
 
 def _identity(function: Any) -> str:

@@ -21,10 +21,11 @@ import numpy as np
 
 from engine.charts import memo, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
-from engine.slides import CarouselSpec, Slide, SlideText
 
 if TYPE_CHECKING:  # matplotlib is imported where pages are drawn: registering charts stays light
     from matplotlib.figure import Figure
+
+    from engine.slides import CarouselSpec, Slide, SlideText
 
 PAGE_W, PAGE_H = 1080, 1350  # points; at 72 dpi, pixels
 DPI = 72
@@ -73,10 +74,13 @@ def build(
         "CreationDate": None,  # no timestamp: same bytes every build
     }
     previews = [f"{PREVIEWS}/page-{number:02d}.png" for number in range(1, total + 1)]
-    digest = memo.key(
-        "carousel", carousel.model_dump(), [vars(t) for t in texts], drawn_from(carousel, results)
-    )
-    if not memo.recall(digest, folder):
+
+    def digest() -> str:
+        return memo.key(
+            "carousel", carousel.model_dump(), [vars(t) for t in texts], drawn_from(carousel, results)
+        )
+
+    if not memo.recall(digest(), folder):
         with matplotlib.rc_context(cast(Any, RC)), PdfPages(folder / FILE, metadata=meta) as pdf:
             for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
                 fig = _page(slide, text, results, number, total)
@@ -84,7 +88,7 @@ def build(
                 for image in fig.findobj(AxesImage):  # resample for the preview, embed as-is in the PDF
                     image.set_interpolation("antialiased")
                 fig.savefig(folder / previews[number - 1], format="png", dpi=DPI, metadata={"Software": None})
-        memo.remember(digest, folder, [FILE, *previews])
+        memo.remember(digest(), folder, [FILE, *previews])  # now keyed on what the charts read
     for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
         pages.append(Page(number, slide.kind, slide.chart, text.headline, text.body, previews[number - 1]))
     return {
@@ -97,16 +101,19 @@ def build(
 
 
 def drawn_from(carousel: CarouselSpec, results: dict[str, Any]) -> dict[str, Any]:
-    """The parts of results the pages show: the frame's fields and each slide chart's sections
-    (the chart registry's needs), so a build that differs elsewhere (a measurement's label, the
-    inputs' paths) still finds the pages it drew before."""
-    from engine.charts import registry
+    """The parts of results the pages show: the frame's fields and what each slide's chart read
+    when it was last drawn (memo.read_part: all of results for one not drawn yet), so a build
+    that differs elsewhere (the inputs' paths, a measurement no slide shows) still finds the
+    pages it drew before, and one whose slide shows a changed figure draws them again."""
+    from engine import charts
 
-    needed = sorted(
-        {need for slide in carousel.slides if slide.chart for need in registry.get(slide.chart).needs}
-    )
+    shown = [
+        memo.read_part(charts.drawing_id(slide.chart, charts.CHARTS[slide.chart].size), results)
+        for slide in carousel.slides
+        if slide.chart
+    ]
     frame = {k: results.get(k) for k in ("day", "title", "series", "repository")}
-    return {"frame": frame, "sections": {need: results.get(need) for need in needed}}
+    return {"frame": frame, "charts": shown}
 
 
 # ---- one page -----------------------------------------------------------------------------------
@@ -295,9 +302,11 @@ def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
         raise ValueError(
             f"chart '{name}' cannot go on a slide; slides take: {', '.join(sorted(charts.CHARTS))}"
         )
-    size = style.SIZES[charts.CHARTS[name].size]
+    chart = charts.CHARTS[name]
+    reads = memo.Reads(results)  # what the chart reads is what the carousel's key holds of it
     with style.theme():
-        fig, _alt = charts.CHARTS[name](results, size=size)
+        fig, _alt = chart.draw(reads, size=style.SIZES[chart.size])
+        memo.noted_reads(charts.drawing_id(name, chart.size), reads)
         fig.set_dpi(CHART_PX / style.WIDTH_IN)  # the chart's own layout, at twice the page's resolution
         fig.canvas.draw()
         return np.array(cast(Any, fig.canvas).buffer_rgba())[..., :3]

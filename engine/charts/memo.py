@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 _STORE: dict[str, dict[str, bytes]] = {}
 _NOTES: dict[str, Any] = {}
+# What each drawing function read of its results the last time it drew (None: all of them).
+_READS: dict[str, frozenset[str] | None] = {}
 # A long `serve` session draws new numbers on every save: keep the latest drawings only, so the
 # store stays a few tens of megabytes however long it runs (the oldest is dropped first).
 MAX_DRAWINGS = 64
@@ -42,6 +44,70 @@ def exact_key(kind: str, *parts: Any) -> str | None:
     except (TypeError, ValueError):
         return None
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Reads(Mapping[str, Any]):
+    """A read-only view of a results dict that notes which top-level keys a drawing looked up
+    (a key looked for and absent counts too); iterating or sizing it reads every key.
+
+    Why: a chart reads one or two sections of a day's results, and a build whose measurement,
+    inputs or other sections differ would otherwise draw every chart again for the same picture.
+    A Mapping, not a dict subclass: no C-level shortcut (json, ``dict.update``) can read a value
+    without passing through here, so nothing the drawing saw goes unnoted."""
+
+    def __init__(self, data: Mapping[str, Any]):
+        self._data = data
+        self.keys_read: set[str] = set()
+        self.read_all = False
+
+    def __getitem__(self, key: str) -> Any:
+        self.keys_read.add(key)
+        return self._data[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.keys_read.add(key)
+        else:
+            self.read_all = True
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        self.read_all = True
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        self.read_all = True
+        return len(self._data)
+
+    def read(self) -> frozenset[str] | None:
+        """The keys looked up, or None when the drawing looked at the whole mapping."""
+        return None if self.read_all else frozenset(self.keys_read)
+
+
+def read_part(function: str, results: Mapping[str, Any]) -> Any:
+    """The part of ``results`` that ``function`` read when it last drew: the values under the
+    keys it looked up and the keys it found absent, or all of results if it has not drawn yet in
+    this process, or looked at everything.
+
+    Sound as a key because a drawing is deterministic and reads its results only through
+    ``Reads``: given the same values under the keys it read last time, it looks up the same keys
+    in the same order, sees the same values, and draws the same bytes. The keys themselves are in
+    the part, so bytes remembered under one set of keys never answer a lookup made with another."""
+    read = _READS.get(function)
+    if read is None:
+        return ["all", dict(results)]
+    present = {k: results[k] for k in sorted(read) if k in results}
+    return ["read", present, sorted(k for k in read if k not in results)]
+
+
+def read_key(kind: str, function: str, results: Mapping[str, Any]) -> str | None:
+    """``exact_key`` of what ``function`` reads of ``results`` (read_part)."""
+    return exact_key(kind, function, read_part(function, results))
+
+
+def noted_reads(function: str, reads: Reads) -> None:
+    """Remember what ``function`` read in the drawing it just made (for ``read_key``)."""
+    _READS[function] = reads.read()
 
 
 def recall(digest: str, folder: Path) -> bool:
@@ -78,13 +144,14 @@ def noted(digest: str) -> Any:
 def forget() -> None:
     _STORE.clear()
     _NOTES.clear()
+    _READS.clear()
 
 
 @contextmanager
 def fresh() -> Iterator[None]:
     """Inside: nothing remembered, so every draw is real. After: what was remembered before is
     back, and what was drawn inside is forgotten."""
-    store, notes = dict(_STORE), dict(_NOTES)
+    store, notes, reads = dict(_STORE), dict(_NOTES), dict(_READS)
     forget()
     try:
         yield
@@ -92,3 +159,4 @@ def fresh() -> Iterator[None]:
         forget()
         _STORE.update(store)
         _NOTES.update(notes)
+        _READS.update(reads)
