@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-# Re-exported for test files that still import them from here; new code imports tests/helpers.py.
-from helpers import DAYS, LAB_TRACE, REFERENCE, REPO  # noqa: F401
+from helpers import DAYS
 
 # `make test` draws the same examples on every run, so a failure in CI reproduces anywhere and a
 # green run stays green; `make soak` (HYPOTHESIS_PROFILE=explore) draws new ones every time.
