@@ -83,7 +83,10 @@ def latencies(
     }
     if clock is None:
         return Latencies(steps, None)
-    start_s, first_s, finish_s = (clock.at(x) for x in (schedule.first_start, first_out, schedule.finish))
+    # one call for the three (the clock works element by element, so the same floats)
+    n = len(arrival)
+    at = clock.at(np.concatenate((schedule.first_start, first_out, schedule.finish)))
+    start_s, first_s, finish_s = at[:n], at[n : 2 * n], at[2 * n :]
     seconds = {
         "queueing": start_s - arrival,
         "ttft": first_s - arrival,
@@ -114,6 +117,8 @@ def per_step(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
 
 def binned(horizon: int, points: int = SERIES_POINTS) -> np.ndarray:
     """Left edges of at most `points` equal bins over [0, horizon)."""
+    if 1 <= horizon <= points:  # one bin per step: the linspace below gives exactly these
+        return np.arange(horizon, dtype=np.int64)
     count = max(1, min(points, horizon))
     return distinct(np.linspace(0, horizon, count + 1).astype(np.int64)[:-1])
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations
 from typing import Any, NamedTuple, Protocol
 
@@ -315,8 +316,10 @@ class RooflineStepTime:
     def constant(self) -> None:
         return None
 
-    @property
+    @cached_property
     def idle_seconds(self) -> float:
+        # worked out once: the simulator asks at every idle stretch, and numpy on one element
+        # costs more than the run's arithmetic (the instance is frozen, so it cannot go stale)
         return float(self.seconds(np.array([1]), np.array([1]), np.array([0]))[0])
 
     def seconds(self, batch: np.ndarray, context: np.ndarray, prefill: np.ndarray) -> np.ndarray:
@@ -652,8 +655,10 @@ class MeasuredStepTime:
     def constant(self) -> float | None:
         return self.intercept if self.per_token == 0 and self.per_context_token == 0 else None
 
-    @property
+    @cached_property
     def idle_seconds(self) -> float:
+        # worked out once: the simulator asks at every idle stretch, and numpy on one element
+        # costs more than the run's arithmetic (the instance is frozen, so it cannot go stale)
         return float(self.seconds(np.array([1]), np.array([1]), np.array([0]))[0])
 
     def seconds(self, batch: np.ndarray, context: np.ndarray, prefill: np.ndarray) -> np.ndarray:
