@@ -94,6 +94,17 @@ def _brute_least_outstanding(w, policy, slots, step, replicas):
     from engine.batching.clock import clock_for
 
     replica_of = []
+    finished: dict[tuple[int, ...], np.ndarray] = {}  # a replica's requests → their finish times
+
+    def finish_times(mine: list[int]) -> np.ndarray:
+        # Only one replica's requests change per arrival: the others' runs are the same runs,
+        # so they are simulated once (the same workload gives the same schedule).
+        if tuple(mine) not in finished:
+            part = Workload.of(w.output_tokens[mine], w.prompt_tokens[mine], w.arrival_time[mine])
+            r = simulate(part, policy, slots=slots, step_time=step)
+            finished[tuple(mine)] = clock_for(r.schedule, step).at(r.schedule.finish)
+        return finished[tuple(mine)]
+
     for k in range(w.n):
         a = float(w.arrival_time[k])
         counts = []
@@ -102,9 +113,7 @@ def _brute_least_outstanding(w, policy, slots, step, replicas):
             if not mine:
                 counts.append(0)
                 continue
-            part = Workload.of(w.output_tokens[mine], w.prompt_tokens[mine], w.arrival_time[mine])
-            r = simulate(part, policy, slots=slots, step_time=step)
-            done = clock_for(r.schedule, step).at(r.schedule.finish) < a - 1e-9 * step.idle_seconds
+            done = finish_times(mine) < a - 1e-9 * step.idle_seconds
             counts.append(len(mine) - int(done.sum()))
         replica_of.append(int(np.argmin(counts)))
     return replica_of
