@@ -208,11 +208,12 @@ def brute_force_seconds(result, model) -> float:
     s = result.schedule
     in_batch_until = s.end if s.groups is None else s.groups.end[s.groups.member_group]
     batch, context, prefill = (np.zeros(result.steps, dtype=np.int64) for _ in range(3))
-    for k in range(result.steps):
-        decoding = (s.decode_start <= k) & (k < in_batch_until)
-        batch[k] = int(decoding.sum())
-        context[k] = int((s.context[decoding] + (k - s.decode_start[decoding]) + 1).sum())
-        prefill[k] = int(s.chunk_tokens[s.chunk_step == k].sum())
+    for i in range(len(s.decode_start)):  # each stay in the batch at steps [its decode start, until)
+        first, until = int(s.decode_start[i]), int(in_batch_until[i])
+        batch[first:until] += 1
+        context[first:until] += s.context[i] + np.arange(1, until - first + 1)  # its cache + new token
+    for k, tokens in zip(s.chunk_step.tolist(), s.chunk_tokens.tolist()):
+        prefill[k] += tokens
     # Each step priced by the model on its own (one call for every step's row, not one per step).
     busy = (batch > 0) | (prefill > 0)
     priced = model.seconds(batch[busy], context[busy], prefill[busy])
