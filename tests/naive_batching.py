@@ -59,10 +59,19 @@ def step_cost(model, batch: int, context: int, prefill: int) -> float:
 
 
 def naive_clock(run: NaiveRun, model) -> list[float]:
-    """Seconds at the start of every step and, last, at the end of the run: step by step."""
+    """Seconds at the start of every step and, last, at the end of the run: step by step.
+
+    Each step is priced on its own, as step_cost prices it, in one model call for every step
+    that runs something (the model works element by element: the same floats as a call per
+    step); the seconds are then added up one step at a time."""
+    busy = [k for k, (batch, _, prefill) in enumerate(run.load) if batch or prefill]
+    priced = model.seconds(*([run.load[k][i] for k in busy] for i in range(3))).tolist()
+    cost = [model.idle_seconds] * len(run.load)
+    for k, seconds in zip(busy, priced):
+        cost[k] = seconds
     times = [0.0]
-    for batch, context, prefill in run.load:
-        times.append(times[-1] + step_cost(model, batch, context, prefill))
+    for seconds in cost:
+        times.append(times[-1] + seconds)
     return times
 
 
