@@ -228,7 +228,7 @@ def kv_usage(schedule: Schedule, block_size: int, bounds: np.ndarray) -> KvUsage
     points = distinct(np.concatenate((ends, bounds[1:] - 1)))
     used = blocks_at(schedule, bs, points)
     which = np.searchsorted(bounds, points, side="right") - 1
-    starts = np.flatnonzero(np.r_[True, which[1:] != which[:-1]])
+    starts = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1])))
     bin_max = np.maximum.reduceat(used, starts)
     return KvUsage(bin_max, int(used.max()), _block_steps(schedule, bs) / horizon)
 
