@@ -897,6 +897,20 @@ def test_a_carousel_is_drawn_again_when_a_figure_its_slides_show_changed(results
         assert carousel.drawn_from(deck, {**results, "title": "Another title"}) != key  # the frame
 
 
+def test_the_carousels_key_holds_the_covers_policy_colours(results: dict, monkeypatch) -> None:
+    """The cover signs with every registered policy's colour, which results do not hold: a policy
+    registered, or the order changed, later in the process must not bring back the old cover."""
+    from engine.charts import carousel
+    from engine.slides import CarouselSpec
+
+    deck = CarouselSpec(slides=["cover", "closing"])
+    key = carousel.memory_key(deck, [], results)
+    order = style.policy_order()
+    monkeypatch.setattr(style, "policy_order", lambda: tuple(reversed(order)))
+    assert carousel.signature() == [style.policy_colour(name) for name in reversed(order)]
+    assert carousel.memory_key(deck, [], results) != key
+
+
 # Chart modules that still import matplotlib when imported (not yet drawn from): checking a
 # spec's chart names loads every chart module, so each one here costs every build ~1 s of CPU.
 # Empty it as they become lazy: both tests below fail while this set is wrong either way.

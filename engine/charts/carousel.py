@@ -75,12 +75,7 @@ def build(
     }
     previews = [f"{PREVIEWS}/page-{number:02d}.png" for number in range(1, total + 1)]
 
-    def digest() -> str:
-        return memo.key(
-            "carousel", carousel.model_dump(), [vars(t) for t in texts], drawn_from(carousel, results)
-        )
-
-    if not memo.recall(digest(), folder):
+    if not memo.recall(memory_key(carousel, texts, results), folder):
         with matplotlib.rc_context(cast(Any, RC)), PdfPages(folder / FILE, metadata=meta) as pdf:
             for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
                 fig = _page(slide, text, results, number, total)
@@ -88,7 +83,7 @@ def build(
                 for image in fig.findobj(AxesImage):  # resample for the preview, embed as-is in the PDF
                     image.set_interpolation("antialiased")
                 fig.savefig(folder / previews[number - 1], format="png", dpi=DPI, metadata={"Software": None})
-        memo.remember(digest(), folder, [FILE, *previews])  # now keyed on what the charts read
+        memo.remember(memory_key(carousel, texts, results), folder, [FILE, *previews])  # what they read
     for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
         pages.append(Page(number, slide.kind, slide.chart, text.headline, text.body, previews[number - 1]))
     return {
@@ -98,6 +93,19 @@ def build(
         "height_pt": PAGE_H,
         "pages": [p.to_dict() for p in pages],
     }
+
+
+def memory_key(carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any]) -> str:
+    """What the pages are drawn from, as the in-process memory of drawings keys them: the deck,
+    its words, what its charts read (drawn_from) and the cover's signature. Asked again after
+    drawing, since the charts' reads are known only then."""
+    return memo.key(
+        "carousel",
+        carousel.model_dump(),
+        [vars(t) for t in texts],
+        drawn_from(carousel, results),
+        signature(),
+    )
 
 
 def drawn_from(carousel: CarouselSpec, results: dict[str, Any]) -> dict[str, Any]:
@@ -114,6 +122,13 @@ def drawn_from(carousel: CarouselSpec, results: dict[str, Any]) -> dict[str, Any
     ]
     frame = {k: results.get(k) for k in ("day", "title", "series", "repository")}
     return {"frame": frame, "charts": shown}
+
+
+def signature() -> list[str]:
+    """The cover's quiet signature: every registered policy's colour, in the charts' order. The
+    registry is not part of results, so the carousel's memory key holds these too: a policy
+    registered later in the process (a toy day's) changes the cover."""
+    return [style.policy_colour(name) for name in style.policy_order()]
 
 
 # ---- one page -----------------------------------------------------------------------------------
@@ -220,8 +235,7 @@ def _cover(fig: Figure, text: SlideText, results: dict[str, Any]) -> None:
     bottom = _block(fig, text.headline, 430, TYPE["title"], weight="bold", max_lines=6)
     if text.body:
         _block(fig, text.body, bottom + 48, TYPE["body"], color=MUTED, max_lines=7)
-    # The policies' colours as a quiet signature: the same colours the charts inside use.
-    for k, colour in enumerate(style.policy_colour(name) for name in style.policy_order()):
+    for k, colour in enumerate(signature()):
         fig.add_artist(
             Rectangle(
                 (_x(MARGIN + k * 72), _y(PAGE_H - 170)),
