@@ -52,7 +52,10 @@ def check_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -> Non
     open blocks and brackets. libyaml reads ahead (a bracket may open a key) and stops at its own
     ceiling of 1,000 levels with a message that names no limit of ours, so a file the C scanner
     refuses is scanned again by the pure-Python one, which yields each token as it goes."""
-    for scanner in dict.fromkeys((Loader, yaml.SafeLoader)):
+    scanners: list[type[yaml.SafeLoader]] = (
+        [Loader] if Loader is yaml.SafeLoader else [Loader, yaml.SafeLoader]
+    )
+    for scanner in scanners:
         try:
             _scan_depth(text, path, limit, scanner)
             return
