@@ -472,7 +472,11 @@ def day_spec_model() -> type[DaySpec]:
 def load_spec(path: str | Path) -> DaySpec:
     """Read and validate a day's YAML; every failure is a UserError naming file and field."""
     path = Path(path)
-    data = yamlfile.read(path, limits.MAX_SPEC_BYTES, "spec")
+    return spec_of(yamlfile.read(path, limits.MAX_SPEC_BYTES, "spec"), path)
+
+
+def spec_of(data: Any, path: Path) -> DaySpec:
+    """The day spec in ``data``, as parsed from the file at ``path`` (named in every error)."""
     if not isinstance(data, dict):
         raise UserError("the spec must be a mapping of fields", file=path)
     spec = validate(day_spec_model(), data, file=path)

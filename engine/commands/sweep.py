@@ -86,7 +86,7 @@ def load_section(path: Path) -> Any:
     """The sweep section of a day spec, or of a file that holds only `sweep:`."""
     from engine import yamlfile
     from engine.limits import MAX_SPEC_BYTES
-    from engine.spec import load_spec
+    from engine.spec import spec_of
     from engine.sweep.grid import SweepSection
     from engine.validation import Strict, validate
 
@@ -97,7 +97,7 @@ def load_section(path: Path) -> Any:
             sweep: SweepSection
 
         return validate(SweepFile, data, file=path).sweep
-    section = load_spec(path).section("sweep")
+    section = spec_of(data, path).section("sweep")
     if section is None:
         raise UserError("has no 'sweep' section", file=path, field="sweep")
     return section
