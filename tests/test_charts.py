@@ -813,20 +813,22 @@ def test_the_memory_of_drawings_is_bounded(tmp_path: Path) -> None:
         assert memo.recall(digests[3], out) and memo.recall(digests[-1], out)
 
 
-def _toy_reads(results, size=None):
-    """Reads 'a', and 'b' only where 'a' is 1: what it reads depends on what it read."""
+def _toy_figure(shown: str, size):
     fig = style.new_figure(size or "linkedin")
-    shown = f"a={results.get('a')}" + (f", b={results['b']}" if results.get("a") == 1 else "")
     fig.text(0.1, 0.5, shown)
     return fig, f"A toy chart showing {shown}, for the memory of drawings."
+
+
+def _toy_reads(results, size=None):
+    """Reads 'a', and 'b' only where 'a' is 1: what it reads depends on what it read."""
+    return _toy_figure(
+        f"a={results.get('a')}" + (f", b={results['b']}" if results.get("a") == 1 else ""), size
+    )
 
 
 def _toy_everything(results, size=None):
     """Looks at the whole mapping (as json.dumps of a dict would)."""
-    fig = style.new_figure(size or "linkedin")
-    shown = ", ".join(f"{k}={v}" for k, v in sorted(dict(results).items()))
-    fig.text(0.1, 0.5, shown)
-    return fig, f"A toy chart showing {shown}, for the memory of drawings."
+    return _toy_figure(", ".join(f"{k}={v}" for k, v in sorted(dict(results).items())), size)
 
 
 def test_a_chart_is_drawn_again_exactly_when_what_it_read_changed(tmp_path: Path) -> None:

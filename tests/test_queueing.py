@@ -363,8 +363,8 @@ class LabsLoad:
 @pytest.fixture(scope="module")
 def at_the_labs_load() -> LabsLoad:
     """One simulation of the lab's load, shared by every test of it: a million requests through
-    one shared line is a quarter of a second of Python loop per server count, and a second run of the
-    same configuration with another seed would check the same thing again. The start times are
+    one shared line per server count, and a second run of the same configuration with another
+    seed would check the same thing again. The start times are
     recorded as the sweep computes them, so the tests that need every request's wait read the
     very run whose rows they check."""
     starts: dict[int, np.ndarray] = {}
