@@ -159,6 +159,14 @@ def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
     return found
 
 
+@functools.lru_cache(maxsize=256)
+def _typed_numbers(source: str) -> tuple[tuple[int, str], ...]:
+    """Both rules' findings for one template text. Kept by text: every build checks every
+    template it renders, and parsing one is most of what a draft costs once its compiled code
+    is kept (engine.template_cache); a text that does not parse raises, and nothing is kept."""
+    return tuple(digits_outside_jinja(source) + numbers_inside_jinja(source))
+
+
 def check_no_typed_numbers(templates_root: Path, names: list[str]) -> None:
     """Refuse a template with a figure typed into it, as text or as a Jinja constant."""
     for name in names:
@@ -167,7 +175,7 @@ def check_no_typed_numbers(templates_root: Path, names: list[str]) -> None:
         except UserError as err:
             raise UserError(err.message, file=f"templates/{name}") from None
         try:
-            found = digits_outside_jinja(source) + numbers_inside_jinja(source)
+            found = _typed_numbers(source)
         except jinja2.TemplateSyntaxError as exc:
             raise _syntax_error(exc, name) from None
         if found:

@@ -14,6 +14,7 @@ from engine.cli import main
 from engine.commands.simulate import _number
 
 from helpers import LAB_TRACE as _LAB_TRACE
+from helpers import dump_yaml, load_yaml
 
 LAB_TRACE = str(_LAB_TRACE)  # the lab's trace, as committed in days/, as a command-line argument
 
@@ -390,7 +391,6 @@ def test_the_flags_build_the_days_batching_section():
     ids=["slots", "max-wait", "unit-step", "num-blocks", "max-num-seqs"],
 )
 def test_a_flag_obeys_its_spec_key_word_for_word(capsys, days_copy, flags, flag, change):
-    import yaml
 
     from engine.errors import UserError
     from engine.spec import load_spec
@@ -399,10 +399,10 @@ def test_a_flag_obeys_its_spec_key_word_for_word(capsys, days_copy, flags, flag,
 
     code, _, err = run_cli(capsys, "--workload", LAB_TRACE, *flags)
     assert code == 2
-    data = yaml.safe_load((DAYS / "day37.yaml").read_text())
+    data = load_yaml((DAYS / "day37.yaml").read_text())
     change(data["batching"])
     path = days_copy / "day37.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.write_text(dump_yaml(data, sort_keys=False))
     with pytest.raises(UserError) as spec_err:
         load_spec(path)
     assert err.strip() == f"{flag}: {spec_err.value.message}"

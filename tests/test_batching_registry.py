@@ -15,6 +15,8 @@ from engine.batching.queues import ShortestFirstQueue
 from engine.errors import UserError
 from engine.workload import Workload
 
+from helpers import dump_yaml, load_yaml
+
 
 @dataclass(frozen=True)
 class OneAtATime(batching.ContinuousPolicy):
@@ -111,7 +113,6 @@ def test_shortest_first_queue_reorders_admission():
 def test_the_kv_blocks_chart_takes_any_policy_that_keeps_blocks(days_copy):
     """The chart asks the registry, not for the name 'paged': prefill-first and a toy block-keeping
     policy registered here qualify; a day with no block-keeping policy is refused, naming them."""
-    import yaml
 
     from engine.spec import load_spec
 
@@ -119,10 +120,10 @@ def test_the_kv_blocks_chart_takes_any_policy_that_keeps_blocks(days_copy):
     original = path.read_text()
 
     def spec_with(policies):
-        data = yaml.safe_load(original)
+        data = load_yaml(original)
         data["batching"].update(policies=policies, paged={"num_blocks": 4096})
         data["charts"].append("kv_blocks")
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        path.write_text(dump_yaml(data, sort_keys=False))
         return path
 
     assert load_spec(spec_with(["static", "prefill_first"])).charts[-1] == "kv_blocks"

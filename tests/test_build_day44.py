@@ -10,12 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from engine.pipeline import build
 from engine.spec import load_spec
 
-from helpers import DAYS
+from helpers import DAYS, dump_yaml, load_yaml
 
 
 def test_the_real_day44_spec_is_valid_and_asks_for_the_sweep_charts():
@@ -27,11 +26,11 @@ def test_the_real_day44_spec_is_valid_and_asks_for_the_sweep_charts():
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     days = tmp_path_factory.mktemp("days")
-    doc = yaml.safe_load((DAYS / "day44.yaml").read_text())
+    doc = load_yaml((DAYS / "day44.yaml").read_text())
     doc["sweep"]["workload"]["requests"] = 40
     doc["sweep"]["grid"].update(gpu=["h100-80gb", "a10g"], max_num_seqs=[64], kv_dtype=["auto"])
     doc["sweep"]["workers"] = 1
-    (days / "day44.yaml").write_text(yaml.safe_dump(doc))
+    (days / "day44.yaml").write_text(dump_yaml(doc))
     out = tmp_path_factory.mktemp("out")
     build(days / "day44.yaml", out)
     return out / "day44"

@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from engine.cli import main
 from engine.pipeline import build
 
-from helpers import Lab, lean_spec
+from helpers import Lab, dump_yaml, lean_spec, load_yaml
 
 
 @pytest.fixture(scope="module")
@@ -77,15 +76,15 @@ def test_a_long_gpu_name_still_fits_every_platform_rule(measured_days, tmp_path)
         point["achieved_bytes_per_s"] = 2.6e12
     (measured_days / "day37.measured" / "nvidia-h100-80gb-hbm3.json").write_text(json.dumps(doc))
     spec = measured_days / "day37.yaml"
-    data = yaml.safe_load(spec.read_text())
+    data = load_yaml(spec.read_text())
     data["measured"] = "nvidia-h100-80gb-hbm3"
-    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec.write_text(dump_yaml(data, sort_keys=False))
     try:
         build(spec, tmp_path)  # the build's own platform checks would raise here
     finally:
         (measured_days / "day37.measured" / "nvidia-h100-80gb-hbm3.json").unlink()
         data["measured"] = "latest"
-        spec.write_text(yaml.safe_dump(data, sort_keys=False))
+        spec.write_text(dump_yaml(data, sort_keys=False))
     linkedin = (tmp_path / "day37" / "linkedin.md").read_text()
     assert "measured on NVIDIA H100 80GB HBM3" in linkedin
     assert "78% of the card's memory bandwidth" in linkedin  # 2.6 / 3.35
@@ -180,9 +179,9 @@ def test_measured_step_time_prices_the_simulated_steps(measured_days, tmp_path):
 
     spec = measured_days / "day37.yaml"
     original = spec.read_text()
-    data = yaml.safe_load(original)
+    data = load_yaml(original)
     data["batching"]["step_time"] = {"kind": "measured"}
-    spec.write_text(lean_spec(yaml.safe_dump(data, sort_keys=False)))  # results and drafts only
+    spec.write_text(lean_spec(dump_yaml(data, sort_keys=False)))  # results and drafts only
     try:
         build(spec, tmp_path)
     finally:
@@ -206,9 +205,9 @@ def test_measured_step_time_prices_the_simulated_steps(measured_days, tmp_path):
 
 def test_measured_step_time_without_a_file_is_one_line(days_copy, tmp_path, capsys):
     spec = days_copy / "day37.yaml"
-    data = yaml.safe_load(spec.read_text())
+    data = load_yaml(spec.read_text())
     data["batching"]["step_time"] = {"kind": "measured"}
-    spec.write_text(lean_spec(yaml.safe_dump(data, sort_keys=False)))  # results and drafts only
+    spec.write_text(lean_spec(dump_yaml(data, sort_keys=False)))  # results and drafts only
     assert main(["build", str(spec), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"{spec}: batching.step_time: kind 'measured' needs a measurement file")

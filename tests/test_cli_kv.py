@@ -9,6 +9,8 @@ from engine.catalog import load_gpu, load_model
 from engine.cli import main
 from engine.kvcache import VllmBudget, plan_kv_cache
 
+from helpers import dump_yaml, load_yaml
+
 FIXTURES = Path(__file__).parent / "fixtures" / "kv"
 
 
@@ -156,7 +158,6 @@ def test_model_too_big_for_the_card_is_a_user_error(capsys):
 def spec_error(days: Path, change) -> str:
     """The message (after 'file: field: ') the spec gives for day37.yaml's kv_cache edited."""
     import pytest
-    import yaml
 
     from engine.errors import UserError
     from engine.spec import load_spec
@@ -164,9 +165,9 @@ def spec_error(days: Path, change) -> str:
     from helpers import DAYS
 
     path = days / "day37.yaml"
-    data = yaml.safe_load((DAYS / "day37.yaml").read_text())
+    data = load_yaml((DAYS / "day37.yaml").read_text())
     change(data["kv_cache"])
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.write_text(dump_yaml(data, sort_keys=False))
     with pytest.raises(UserError) as err:
         load_spec(path)
     return err.value.message
@@ -201,14 +202,13 @@ def test_a_flag_obeys_its_spec_key_word_for_word(days_copy, capsys):
 
 def test_flags_and_spec_keys_give_the_same_plan(capsys, tmp_path):
     """Every kv flag has a spec key: a view written in YAML sizes the cache exactly as the flags do."""
-    import yaml
 
     from engine.experiments.kv_cache import run_view
     from engine.sections import SpecLocation
     from engine.spec import KvCacheSection
 
     section = KvCacheSection.model_validate(
-        yaml.safe_load(
+        load_yaml(
             """
             model: llama-3-8b
             gpu: {catalog: h100, memory_gib: 79.5}

@@ -6,14 +6,13 @@ import json
 
 import numpy as np
 import pytest
-import yaml
 
 from engine.cli import main
 from engine.experiments.batching import head_of_line_example
 from engine.experiments.kv_cache import halves_when_context_doubles
 from engine.pipeline import build
 
-from helpers import lean_spec
+from helpers import dump_yaml, lean_spec, load_yaml
 
 
 def test_head_of_line_example_on_the_drill():
@@ -45,7 +44,7 @@ def test_halving_is_checked_not_assumed():
 
 def generated(days):
     path = days / "day37.yaml"
-    data = yaml.safe_load(path.read_text())
+    data = load_yaml(path.read_text())
     data["batching"]["workload"] = {
         "requests": 200,
         "seed": 7,
@@ -58,7 +57,7 @@ def generated(days):
         },
     }
     # No charts or carousel: what is read here is the workload and the simulated results.
-    path.write_text(lean_spec(yaml.safe_dump(data, sort_keys=False)))
+    path.write_text(lean_spec(dump_yaml(data, sort_keys=False)))
     return path
 
 
@@ -132,9 +131,9 @@ def test_the_multiple_is_a_ratio_of_durations():
 
 def test_a_roofline_priced_run_quotes_the_seconds_multiple(days_copy, tmp_path):
     spec = days_copy / "day37.yaml"
-    data = yaml.safe_load(spec.read_text())
+    data = load_yaml(spec.read_text())
     data["batching"]["step_time"] = {"kind": "roofline", "model": "llama-2-7b", "gpu": "h100-80gb"}
-    spec.write_text(lean_spec(yaml.safe_dump(data, sort_keys=False)))  # results only are read
+    spec.write_text(lean_spec(dump_yaml(data, sort_keys=False)))  # results only are read
     build(spec, tmp_path)
     bt = json.loads((tmp_path / "day37" / "results.json").read_text())["batching"]
     static, cont = bt["policies"]["static"], bt["policies"]["continuous"]

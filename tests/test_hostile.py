@@ -28,7 +28,7 @@ from engine.cli import main
 from engine.errors import UserError
 from engine.spec import load_spec
 
-from helpers import DAYS, LAB_TRACE
+from helpers import DAYS, LAB_TRACE, dump_yaml, load_yaml
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "0"))  # 0: the quick run of `make test`
 QUICK = settings(
@@ -58,9 +58,9 @@ def spec_with(tmp_path: Path, edit, name: str = "day37") -> Path:
     if not days.exists():
         shutil.copytree(DAYS, days, ignore=shutil.ignore_patterns("*.measured"))
     path = days / f"{name}.yaml"
-    data = yaml.safe_load((DAYS / f"{name}.yaml").read_text())
+    data = load_yaml((DAYS / f"{name}.yaml").read_text())
     edit(data)
-    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    path.write_text(dump_yaml(data, sort_keys=False, allow_unicode=True))
     return path
 
 
@@ -485,7 +485,7 @@ def _paths(node, prefix=()):
             yield from _paths(value, prefix + (i,))
 
 
-_SPECS = {name: yaml.safe_load((DAYS / f"{name}.yaml").read_text()) for name in ("day37", "day04")}
+_SPECS = {name: load_yaml((DAYS / f"{name}.yaml").read_text()) for name in ("day37", "day04")}
 _SPEC_PATHS = [(name, p) for name, data in _SPECS.items() for p in _paths(data)]
 
 
@@ -501,7 +501,7 @@ def test_any_spec_field_set_to_anything_loads_or_is_one_line(tmp_path_factory, w
     folder = tmp_path_factory.mktemp("spec")
     path = folder / f"{name}.yaml"
     try:
-        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        text = dump_yaml(data, sort_keys=False, allow_unicode=True)
     except yaml.YAMLError:
         return
     path.write_text(text)

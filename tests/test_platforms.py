@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,8 +29,10 @@ from engine.platforms import (
 from engine.platforms.day_dir import alt_text_platforms
 from engine.platforms.linkedin import feed_position, hook
 
+from helpers import load_yaml
+
 VECTORS = Path(__file__).parent / "data" / "twitter-text" / "validate-v3.yml"
-_TESTS = yaml.safe_load(VECTORS.read_text(encoding="utf-8"))["tests"]
+_TESTS = load_yaml(VECTORS.read_text(encoding="utf-8"))["tests"]
 CONFORMANCE = [
     pytest.param(case["text"], case["expected"], id=f"{section[:8]}: {case['description'][:70]}")
     for section in ("WeightedTweetsWithDiscountedEmojiCounterTest", "UnicodeDirectionalMarkerCounterTest")

@@ -22,12 +22,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-import yaml
 
 from engine import review
 from engine.cli import main
 
-from helpers import REPO
+from helpers import REPO, load_yaml
 
 HOOK = "Day 37 of 60. The vLLM paper is a queueing trick & not an AI trick."
 LINKEDIN = (
@@ -332,7 +331,7 @@ def day37_built(built_out: Path) -> Path:
 def test_a_real_build_shows_batching_latency(day37_built: Path) -> None:
     """The page built from days/day37.yaml shows each policy's p50 and p99 end-to-end latency,
     in seconds, as an independent replay of the lab's workload gives them."""
-    spec = yaml.safe_load((REPO / "days" / "day37.yaml").read_text())
+    spec = load_yaml((REPO / "days" / "day37.yaml").read_text())
     per_step = spec["batching"]["step_time"]["seconds_per_step"]
     workload = (REPO / "days" / spec["batching"]["workload"]["trace"]).read_text().split()
     lengths = [int(v) for v in workload[1:]]

@@ -11,15 +11,15 @@ from engine.cli import main
 from engine.errors import UserError
 from engine.spec import load_spec
 
-from helpers import DAYS, copy_built, out_snapshot
+from helpers import DAYS, copy_built, dump_yaml, load_yaml, out_snapshot
 
 
 def edit(days: Path, change) -> Path:
     """Apply `change` to a copy of day37.yaml and return the edited file's path."""
     path = days / "day37.yaml"
-    data = yaml.safe_load(path.read_text())
+    data = load_yaml(path.read_text())
     change(data)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.write_text(dump_yaml(data, sort_keys=False))
     return path
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from engine import cli
 from engine.errors import UserError
@@ -19,6 +18,8 @@ from engine.sweep.grid import SweepSection, expand, point_key
 from engine.sweep.prices import PRICES_FILE, load_prices
 from engine.sweep.store import ResultStore
 from engine.sweep.table import to_csv
+
+from helpers import dump_yaml, load_yaml
 
 SMALL: dict[str, Any] = {
     "workload": {
@@ -102,7 +103,7 @@ def test_unknown_gpu_is_named_before_work(tmp_path):
 def test_spec_mistakes_are_one_line_naming_the_field(tmp_path, capsys):
     bad = {"sweep": {**SMALL, "grid": {**SMALL["grid"], "max_num_seqz": [4]}}}
     path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(bad))
+    path.write_text(dump_yaml(bad))
     assert cli.main(["sweep", str(path), "--out", str(tmp_path / "o")]) == 2
     line = capsys.readouterr().err.strip()
     assert (
@@ -110,7 +111,7 @@ def test_spec_mistakes_are_one_line_naming_the_field(tmp_path, capsys):
     )
     assert not (tmp_path / "o").exists()
     bad["sweep"] = {**SMALL, "grid": {**SMALL["grid"], "step_time": ["rooflin"]}}
-    path.write_text(yaml.safe_dump(bad))
+    path.write_text(dump_yaml(bad))
     assert cli.main(["sweep", str(path)]) == 2
     assert "use roofline, unit[:SECONDS], measured:FILE or calibrated:FILE" in capsys.readouterr().err
 
@@ -417,7 +418,7 @@ def test_every_catalog_price_has_a_source_and_a_date_and_names_a_catalog_gpu():
     for price in prices.values():
         assert price.page.startswith("https://") and price.provider
         assert len(price.as_of) == len("2026-09-20") and price.as_of[4] == "-"
-    doc = yaml.safe_load(PRICES_FILE.read_text())
+    doc = load_yaml(PRICES_FILE.read_text())
     assert "l40s" not in doc["prices"]  # unknown prices are absent, not guessed
 
 
@@ -534,7 +535,7 @@ def test_a_target_nobody_meets_is_a_statement_on_the_page_and_the_charts(tmp_pat
 
 def test_the_command_prints_the_cheapest_and_writes_the_table(tmp_path, capsys):
     path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump({"sweep": SMALL}))
+    path.write_text(dump_yaml({"sweep": SMALL}))
     out = tmp_path / "o"
     assert (
         cli.main(["sweep", str(path), "--out", str(out), "--workers", "1", "--no-progress", "--no-charts"])

@@ -33,7 +33,7 @@ from engine.workload import (
     parse_distribution,
 )
 
-from helpers import LAB_TRACE  # the lab's trace, as committed in days/
+from helpers import LAB_TRACE, dump_yaml, load_yaml  # the lab's trace, as committed in days/
 
 
 def write(tmp_path: Path, text: str, name: str = "trace.csv") -> Path:
@@ -347,16 +347,15 @@ def test_negative_seed_is_refused_by_the_model():
 
 def test_day_spec_with_the_cli_syntax_loads_and_a_typo_is_one_line(days_copy):
     """The walkthrough: `output_tokens: uniform:10:50` under batching.workload in a day spec."""
-    import yaml
 
     from engine.spec import load_spec
 
     path = days_copy / "day37.yaml"
-    data = yaml.safe_load(path.read_text())
+    data = load_yaml(path.read_text())
 
     def write_workload(workload: dict) -> None:
         data["batching"]["workload"] = workload
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        path.write_text(dump_yaml(data, sort_keys=False))
 
     write_workload({"requests": 50, "output_tokens": "uniform:10:50", "seed": 3})
     assert load_spec(path).batching.workload.output_tokens == Uniform(low=10, high=50)
@@ -495,14 +494,13 @@ def test_workload_arrays_beyond_the_caps_are_refused():
 
 
 def test_day_spec_beyond_a_cap_is_one_line(days_copy):
-    import yaml
 
     from engine.spec import load_spec
 
     path = days_copy / "day37.yaml"
-    data = yaml.safe_load(path.read_text())
+    data = load_yaml(path.read_text())
     data["batching"]["workload"] = {"requests": 50, "output_tokens": "lognormal:1e308:1"}
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.write_text(dump_yaml(data, sort_keys=False))
     with pytest.raises(UserError) as caught:
         load_spec(path)
     assert caught.value.field == "batching.workload.output_tokens"
