@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 from engine import queueing
@@ -83,19 +85,46 @@ def growth(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=16)
+def _simulated_lines(
+    servers: int,
+    arrival_rate: float,
+    service_mean: float,
+    requests: int,
+    seed: int,
+    service: str,
+    service_cv: float | None,
+) -> dict[str, Any]:
+    """The comparison as JSON types, kept by its arguments for the rest of the process: a later
+    day that links back (Day 37 to Day 4) cites this figure, so `make all`, and every rebuild
+    of that later day under `make serve`, would otherwise simulate the same seeded lines again.
+    Callers get a copy (compare_lines), so what is kept here is never changed."""
+    comparison = queueing.compare_lines(
+        servers,
+        arrival_rate=arrival_rate,
+        service_mean=service_mean,
+        requests=requests,
+        seed=seed,
+        service=service,
+        service_cv=service_cv,
+    )
+    return queueing.comparison_to_dict(comparison)
+
+
 def compare_lines(section: QueueingSection, service: float) -> dict[str, Any]:
     """Shared vs separate lines at the spec's load; the ratio Day 37 cites comes from here."""
     servers, load = section.lines.servers, section.lines.load
-    comparison = queueing.compare_lines(
-        servers,
-        arrival_rate=load * servers / service,
-        service_mean=service,
-        requests=section.requests,
-        seed=section.seed,
-        service=section.service,
-        service_cv=section.service_cv,
+    out = copy.deepcopy(
+        _simulated_lines(
+            servers,
+            load * servers / service,
+            service,
+            section.requests,
+            section.seed,
+            section.service,
+            section.service_cv,
+        )
     )
-    out = queueing.comparison_to_dict(comparison)
     ratios = out["ratios"]["separate_random"]
     shared = out["shared"]
     return {
