@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from helpers import DAYS
+# OpenBLAS starts a thread per core as numpy loads (about 70 ms of CPU a process on these
+# machines) and spins them on every call, for matrices too small to share out: one thread, in
+# this process and in the engine processes the tests start. Set before anything imports numpy,
+# which is why this file imports helpers (and numpy with it) only inside its fixtures.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # `make test` draws the same examples on every run, so a failure in CI reproduces anywhere and a
 # green run stays green; `make soak` (HYPOTHESIS_PROFILE=explore) draws new ones every time.
@@ -32,6 +36,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.fixture
 def days_copy(tmp_path: Path) -> Path:
     """A private copy of days/, so a test can edit a spec without touching the real one."""
+    from helpers import DAYS
+
     target = tmp_path / "days"
     shutil.copytree(DAYS, target, ignore=shutil.ignore_patterns("*.measured"))
     return target
@@ -45,6 +51,8 @@ def built_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Read-only for tests: one that edits or rebuilds copies it first (helpers.copy_built).
     """
     from engine.pipeline import build
+
+    from helpers import DAYS
 
     out = tmp_path_factory.mktemp("session-out")
     build(DAYS / "day37.yaml", out)

@@ -18,6 +18,9 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+# One thread, as the CPU bench itself runs (BenchConfig.cpu_threads): these shapes are too small
+# for a second thread to help, and it spins between operations, CPU time the results never see.
+torch.set_num_threads(1)
 
 from engine.cli import main  # noqa: E402
 from engine.gpubench import device as dev  # noqa: E402
