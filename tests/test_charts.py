@@ -431,6 +431,18 @@ def test_pngs_carry_no_timestamp_or_software_tag(drawn: dict[str, charts.ChartFi
         assert b"Software" not in text and b"matplotlib" not in text.lower(), name
 
 
+def test_every_chart_is_opaque(drawn: dict[str, charts.ChartFile]) -> None:
+    """No pixel lets the page show through: the carousel embeds a chart's RGBA pixels as drawn,
+    and the platforms show a transparent PNG on their own (sometimes dark) background."""
+    from PIL import Image
+
+    for name, chart in drawn.items():
+        with Image.open(chart.path) as image:
+            assert image.mode in ("RGB", "RGBA"), name
+            if image.mode == "RGBA":
+                assert image.getchannel("A").getextrema() == (255, 255), name
+
+
 def test_alt_text_is_saved_beside_and_fits_both_platforms(drawn: dict[str, charts.ChartFile]) -> None:
     for name, chart in drawn.items():
         saved = chart.path.with_name(f"{name}.alt.txt").read_text(encoding="utf-8")

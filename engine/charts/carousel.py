@@ -309,7 +309,11 @@ def _chart_slide(fig: Figure, slide: Slide, text: SlideText, results: dict[str, 
 
 
 def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
-    """A registered chart drawn at its own platform size, as RGB pixels CHART_PX wide."""
+    """A registered chart drawn at its own platform size, as RGBA pixels CHART_PX wide.
+
+    RGBA as the canvas holds them: matplotlib gives an RGB image an alpha channel before it
+    resamples it for the page preview (a copy of the whole 2× image, a tenth of a second a
+    slide), and the charts' backgrounds are opaque, so the alpha it would add is the canvas's."""
     from engine import charts
 
     if name not in charts.CHARTS:
@@ -323,7 +327,7 @@ def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
         memo.noted_reads(charts.drawing_id(name, chart.size), reads)
         fig.set_dpi(CHART_PX / style.WIDTH_IN)  # the chart's own layout, at twice the page's resolution
         fig.canvas.draw()
-        return np.array(cast(Any, fig.canvas).buffer_rgba())[..., :3]
+        return np.array(cast(Any, fig.canvas).buffer_rgba())
 
 
 # ---- text ---------------------------------------------------------------------------------------
