@@ -159,7 +159,7 @@ def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
     return found
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def _typed_numbers(source: str) -> tuple[tuple[int, str], ...]:
     """Both rules' findings for one template text. Kept by text: every build checks every
     template it renders, and parsing one is most of what a draft costs once its compiled code

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.queueing import erlang_c, mmc_mean_wait
+from engine.spec import load_spec
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +76,37 @@ def test_day37_cites_day4_from_day4s_spec(built_out):
     day4 = json.loads((built_out / "day04" / "results.json").read_text())
     assert link["figure"]["wait_ratio"] == day4["queueing"]["lines"]["wait_ratio"]
     assert f"{link['figure']['wait_ratio']:.1f}x as long" in (built_out / "day37" / "linkedin.md").read_text()
+
+
+def test_day37_cites_day4_as_its_spec_says_now(days_copy, tmp_path):
+    """Day 4's lines are simulated once a process for the same arguments: a Day 4 spec edited
+    between two builds of Day 37 gives a new figure, and changing what a build was handed leaves
+    the next build's figure as it was."""
+    from engine.experiments import queueing as day4_lines
+    from engine.pipeline import build
+
+    from helpers import lean_spec
+
+    day37 = days_copy / "day37.yaml"
+    day37.write_text(lean_spec(day37.read_text()))
+
+    def cited(out: str) -> float:
+        build(day37, tmp_path / out)
+        (link,) = json.loads((tmp_path / out / "day37" / "results.json").read_text())["links_back"]
+        return link["figure"]["wait_ratio"]
+
+    first = cited("a")
+    section = load_spec(days_copy / "day04.yaml").queueing
+    assert section is not None
+    handed = day4_lines.compare_lines(section, section.service_ms / 1000.0)
+    handed["ratios"]["separate_random"]["mean_wait"] = -1.0
+    assert cited("b") == first
+    day04 = days_copy / "day04.yaml"
+    assert "    load: 0.9\n" in day04.read_text()
+    day04.write_text(day04.read_text().replace("    load: 0.9\n", "    load: 0.7\n"))
+    # Separate random lines are M/M/1 queues at load ρ and the shared line is M/M/2, whose mean
+    # waits are ρ/(1-ρ) and ρ²/(1-ρ²) service times: the ratio is (1+ρ)/ρ, 2.43 at ρ = 0.7.
+    assert cited("c") == pytest.approx(1.7 / 0.7, rel=0.05) and first == pytest.approx(1.9 / 0.9, rel=0.05)
 
 
 def test_index_lists_both_days(built_out):
