@@ -100,13 +100,7 @@ def _simulated_lines(
     of that later day under `make serve`, would otherwise simulate the same seeded lines again.
     Callers get a copy (compare_lines), so what is kept here is never changed."""
     comparison = queueing.compare_lines(
-        servers,
-        arrival_rate=arrival_rate,
-        service_mean=service_mean,
-        requests=requests,
-        seed=seed,
-        service=service,
-        service_cv=service_cv,
+        servers, arrival_rate, service_mean, requests, seed, service, service_cv
     )
     return queueing.comparison_to_dict(comparison)
 
