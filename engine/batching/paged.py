@@ -315,14 +315,21 @@ class _Simulation:
         # Whole prompts (no chunking): every stay emits from its first step and prefills its
         # context there in one chunk, so schedule() rebuilds those from the stays.
         self.whole_prompts = not chunked
-        free, explicit, held_step = self.free, self.explicit, self.held_step
-        decoding, context_sum, prefill_now, now = self.decoding, self.context_sum, self.prefill_now, self.now
-        join_count, join_sum = self.join_count, self.join_sum
-        # The decoding count (hist is shared with it): how many, and the pool's slack against
-        # the most they could hold in a period before the `m` term (see blocks.first_over):
-        # slack = pool − explicit − Σq − 2·count, kept as they come and go.
-        counting = blocks.count
-        slack = pool - explicit - blocks.q_sum - 2 * counting
+        held_step, now = self.held_step, self.now
+        # With the decoding count (hist is shared with it): how many, and the pool's slack
+        # against the most they could hold in a period before the `m` term (see
+        # blocks.first_over): slack = pool − explicit − Σq − 2·count, kept as they come and go.
+        (
+            free,
+            explicit,
+            decoding,
+            context_sum,
+            prefill_now,
+            join_count,
+            join_sum,
+            counting,
+            slack,
+        ) = self._load()
         safe = 0  # no step before this can run the pool short (bound kept by the previous visit)
         completed, checkpoint, n = self.completed, self.checkpoint, self.n
         head = events[0] >> shift if events else None  # the step of the next queued completion
@@ -397,7 +404,7 @@ class _Simulation:
                             join_count,
                             join_sum,
                             counting,
-                            pool - explicit - 2 * counting - slack,
+                            slack,
                         )
                         preempted = self._reserve_blocks(t)
                         (
@@ -409,9 +416,8 @@ class _Simulation:
                             join_count,
                             join_sum,
                             counting,
-                            q_sum,
+                            slack,
                         ) = self._load()
-                        slack = pool - explicit - q_sum - 2 * counting
                         head = events[0] >> shift if events else None
                 held_step = t
             chunked_now = budget_blocked = False
@@ -430,7 +436,7 @@ class _Simulation:
                         join_count,
                         join_sum,
                         counting,
-                        pool - explicit - 2 * counting - slack,
+                        slack,
                     )
                     budget_left, more = self._continue_prefills(t, budget_left)
                     (
@@ -442,9 +448,8 @@ class _Simulation:
                         join_count,
                         join_sum,
                         counting,
-                        q_sum,
+                        slack,
                     ) = self._load()
-                    slack = pool - explicit - q_sum - 2 * counting
                     head = events[0] >> shift if events else None
                     preempted = preempted or more
                     chunked_now = True
@@ -462,7 +467,7 @@ class _Simulation:
                             join_count,
                             join_sum,
                             counting,
-                            pool - explicit - 2 * counting - slack,
+                            slack,
                         )
                         budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
                         (
@@ -474,9 +479,8 @@ class _Simulation:
                             join_count,
                             join_sum,
                             counting,
-                            q_sum,
+                            slack,
                         ) = self._load()
-                        slack = pool - explicit - q_sum - 2 * counting
                         head = events[0] >> shift if events else None
                         chunked_now = chunked_now or admitted_prefill
                     else:
@@ -580,7 +584,7 @@ class _Simulation:
                         join_count,
                         join_sum,
                         counting,
-                        pool - explicit - 2 * counting - slack,
+                        slack,
                     )
                     self.completed = completed
                     wake = self.wake()
@@ -624,7 +628,7 @@ class _Simulation:
             join_count,
             join_sum,
             counting,
-            pool - explicit - 2 * counting - slack,
+            slack,
         )
         self.now, self.completed = now, completed
         assert not self.running and not self.waiting and arrived == n, "paged run stalled"
@@ -641,16 +645,18 @@ class _Simulation:
         join_count: int,
         join_sum: int,
         counting: int,
-        q_sum: int,
+        slack: int,
     ) -> None:
-        """Hand the loop's counters to the methods (see steps)."""
+        """Hand the loop's counters to the methods (see steps). The loop keeps the pool's slack
+        (pool − explicit − Σq − 2·count); the decoding count keeps Σq itself."""
         self.t, self.held_step, self.free, self.explicit = t, held_step, free, explicit
         self.decoding, self.context_sum, self.prefill_now = decoding, context_sum, prefill_now
         self.join_count, self.join_sum = join_count, join_sum
-        self.decoding_blocks.count, self.decoding_blocks.q_sum = counting, q_sum
+        self.decoding_blocks.count = counting
+        self.decoding_blocks.q_sum = self.pool - explicit - 2 * counting - slack
 
     def _load(self) -> tuple[int, int, int, int, int, int, int, int, int]:
-        """Take them back after a method ran."""
+        """Take them back after a method ran, the slack derived again from Σq as _store keeps it."""
         blocks = self.decoding_blocks
         return (
             self.free,
@@ -661,7 +667,7 @@ class _Simulation:
             self.join_count,
             self.join_sum,
             blocks.count,
-            blocks.q_sum,
+            self.pool - self.explicit - blocks.q_sum - 2 * blocks.count,
         )
 
     def wake(self) -> float | None:
