@@ -14,6 +14,7 @@ its spec key, and an error names the flag (``--block-size: must be at most 1024,
 
 from __future__ import annotations
 
+import argparse
 import difflib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -257,6 +258,12 @@ def blame_flag(flag: str, fields: Mapping[str, str] = {}) -> Iterator[None]:
         if err.file is not None:
             raise
         raise UserError(err.message, field=fields.get(err.field or "", flag)) from None
+
+
+def given(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The flags among ``keys`` that were given, under their spec keys: a flag left out is left
+    out of the data too, so the model's default stands, as for a spec that leaves out the key."""
+    return {key: getattr(args, key) for key in keys if getattr(args, key) is not None}
 
 
 def whole_number(flag: str) -> Callable[[str], int]:

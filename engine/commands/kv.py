@@ -142,7 +142,7 @@ def section_of(args: argparse.Namespace) -> Any:
     """The flags as the kv_cache section of a spec: the same model, the same limits, and an
     error that names the flag."""
     from engine.spec import KvCacheSection
-    from engine.validation import validate_flags
+    from engine.validation import given, validate_flags
 
     data: dict[str, Any] = {
         "model": args.model,
@@ -158,9 +158,7 @@ def section_of(args: argparse.Namespace) -> Any:
             data["gpu"]["memory_gib"] = args.gpu_memory_gib
     elif args.gpu_memory_gib is not None:
         data["gpu"] = {"name": "custom", "memory_gib": args.gpu_memory_gib}
-    for key in ("max_model_len", "weight_dtype"):
-        if getattr(args, key) is not None:
-            data[key] = getattr(args, key)
+    data.update(given(args, ("max_model_len", "weight_dtype")))
     return validate_flags(
         KvCacheSection,
         data,

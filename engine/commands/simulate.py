@@ -18,7 +18,7 @@ from typing import Any
 from engine import limits
 from engine.errors import UserError
 from engine.limits import whole_flag
-from engine.validation import number, whole_number
+from engine.validation import given, number, whole_number
 
 DEFAULT_SECONDS_PER_STEP = 0.02  # the lab's assumption: 20 ms per decode step
 # Where a simulator error names a policy field, the user typed a flag.
@@ -340,11 +340,7 @@ def section_of(args: argparse.Namespace) -> Any:
             "num_blocks": blocks,
             "block_size": args.block_size,
             "chunked_prefill": args.chunked_prefill,
-            **{
-                key: getattr(args, key)
-                for key in ("max_num_seqs", "max_num_batched_tokens")
-                if getattr(args, key) is not None
-            },
+            **given(args, ("max_num_seqs", "max_num_batched_tokens")),
         }
     return validate_flags(
         BatchingSection,
@@ -366,9 +362,9 @@ def _workload(args: argparse.Namespace) -> dict[str, Any]:
     if args.arrival_cv is not None and args.arrival_rate is None:
         raise UserError("needs --arrival-rate", field="--arrival-cv")
     data: dict[str, Any] = {"requests": args.requests, "seed": args.seed}
-    for key in ("output_tokens", "prompt_tokens"):
-        if getattr(args, key) is not None:
-            data[key] = getattr(args, key)  # the distribution syntax, as a spec may write it
+    data.update(
+        given(args, ("output_tokens", "prompt_tokens"))
+    )  # the distribution syntax, as a spec writes it
     if args.arrival_cv is not None:
         data["arrivals"] = {"kind": "gamma", "rate": args.arrival_rate, "cv": args.arrival_cv}
     elif args.arrival_rate is not None:
