@@ -14,16 +14,18 @@ its spec key, and an error names the flag (``--block-size: must be at most 1024,
 
 from __future__ import annotations
 
-import argparse
 import difflib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import UserError
+
+if TYPE_CHECKING:  # only annotated: a spec-only process need not load argparse
+    import argparse
 
 # strict: YAML's `true` must not pass for 1, nor 16.5 for 16.
 PositiveInt = Annotated[int, Field(ge=1, strict=True)]
