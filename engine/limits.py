@@ -38,9 +38,8 @@ MAX_REQUESTS = 10_000_000  # generated or replayed requests in a batching worklo
 MAX_TOKENS = 10_000_000  # tokens per request, output or prompt: more than any model's context
 MAX_ARRIVAL_SECONDS = 1e9  # a request's arrival time, about 32 years
 MAX_SECONDS_PER_STEP = 3_600.0  # a unit step time: an hour a step is no GPU's, a larger figure a typo
-MAX_ARRIVAL_CV = (
-    1e6  # gamma arrivals' coefficient of variation: burstier than any trace, and cv² stays finite
-)
+# gamma arrivals' coefficient of variation: burstier than any trace, and cv² stays finite
+MAX_ARRIVAL_CV = 1e6
 MAX_TIMELINE_REQUESTS = 5_000  # requests drawn one bar each on the slot_timeline chart
 MAX_SLOTS = 1_000_000  # batch slots / max_num_seqs of a simulated server
 MAX_QUEUEING_REQUESTS = 10_000_000  # customers of one queueing simulation
