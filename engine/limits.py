@@ -136,26 +136,3 @@ def size_text(n: float) -> str:
 
 def _too_big(size: int, limit: int, what: str) -> str:
     return f"{size:,} bytes, over the limit of {size_text(limit)} for a {what} file"
-
-
-# ---- command-line numbers ------------------------------------------------------------------------
-
-
-def whole_flag(flag: str, least: int, most: int):
-    """An argparse ``type`` for a whole number within [least, most], for a flag that no spec key
-    mirrors (--port, --replicas). A flag that is a spec key gets its range from the key's model
-    instead (engine.validation.validate_flags). A mistake is a UserError naming the flag, raised
-    before any work: 2^63 slots used to overflow numpy halfway through a run."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise UserError(f"must be a whole number, got {text!r}", field=flag) from None
-        if value < least:
-            raise UserError(f"must be at least {least:,}, got {text}", field=flag)
-        if value > most:
-            raise UserError(f"must be at most {most:,} (the stated limit), got {text}", field=flag)
-        return value
-
-    return parse

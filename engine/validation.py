@@ -280,6 +280,24 @@ def whole_number(flag: str) -> Callable[[str], int]:
     return parse
 
 
+def whole_flag(flag: str, least: int, most: int) -> Callable[[str], int]:
+    """An argparse ``type`` for a whole number within [least, most], for a flag that no spec key
+    mirrors (--port, --replicas). A flag that is a spec key gets its range from the key's model
+    instead (validate_flags). A mistake is a UserError naming the flag, raised before any work:
+    2^63 slots used to overflow numpy halfway through a run."""
+    read = whole_number(flag)
+
+    def parse(text: str) -> int:
+        value = read(text)
+        if value < least:
+            raise UserError(f"must be at least {least:,}, got {text}", field=flag)
+        if value > most:
+            raise UserError(f"must be at most {most:,} (the stated limit), got {text}", field=flag)
+        return value
+
+    return parse
+
+
 def number(flag: str) -> Callable[[str], float]:
     """An argparse ``type`` that only reads a number (inf and nan too: the model refuses them)."""
 

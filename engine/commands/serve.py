@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "specs", nargs="*", type=Path, help="days/dayNN.yaml files (default: every days/dayNN.yaml)"
     )
     parser.add_argument("--out", type=Path, default=Path("out"), help="output root (out/)")
-    from engine.limits import whole_flag
+    from engine.validation import whole_flag
 
     parser.add_argument(
         "--port",

@@ -17,8 +17,7 @@ from typing import Any
 
 from engine import limits
 from engine.errors import UserError
-from engine.limits import whole_flag
-from engine.validation import given, number, whole_number
+from engine.validation import given, number, whole_flag, whole_number
 
 DEFAULT_SECONDS_PER_STEP = 0.02  # the lab's assumption: 20 ms per decode step
 # Where a simulator error names a policy field, the user typed a flag.
