@@ -238,7 +238,6 @@ class _Simulation:
             self.timing, arrival = clock
             self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
             self.tolerance = 1e-9 * self.timing.idle_seconds
-            self.idle = self.timing.idle_seconds
             self.advance = clock_functions(self.timing, cap).advance  # plain floats, made once
         self.now = 0.0  # seconds when step t begins
         self.decoding = 0  # requests decoding in step t
