@@ -127,7 +127,6 @@ AdvanceFunction = Callable[
 class ClockFunctions(NamedTuple):
     """The simulator's per-event clock, as plain functions of a model, made once per run.
 
-    - step(batch, context, prefill): one step's seconds (a step that runs something);
     - stop(batch, first_context, steps, need): where the clock stops next, (k, run_seconds(k))
       for a fixed batch's run of decode steps: k = `steps` (the steps before the next known
       event; None: there is none), or fewer if the run lasts `need` seconds sooner (the next
@@ -138,7 +137,6 @@ class ClockFunctions(NamedTuple):
       deadline − (now + this) (None without a deadline); returns (k, this + run_seconds(k)).
     """
 
-    step: StepFunction
     stop: StopFunction
     advance: AdvanceFunction
 
@@ -162,7 +160,7 @@ def clock_functions(model: StepTime, batch_limit: int = 0) -> ClockFunctions:
 
     scalar = getattr(model, "step", None)
     seconds = scalar if scalar is not None else step
-    return ClockFunctions(seconds, stop, _advance_from(seconds, stop, idle))
+    return ClockFunctions(stop, _advance_from(seconds, stop, idle))
 
 
 def _advance_from(step: StepFunction, stop: StopFunction, idle: float) -> AdvanceFunction:
@@ -390,9 +388,9 @@ class RooflineStepTime:
         return summed
 
     def clock_functions(self, batch_limit: int = 0) -> ClockFunctions:
-        """steptime.clock_functions: `step`, and the runner's sum with guess() and reach()
-        written out over constants worked out once, with the same operations, so the same
-        floats (a memory-bound run's sum is the runner's with no compute-bound steps: 0.0
+        """steptime.clock_functions: `step` (as advance() prices step t), and the runner's sum
+        with guess() and reach(), written out over constants worked out once, with the same
+        operations, so the same floats (a memory-bound run's sum is the runner's with no compute-bound steps: 0.0
         terms dropped, exactly). The guess is settled by two sums when it is right (the usual
         case), else by _fewest. No builtin calls (max, min, float) on the common path: each
         costs several arithmetic operations on an interpreter built without optimisations, and
@@ -400,16 +398,8 @@ class RooflineStepTime:
         weights, kv, flops_per_token = self.weights_bytes, self.kv_bytes_per_token, self.flops_per_token
         hbm, peak, per_token = self.hbm_bytes_per_s, self.peak_flops, self.comm_seconds_per_token
         alpha, beta = weights / hbm, kv / hbm
-        idle, exact_step, runner = self.idle_seconds, self.step, self.runner
+        idle, runner = self.idle_seconds, self.runner
         inf, ceil, sqrt, isfinite = math.inf, math.ceil, math.sqrt, math.isfinite
-
-        def step(batch: int, context: float, prefill: int) -> float:
-            if prefill:
-                return exact_step(batch, context, prefill)
-            memory = (weights + kv * context) / hbm  # as step() with prefill = 0
-            compute = flops_per_token * batch / peak
-            bound = compute if compute > memory else memory
-            return bound + per_token * batch if per_token else bound
 
         def settle(
             batch: int,
@@ -581,7 +571,7 @@ class RooflineStepTime:
             ahead, span = settle(next_batch, first_context, gamma, base, slope, 0.0, comm, need)
             return ahead, this + span
 
-        return ClockFunctions(step, stop, advance)
+        return ClockFunctions(stop, advance)
 
     def guess(self, batch: int, first_context: float, seconds: float) -> int:
         gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
