@@ -388,13 +388,13 @@ class RooflineStepTime:
         return summed
 
     def clock_functions(self, batch_limit: int = 0) -> ClockFunctions:
-        """steptime.clock_functions: `step` (as advance() prices step t), and the runner's sum
-        with guess() and reach(), written out over constants worked out once, with the same
-        operations, so the same floats (a memory-bound run's sum is the runner's with no compute-bound steps: 0.0
-        terms dropped, exactly). The guess is settled by two sums when it is right (the usual
-        case), else by _fewest. No builtin calls (max, min, float) on the common path: each
-        costs several arithmetic operations on an interpreter built without optimisations, and
-        an int meets a float exactly as float() converts it."""
+        """steptime.clock_functions: `step` (as advance() prices step t), and the runner's sum with
+        guess() and reach(), written out over constants worked out once, with the same operations,
+        so the same floats (a memory-bound run's sum is the runner's with no compute-bound steps:
+        0.0 terms dropped, exactly). The guess is settled by two sums when it is right (the usual
+        case), else by _fewest. No builtin calls (max, min, float) on the common path: each costs
+        several arithmetic operations on an interpreter built without optimisations, and an int
+        meets a float exactly as float() converts it."""
         weights, kv, flops_per_token = self.weights_bytes, self.kv_bytes_per_token, self.flops_per_token
         hbm, peak, per_token = self.hbm_bytes_per_s, self.peak_flops, self.comm_seconds_per_token
         alpha, beta = weights / hbm, kv / hbm
