@@ -8,6 +8,7 @@ such file against its platform's file limits, engine.platforms.media). The GIF i
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,16 +17,27 @@ if TYPE_CHECKING:
 
 
 def draw_carousel(
-    spec: DaySpec, results: dict[str, Any], folder: Path, templates_root: Path
-) -> dict[str, Any]:
-    """The LinkedIn carousel: slide words from the day's template, pages drawn to one PDF."""
+    spec: DaySpec,
+    results: dict[str, Any],
+    folder: Path,
+    templates_root: Path,
+    skipped: Collection[str] = (),
+) -> dict[str, Any] | None:
+    """The LinkedIn carousel: slide words from the day's template, pages drawn to one PDF. A
+    slide whose chart is in ``skipped`` (one the results cannot draw yet:
+    pipeline.unavailable_charts) is left out of the deck, as the chart is left out of the images;
+    a deck left with no slide is not drawn (None)."""
     from engine import pipeline, slides
     from engine.charts import carousel
 
     assert spec.carousel is not None
     context = pipeline.template_context(results)
     texts = slides.render_text(spec.carousel, context, templates_root, pipeline.day_folder_name(spec.day))
-    return carousel.build(spec.carousel, texts, results, folder)
+    kept = [(slide, text) for slide, text in zip(spec.carousel.slides, texts) if slide.chart not in skipped]
+    if not kept:
+        return None
+    deck = spec.carousel.model_copy(update={"slides": [slide for slide, _ in kept]})
+    return carousel.build(deck, [text for _, text in kept], results, folder)
 
 
 def check_media(folder: Path, results: dict[str, Any]) -> dict[str, Any]:

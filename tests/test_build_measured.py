@@ -154,6 +154,47 @@ def test_without_a_measurement_the_step_time_chart_is_left_out_with_a_warning(da
     assert (tmp_path / "day37" / "utilisation.png").exists()
 
 
+def test_without_a_measurement_a_step_time_slide_is_left_out_of_the_deck(days_copy, tmp_path, monkeypatch):
+    """A carousel slide of a chart the results cannot draw yet is left out, with the same
+    warning as the chart itself, instead of failing the build (the pages are not drawn here)."""
+    import shutil
+
+    from engine import formats, pipeline
+    from engine.charts import carousel
+    from engine.sections import SpecLocation
+    from engine.spec import load_spec
+
+    spec_path = days_copy / "day37.yaml"
+    spec_path.write_text(
+        spec_path.read_text().replace("    - closing\n", "    - chart: step_time\n    - closing\n")
+    )
+    templates = tmp_path / "templates"
+    shutil.copytree(pipeline.TEMPLATES, templates)
+    words = templates / "day37" / "carousel" / "slides.md.j2"
+    words.write_text(
+        words.read_text().replace("## closing", "## step_time\nStep times, measured.\n\n## closing")
+    )
+    spec = load_spec(spec_path)
+    results = pipeline.compute(spec, SpecLocation(spec_path=spec_path))
+    left_out = pipeline.unavailable_charts(spec, results)
+    assert left_out == [
+        (
+            "step_time",
+            "no measurement to draw (the spec's measured: found no file; run the day's bench)",
+        )
+    ]
+    decks = []
+    monkeypatch.setattr(carousel, "build", lambda deck, texts, *_: decks.append((deck, texts)))
+    formats.draw_carousel(spec, results, tmp_path, templates, {name for name, _ in left_out})
+    ((deck, texts),) = decks
+    assert [s.chart for s in deck.slides] == [None, "kv_fit", "utilisation", "slot_timeline", None]
+    assert len(texts) == len(deck.slides)
+    assert not any("Step times, measured." in t.headline + t.body for t in texts)  # its words go too
+    formats.draw_carousel(spec, results, tmp_path, templates)  # nothing left out: every slide
+    deck, texts = decks[1]
+    assert deck.slides[-2].chart == "step_time" and texts[-2].headline == "Step times, measured."
+
+
 def test_line_end_labels_are_spread_apart_only_where_they_collide():
     from engine.charts.step_time import _spread
 
