@@ -508,6 +508,21 @@ def test_the_library_is_imported_in_parts_and_leaves_nothing_behind():
         assert "pkg_resources" not in sys.modules
 
 
+def test_importing_the_parts_leaves_an_imported_library_in_place(monkeypatch):
+    """Code that imported twitter_text before the engine keeps its package: the stand-in the
+    parts are imported under is taken out again, and the package put back."""
+    from engine.platforms import _twitter_text
+
+    spec = importlib.util.find_spec("twitter_text")
+    assert spec is not None
+    published = importlib.util.module_from_spec(spec)  # as a package that had been imported
+    monkeypatch.setitem(sys.modules, "twitter_text", published)
+    before = set(sys.modules)
+    parts = _twitter_text._import_parts()
+    assert sys.modules["twitter_text"] is published and set(sys.modules) == before
+    assert parts["config"].config["version3"] == _twitter_text.V3
+
+
 def test_check_takes_one_draft_file(tmp_path, capsys):
     from engine.cli import main as cli
 

@@ -48,13 +48,18 @@ def _import_parts() -> dict[str, types.ModuleType]:
     if spec is None:
         raise ImportError("twitter-text-parser is not installed (pip install -e .)")
     before = set(sys.modules)
+    published = sys.modules.get("twitter_text")  # the package as published, if code imported it
     sys.modules["twitter_text"] = importlib.util.module_from_spec(spec)
     try:
         return {name: importlib.import_module(f"twitter_text.{name}") for name in _PARTS}
     finally:
         for name in set(sys.modules) - before:
-            if name == "twitter_text" or name.startswith("twitter_text."):
+            if name.startswith("twitter_text."):
                 del sys.modules[name]
+        if published is None:
+            del sys.modules["twitter_text"]
+        else:
+            sys.modules["twitter_text"] = published
 
 
 _parts = _import_parts()
