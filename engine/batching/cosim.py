@@ -56,9 +56,6 @@ def least_outstanding(
     workload: Workload, policy: Any, slots: int, step_time: Any, replicas: int
 ) -> tuple[np.ndarray, list[Any]]:
     """(replica of every request, each replica's PolicyResult or None)."""
-    from engine.batching.paged import check_fits
-    from engine.batching.prefill_first import PrefillFirstPolicy, check_prompts
-
     if step_time is None:
         raise UserError(
             "the least_outstanding router compares arrival times: give a step-time model", field="step_time"
@@ -66,9 +63,7 @@ def least_outstanding(
     engine = paged_engine(policy, "least_outstanding")
     cap = engine.max_num_seqs or slots
     prompt, output, arrival = workload.prompt_tokens, workload.output_tokens, workload.arrival_time
-    check_fits(engine, prompt, output, cap)
-    if isinstance(engine, PrefillFirstPolicy):
-        check_prompts(prompt)
+    engine.check(prompt, output, cap)
     empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     sims, loops = [], []
     for _ in range(replicas):

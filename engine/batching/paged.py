@@ -112,6 +112,11 @@ class PagedPolicy:
         """The loop that runs these rules (prefill-first scheduling brings its own)."""
         return _Simulation
 
+    def check(self, prompt: np.ndarray, output: np.ndarray, cap: int) -> None:
+        """Refuse, before any step, a workload these rules could never finish (check_fits),
+        alone or shared by replicas; a policy with rules of its own adds its checks."""
+        check_fits(self, prompt, output, cap)
+
     def __post_init__(self) -> None:
         for name in ("num_blocks", "max_num_seqs", "max_num_batched_tokens"):
             value = getattr(self, name)
@@ -167,7 +172,7 @@ def schedule_paged(
     clock: (step-time model, arrival seconds) to place arrivals by time instead of `eligible`.
     """
     cap = policy.max_num_seqs or slots
-    check_fits(policy, prompt, output, cap)
+    policy.check(prompt, output, cap)
     sim = policy.simulation()(eligible, prompt, output, cap, policy, clock)
     # The loop allocates millions of small tuples and ints and frees none of them in cycles:
     # the cyclic collector would only rescan the growing lists (a third of the time at 10^6).

@@ -41,6 +41,10 @@ class PrefillFirstPolicy(PagedPolicy):
     def simulation(self) -> type[_Simulation]:
         return _PrefillFirst
 
+    def check(self, prompt: np.ndarray, output: np.ndarray, cap: int) -> None:
+        super().check(prompt, output, cap)
+        check_prompts(prompt)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.chunked_prefill:
@@ -63,10 +67,6 @@ def check_prompts(prompt: np.ndarray) -> None:
 
 class _PrefillFirst(_Simulation):
     """The paged loop with step 3 and 4 swapped and made exclusive (see the module docstring)."""
-
-    def __init__(self, eligible, prompt, output, cap, policy, clock=None) -> None:
-        check_prompts(prompt)
-        super().__init__(eligible, prompt, output, cap, policy, clock)
 
     def steps(self) -> Iterator[int]:
         """The loop; pauses as the mixed-batch loop does (engine.batching.paged), so replicas

@@ -159,8 +159,6 @@ def shared_queue(
 ) -> tuple[np.ndarray, list[Any]]:
     """(replica of every request, each replica's PolicyResult or None)."""
     from engine.batching.cosim import measure_replicas, paged_engine
-    from engine.batching.paged import check_fits
-    from engine.batching.prefill_first import PrefillFirstPolicy, check_prompts
 
     if step_time is None:
         raise UserError(
@@ -169,9 +167,7 @@ def shared_queue(
         )
     engine = paged_engine(policy, "shared_queue")
     cap = engine.max_num_seqs or slots
-    check_fits(engine, workload.prompt_tokens, workload.output_tokens, cap)
-    if isinstance(engine, PrefillFirstPolicy):
-        check_prompts(workload.prompt_tokens)
+    engine.check(workload.prompt_tokens, workload.output_tokens, cap)
     shared = _Shared(workload, replicas)
     cls = _replica_class(engine.simulation())
     empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
