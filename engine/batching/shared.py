@@ -57,12 +57,13 @@ class _Shared:
         self.head = 0
         self.replica_of = np.full(self.n, -1, dtype=np.int64)
         self.mine: list[list[int]] = [[] for _ in range(replicas)]  # local id -> request
-        self.paused: list[float | None] = [None] * replicas  # when each replica's next step begins
+        # (when its next step begins, replica) of every paused replica, as a heap: the one
+        # running is out of it until it pauses again, and one that has finished stays out
+        self.paused: list[tuple[float, int]] = []
 
-    def others_next(self, j: int) -> float | None:
+    def others_next(self) -> float | None:
         """The earliest moment another replica looks at the queue (None: none is left)."""
-        times = [now for k, now in enumerate(self.paused) if k != j and now is not None]
-        return min(times) if times else None
+        return self.paused[0][0] if self.paused else None
 
 
 class _View:
@@ -143,7 +144,7 @@ class _Replica:
         if view.local or len(self.running) >= self.cap:
             return None  # only its own events can let it take from the shared queue
         if view.visible():
-            return q.others_next(self.index)  # blocked on the head: when it may change
+            return q.others_next()  # blocked on the head: when it may change
         return q.arrival[q.head]
 
 
@@ -182,12 +183,10 @@ def shared_queue(
         views.append(view)
         loops.append(sim.steps())
     tolerance = 1e-9 * step_time.idle_seconds
-    ready: list[tuple[float, int]] = []
+    ready = shared.paused
     for j, loop in enumerate(loops):
         next(loop)  # pauses before step 0
-        shared.paused[j] = sims[j].now
-        ready.append((sims[j].now, j))
-    heapq.heapify(ready)
+        heapq.heappush(ready, (sims[j].now, j))
     while ready:
         # the earliest step; steps within the tolerance of it go lowest replica first
         first = heapq.heappop(ready)
@@ -198,12 +197,10 @@ def shared_queue(
         _, j = tied[0]
         for entry in tied[1:]:
             heapq.heappush(ready, entry)
-        shared.paused[j] = None
         try:
             next(loops[j])
         except StopIteration:
             continue
-        shared.paused[j] = sims[j].now
         heapq.heappush(ready, (sims[j].now, j))
     assert shared.head == shared.n, "the shared queue was not emptied"
     schedules = []
