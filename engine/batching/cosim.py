@@ -16,6 +16,7 @@ group, and its simulator plans whole groups rather than pausing step by step for
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -52,26 +53,45 @@ def paged_engine(policy: Any, router: str) -> Any:
     )
 
 
+def side_by_side(
+    workload: Workload,
+    policy: Any,
+    slots: int,
+    step_time: Any,
+    replicas: int,
+    router: str,
+    compares: str,
+    loop_class: Callable[[type], type] = lambda loop: loop,
+) -> list[Any]:
+    """The replicas a side-by-side router runs: one paged loop each (of the class
+    ``loop_class`` makes of the policy's loop), empty and open for requests, once the workload
+    has passed the policy's checks. ``compares`` says what the router needs a step-time model
+    for."""
+    if step_time is None:
+        raise UserError(f"the {router} router {compares}: give a step-time model", field="step_time")
+    engine = paged_engine(policy, router)
+    cap = engine.max_num_seqs or slots
+    engine.check(workload.prompt_tokens, workload.output_tokens, cap)
+    loop = loop_class(engine.simulation())
+    empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    sims = []
+    for _ in range(replicas):
+        sim = loop(empty_i, empty_i, empty_i, cap, engine, (step_time, empty_f))
+        sim.free_slots = list(range(cap))
+        sim.open = True
+        sims.append(sim)
+    return sims
+
+
 def least_outstanding(
     workload: Workload, policy: Any, slots: int, step_time: Any, replicas: int
 ) -> tuple[np.ndarray, list[Any]]:
     """(replica of every request, each replica's PolicyResult or None)."""
-    if step_time is None:
-        raise UserError(
-            "the least_outstanding router compares arrival times: give a step-time model", field="step_time"
-        )
-    engine = paged_engine(policy, "least_outstanding")
-    cap = engine.max_num_seqs or slots
+    sims = side_by_side(
+        workload, policy, slots, step_time, replicas, "least_outstanding", "compares arrival times"
+    )
     prompt, output, arrival = workload.prompt_tokens, workload.output_tokens, workload.arrival_time
-    engine.check(prompt, output, cap)
-    empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    sims, loops = [], []
-    for _ in range(replicas):
-        sim = engine.simulation()(empty_i, empty_i, empty_i, cap, engine, (step_time, empty_f))
-        sim.free_slots = list(range(cap))
-        sim.open = True
-        sims.append(sim)
-        loops.append(sim.steps())
+    loops = [sim.steps() for sim in sims]
     paused = [False] * replicas
     sent = np.zeros(replicas, dtype=np.int64)
     replica_of = np.empty(workload.n, dtype=np.int64)

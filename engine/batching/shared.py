@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import UserError
 from engine.workload import Workload
 
 _CLASSES: dict[type, type] = {}
@@ -127,7 +126,6 @@ class _Replica:
     the module docstring)."""
 
     shared: _Shared
-    index: int
     # the loop's own state, read here
     open: bool
     checkpoint: float | None
@@ -159,30 +157,25 @@ def shared_queue(
     workload: Workload, policy: Any, slots: int, step_time: Any, replicas: int
 ) -> tuple[np.ndarray, list[Any]]:
     """(replica of every request, each replica's PolicyResult or None)."""
-    from engine.batching.cosim import measure_replicas, paged_engine
+    from engine.batching.cosim import measure_replicas, side_by_side
 
-    if step_time is None:
-        raise UserError(
-            "the shared_queue router compares arrival times with the replicas' steps: give a step-time model",
-            field="step_time",
-        )
-    engine = paged_engine(policy, "shared_queue")
-    cap = engine.max_num_seqs or slots
-    engine.check(workload.prompt_tokens, workload.output_tokens, cap)
+    sims = side_by_side(
+        workload,
+        policy,
+        slots,
+        step_time,
+        replicas,
+        "shared_queue",
+        "compares arrival times with the replicas' steps",
+        _replica_class,
+    )
     shared = _Shared(workload, replicas)
-    cls = _replica_class(engine.simulation())
-    empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    sims, loops, views = [], [], []
-    for j in range(replicas):
-        sim = cls(empty_i, empty_i, empty_i, cap, engine, (step_time, empty_f))
-        sim.shared, sim.index = shared, j
-        sim.free_slots = list(range(cap))
-        sim.waiting = view = _View(shared, sim, j)
-        sim.open, sim.checkpoint = True, -math.inf
-        sims.append(sim)
-        views.append(view)
-        loops.append(sim.steps())
-    tolerance = 1e-9 * step_time.idle_seconds
+    for j, sim in enumerate(sims):
+        sim.shared = shared
+        sim.waiting = _View(shared, sim, j)
+        sim.checkpoint = -math.inf
+    loops = [sim.steps() for sim in sims]
+    tolerance = sims[0].tolerance
     ready = shared.paused
     for j, loop in enumerate(loops):
         next(loop)  # pauses before step 0
