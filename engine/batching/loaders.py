@@ -111,39 +111,42 @@ def load_bench_steps(
     points = step_time.get("points")
     if not isinstance(points, list) or not points:
         raise UserError("needs a non-empty list of points", file=path, field="step_time.points")
-    step_keys = (("batch", 1, False), ("context", 0, False), ("seconds", 0, True))
-    triples = [_point(p, step_keys, StepPoint, f"step_time.points[{i}]", path) for i, p in enumerate(points)]
+    step_keys = _bounded(StepPoint, (("batch", 1, False), ("context", 0, False), ("seconds", 0, True)))
+    triples = [_point(p, step_keys, f"step_time.points[{i}]", path) for i, p in enumerate(points)]
     passes = step_time.get("prefill", [])
     if not isinstance(passes, list):
         raise UserError("must be a list of points", file=path, field="step_time.prefill")
-    pass_keys = (("tokens", 1, False), ("seconds", 0, True))
-    pairs = [
-        _point(p, pass_keys, PrefillPoint, f"step_time.prefill[{i}]", path) for i, p in enumerate(passes)
-    ]
+    pass_keys = _bounded(PrefillPoint, (("tokens", 1, False), ("seconds", 0, True)))
+    pairs = [_point(p, pass_keys, f"step_time.prefill[{i}]", path) for i, p in enumerate(passes)]
     return (
         [(batch, context, seconds) for batch, context, seconds in triples],
         [(tokens, seconds) for tokens, seconds in pairs],
     )
 
 
-def _point(
-    point: Any, keys: tuple[tuple[str, int, bool], ...], schema: Any, where: str, path: Path
-) -> tuple[float, ...]:
-    """The point's values for ``keys`` (name, least value, whether the least is excluded), each at
-    most what the measurement schema's field allows (``schema``: engine.measured's model of the
-    point), so a file read here for its points alone obeys the same ceilings as a full one."""
+_Bound = tuple[str, int, bool, float]  # a key, its least value, whether that is excluded, its most
+
+
+def _bounded(schema: Any, keys: tuple[tuple[str, int, bool], ...]) -> tuple[_Bound, ...]:
+    """``keys`` each with the most the measurement schema's field allows (``schema``:
+    engine.measured's model of the point), looked up once for all the file's points."""
+    return tuple((key, least, strict, _ceiling(schema, key)) for key, least, strict in keys)
+
+
+def _point(point: Any, keys: tuple[_Bound, ...], where: str, path: Path) -> tuple[float, ...]:
+    """The point's values for ``keys``, each within its bounds, so a file read here for its
+    points alone obeys the same ceilings as a full one."""
     if not isinstance(point, dict):
-        names = ", ".join(key for key, _, _ in keys)
+        names = ", ".join(key for key, _, _, _ in keys)
         raise UserError(f"must be an object with {names}", file=path, field=where)
     values = []
-    for key, least, strict in keys:
+    for key, least, strict, most in keys:
         value = point.get(key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise UserError(f"must be a number, got {value!r}", file=path, field=f"{where}.{key}")
         if value < least or (strict and value <= least):
             bound = f"greater than {least}" if strict else f"at least {least}"
             raise UserError(f"must be {bound}, got {value!r}", file=path, field=f"{where}.{key}")
-        most = _ceiling(schema, key)
         if value > most:
             raise UserError(f"must be at most {most:,}, got {value!r}", file=path, field=f"{where}.{key}")
         values.append(float(value))
