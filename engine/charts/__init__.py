@@ -26,7 +26,7 @@ from engine.charts.registry import CHARTS, Chart, register_chart
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["CHARTS", "Chart", "ChartFile", "draw", "register_chart"]
+__all__ = ["CHARTS", "Chart", "ChartFile", "draw", "figure", "register_chart"]
 
 
 @dataclass(frozen=True)
@@ -79,19 +79,27 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     if digest is not None and memo.recall(digest, out_dir):
         alt, drawn = memo.noted(digest)
         return ChartFile(name, path, alt, drawn.width, drawn.height, drawn.platform)
-    reads = memo.Reads(results)
     with style.theme():
-        fig, alt = chart.draw(reads, size=style.SIZES[key])
+        fig, alt = figure(name, key, results)
         drawn = style.size_of(fig)
         _check_alt(name, alt)
         style.save_png(fig, path)
     (out_dir / f"{stem}.alt.txt").write_text(alt + "\n", encoding="utf-8")
-    memo.noted_reads(function, reads)
     digest = memo.read_key("chart", function, results)
     if digest is not None:
         memo.remember(digest, out_dir, [path.name, f"{stem}.alt.txt"])
         memo.note(digest, (alt, drawn))
     return ChartFile(name, path, alt, drawn.width, drawn.height, drawn.platform)
+
+
+def figure(name: str, size: str, results: dict[str, Any]) -> tuple[Any, str]:
+    """Still chart ``name``'s figure at size key ``size`` and its alt text, drawn (inside
+    style.theme) from a view of ``results`` that notes what it read: the memory of drawings keys
+    this drawing on those values (memo.read_key), and a carousel on what its slides' charts read."""
+    reads = memo.Reads(results)
+    fig, alt = CHARTS[name].draw(reads, size=style.SIZES[size])
+    memo.noted_reads(drawing_id(name, size), reads)
+    return fig, alt
 
 
 def drawing_id(name: str, size: str) -> str:

@@ -320,11 +320,8 @@ def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
         raise ValueError(
             f"chart '{name}' cannot go on a slide; slides take: {', '.join(sorted(charts.CHARTS))}"
         )
-    chart = charts.CHARTS[name]
-    reads = memo.Reads(results)  # what the chart reads is what the carousel's key holds of it
-    with style.theme():
-        fig, _alt = chart.draw(reads, size=style.SIZES[chart.size])
-        memo.noted_reads(charts.drawing_id(name, chart.size), reads)
+    with style.theme():  # what the chart reads is what the carousel's key holds of it
+        fig, _alt = charts.figure(name, charts.CHARTS[name].size, results)
         fig.set_dpi(CHART_PX / style.WIDTH_IN)  # the chart's own layout, at twice the page's resolution
         fig.canvas.draw()
         return np.array(cast(Any, fig.canvas).buffer_rgba())
