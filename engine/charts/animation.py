@@ -252,8 +252,9 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
             axis=1,
         ).astype(float)
 
-    def update(panel: tuple[Any, ...], t: int, step: int) -> list[Any]:
-        """Set the panel's moving artists to decode step t (its run clamped) and return them."""
+    def update(panel: tuple[Any, ...], t: int) -> list[Any]:
+        """Set the panel's moving artists to decode step t (at most its run's last: then it is
+        done) and return them."""
         name, pol, start, end, slot, is_long, idle, bars, now, title = panel
         steps = int(pol["steps"])
         idle.set_verts(rects(np.zeros(slots), np.full(slots, float(t)), np.arange(slots)))
@@ -262,7 +263,7 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
             bars[colour].set_verts(rects(start[mask], np.minimum(end[mask], t), slot[mask]))
         now.set_xdata([t, t])
         done = int(np.sum(end <= t))
-        if step >= steps:
+        if t >= steps:
             title.set_text(f"{title_of(name)}: done at step {steps:,}, {style.pct(pol['utilisation'])} busy")
         else:
             title.set_text(f"{title_of(name)}: step {t:,}, {done:,} of {len(end):,} requests done")
@@ -280,8 +281,8 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
         for step in sample_steps(horizon, frames):
             canvas.restore_region(background)
             for panel, stamp in zip(panels, stamps):
-                t = min(step, int(panel[1]["steps"]))
-                stamp.draw((t, step >= int(panel[1]["steps"])), lambda p=panel, t=t, s=step: update(p, t, s))
+                t = min(step, int(panel[1]["steps"]))  # the panel's state: done once t is its last
+                stamp.draw(t, lambda p=panel, t=t: update(p, t))
             writer.grab_frame()
 
 
