@@ -395,13 +395,9 @@ def _step_time(args: argparse.Namespace) -> dict[str, Any]:
             seconds = rest  # for the model to refuse in its own words
         return {"kind": "unit", "seconds_per_step": seconds}
     if kind in ("roofline", "calibrated"):
-        needs = (
-            "roofline needs --model and --gpu"
-            if kind == "roofline"
-            else ("calibrated needs --model and --gpu (the roofline it calibrates)")
-        )
         if not (args.model and args.gpu):
-            raise UserError(needs, field="--step-time")
+            needs = {"roofline": "", "calibrated": " (the roofline it calibrates)"}[kind]
+            raise UserError(f"{kind} needs --model and --gpu{needs}", field="--step-time")
         spec = {"kind": kind, "model": args.model, "gpu": args.gpu, "kv_dtype": args.kv_dtype, "tp": args.tp}
         if kind == "calibrated":
             if not rest:
