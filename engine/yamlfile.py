@@ -15,6 +15,7 @@ parser ran; where PyYAML was built without libyaml, the pure-Python parser is us
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -47,20 +48,21 @@ class UniqueKeyLoader(Loader):  # type: ignore[valid-type,misc]
         return super().construct_mapping(node, deep=deep)
 
 
+LIBYAML_CEILING = "exceeded maximum nesting depth"  # libyaml's problem at its 1,000 levels
+
+
 def check_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -> None:
     """Refuse YAML nested deeper than ``limit`` before it is composed. The depth is the scanner's
     open blocks and brackets. libyaml reads ahead (a bracket may open a key) and stops at its own
     ceiling of 1,000 levels with a message that names no limit of ours, so a file the C scanner
-    refuses is scanned again by the pure-Python one, which yields each token as it goes."""
-    scanners: list[type[yaml.SafeLoader]] = (
-        [Loader] if Loader is yaml.SafeLoader else [Loader, yaml.SafeLoader]
-    )
-    for scanner in scanners:
-        try:
-            _scan_depth(text, path, limit, scanner)
-            return
-        except yaml.YAMLError:
-            continue  # malformed: parse() reports it, with its position
+    refuses for that is scanned again by the pure-Python one, which yields each token as it goes.
+    Any other refusal is a malformed file, which parse() reports with its position."""
+    try:
+        _scan_depth(text, path, limit, Loader)
+    except yaml.YAMLError as exc:
+        if Loader is not yaml.SafeLoader and getattr(exc, "problem", None) == LIBYAML_CEILING:
+            with contextlib.suppress(yaml.YAMLError):  # malformed as well: parse() says where
+                _scan_depth(text, path, limit, yaml.SafeLoader)
 
 
 def _scan_depth(text: str, path: str | Path, limit: int, scanner: type[yaml.SafeLoader]) -> None:
