@@ -191,7 +191,7 @@ def write_png(fig: Figure, path: Path, dpi: float, pixels: tuple[int, int]) -> N
     width, height = pixels
     if raw.tell() != width * height * 4:
         raise ValueError(f"figure drew {raw.tell() // 4} pixels at {dpi} dpi, not {width}x{height}")
-    rgba = Image.frombuffer("RGBA", pixels, raw.getbuffer(), "raw", "RGBA", 0, 1)
+    rgba = Image.frombuffer("RGBA", pixels, raw.getvalue(), "raw", "RGBA", 0, 1)
     rgba.convert("RGB").save(path, format="png", dpi=(dpi, dpi))
 
 
