@@ -14,6 +14,7 @@ greys carry "nothing here" (idle slots, unused memory) without competing with th
 from __future__ import annotations
 
 import contextlib
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,8 +183,6 @@ def write_png(fig: Figure, path: Path, dpi: float, pixels: tuple[int, int]) -> N
     RGB, not the RGBA matplotlib writes: every figure here has an opaque background, so its
     alpha channel would say 255 on every pixel. Dropped, the file is about a tenth smaller and
     a fifth quicker to compress, and the pixels a viewer shows are the same."""
-    import io
-
     from PIL import Image
 
     raw = io.BytesIO()
