@@ -361,9 +361,8 @@ def _workload(args: argparse.Namespace) -> dict[str, Any]:
     if args.arrival_cv is not None and args.arrival_rate is None:
         raise UserError("needs --arrival-rate", field="--arrival-cv")
     data: dict[str, Any] = {"requests": args.requests, "seed": args.seed}
-    data.update(
-        given(args, ("output_tokens", "prompt_tokens"))
-    )  # the distribution syntax, as a spec writes it
+    # the distribution syntax, as a spec writes it
+    data.update(given(args, ("output_tokens", "prompt_tokens")))
     if args.arrival_cv is not None:
         data["arrivals"] = {"kind": "gamma", "rate": args.arrival_rate, "cv": args.arrival_cv}
     elif args.arrival_rate is not None:
