@@ -99,6 +99,7 @@ VIEW_MARKERS = ["o", "s", "^", "D", "v", "P"]
 # Font sizes in points on an 8-inch-wide figure: 14 pt ≈ 39 px on a 1600 px image.
 FONT = {"base": 14, "small": 12, "title": 19, "callout": 22, "source": 11.5}
 MIN_FONT_PT = 11  # nothing smaller: it would not be legible on a phone
+PNG_LEVEL = 3  # zlib level of written PNGs: see write_png
 
 THEME: dict[Any, Any] = {
     "font.family": "DejaVu Sans",  # ships with matplotlib: same glyphs on every machine
@@ -182,7 +183,10 @@ def write_png(fig: Figure, path: Path, dpi: float, pixels: tuple[int, int]) -> N
 
     RGB, not the RGBA matplotlib writes: every figure here has an opaque background, so its
     alpha channel would say 255 on every pixel. Dropped, the file is about a tenth smaller and
-    a fifth quicker to compress, and the pixels a viewer shows are the same."""
+    a fifth quicker to compress, and the pixels a viewer shows are the same.
+
+    zlib at PNG_LEVEL, not Pillow's default 6: on these flat-coloured charts level 6 takes
+    about 1.7 times as long to compress for files about 4 % smaller, and a build writes dozens."""
     from PIL import Image
 
     raw = io.BytesIO()
@@ -191,7 +195,7 @@ def write_png(fig: Figure, path: Path, dpi: float, pixels: tuple[int, int]) -> N
     if raw.tell() != width * height * 4:
         raise ValueError(f"figure drew {raw.tell() // 4} pixels at {dpi} dpi, not {width}x{height}")
     rgba = Image.frombuffer("RGBA", pixels, raw.getvalue(), "raw", "RGBA", 0, 1)
-    rgba.convert("RGB").save(path, format="png", dpi=(dpi, dpi))
+    rgba.convert("RGB").save(path, format="png", dpi=(dpi, dpi), compress_level=PNG_LEVEL)
 
 
 def fit_width(fig: Figure, text: Text, left: float = 0.012, right: float = 0.988) -> Text:
