@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
+import runpy
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -211,17 +210,20 @@ def test_flag_mistakes_name_the_flag(capsys, argv, flag):
     assert err.startswith(f"{flag}: ") and err.count("\n") == 1
 
 
-def test_module_entry_point_exits_2_on_a_bad_trace(tmp_path):
+def test_module_entry_point_exits_2_on_a_bad_trace(tmp_path, capsys, monkeypatch):
+    """`python -m engine simulate` with a bad trace: engine/__main__.py exits 2 with one line.
+    Run here with runpy, as the interpreter runs a package's __main__; test_serve starts
+    `python -m engine` as a process of its own."""
     trace = tmp_path / "bad.csv"
     trace.write_text("output_tokens\n0\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "engine", "simulate", "--workload", str(trace), "--slots", "4"],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).resolve().parents[1],
-    )
-    assert done.returncode == 2
-    assert done.stderr.strip() == f"{trace}: row 2, column output_tokens: must be at least 1, got '0'"
+    monkeypatch.setattr(sys, "argv", ["engine", "simulate", "--workload", str(trace), "--slots", "4"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module("engine", run_name="__main__")
+    assert done.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip() == f"{trace}: row 2, column output_tokens: must be at least 1, got '0'"
+    assert err.count("\n") == 1
 
 
 def test_paged_without_a_cache_size_names_the_three_ways_before_simulating(capsys):
