@@ -109,6 +109,30 @@ def test_fonts_are_embedded_truetype_and_there_is_no_creation_date(pdf: PdfReade
     assert info["/Title"].startswith("Day 37: ")
 
 
+def test_embedded_fonts_are_whole_truetype_programs_without_layout_tables(pdf: PdfReader) -> None:
+    """The page places every glyph, so the embedded programs need their glyphs, metrics and
+    character map, not the tables a text-layout engine reads (engine.charts.pdffonts); and the
+    subsetter's own defaults are as they were once the PDF is written."""
+    from io import BytesIO
+
+    from fontTools.subset import Options
+    from fontTools.ttLib import TTFont
+
+    from engine.charts.pdffonts import LAYOUT_TABLES
+
+    fonts = [f for page in pdf.pages for f in _fonts(page)]
+    programs = {
+        f["/FontDescriptor"]["/FontFile2"].get_object().get_data() for f in fonts if "/FontDescriptor" in f
+    }
+    assert programs
+    for data in programs:
+        font = TTFont(BytesIO(data))
+        assert {"glyf", "loca", "head", "hhea", "hmtx", "maxp", "cmap"} <= set(font.keys())
+        assert font["maxp"].numGlyphs > 1 and font["glyf"].glyphs  # outlines, not an empty shell
+        assert not set(LAYOUT_TABLES) & set(font.keys())
+    assert not set(LAYOUT_TABLES) & set(Options._drop_tables_default)
+
+
 def test_previews_are_the_pages_in_order(day37: Path, results: dict) -> None:
     pages = results["carousel"]["pages"]
     assert [p["number"] for p in pages] == [1, 2, 3, 4, 5]

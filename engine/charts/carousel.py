@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from engine.charts import memo, style
+from engine.charts import memo, pdffonts, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
 
 if TYPE_CHECKING:  # matplotlib is imported where pages are drawn: registering charts stays light
@@ -77,7 +77,11 @@ def build(
     previews = [f"{PREVIEWS}/page-{number:02d}.png" for number in range(1, total + 1)]
 
     if not memo.recall(memory_key(carousel, texts, results), folder):
-        with matplotlib.rc_context(cast(Any, RC)), PdfPages(folder / FILE, metadata=meta) as pdf:
+        with (
+            matplotlib.rc_context(cast(Any, RC)),
+            pdffonts.without_layout_tables(),  # the fonts are embedded as the PDF closes
+            PdfPages(folder / FILE, metadata=meta) as pdf,
+        ):
             for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
                 fig = _page(slide, text, results, number, total)
                 pdf.savefig(fig)
