@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +184,32 @@ def valid_doc(*, day: int = 37, date: str = "2026-01-31T12:00:00Z") -> dict:
             "multiple": 5.0,
         },
     }
+
+
+@contextmanager
+def toy_policy() -> Iterator[Any]:
+    """A batching policy registered from the tests alone, never from engine/: continuous batching
+    on one slot whatever the slots, so requests run back to back. Named "one_at_a_time", titled
+    "one at a time", drawn in #123456; unregistered on the way out."""
+    from engine import batching
+    from engine.batching import registry
+
+    @dataclass(frozen=True)
+    class OneAtATime(batching.ContinuousPolicy):
+        name = "one_at_a_time"
+
+        def schedule(self, eligible, prompt, output, slots, deadline=None):
+            return super().schedule(eligible, prompt, output, 1, deadline)
+
+    kind = registry.PolicyKind(
+        "one_at_a_time",
+        lambda settings: OneAtATime(),
+        "one at a time",
+        "Every request alone, in arrival order.",
+        colour="#123456",
+    )
+    registry.register(kind)
+    try:
+        yield kind
+    finally:
+        registry.unregister("one_at_a_time")

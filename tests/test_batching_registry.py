@@ -1,4 +1,4 @@
-"""Batching policies by name: a toy policy registered from this file alone is simulated, accepted
+"""Batching policies by name: a toy policy registered from the tests alone is simulated, accepted
 by the spec and the simulate flags, and drawn in its own colour; an unknown name is refused
 everywhere; the paged scheduler's waiting queue is a replaceable object."""
 
@@ -15,32 +15,13 @@ from engine.batching.queues import ShortestFirstQueue
 from engine.errors import UserError
 from engine.workload import Workload
 
-from helpers import dump_yaml, load_yaml
-
-
-@dataclass(frozen=True)
-class OneAtATime(batching.ContinuousPolicy):
-    """A toy: continuous batching on one slot whatever the slots, so requests run back to back."""
-
-    name = "one_at_a_time"
-
-    def schedule(self, eligible, prompt, output, slots, deadline=None):
-        return super().schedule(eligible, prompt, output, 1, deadline)
+from helpers import dump_yaml, load_yaml, toy_policy
 
 
 @pytest.fixture
 def toy():
-    kind = registry.register(
-        registry.PolicyKind(
-            "one_at_a_time",
-            lambda settings: OneAtATime(),
-            "one at a time",
-            "Every request alone, in arrival order.",
-            colour="#123456",
-        )
-    )
-    yield kind
-    registry.unregister("one_at_a_time")
+    with toy_policy() as kind:
+        yield kind
 
 
 def test_a_toy_policy_registered_here_runs_everywhere(toy):

@@ -1,8 +1,10 @@
-"""A new kind of day from outside engine/: a toy section, chart and platform, registered here alone.
+"""A new kind of day from outside engine/: a toy section, chart, platform and batching policy,
+registered from the tests alone.
 
 The registries are the only way in: this file registers a coin-flip experiment, a chart of it and
-a third platform with a 500-character limit, writes a spec and templates for them, and builds the
-day with the ordinary pipeline. No file under engine/ knows any of these names.
+a third platform with a 500-character limit, and the tests' toy batching policy (helpers.toy_policy:
+one request at a time); it writes a spec and templates for them and builds the day with the
+ordinary pipeline. No file under engine/ knows any of these names.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import pipeline, sections
@@ -23,6 +26,8 @@ from engine.platforms import Count, Violation, check_day_dir
 from engine.platforms import registry as platform_registry
 from engine.platforms.linkedin import utf16_length
 from engine.spec import load_spec
+
+from helpers import toy_policy
 
 REPO = Path(__file__).resolve().parent.parent
 TOOT_LIMIT = 500
@@ -97,7 +102,8 @@ def toy_kinds() -> Iterator[None]:
         )
     )
     try:
-        yield
+        with toy_policy():
+            yield
     finally:
         sections.unregister_section("coin_flips")
         chart_registry.unregister_chart("flips_bar")
@@ -111,13 +117,23 @@ title: Coins
 repository: github.com/you/coins
 hashtags: [SystemDesign, Probability, LearningInPublic]
 coin_flips: {flips: 1000, seed: 3}
-charts: [flips_bar]
+batching:
+  slots: 4
+  workload: {trace: day09.workload.csv}
+  policies: [continuous, one_at_a_time]
+charts: [flips_bar, utilisation]
 links_back: [{day: 8, claim: an earlier coin, spec: day08.yaml}]
 """
-EARLIER = SPEC.replace("day: 9", "day: 8").replace("flips: 1000", "flips: 10").split("links_back")[0]
+EARLIER = SPEC.replace("day: 9", "day: 8").replace("flips: 1000", "flips: 10").split("batching")[0]
+# Five requests at once on 4 slots, worked by hand. Continuous: 3, 1, 4 and 1 start at step 0;
+# the two 1s free their slots after step 1, and the 5 runs in steps 2 to 6. One at a time: back
+# to back, 3 + 1 + 4 + 1 + 5 = 14 steps.
+TRACE = "output_tokens\n3\n1\n4\n1\n5\n"
 
 POST = """{% import "_macros.j2" as m %}
 {{ m.day_line(day, series) }}: {{ coin_flips.heads | thousands }} heads in {{ coin_flips.flips | thousands }} flips ({{ coin_flips.share | pct }}, {{ coin_flips.source }}). Day {{ links_back[0].day }} flipped {{ links_back[0].figure.flips | thousands }}.
+
+Five requests, {{ batching.policies.one_at_a_time.steps }} steps one at a time, {{ batching.policies.continuous.steps }} continuous ({{ batching.source }}).
 
 {{ m.hashtags(hashtags) }}
 """
@@ -134,6 +150,7 @@ def write_day(tmp_path: Path) -> tuple[Path, Path]:
     days.mkdir()
     (days / "day09.yaml").write_text(SPEC)
     (days / "day08.yaml").write_text(EARLIER)
+    (days / "day09.workload.csv").write_text(TRACE)
     (templates / "day09").mkdir(parents=True)
     shutil.copy(REPO / "templates" / "_macros.j2", templates / "_macros.j2")
     for name in ("linkedin.md.j2", "toot.md.j2"):
@@ -142,7 +159,7 @@ def write_day(tmp_path: Path) -> tuple[Path, Path]:
     return days / "day09.yaml", templates
 
 
-def test_a_toy_section_chart_and_platform_build_a_day(toy_kinds: None, tmp_path: Path) -> None:
+def test_a_toy_section_chart_platform_and_policy_build_a_day(toy_kinds: None, tmp_path: Path) -> None:
     spec_path, templates = write_day(tmp_path)
     report = pipeline.build(spec_path, tmp_path / "out", templates_root=templates)
     folder = report.folder
@@ -155,20 +172,31 @@ def test_a_toy_section_chart_and_platform_build_a_day(toy_kinds: None, tmp_path:
         "heads": heads,
         "share": heads / 1000,
     }
-    assert report.summary == [f"coin flips (simulated): {heads} heads"]
+    # The toy policy ran beside a built-in one, on the hand-worked trace (TRACE): 14 tokens in
+    # 6 steps on 4 slots is 58.3 % busy; one at a time keeps its one slot busy every step.
+    assert report.summary == [
+        "batching (simulated): continuous 6 steps 58.3%, one_at_a_time 14 steps 100.0%",
+        f"coin flips (simulated): {heads} heads",
+    ]
     # Templates see the section under its key; the link back cites the earlier toy day.
     toot = (folder / "toot.md").read_text()
     assert toot.startswith(f"Day 9 of 60 days of system design: {heads:,} heads in 1,000 flips")
     assert "Day 8 flipped 10." in toot
+    assert "Five requests, 14 steps one at a time, 6 continuous (simulated)." in toot
     # The third platform's draft was checked by the build and by the day-folder check.
     assert results["checks"]["toot"] == [
         {"name": "length", "value": utf16_length(toot), "limit": TOOT_LIMIT, "ok": True}
     ]
     assert check_day_dir(folder).counts["toot.md"][0].limit == TOOT_LIMIT
     # The chart was drawn at its registered size, and its alt text held to every platform.
-    (chart,) = results["charts"]
+    chart, comparison = results["charts"]
     assert (chart["name"], chart["platform"], chart["file"]) == ("flips_bar", "x", "flips_bar.png")
     assert [c.limit for c in check_day_dir(folder).counts["flips_bar.alt.txt"]] == [1500, 1000, 250]
+    # A built-in chart draws the toy policy, in the colour its registration gave it.
+    assert comparison["name"] == "utilisation"
+    with Image.open(folder / comparison["file"]) as picture:
+        pixels = np.asarray(picture.convert("RGB")).reshape(-1, 3)
+    assert (pixels == (0x12, 0x34, 0x56)).all(axis=1).sum() > 1000  # its bars, not a stray pixel
     # The threaded platform was numbered; the review page shows the new section and platform.
     assert (folder / "x-thread.md").read_text().startswith(f"1/2 {heads:,} heads.")
     page = (folder / "index.html").read_text()
