@@ -189,8 +189,7 @@ def valid_doc(*, day: int = 37, date: str = "2026-01-31T12:00:00Z") -> dict:
 @contextmanager
 def toy_policy() -> Iterator[Any]:
     """A batching policy registered from the tests alone, never from engine/: continuous batching
-    on one slot whatever the slots, so requests run back to back. Named "one_at_a_time", titled
-    "one at a time", drawn in #123456; unregistered on the way out."""
+    on one slot whatever the slots, so requests run back to back. Unregistered on the way out."""
     from engine import batching
     from engine.batching import registry
 
@@ -202,7 +201,7 @@ def toy_policy() -> Iterator[Any]:
             return super().schedule(eligible, prompt, output, 1, deadline)
 
     kind = registry.PolicyKind(
-        "one_at_a_time",
+        OneAtATime.name,
         lambda settings: OneAtATime(),
         "one at a time",
         "Every request alone, in arrival order.",
@@ -212,4 +211,4 @@ def toy_policy() -> Iterator[Any]:
     try:
         yield kind
     finally:
-        registry.unregister("one_at_a_time")
+        registry.unregister(kind.name)

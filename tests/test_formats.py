@@ -109,7 +109,7 @@ def test_fonts_are_embedded_truetype_and_there_is_no_creation_date(pdf: PdfReade
     assert info["/Title"].startswith("Day 37: ")
 
 
-def test_embedded_fonts_are_whole_truetype_programs_without_layout_tables(pdf: PdfReader) -> None:
+def test_embedded_font_subsets_keep_their_glyphs_and_drop_the_layout_tables(pdf: PdfReader) -> None:
     """The page places every glyph, so the embedded programs need their glyphs, metrics and
     character map, not the tables a text-layout engine reads (engine.charts.pdffonts); and the
     subsetter's own defaults are as they were once the PDF is written."""

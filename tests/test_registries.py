@@ -110,24 +110,34 @@ def toy_kinds() -> Iterator[None]:
         platform_registry.unregister_platform("toot")
 
 
-SPEC = """\
+COINS = """\
 day: 9
 series: {name: 60 days of system design, length: 60}
 title: Coins
 repository: github.com/you/coins
 hashtags: [SystemDesign, Probability, LearningInPublic]
 coin_flips: {flips: 1000, seed: 3}
+"""
+BATCHING = """\
 batching:
   slots: 4
   workload: {trace: day09.workload.csv}
   policies: [continuous, one_at_a_time]
+"""
+# The day built: the coin flips, the toy policy beside a built-in one, their charts, and a link
+# back to an earlier day that has the coin flips and their chart alone.
+SPEC = (
+    COINS
+    + BATCHING
+    + """\
 charts: [flips_bar, utilisation]
 links_back: [{day: 8, claim: an earlier coin, spec: day08.yaml}]
 """
-EARLIER = SPEC.replace("day: 9", "day: 8").replace("flips: 1000", "flips: 10").split("batching")[0]
-# Five requests at once on 4 slots, worked by hand. Continuous: 3, 1, 4 and 1 start at step 0;
-# the two 1s free their slots after step 1, and the 5 runs in steps 2 to 6. One at a time: back
-# to back, 3 + 1 + 4 + 1 + 5 = 14 steps.
+)
+EARLIER = COINS.replace("day: 9", "day: 8").replace("flips: 1000", "flips: 10") + "charts: [flips_bar]\n"
+# Five requests at once on 4 slots, worked by hand, steps counted from 0. Continuous: 3, 1, 4
+# and 1 start at step 0; the two 1s are done after it, and the 5 runs steps 1 to 5, so the last
+# step is 5 and there are 6. One at a time: back to back, 3 + 1 + 4 + 1 + 5 = 14 steps.
 TRACE = "output_tokens\n3\n1\n4\n1\n5\n"
 
 POST = """{% import "_macros.j2" as m %}
