@@ -44,15 +44,6 @@ MICRO = ModelShape(
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Two OpenMP threads on a busy two-core box make a tiny matmul 100× slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def model() -> Decoder:
     return Decoder(TINY, seed=1)
