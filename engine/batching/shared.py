@@ -176,25 +176,25 @@ def shared_queue(
         sim.checkpoint = -math.inf
     loops = [sim.steps() for sim in sims]
     tolerance = sims[0].tolerance
-    ready = shared.paused
+    paused = shared.paused  # the heap others_next reads: a replica is out of it while it runs
     for j, loop in enumerate(loops):
         next(loop)  # pauses before step 0
-        heapq.heappush(ready, (sims[j].now, j))
-    while ready:
+        heapq.heappush(paused, (sims[j].now, j))
+    while paused:
         # the earliest step; steps within the tolerance of it go lowest replica first
-        first = heapq.heappop(ready)
+        first = heapq.heappop(paused)
         tied = [first]
-        while ready and ready[0][0] <= first[0] + tolerance:
-            tied.append(heapq.heappop(ready))
+        while paused and paused[0][0] <= first[0] + tolerance:
+            tied.append(heapq.heappop(paused))
         tied.sort(key=lambda entry: entry[1])
         _, j = tied[0]
         for entry in tied[1:]:
-            heapq.heappush(ready, entry)
+            heapq.heappush(paused, entry)
         try:
             next(loops[j])
         except StopIteration:
             continue
-        heapq.heappush(ready, (sims[j].now, j))
+        heapq.heappush(paused, (sims[j].now, j))
     assert shared.head == shared.n, "the shared queue was not emptied"
     schedules = []
     for j, sim in enumerate(sims):
