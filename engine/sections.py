@@ -15,7 +15,7 @@ registration says everything the rest of the engine needs to know about it, once
 The spec, the pipeline, the review page and the links back all loop over this registry, so a
 new kind of experiment is one module that calls :func:`register_section`; nothing else is
 edited. The built-in sections live in ``engine/experiments/`` and register themselves when
-that package's modules are imported (:func:`sections` imports them all on first use).
+that package's modules are imported (the registry imports them all on first use).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from engine.errors import UserError
+from engine.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,10 @@ class Section:
     owns_measurement: bool = False
 
 
-_REGISTRY: dict[str, Section] = {}
-_loaded = False
+# Every section, discovered in engine/experiments (engine.registry says how).
+SECTIONS: Registry[Section] = Registry(
+    "section", "engine.experiments", name_of=lambda s: s.key, order_of=lambda s: s.order
+)
 # The metadata keys of a day's spec: a section may not take one of these names.
 RESERVED = frozenset(
     {
@@ -128,8 +131,8 @@ def register_section(
     review_warnings: WarningsFn | None = None,
     owns_measurement: bool = False,
 ) -> Section:
-    """Register a kind of experiment under its spec key; registering a key again replaces it
-    (a module reloaded in a test), a reserved key is refused."""
+    """Register a kind of experiment under its spec key (engine.registry's rules: a key another
+    module took is refused); a reserved key is refused too."""
     if not key.isidentifier() or key in RESERVED:
         raise ValueError(f"section key {key!r} must be a Python name and not one of {sorted(RESERVED)}")
     section = Section(
@@ -144,47 +147,18 @@ def register_section(
         review_warnings,
         owns_measurement,
     )
-    _REGISTRY[key] = section
-    _bump()
-    return section
+    return SECTIONS.add(section)
 
 
 def unregister_section(key: str) -> None:
     """Remove a registration (for tests that register a toy section)."""
-    if _REGISTRY.pop(key, None) is not None:
-        _bump()
+    SECTIONS.remove(key)
 
 
 def sections() -> list[Section]:
-    """Every registered section, in display order (built-ins loaded on first use)."""
-    _load_builtins()
-    return sorted(_REGISTRY.values(), key=lambda s: (s.order, s.key))
+    """Every registered section, in display order (built-ins discovered on first use)."""
+    return SECTIONS.all()
 
 
 def get(key: str) -> Section:
-    _load_builtins()
-    return _REGISTRY[key]
-
-
-# A counter that changes whenever a registry changes, so models built from it can be rebuilt.
-generation = 0
-
-
-def _bump() -> None:
-    global generation
-    generation += 1
-
-
-def _load_builtins() -> None:
-    """Import every module of engine/experiments once, so the built-in sections register."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    import importlib
-    import pkgutil
-
-    import engine.experiments as package
-
-    for info in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{info.name}")
+    return SECTIONS.get(key)

@@ -459,10 +459,10 @@ def day_spec_model() -> type[DaySpec]:
     from engine import sections
 
     registered = sections.sections()
-    if _MODEL is None or _MODEL[0] != sections.generation:
+    if _MODEL is None or _MODEL[0] != sections.SECTIONS.generation:
         fields: dict[str, Any] = {s.key: (s.model | None, None) for s in registered}
         model = create_model("DaySpec", __base__=DaySpec, **fields)
-        _MODEL = (sections.generation, model)
+        _MODEL = (sections.SECTIONS.generation, model)
     return _MODEL[1]
 
 

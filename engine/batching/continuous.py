@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.batching.registry import PolicyKind, register
 from engine.batching.schedule import Schedule, prefill_steps, single_stays
 from engine.batching.steptime import StepTime
 
@@ -136,3 +137,16 @@ def _by_blocks(eligible: np.ndarray, service: np.ndarray, slots: int) -> tuple[n
         slot[lo:hi] = taken % slots
         pool = merged[b:]
     return start, slot
+
+
+register(
+    PolicyKind(
+        "continuous",
+        lambda s: ContinuousPolicy(),
+        "continuous batching",
+        "Orca's iteration-level batching: a slot freed by a finished request is refilled at the "
+        "next step, first come first served.",
+        colour="blue",
+        order=20,
+    )
+)

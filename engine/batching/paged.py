@@ -49,7 +49,6 @@ queued completion, and no per-request objects.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import math
 from collections.abc import Callable, Iterator
@@ -58,9 +57,11 @@ from typing import Any
 
 import numpy as np
 
-# the blocks a finished schedule holds, counted from its stays alone, once lived here
 from engine.batching.blocks import DecodeBlocks, KvUsage, blocks_at, blocks_per_step, ceil_div, kv_usage  # noqa: F401
 from engine.batching.queues import FcfsQueue, WaitingQueue
+
+# the blocks a finished schedule holds, counted from its stays alone, once lived here
+from engine.batching.registry import PolicyKind, register
 from engine.batching.schedule import Schedule
 from engine.batching.steptime import StepTime, clock_functions
 from engine.errors import UserError
@@ -174,15 +175,7 @@ def schedule_paged(
     cap = policy.max_num_seqs or slots
     policy.check(prompt, output, cap)
     sim = policy.simulation()(eligible, prompt, output, cap, policy, clock)
-    # The loop allocates millions of small tuples and ints and frees none of them in cycles:
-    # the cyclic collector would only rescan the growing lists (a third of the time at 10^6).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        sim.run()
-    finally:
-        if collecting:
-            gc.enable()
+    sim.run()
     return sim.schedule()
 
 
@@ -936,3 +929,17 @@ class _Simulation:
             chunk_done=chunks[3],
             preemptions=self.preemptions,
         )
+
+
+register(
+    PolicyKind(
+        "paged",
+        lambda s: PagedPolicy(**s.block_settings()),
+        "paged (vLLM-style)",
+        "vLLM V1's scheduler: continuous batching bounded by KV blocks, running requests first, "
+        "prefills mixed into decode steps (chunked if asked), newest preempted by recompute.",
+        colour="green",
+        needs_blocks=True,
+        order=30,
+    )
+)

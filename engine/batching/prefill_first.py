@@ -29,6 +29,7 @@ import numpy as np
 
 from engine.batching.blocks import ceil_div
 from engine.batching.paged import EVENT_MASK, EVENT_SHIFT, PagedPolicy, _Simulation
+from engine.batching.registry import PolicyKind, register
 from engine.errors import UserError
 
 
@@ -192,3 +193,17 @@ class _PrefillFirst(_Simulation):
         self.c_tokens.append(0)
         self.c_done.append(cached)
         self._start_decoding(r, t + 1, emit_from=t + 1)
+
+
+register(
+    PolicyKind(
+        "prefill_first",
+        lambda s: PrefillFirstPolicy(**s.block_settings()),
+        "prefill-first (vLLM V0)",
+        "vLLM V0's scheduler: the same KV pool and limits, but a step either prefills newly admitted "
+        "requests or decodes the running ones, never both; decodes pause while prompts go in.",
+        colour="orange",
+        needs_blocks=True,
+        order=40,
+    )
+)

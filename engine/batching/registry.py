@@ -4,11 +4,9 @@ from here (the spec's and the simulate command's choices, the charts' colours an
 A registration says what the policy is called, how to build it from the settings a day spec or
 the simulate flags give (PolicySettings, the same for both), what it does in one sentence, and
 how it looks on a chart. An unknown name is an error everywhere (`kind` raises a UserError), so
-a typo never runs as some other policy. A new policy is one module and one `register` call; a
-test can register a toy policy from its own file.
-
-This module imports nothing heavy: the spec validates names against it, and the builders import
-the simulator only when called.
+a typo never runs as some other policy. A new policy is one module in engine/batching that calls
+`register` beside its code (engine.registry's rules); a test can register a toy policy from its
+own file.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import UserError
+from engine.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -33,6 +32,16 @@ class PolicySettings:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     chunked_prefill: bool = False
+
+    def block_settings(self) -> dict[str, Any]:
+        """What the KV-block policies (paged, prefill-first) take from the settings."""
+        return dict(
+            num_blocks=self.num_blocks,
+            block_size=self.block_size,
+            max_num_seqs=self.max_num_seqs,
+            max_num_batched_tokens=self.max_num_batched_tokens,
+            chunked_prefill=self.chunked_prefill,
+        )
 
 
 @dataclass(frozen=True)
@@ -50,36 +59,37 @@ class PolicyKind:
     summary: str
     colour: str
     needs_blocks: bool = False
+    order: int = 100  # where charts and tables list it; ties in name order
 
 
-_KINDS: dict[str, PolicyKind] = {}
+# Every policy, discovered in engine/batching (engine.registry says how).
+POLICIES: Registry[PolicyKind] = Registry(
+    "batching policy", "engine.batching", name_of=lambda k: k.name, order_of=lambda k: k.order
+)
 
 
 def register(kind: PolicyKind) -> PolicyKind:
-    """Add a policy; a name already taken is refused (two policies would answer to it)."""
-    if kind.name in _KINDS:
-        raise ValueError(f"a batching policy named {kind.name!r} is already registered")
-    _KINDS[kind.name] = kind
-    return kind
+    """Add a policy; a name another module took is refused (two policies would answer to it)."""
+    return POLICIES.add(kind)
 
 
 def unregister(name: str) -> None:
     """Remove a policy (tests that register a toy one clean up after themselves)."""
-    _KINDS.pop(name, None)
+    POLICIES.remove(name)
 
 
 def names() -> tuple[str, ...]:
-    """Every registered policy, in registration order: the order of every chart and table."""
-    return tuple(_KINDS)
+    """Every registered policy, in listing order: the order of every chart and table."""
+    return tuple(POLICIES.names())
 
 
 def find(name: str) -> PolicyKind | None:
-    return _KINDS.get(name)
+    return POLICIES.find(name)
 
 
 def kind(name: str, field: str = "policy") -> PolicyKind:
     """The policy of that name, or one clear error naming the choices."""
-    found = _KINDS.get(name)
+    found = POLICIES.find(name)
     if found is None:
         raise UserError(f"unknown policy {name!r}; choose from {', '.join(names())}", field=field)
     return found
@@ -87,87 +97,3 @@ def kind(name: str, field: str = "policy") -> PolicyKind:
 
 def build(name: str, settings: PolicySettings) -> Any:
     return kind(name).build(settings)
-
-
-# ---- the built-in policies ----------------------------------------------------------------------
-
-
-def _static(s: PolicySettings) -> Any:
-    from engine.batching.static import StaticPolicy
-
-    return StaticPolicy(max_wait=s.max_wait)
-
-
-def _continuous(s: PolicySettings) -> Any:
-    from engine.batching.continuous import ContinuousPolicy
-
-    return ContinuousPolicy()
-
-
-def _block_settings(s: PolicySettings) -> dict[str, Any]:
-    """What the KV-block policies (paged, prefill-first) take from the settings."""
-    return dict(
-        num_blocks=s.num_blocks,
-        block_size=s.block_size,
-        max_num_seqs=s.max_num_seqs,
-        max_num_batched_tokens=s.max_num_batched_tokens,
-        chunked_prefill=s.chunked_prefill,
-    )
-
-
-def _paged(s: PolicySettings) -> Any:
-    from engine.batching.paged import PagedPolicy
-
-    return PagedPolicy(**_block_settings(s))
-
-
-register(
-    PolicyKind(
-        "static",
-        _static,
-        "static batching",
-        "Groups of `slots` requests in arrival order; a group holds every slot until its longest "
-        "member ends, finished members padding the batch.",
-        colour="vermillion",
-    )
-)
-register(
-    PolicyKind(
-        "continuous",
-        _continuous,
-        "continuous batching",
-        "Orca's iteration-level batching: a slot freed by a finished request is refilled at the "
-        "next step, first come first served.",
-        colour="blue",
-    )
-)
-
-
-def _prefill_first(s: PolicySettings) -> Any:
-    from engine.batching.prefill_first import PrefillFirstPolicy
-
-    return PrefillFirstPolicy(**_block_settings(s))
-
-
-register(
-    PolicyKind(
-        "paged",
-        _paged,
-        "paged (vLLM-style)",
-        "vLLM V1's scheduler: continuous batching bounded by KV blocks, running requests first, "
-        "prefills mixed into decode steps (chunked if asked), newest preempted by recompute.",
-        colour="green",
-        needs_blocks=True,
-    )
-)
-register(
-    PolicyKind(
-        "prefill_first",
-        _prefill_first,
-        "prefill-first (vLLM V0)",
-        "vLLM V0's scheduler: the same KV pool and limits, but a step either prefills newly admitted "
-        "requests or decodes the running ones, never both; decodes pause while prompts go in.",
-        colour="orange",
-        needs_blocks=True,
-    )
-)

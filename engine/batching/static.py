@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.batching.registry import PolicyKind, register
 from engine.batching.schedule import Groups, Schedule, prefill_steps, single_stays
 from engine.batching.steptime import StepTime, run_seconds, step_seconds
 
@@ -223,3 +224,16 @@ def _groups_with_deadline(
         np.asarray(starts, dtype=np.int64),
         np.asarray(longests, dtype=np.int64),
     )
+
+
+register(
+    PolicyKind(
+        "static",
+        lambda s: StaticPolicy(max_wait=s.max_wait),
+        "static batching",
+        "Groups of `slots` requests in arrival order; a group holds every slot until its longest "
+        "member ends, finished members padding the batch.",
+        colour="vermillion",
+        order=10,
+    )
+)

@@ -5,26 +5,19 @@ text generated from the same numbers, so the picture and its description cannot 
 ``draw`` saves both beside the drafts (``<name>.png``, ``<name>.alt.txt``) and checks the alt
 text against the platform's limit before anything is posted.
 
-Importing this package imports every chart module, so each registers its charts; a chart module
-imports matplotlib inside the functions that draw, so checking a spec's chart names stays light
-(tests/test_charts.py lists any module that does not yet).
+The chart registry imports every module of this package on its first look-up, so each
+registers its charts where it is defined; a chart module imports matplotlib inside the functions
+that draw, so checking a spec's chart names stays light.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from engine.charts import memo, style
 from engine.charts.registry import CHARTS, Chart, register_chart
-
-# Every module of this package is imported, so each chart registers where it is defined
-# (engine.charts.registry): a new chart is a new module here, and no list to edit.
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["CHARTS", "Chart", "ChartFile", "draw", "figure", "register_chart"]
 

@@ -5,7 +5,7 @@ whose results it draws from, the size it is drawn at unless asked for another (a
 ``style.SIZES`` key), the draw function ``(results, size=None) -> (figure, alt text)`` and,
 optionally, a further check on the spec (``kv_blocks`` needs a block-keeping policy). The spec's valid
 chart names, its "chart needs a section" rule and the pipeline's drawing all read this one
-table, so a new chart is one decorated function in any module.
+table, so a new chart is one decorated function in a module of engine/charts (or a test file).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from engine.registry import Registry
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -45,7 +47,8 @@ class Chart:
         return self.draw(results, size=size)
 
 
-CHARTS: dict[str, Chart] = {}
+# Every chart, discovered in engine/charts (engine.registry says how).
+CHARTS: Registry[Chart] = Registry("chart", "engine.charts", name_of=lambda c: c.name)
 
 
 def register_chart(
@@ -57,10 +60,11 @@ def register_chart(
     animated: bool = False,
     drawn_when: ResultsCheck | None = None,
 ) -> Callable[[DrawFn], DrawFn]:
-    """Decorator: register the function as chart ``name``; the function is returned unchanged."""
+    """Decorator: register the function as chart ``name`` (a name another module took is
+    refused); the function is returned unchanged."""
 
     def register(fn: DrawFn) -> DrawFn:
-        CHARTS[name] = Chart(name, fn, tuple(needs), size, check, animated, drawn_when)
+        CHARTS.add(Chart(name, fn, tuple(needs), size, check, animated, drawn_when), origin=fn.__module__)
         return fn
 
     return register
@@ -68,19 +72,13 @@ def register_chart(
 
 def unregister_chart(name: str) -> None:
     """Remove a registration (for tests that register a toy chart)."""
-    CHARTS.pop(name, None)
+    CHARTS.remove(name)
 
 
 def names() -> list[str]:
     """Every registered chart name, the built-in charts included."""
-    _load_builtins()
-    return list(CHARTS)
+    return CHARTS.names()
 
 
 def get(name: str) -> Chart:
-    _load_builtins()
-    return CHARTS[name]
-
-
-def _load_builtins() -> None:
-    import engine.charts  # noqa: F401  (its modules register the built-in charts)
+    return CHARTS.get(name)

@@ -5,7 +5,7 @@ is a single post or a thread of posts separated by ``---`` lines (threads are nu
 the build), how a post is counted and checked, the size its images are drawn at, its alt-text
 limit and the words in an alt-text file's name that mean "for this platform". The build, the
 ``check`` command, the day-folder check and the review page loop over this registry, so a new
-platform is one module that calls :func:`register_platform`.
+platform is one module in engine/platforms that calls :func:`register_platform`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from engine.platforms.rules import Count, Violation
+from engine.registry import Registry
 
 # (a post's text, its draft's file name) -> (its counts, the rules it breaks)
 CheckFn = Callable[[str, str], "tuple[list[Count], list[Violation]]"]
@@ -35,6 +36,10 @@ class Platform:
     # Where a feed folds a single post ("…see more"), as a character index; None: no fold.
     fold_at: Callable[[str], int] | None = None
     order: int = 100  # where drafts are listed (check output, review page)
+    # Every day posts here, so a day without this draft is incomplete: the build wants its
+    # template, ``check`` reports the draft missing, the review page shows its empty column. An
+    # optional platform's draft is checked where it exists and skipped where it does not.
+    required: bool = False
 
     def posts(self, text: str) -> list[str]:
         """The draft's posts: a thread split on its '---' lines, or the single post."""
@@ -68,31 +73,38 @@ class Platform:
         return per_post, violations
 
 
-_REGISTRY: dict[str, Platform] = {}
+# Every platform, discovered in engine/platforms (engine.registry says how).
+PLATFORMS: Registry[Platform] = Registry(
+    "platform", "engine.platforms", name_of=lambda p: p.name, order_of=lambda p: p.order
+)
 
 
 def register_platform(platform: Platform) -> Platform:
-    """Register (or replace, by name) a platform; returns it, so a module can keep a handle."""
-    _REGISTRY[platform.name] = platform
-    return platform
+    """Register a platform (a name another module took is refused); returns it, so a module
+    can keep a handle."""
+    return PLATFORMS.add(platform)
 
 
 def unregister_platform(name: str) -> None:
     """Remove a registration (for tests that register a toy platform)."""
-    _REGISTRY.pop(name, None)
+    PLATFORMS.remove(name)
 
 
 def platforms() -> list[Platform]:
     """Every registered platform, in draft order."""
-    _load_builtins()
-    return sorted(_REGISTRY.values(), key=lambda p: (p.order, p.name))
+    return PLATFORMS.all()
 
 
 def get(name: str) -> Platform:
-    _load_builtins()
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown platform {name!r}; expected one of {sorted(_REGISTRY)}")
-    return _REGISTRY[name]
+    try:
+        return PLATFORMS.get(name)
+    except KeyError as err:
+        raise ValueError(err.args[0]) from None
+
+
+def required() -> list[Platform]:
+    """The platforms every day's folder must have a draft for."""
+    return [p for p in platforms() if p.required]
 
 
 def by_draft(file_name: str) -> Platform | None:
@@ -103,15 +115,3 @@ def by_draft(file_name: str) -> Platform | None:
 def strictest_alt_limit() -> int:
     """The alt-text length every platform accepts: one generated text serves them all."""
     return min(p.alt_limit for p in platforms())
-
-
-def _load_builtins() -> None:
-    """Import every module of engine.platforms once: each platform registers where it is
-    defined, so a new platform is a new module there, and no list to edit."""
-    import importlib
-    import pkgutil
-
-    import engine.platforms as package
-
-    for info in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{info.name}")
