@@ -84,6 +84,14 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
             "no templates for this day: create linkedin.md.j2 and x-thread.md.j2 (see README)",
             file=f"templates/{folder}/",
         )
+    missing = [
+        p.draft for p in platforms.required() if not (templates_root / folder / f"{p.draft}.j2").is_file()
+    ]
+    if missing:
+        raise UserError(
+            f"no template for {', '.join(missing)}: every day posts there (create {missing[0]}.j2)",
+            file=f"templates/{folder}/",
+        )
     posts.check_no_typed_numbers(templates_root, [f"{folder}/{t.name}" for t in templates])
     drafts: dict[str, str] = {}
     for template in templates:

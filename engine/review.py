@@ -135,7 +135,11 @@ def _environment() -> jinja2.Environment:
 
 def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) -> dict[str, Any]:
     charts = _charts(results, day_dir)
-    columns = [_platform(p, drafts.get(p.draft), day_dir, charts, results) for p in platforms()]
+    columns = [
+        _platform(p, drafts.get(p.draft), day_dir, charts, results)
+        for p in platforms()
+        if p.required or p.draft in drafts
+    ]
     violations = [v for column in columns for v in column.pop("violations")]
     return {
         "day": results.get("day"),

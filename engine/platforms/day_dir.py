@@ -63,7 +63,10 @@ def check_day_dir(path: Path) -> Report:
     for platform in platforms():
         draft = path / platform.draft
         if not draft.is_file():
-            violations.append(Violation(platform.draft, None, "missing", f"no {platform.draft} in {path}"))
+            if platform.required:
+                violations.append(
+                    Violation(platform.draft, None, "missing", f"no {platform.draft} in {path}")
+                )
             continue
         files = {p.name for p in path.iterdir() if p.is_file()}
         per_post, found = platform.check_draft(_read(draft), available=files)

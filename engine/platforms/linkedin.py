@@ -131,6 +131,7 @@ def check_linkedin(
 
 LINKEDIN = register_platform(
     Platform(
+        required=True,
         name="linkedin",
         title="LinkedIn",
         draft="linkedin.md",

@@ -152,6 +152,7 @@ def check_x_thread(
 
 X = register_platform(
     Platform(
+        required=True,
         name="x",
         title="X thread",
         draft="x-thread.md",
