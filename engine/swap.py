@@ -14,17 +14,15 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import time
 from pathlib import Path
 
 from engine import manifest as mf
 
 
 def pause(point: str) -> None:
-    """Test hook: stop here so a test can kill the process at a named moment of the swap."""
-    if os.environ.get("ENGINE_TEST_PAUSE_AT") == point:
-        Path(os.environ["ENGINE_TEST_PAUSE_FILE"]).write_text(point)
-        time.sleep(float(os.environ.get("ENGINE_TEST_PAUSE_SECONDS", "60")))
+    """A named moment of a commit ('staging', 'staged', 'ready', 'old-moved', 'swapped'), where
+    a kill must still leave a whole folder. It does nothing: it is the fault-injection seam, which
+    a crash test replaces (``engine.swap.pause = …`` in a forked child) to stop there and be killed."""
 
 
 def _old(target: Path) -> Path:

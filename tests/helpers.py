@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,3 +213,15 @@ def toy_policy() -> Iterator[Any]:
         yield kind
     finally:
         registry.unregister(kind.name)
+
+
+def pause_at(point: str, flag: Path, seconds: float = 60) -> Callable[[str], None]:
+    """A stand-in for engine.swap.pause that stops the process at ``point``: it writes ``flag``
+    (so the test knows it is there) and sleeps until the test kills it."""
+
+    def pause(reached: str) -> None:
+        if reached == point:
+            flag.write_text(point)
+            time.sleep(seconds)
+
+    return pause

@@ -1,7 +1,7 @@
 """A build killed at any moment leaves a complete folder, and the next build loses no edit.
 
-Each test runs a commit in a child process that stops at a named point of the swap (the
-ENGINE_TEST_PAUSE_AT hook in engine.swap), kills it with SIGKILL, then builds again here. The
+Each test runs a commit in a child process that stops at a named point of the swap (engine.swap.pause,
+replaced in the child by helpers.pause_at), kills it with SIGKILL, then builds again here. The
 child is forked from this process, which has the engine loaded already: a fresh interpreter
 would spend most of its time importing before it commits anything.
 """
@@ -20,6 +20,11 @@ import pytest
 import engine.swap
 from engine import outdir
 
+from helpers import pause_at
+
+# Where a child stops: the moment of the swap, the file it writes there, how long it waits.
+Pause = tuple[str, Path, float] | None
+
 POST = "Hook.\n\nThe GPU is busy {u} of the time.\n\nThe end #tag\n"
 
 
@@ -30,9 +35,10 @@ def stage(target: Path, busy: str) -> None:
     outdir.commit(staging)
 
 
-def _commit(target: Path, busy: str, exchange: str, env: dict[str, str], out: Path, err: Path) -> None:
+def _commit(target: Path, busy: str, exchange: str, pause: Pause, out: Path, err: Path) -> None:
     """The child: a commit of new numbers, printing what it merged (stdout and stderr to files)."""
-    os.environ.update(env)
+    if pause is not None:
+        engine.swap.pause = pause_at(*pause)
     sys.stdout, sys.stderr = open(out, "w"), open(err, "w")  # the child's own
     if exchange == "renames":
         engine.swap._exchange = lambda a, b: False  # a file system without an atomic exchange
@@ -46,10 +52,10 @@ def _commit(target: Path, busy: str, exchange: str, env: dict[str, str], out: Pa
 class Child:
     """A committing child process, asked as subprocess.Popen is: poll, wait, communicate."""
 
-    def __init__(self, target: Path, busy: str, env: dict[str, str], exchange: str) -> None:
+    def __init__(self, target: Path, busy: str, pause: Pause, exchange: str) -> None:
         folder = target.parent.parent
         self.out, self.err = (folder / f"child-{busy}.{name}" for name in ("out", "err"))
-        args = (target, busy, exchange, env, self.out, self.err)
+        args = (target, busy, exchange, pause, self.out, self.err)
         self.process = multiprocessing.get_context("fork").Process(target=_commit, args=args)
         self.process.start()
         self.pid = self.process.pid
@@ -74,14 +80,8 @@ class Child:
 def child(
     target: Path, busy: str, *, pause: str | None = None, seconds: float = 60, swap: str = "exchange"
 ) -> Child:
-    env = {}
-    if pause:
-        env.update(
-            ENGINE_TEST_PAUSE_AT=pause,
-            ENGINE_TEST_PAUSE_FILE=str(target.parent.parent / "paused"),
-            ENGINE_TEST_PAUSE_SECONDS=str(seconds),
-        )
-    return Child(target, busy, env, swap)
+    where: Pause = (pause, target.parent.parent / "paused", seconds) if pause else None
+    return Child(target, busy, where, swap)
 
 
 def wait_for(path: Path, proc: Child, timeout: float = 20) -> None:
