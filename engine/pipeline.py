@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import formats, outdir, posts
+from engine import formats, given, outdir, posts, quotable
 from engine.errors import UserError
-from engine.sections import Inputs, SpecLocation, sections
+from engine.sections import Inputs, SpecLocation, blame, sections
 from engine.spec import DaySpec, load_spec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +66,10 @@ def compute(spec: DaySpec, location: SpecLocation) -> dict[str, Any]:
     inputs = Inputs(measurement=measurement, day=spec.day, measured=spec.measured)
     for section, model in present:
         results[section.key] = section.run(model, location, inputs)
+    with blame(location, "given"):
+        results["given"] = given.collect(spec.given, results)
+    with blame(location, "headline"):
+        quotable.pick(results, list(spec.headline), "headline")
     results["measured"] = measured.run(spec, location, measurement)
     results["links_back"] = links.run(spec, location)
     return results
@@ -114,11 +118,19 @@ def template_context(results: dict[str, Any]) -> dict[str, Any]:
         "hashtags": results["hashtags"],
         "links_back": results.get("links_back", []),
         "measured": results.get("measured"),
-        "charts": results["inputs"]["charts"],  # names the spec asked for, to attach images
+        "charts": chart_names(results),  # names the spec asked for, to attach images
+        "given": results.get("given", {}),
     }
     for section in sections():
         context[section.key] = results.get(section.key)
     return context
+
+
+def chart_names(results: dict[str, Any]) -> list[str]:
+    """The charts the spec asked for, by name (a declared chart's name is its file name)."""
+    from engine.charts import declared
+
+    return [c if isinstance(c, str) else declared.name_of(c) for c in results["inputs"]["charts"]]
 
 
 def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -234,7 +246,7 @@ def draw_charts(
     from engine import charts
     from engine.platforms import registry as platforms
 
-    jobs: list[tuple[str, str | None]] = [(name, None) for name in spec.charts if name not in skipped]
+    jobs: list[tuple[str, str | None]] = [(name, None) for name in spec.chart_names if name not in skipped]
     if spec.linkedin_image is not None and spec.linkedin_image not in skipped:
         jobs.append((spec.linkedin_image, platforms.get("linkedin").image_size))
     return [charts.draw(name, results, folder, size=size).to_dict() for name, size in jobs]
@@ -245,18 +257,25 @@ def unavailable_charts(spec: DaySpec, results: dict[str, Any]) -> list[tuple[str
     its results cannot draw yet (a measurement not taken): left out with a warning, so a day
     builds before its bench has run."""
     slides = spec.carousel.slides if spec.carousel is not None else []
-    names = list(dict.fromkeys([*spec.charts, *(slide.chart for slide in slides if slide.chart)]))
+    names = list(dict.fromkeys([*spec.chart_names, *(slide.chart for slide in slides if slide.chart)]))
     if not names:
         return []
-    from engine.charts.registry import get
+    from engine.charts.registry import resolve
 
-    reasons = [(name, get(name).unavailable(results)) for name in names]
+    reasons = [(name, resolve(name, results).unavailable(results)) for name in names]
     return [(name, why) for name, why in reasons if why is not None]
 
 
 def headline(results: dict[str, Any]) -> list[str]:
-    """A few lines for the terminal: the numbers the post leans on."""
-    lines = []
+    """A few lines for the terminal: the numbers the post leans on, the spec's ``headline:``
+    first when it has one."""
+    chosen = results["inputs"].get("headline") or []
+    named = quotable.named(results)
+    lines = (
+        ["headline: " + "; ".join(f"{named[n]['label']}: {named[n]['text']}" for n in chosen)]
+        if chosen
+        else []
+    )
     for section in sections():
         result = results.get(section.key)
         if result and section.headline is not None:

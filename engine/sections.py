@@ -114,6 +114,9 @@ RESERVED = frozenset(
         "checks",
         "links",
         "carousel",
+        "given",
+        "headline",
+        "platforms",
     }
 )
 

@@ -14,11 +14,22 @@ import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, create_model, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from engine import limits, yamlfile
+from engine.charts import declared
+from engine.charts.declared import Declared
 from engine.errors import UserError
+from engine.given import GivenBlock, GivenName
 from engine.kvcache import KvDtype
 from engine.slides import CarouselSpec
 from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
@@ -358,6 +369,9 @@ def _known_chart(name: str) -> str:
 
 
 ChartName = Annotated[str, AfterValidator(_known_chart)]
+ChartEntry = Annotated[ChartName | Declared, BeforeValidator(declared.check_shape)]
+# A chart by name, registered or declared in the same spec (checked by DaySpec).
+ChartRef = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 
 # One word each, CamelCase for screen readers; LinkedIn wants 3 to 5 at the end of a post.
 # A tag may start with a digit (#100DaysOfCode) but not be digits only (#2024 is no hashtag).
@@ -397,14 +411,28 @@ class DaySpec(Strict):
     repository: str
     hashtags: Annotated[list[Hashtag], Field(min_length=3, max_length=5)]
     links_back: list[LinkBack] = []
-    charts: list[ChartName] = []
-    linkedin_image: ChartName | None = None  # drawn again at LinkedIn's portrait size
+    # Registered chart names, and charts declared here (engine.charts.declared).
+    charts: Annotated[list[ChartEntry], Field(max_length=limits.MAX_CHARTS)] = []
+    linkedin_image: ChartRef | None = None  # one of charts, drawn again at LinkedIn's portrait size
     measured: str | None = None
     carousel: CarouselSpec | None = None  # a LinkedIn document: engine.slides
+    given: GivenBlock = {}  # values the person set, posted as "set" (engine.given)
+    # The figures or set values the build's summary leads with, by name (default: each
+    # section's own headline, a lab's from its ``table:``).
+    headline: Annotated[list[GivenName], Field(max_length=8)] = []
 
     def section(self, key: str) -> Any:
         """The validated model of section ``key``, or None when the spec does not have it."""
         return getattr(self, key, None)
+
+    @property
+    def chart_names(self) -> list[str]:
+        """Every chart the day draws, by name (a declared chart's name is its file name)."""
+        return [c if isinstance(c, str) else declared.name_of(c) for c in self.charts]
+
+    @property
+    def declared_charts(self) -> list[str]:
+        return [declared.name_of(c) for c in self.charts if not isinstance(c, str)]
 
     @field_validator("hashtags")
     @classmethod
@@ -432,10 +460,19 @@ class DaySpec(Strict):
     def _consistent(self) -> DaySpec:
         if self.day > self.series.length:
             raise ValueError(f"day {self.day} is past the series' length {self.series.length}")
+        names = self.chart_names
+        twice = next((n for n in names if names.count(n) > 1), None)
+        if twice is not None:
+            raise ValueError(f"chart '{twice}' is listed twice (a declared chart's name is its file name)")
         if self.charts:
             from engine.charts import registry
 
+            for name in self.declared_charts:
+                if name in registry.CHARTS:
+                    raise ValueError(f"declared chart '{name}' has the name of a built-in chart: rename it")
             for name in self.charts:
+                if not isinstance(name, str):
+                    continue
                 chart = registry.get(name)
                 missing = [need for need in chart.needs if self.section(need) is None]
                 if missing:
@@ -443,7 +480,7 @@ class DaySpec(Strict):
                 problem = chart.check(self) if chart.check is not None else None
                 if problem:
                     raise ValueError(f"chart '{name}' {problem}")
-        if self.linkedin_image is not None and self.linkedin_image not in self.charts:
+        if self.linkedin_image is not None and self.linkedin_image not in names:
             raise ValueError(f"linkedin_image '{self.linkedin_image}' must be one of charts")
         if self.carousel is not None:
             self.carousel.check_sections(self)
@@ -479,7 +516,7 @@ def spec_of(data: Any, path: Path) -> DaySpec:
     """The day spec in ``data``, as parsed from the file at ``path`` (named in every error)."""
     if not isinstance(data, dict):
         raise UserError("the spec must be a mapping of fields", file=path)
-    spec = validate(day_spec_model(), data, file=path)
+    spec = validate(day_spec_model(), data, file=path, context={"declared_charts": declared.names_in(data)})
     named = re.fullmatch(r"day0*(\d+)", path.stem)
     if named and int(named.group(1)) != spec.day:  # day37.yaml copied to day38.yaml, unchanged
         raise UserError(

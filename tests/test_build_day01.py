@@ -51,11 +51,21 @@ def test_terminal_screenshot_and_alt_text_at_both_sizes(day01: Path) -> None:
     assert "Lab: day01.lab" in page and "terminal.png" in page
 
 
-def test_day01s_labkit_is_the_engines() -> None:
-    """The lab carries its own copy so it runs anywhere; it must not drift from the engine's."""
-    assert (DAYS / "day01.lab" / "labkit.py").read_bytes() == (
-        REPO / "engine" / "lab" / "kit" / "labkit.py"
-    ).read_bytes()
+def test_day01s_labkit_writes_a_format_the_engine_reads() -> None:
+    """The lab carries its own copy so it runs anywhere, and keeps the copy it was measured with
+    (its files are hashed: a new copy would mark the measurement stale). The engine must go on
+    reading the file format that copy writes, and the kit must name the format it writes."""
+    import re
+
+    from engine.lab.judge import KNOWN_VERSIONS, VERSION
+
+    def version(path: Path) -> int:
+        found = re.search(r"^VERSION = (\d+)$", path.read_text(), re.M)
+        assert found, f"{path} names no VERSION"
+        return int(found.group(1))
+
+    assert version(DAYS / "day01.lab" / "labkit.py") in KNOWN_VERSIONS
+    assert version(REPO / "engine" / "lab" / "kit" / "labkit.py") == VERSION
 
 
 def test_the_carousel_carries_the_terminal_screenshot(day01: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from engine.errors import UserError
-from engine.lab import labfiles, machine, runner, store
+from engine.lab import judge, labfiles, machine, runner, store
 from engine.lab.spec import LabSection
 
 
@@ -49,7 +49,7 @@ def measure(
     if status is not None:
         status.write(f"running {folder.name}/: {shown} (timeout {section.timeout_s:g} s)\n")
     run = runner.run_lab(command, folder, section.timeout_s, echo=echo, status=status)
-    figures, notes = runner.judge(run, section, spec_path)
+    judged = judge.judge(run, section, spec_path)
     if labfiles.content_hash(folder) != before:
         raise UserError(
             "the lab changed files in its own folder while it ran; write scratch files "
@@ -70,8 +70,10 @@ def measure(
             "files": [p.relative_to(folder).as_posix() for p in labfiles.lab_files(folder)],
         },
         "wall_seconds": round(run.wall_seconds, 3),
-        "figures": figures,
-        "notes": notes,
+        "figures": judged.figures,
+        "given": judged.given,
+        "tables": judged.tables,
+        "notes": judged.notes,
         "transcript": {"text": text, "lines": len(run.text.splitlines()), "truncated": truncated},
     }
     path = store.write(doc, Path(target_dir) / f"{about['slug']}.json")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import math
 import os
 import selectors
 import shlex
@@ -22,9 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.errors import UserError
-from engine.lab import units
-from engine.lab.spec import LabSection
 from engine.lab.store import MAX_TRANSCRIPT_CHARS
 
 KIT_DIR = Path(__file__).resolve().parent / "kit"
@@ -194,89 +190,3 @@ def clip_transcript(text: str, limit: int = MAX_TRANSCRIPT_CHARS) -> tuple[str, 
     keep = (limit - 100) // 2
     cut = len(text) - 2 * keep
     return f"{text[:keep]}\n[… {cut:,} characters cut …]\n{text[-keep:]}", True
-
-
-# ---- judging a run: one line, naming the spec's field, for every way it can go wrong ---------
-
-
-def judge(run: LabRun, section: LabSection, spec_path: Path) -> tuple[dict[str, dict], list[str]]:
-    """The figures in the spec's units, with the lab's notes; a UserError when the run failed,
-    timed out, or reported figures that do not match the spec."""
-    if run.exit_status is None:
-        raise UserError(
-            f"the lab ran past {section.timeout_s:g} s and was stopped; no file written "
-            "(shorten the lab or raise timeout_s)",
-            file=spec_path,
-            field="lab.timeout_s",
-        )
-    if run.exit_status != 0:
-        last = next((ln.strip() for ln in reversed(run.text.splitlines()) if ln.strip()), "no output")
-        raise UserError(
-            f"the lab failed with exit status {run.exit_status} ({last[:160]}); no file written",
-            file=spec_path,
-            field="lab.script",
-        )
-    recorded = run.recorded
-    if (
-        not isinstance(recorded, dict)
-        or recorded.get("labkit") != 1
-        or not isinstance(recorded.get("figures"), dict)
-    ):
-        why = "recorded no figures" if recorded is None else "wrote a figures file that is not labkit JSON"
-        raise UserError(
-            f"the lab {why} (from labkit import figure; figure(name, value, unit)); no file written",
-            file=spec_path,
-            field="lab.figures",
-        )
-    found = recorded["figures"]
-    if not found:
-        raise UserError("the lab recorded no figures; no file written", file=spec_path, field="lab.figures")
-    unknown = sorted(set(found) - set(section.figures))
-    if unknown:
-        raise UserError(
-            f"the lab reported '{unknown[0]}', which the spec does not list "
-            f"(listed: {', '.join(sorted(section.figures))}); no file written",
-            file=spec_path,
-            field="lab.figures",
-        )
-    figures: dict[str, dict] = {}
-    for name, wanted in section.figures.items():
-        got = found.get(name)
-        if got is None:
-            raise UserError(
-                "the lab did not report this figure; no file written",
-                file=spec_path,
-                field=f"lab.figures.{name}",
-            )
-        value, unit = _value_unit(got)
-        if unit is None:
-            raise UserError(
-                f"the lab reported {got!r}, not a finite value with a unit; no file written",
-                file=spec_path,
-                field=f"lab.figures.{name}",
-            )
-        try:
-            in_spec_unit = units.convert(value, unit, wanted.unit)
-        except ValueError as err:
-            raise UserError(
-                f"the spec says {wanted.unit}, the lab reported {unit!r} ({err}); no file written",
-                file=spec_path,
-                field=f"lab.figures.{name}.unit",
-            ) from None
-        figures[name] = {"value": in_spec_unit, "unit": wanted.unit, "about": wanted.about}
-    notes = [str(n) for n in recorded.get("notes", [])][:50]
-    return figures, notes
-
-
-def _value_unit(got: Any) -> tuple[float, str | None]:
-    """(value, unit) from a recorded figure; unit None when either is missing or not finite."""
-    if isinstance(got, dict):
-        value, unit = got.get("value"), got.get("unit")
-        if (
-            isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and isinstance(unit, str)
-            and math.isfinite(value)
-        ):
-            return float(value), unit
-    return 0.0, None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import UserError
+from engine.given import entry as set_value
 from engine.lab import labfiles, runner, store, units
 from engine.lab.spec import LabSection
 from engine.sections import Inputs, SpecLocation
@@ -45,7 +46,9 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
     machine, date = doc["machine"]["name"], _when(doc["date"])
     source = f"measured on {machine}"
     figures = {}
-    for name, wanted in section.figures.items():
+    # The spec's list is the contract when it has one; else every figure the run recorded.
+    contract = section.figures or {name: None for name in doc["figures"]}
+    for name, wanted in contract.items():
         got = doc["figures"].get(name)
         if got is None:
             raise UserError(
@@ -53,22 +56,42 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
                 file=spec_path,
                 field=f"lab.figures.{name}",
             )
+        unit = wanted.unit if wanted is not None else got["unit"]
         try:
-            value = units.convert(got["value"], got["unit"], wanted.unit)
+            value = units.convert(got["value"], got["unit"], unit)
         except ValueError as err:
             raise UserError(
-                f"{path.name} holds it in {got['unit']}, the spec says {wanted.unit} ({err}): {rerun}",
+                f"{path.name} holds it in {got['unit']}, the spec says {unit} ({err}): {rerun}",
                 file=spec_path,
                 field=f"lab.figures.{name}.unit",
             ) from None
-        fig = {
-            "value": value,
-            "unit": wanted.unit,
-            "about": wanted.about,
-            "label": wanted.label or wanted.about,
-            "source": source,
-        }
+        about = (wanted.about if wanted is not None else None) or got["about"]
+        label = (wanted.label if wanted is not None else None) or got.get("label") or about
+        fig = {"value": value, "unit": unit, "about": about, "label": label, "source": source}
+        if got.get("line"):
+            fig["line"] = got["line"]
         figures[name] = {**fig, "text": units.figure_text(fig)}
+    for name in [*section.compare, *section.table]:
+        if name not in figures:
+            raise UserError(
+                f"'{name}' is not among the figures of {path.name} ({', '.join(sorted(figures))})",
+                file=spec_path,
+                field="lab.table" if name in section.table else f"lab.compare.{name}",
+            )
+    given = {
+        name: set_value(name, g["value"], g["unit"], g["about"], None)
+        for name, g in doc.get("given", {}).items()
+    }
+    tables = {
+        name: {**t, "source": source, "records": records(t)} for name, t in doc.get("tables", {}).items()
+    }
+    for name in section.tables:
+        if name not in tables:
+            raise UserError(
+                f"{path.name} has no table '{name}' (added after it was measured): {rerun}",
+                file=spec_path,
+                field=f"lab.tables.{name}",
+            )
     changed = _changed(section, spec_path, doc)
     return {
         "source": source,
@@ -81,6 +104,8 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
         "wall_seconds": doc["wall_seconds"],
         "notes": doc["notes"],
         "figures": figures,
+        "given": given,
+        "tables": tables,
         "stale": bool(changed),
         "stale_message": (
             f"the lab changed since these numbers were measured on {machine} at {date}: {rerun}"
@@ -91,8 +116,23 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
         "reference": _reference(section, figures),
         "transcript": doc["transcript"],
         "terminal": section.terminal.model_dump(),
-        "table": list(section.table) or list(section.figures),
+        "table": list(section.table) or list(figures),
     }
+
+
+def records(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """A table's rows as templates quote them: by column name, each number a figure
+    (``{{ row.p50 | figure }}``), each label its text (``{{ row.strategy }}``)."""
+    columns = table["columns"]
+    return [
+        {
+            column: cell
+            if unit == "text"
+            else {"value": cell, "unit": unit, "text": units.figure_text({"value": cell, "unit": unit})}
+            for (column, unit), cell in zip(columns.items(), row)
+        }
+        for row in table["rows"]
+    ]
 
 
 def _when(iso: str) -> str:
@@ -151,7 +191,10 @@ def _reference(section: LabSection, figures: dict[str, Any]) -> dict[str, Any] |
 
 
 def headline(lab: dict[str, Any]) -> list[str]:
-    shown = ", ".join(f"{name} {fig['text']}" for name, fig in list(lab["figures"].items())[:4])
+    """The day's own headline figures (the spec's ``table:``, else every figure), by label."""
+    shown = ", ".join(
+        f"{lab['figures'][name]['label']} {lab['figures'][name]['text']}" for name in lab["table"]
+    )
     lines = [f"lab ({lab['source']}, {lab['when']}, {lab['file']}): {shown}"]
     if lab["stale"]:
         lines.append(f"STALE: {lab['stale_message']}")

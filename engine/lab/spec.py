@@ -1,7 +1,11 @@
 """The ``lab`` section of a day's spec: which script, how to run it, which figures it owes.
 
-Every figure the posts may quote is declared here with its unit and a one-line description,
-so a lab that reports something else, or forgets one, is caught when it runs, not on a post.
+Each figure is declared once. A lab that records its figures with labkit describes them where
+it measures them (``figure(name, value, unit, about=…)``), and the spec need not list them: the
+run's figures are then the contract. A spec that lists ``figures`` makes that list the contract,
+checked against the run, so a lab that reports something else, or forgets one, is caught when it
+runs, not on a post. A lab that imports nothing is read through ``from_output``: the spec gives
+each figure a regular expression over the lab's printed output (engine.lab.output).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from engine.lab import units
+from engine.lab import output, units
 from engine.validation import Strict
 
 FigureName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
@@ -20,19 +24,63 @@ Arg = Annotated[str, Field(max_length=200, pattern=r"^[^\n\r\x00]*$")]
 MAX_TIMEOUT_S = 1800  # half an hour: a lab is a short experiment, not a batch job
 
 
+Label = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")]
+Pattern = Annotated[str, Field(min_length=1, max_length=300)]
+MAX_FIGURES = 60
+MAX_TABLES = 12
+MAX_COLUMNS = 12
+
+
 class LabFigure(Strict):
-    """One figure the lab must record: its unit and what it is, in one line."""
+    """One figure the lab must record: its unit and what it is, in one line (here, or where the
+    lab records it), or the regular expression that reads it off the lab's printed output."""
 
     unit: str
-    about: OneLine
-    label: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")] | None = (
-        None  # short, for tables
-    )
+    about: OneLine | None = None
+    label: Label | None = None  # short, for tables
+    from_output: Pattern | None = None
 
     @field_validator("unit")
     @classmethod
     def _known_unit(cls, value: str) -> str:
         units.unit(value)  # ValueError names the known units
+        return value
+
+    @field_validator("from_output")
+    @classmethod
+    def _one_group(cls, value: str | None) -> str | None:
+        if value is not None:
+            output.compile_pattern(value)
+        return value
+
+    @model_validator(mode="after")
+    def _described(self) -> LabFigure:
+        if self.from_output is not None and self.about is None:
+            raise ValueError("a figure read from the output needs 'about': the lab cannot say what it is")
+        return self
+
+
+class LabTable(Strict):
+    """A table the lab owes: its columns, each with a unit ('text' for labels), in order, and
+    optionally the regular expression that finds its header line in the printed output."""
+
+    columns: Annotated[dict[FigureName, str], Field(min_length=1, max_length=MAX_COLUMNS)]
+    about: OneLine | None = None
+    from_output: Pattern | None = None
+
+    @field_validator("columns")
+    @classmethod
+    def _known_units(cls, value: dict[str, str]) -> dict[str, str]:
+        for unit in value.values():
+            if unit != output.TEXT:
+                units.unit(unit)
+        return value
+
+    @field_validator("from_output")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            output.compile_header(value)
         return value
 
 
@@ -56,12 +104,14 @@ class LabSection(Strict):
     script: Annotated[str, Field(min_length=1, max_length=300)]
     args: Annotated[list[Arg], Field(max_length=32)] = []
     timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = 120
-    figures: Annotated[dict[FigureName, LabFigure], Field(min_length=1, max_length=40)]
+    # Absent: the figures the run records (with their labkit descriptions) are the contract.
+    figures: Annotated[dict[FigureName, LabFigure], Field(max_length=MAX_FIGURES)] = {}
+    tables: Annotated[dict[FigureName, LabTable], Field(max_length=MAX_TABLES)] = {}
     # Published figures to show beside measured ones: a file in engine/catalog/reference/
     # (name without .yaml), and which measured figure each reference entry sits beside.
     reference: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,60}$")] | None = None
     compare: dict[FigureName, Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,59}$")]] = {}
-    table: list[FigureName] = []  # figures for the figures_table chart (default: all)
+    table: list[FigureName] = []  # the headline figures: the build's summary and figures_table (default: all)
     terminal: TerminalSpec = TerminalSpec()
 
     @field_validator("script")
@@ -76,7 +126,8 @@ class LabSection(Strict):
 
     @model_validator(mode="after")
     def _names_known(self) -> LabSection:
-        for name in [*self.compare, *self.table]:
+        # Without a figures list, the names are the run's: checked when the build reads it.
+        for name in [*self.compare, *self.table] if self.figures else []:
             if name not in self.figures:
                 raise ValueError(f"figure '{name}' is not among the lab's figures {sorted(self.figures)}")
         if self.compare and self.reference is None:

@@ -7,7 +7,9 @@ Schema ``lab/1`` (times in seconds, sizes in bytes)::
      "command": "python day01.lab/lab.py --quick"  (as a person would type it, from days/),
      "lab": {"script": "day01.lab/lab.py", "files_sha256": hex, "files": [relative paths]},
      "wall_seconds": float,
-     "figures": {name: {"value": float, "unit": str, "about": str}},
+     "figures": {name: {"value": float, "unit": str, "about": str, "label"?: str, "line"?: str}},
+     "given": {name: {"value": float, "unit": str, "about": str}},   (values the person set)
+     "tables": {name: {"columns": {column: unit}, "rows": [[cell]], "about": str, "line"?: str}},
      "notes": [str],
      "transcript": {"text": str, "lines": int, "truncated": bool}}
 
@@ -56,6 +58,8 @@ class Figure(Strict):
     value: float
     unit: str
     about: str
+    label: str | None = Field(default=None, max_length=40)
+    line: str | None = Field(default=None, max_length=200)  # the printed line it was read from
 
     @field_validator("value")
     @classmethod
@@ -69,6 +73,28 @@ class Figure(Strict):
     def _known(cls, value: str) -> str:
         units.unit(value)
         return value
+
+
+class Given(Figure):
+    """A value the person set (labkit.given): posted as set, never as measured."""
+
+
+Cell = Annotated[str, Field(max_length=60)] | float
+
+
+class Table(Strict):
+    columns: Annotated[dict[str, str], Field(min_length=1, max_length=12)]
+    rows: Annotated[list[list[Cell]], Field(min_length=1, max_length=1000)]
+    about: str = ""
+    line: str | None = Field(default=None, max_length=200)
+
+    @field_validator("rows")
+    @classmethod
+    def _finite_cells(cls, rows: list[list[Cell]]) -> list[list[Cell]]:
+        for row in rows:
+            if any(isinstance(c, float) and not math.isfinite(c) for c in row):
+                raise ValueError("a cell is not a finite number")
+        return rows
 
 
 class Transcript(Strict):
@@ -86,6 +112,8 @@ class LabMeasurement(Strict):
     lab: LabFiles
     wall_seconds: float = Field(ge=0)
     figures: Annotated[dict[str, Figure], Field(min_length=1)]
+    given: dict[str, Given] = {}
+    tables: dict[str, Table] = {}
     notes: list[str] = []
     transcript: Transcript
 

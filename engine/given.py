@@ -1,0 +1,71 @@
+"""Values the person set: a probe interval, a client count, a budget. Posted as "set", never as
+"measured" or "calculated".
+
+They come from two places, merged into one namespace that templates see as ``given``: the spec's
+own ``given:`` block (any day, lab or not) and a lab's ``labkit.given`` calls (kept with its
+measurement). A name set in both is refused: the post would quote one of two values silently.
+Each prints through the same filters as a figure (``{{ given.clients | figure }}`` → "20").
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+
+from engine.errors import UserError
+from engine.lab import units
+from engine.validation import Strict
+
+GivenName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+OneLine = Annotated[str, Field(min_length=1, max_length=160, pattern=r"^[^\n\r]*$")]
+Label = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")]
+MAX_GIVEN = 40
+# Set values are inputs a person typed: a budget of 10^15 of anything is a typo.
+MAX_MAGNITUDE = 1e15
+
+
+class GivenValue(Strict):
+    """One value the person chose, with its unit and, optionally, what it is."""
+
+    value: Annotated[float, Field(ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE, allow_inf_nan=False)]
+    unit: str
+    about: OneLine | None = None
+    label: Label | None = None
+
+    @field_validator("unit")
+    @classmethod
+    def _known_unit(cls, value: str) -> str:
+        units.unit(value)  # ValueError names the known units
+        return value
+
+
+GivenBlock = Annotated[dict[GivenName, GivenValue], Field(max_length=MAX_GIVEN)]
+
+
+def entry(name: str, value: float, unit: str, about: str | None, label: str | None) -> dict[str, Any]:
+    """A set value as results.json keeps it and templates read it."""
+    fig = {
+        "value": value,
+        "unit": unit,
+        "about": about or "",
+        "label": label or about or name,
+        "source": "set",
+    }
+    return {**fig, "text": units.figure_text(fig)}
+
+
+def collect(spec_given: dict[str, GivenValue], results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The day's set values: the spec's, then every section result's own ``given`` (a lab's)."""
+    merged = {name: entry(name, g.value, g.unit, g.about, g.label) for name, g in spec_given.items()}
+    for key, result in results.items():
+        if not isinstance(result, dict) or not isinstance(result.get("given"), dict):
+            continue
+        for name, g in result["given"].items():
+            if name in merged:
+                raise UserError(
+                    f"{name!r} is set both here and by the {key} section's run: keep one",
+                    field=f"given.{name}",
+                )
+            merged[name] = g
+    return merged
