@@ -57,6 +57,7 @@ MAX_VIEWS = 20  # compared KV views in one spec
 MAX_QUEUE_ROWS = 100  # utilisations, or server counts, in one queueing table
 MAX_TITLE_CHARS = 200  # a day's title (it is drawn on charts and fitted by re-measuring)
 MAX_CHART_TITLE_CHARS = 200  # a chart title, as a title too
+MAX_CHARTS = 24  # charts one day draws (each at one or two sizes, each a file in out/dayNN/)
 MAX_POST_CHARS = 100_000  # characters in one post checked against a platform's rules
 
 

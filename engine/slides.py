@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from engine.errors import UserError
 
@@ -53,11 +53,12 @@ class Slide(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _chart_known(self) -> Slide:
+    def _chart_known(self, info: ValidationInfo) -> Slide:
         if self.kind == "chart":
             if self.chart is None:
                 raise ValueError("a chart slide needs 'chart'")
-            known = known_charts()
+            # The charts the day's spec declares are known too (engine.spec passes their names).
+            known = known_charts() | set((info.context or {}).get("declared_charts", ()))
             if self.chart not in known:
                 raise ValueError(f"unknown chart {self.chart!r}; known: {', '.join(sorted(known))}")
         elif self.chart is not None:
@@ -81,8 +82,10 @@ class CarouselSpec(BaseModel):
         """Each chart slide's data must be in the spec, as for the spec's own charts."""
         from engine.charts import registry
 
+        declared = set(spec.declared_charts)
         for i, slide in enumerate(self.slides):
-            needs = registry.get(slide.chart).needs if slide.chart else ()
+            in_registry = slide.chart is not None and slide.chart not in declared
+            needs = registry.get(slide.chart).needs if in_registry and slide.chart else ()
             missing = [need for need in needs if getattr(spec, need, None) is None]
             if missing:
                 raise ValueError(

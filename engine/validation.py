@@ -43,10 +43,13 @@ class Strict(BaseModel):
 M = TypeVar("M", bound=BaseModel)
 
 
-def validate(model: type[M], data: Any, *, file: str | Path | None) -> M:
-    """``model`` from ``data``, or a UserError naming the file and the first bad field."""
+def validate(
+    model: type[M], data: Any, *, file: str | Path | None, context: dict[str, Any] | None = None
+) -> M:
+    """``model`` from ``data``, or a UserError naming the file and the first bad field.
+    ``context`` reaches the validators that need more than their own field (pydantic's)."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise one_line(exc, model, data, file=file) from None
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from engine.charts import memo, style
-from engine.charts.registry import CHARTS, Chart, register_chart
+from engine.charts.registry import CHARTS, Chart, register_chart, resolve
 
 __all__ = ["CHARTS", "Chart", "ChartFile", "draw", "figure", "register_chart"]
 
@@ -51,9 +51,10 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     `size` (a style.SIZES key) overrides the chart's default; the file is then
     ``<name>-<size>.png`` so both renders can sit side by side.
     """
-    if name not in CHARTS:
-        raise ValueError(f"unknown chart '{name}'; known: {', '.join(sorted(CHARTS))}")
-    chart = CHARTS[name]
+    try:
+        chart = resolve(name, results)
+    except KeyError as err:
+        raise ValueError(err.args[0]) from None
     if chart.animated:
         return _animate(chart, results, Path(out_dir))
     key = size or chart.size
@@ -67,7 +68,7 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     # The function's identity is in the key, so a replaced chart function never gets old bytes;
     # the numbers are those of results the function read (memo.read_key), so a build whose other
     # sections or measurement differ does not draw this chart again.
-    function = drawing_id(name, key)
+    function = drawing_id(name, key, results)
     digest = memo.read_key("chart", function, results)
     if digest is not None and memo.recall(digest, out_dir):
         alt, drawn = memo.noted(digest)
@@ -90,20 +91,23 @@ def figure(name: str, size: str, results: dict[str, Any]) -> tuple[Any, str]:
     style.theme) from a view of ``results`` that notes what it read: the memory of drawings keys
     this drawing on those values (memo.read_key), and a carousel on what its slides' charts read."""
     reads = memo.Reads(results)
-    fig, alt = CHARTS[name].draw(reads, size=style.SIZES[size])
-    memo.noted_reads(drawing_id(name, size), reads)
+    fig, alt = resolve(name, results).draw(reads, size=style.SIZES[size])
+    memo.noted_reads(drawing_id(name, size, results), reads)
     return fig, alt
 
 
-def drawing_id(name: str, size: str) -> str:
+def drawing_id(name: str, size: str, results: dict[str, Any]) -> str:
     """Which drawing: the chart, the size key it is drawn at, and the function that draws it
     (what memo.read_part keeps what it read under)."""
-    return f"{name}|{size}|{_identity(CHARTS[name].draw)}"
+    return f"{name}|{size}|{_identity(resolve(name, results).draw)}"
 
 
 def _identity(function: Any) -> str:
-    """Which function drew: its name and, for one swapped in at run time, its object."""
+    """Which function drew: its name and, for one swapped in at run time, its object (a
+    declared chart's function is made anew for each build: its name holds its declaration)."""
     name = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', '')}"
+    if name.startswith("engine.charts.declared.declared."):
+        return name
     return f"{name}@{id(function)}"
 
 

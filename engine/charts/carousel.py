@@ -130,7 +130,9 @@ def drawn_from(carousel: CarouselSpec, results: dict[str, Any]) -> dict[str, Any
     from engine import charts
 
     shown = [
-        memo.read_part(charts.drawing_id(slide.chart, charts.CHARTS[slide.chart].size), results)
+        memo.read_part(
+            charts.drawing_id(slide.chart, charts.resolve(slide.chart, results).size, results), results
+        )
         for slide in carousel.slides
         if slide.chart
     ]
@@ -330,12 +332,14 @@ def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
     slide), and the charts' backgrounds are opaque, so the alpha it would add is the canvas's."""
     from engine import charts
 
-    if name not in charts.CHARTS:
+    try:
+        chart = charts.resolve(name, results)
+    except KeyError:
         raise ValueError(
             f"chart '{name}' cannot go on a slide; slides take: {', '.join(sorted(charts.CHARTS))}"
-        )
+        ) from None
     with style.theme():  # what the chart reads is what the carousel's key holds of it
-        fig, _alt = charts.figure(name, charts.CHARTS[name].size, results)
+        fig, _alt = charts.figure(name, chart.size, results)
         fig.set_dpi(CHART_PX / style.WIDTH_IN)  # the chart's own layout, at twice the page's resolution
         fig.canvas.draw()
         return np.array(cast(Any, fig.canvas).buffer_rgba())

@@ -1,0 +1,374 @@
+"""Charts a day's spec declares, with no engine code: a bar per figure, grouped bars or lines
+over one of the lab's tables.
+
+``charts:`` in a spec takes registered chart names and, beside them, one-key mappings::
+
+    charts:
+      - terminal
+      - bar: {name: errors, title: "Failed requests per strategy", figures: [rr_errors, lc_errors]}
+      - grouped_bar: {name: by_strategy, title: "…", table: results, x: strategy, y: [p50, p99]}
+      - line: {name: depth, title: "…", table: latency, x: depth, y: [p50], log_y: true}
+
+Each declared chart's ``name`` is its file name (``errors.png``); it is drawn in the house
+style at the platform's size, with the unit on the value axis, a where-from footer naming each
+number's provenance ("measured on <machine>", "set") and alt text written from the plotted
+numbers, and it can be placed on a carousel slide or attached to a post like any chart. The
+names it reads (figures, a table, its columns) are checked against the day's results when the
+build draws it: a lab's figures are only known once it has run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Discriminator, Field, Tag
+
+from engine.charts import style
+from engine.charts.registry import Chart
+from engine.charts.style import FONT, OKABE_ITO, Size
+from engine.errors import UserError
+from engine.lab import units
+from engine.validation import Strict
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+ChartTitle = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[^\n\r\x00-\x1f$\\]*$")]
+MAX_BARS = 12
+MAX_SERIES = 6
+COLOURS = [OKABE_ITO[k] for k in ("blue", "vermillion", "green", "orange", "purple", "sky_blue")]
+
+
+class BarChart(Strict):
+    """One bar per named figure (a lab's figures, the values the person set)."""
+
+    name: Name
+    title: ChartTitle
+    figures: Annotated[list[Name], Field(min_length=1, max_length=MAX_BARS)]
+
+
+class TableChart(Strict):
+    """Columns of one of the lab's tables: ``x`` the column along the bottom, ``y`` the ones drawn."""
+
+    name: Name
+    title: ChartTitle
+    table: Name
+    x: Name
+    y: Annotated[list[Name], Field(min_length=1, max_length=MAX_SERIES)]
+
+
+class LineChart(TableChart):
+    log_x: bool = False
+    log_y: bool = False
+
+
+class BarEntry(Strict):
+    bar: BarChart
+
+
+class GroupedBarEntry(Strict):
+    grouped_bar: TableChart
+
+
+class LineEntry(Strict):
+    line: LineChart
+
+
+KINDS = ("bar", "grouped_bar", "line")
+
+
+def _kind(value: Any) -> str | None:
+    """Which declared kind a mapping is: its one key (None lets pydantic name the choices)."""
+    if isinstance(value, dict) and len(value) == 1:
+        key = next(iter(value))
+        return key if key in KINDS else None
+    return getattr(value, "kind", None)
+
+
+Declared = Annotated[
+    Annotated[BarEntry, Tag("bar")]
+    | Annotated[GroupedBarEntry, Tag("grouped_bar")]
+    | Annotated[LineEntry, Tag("line")],
+    Discriminator(_kind),
+]
+
+
+def check_shape(value: Any) -> Any:
+    """A mapping in ``charts:`` is a declared chart: one key, the kind (a clear error otherwise,
+    rather than the union's 'must be text')."""
+    if isinstance(value, dict) and _kind(value) is None:
+        keys = ", ".join(repr(k) for k in value) or "nothing"
+        raise ValueError(f"a declared chart is one key, {', '.join(KINDS)}; got {keys}")
+    return value
+
+
+def spec_of(entry: Any) -> tuple[str, BarChart | TableChart]:
+    """(kind, its settings) of a declared chart, as validated or as results.json keeps it."""
+    if isinstance(entry, BarEntry):
+        return "bar", entry.bar
+    if isinstance(entry, GroupedBarEntry):
+        return "grouped_bar", entry.grouped_bar
+    if isinstance(entry, LineEntry):
+        return "line", entry.line
+    kind = _kind(entry)
+    model = {"bar": BarChart, "grouped_bar": TableChart, "line": LineChart}[str(kind)]
+    return str(kind), model.model_validate(entry[kind])
+
+
+def names_in(spec_data: Any) -> list[str]:
+    """The names of the charts a spec's raw data declares (before it is validated)."""
+    entries = spec_data.get("charts") if isinstance(spec_data, dict) else None
+    found = []
+    for entry in entries if isinstance(entries, list) else []:
+        kind = _kind(entry)
+        settings = entry.get(kind) if kind is not None else None
+        if isinstance(settings, dict) and isinstance(settings.get("name"), str):
+            found.append(settings["name"])
+    return found
+
+
+def name_of(entry: Any) -> str:
+    return spec_of(entry)[1].name
+
+
+def chart(entry: Any) -> Chart:
+    """The Chart that draws a declared entry; its identity is the declaration itself, so a
+    changed declaration is a different drawing."""
+    kind, settings = spec_of(entry)
+    draw = _DRAW[kind]
+
+    def drawn(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, str]:
+        return draw(settings, results, size)
+
+    digest = hashlib.sha256(json.dumps([kind, settings.model_dump()], sort_keys=True).encode()).hexdigest()
+    drawn.__module__ = __name__
+    drawn.__qualname__ = f"declared.{kind}.{digest[:16]}"
+    return Chart(settings.name, drawn, needs=(), size="x")
+
+
+# ---- what a declared chart reads ------------------------------------------------------------
+
+
+def _field(settings: BarChart | TableChart) -> str:
+    return f"charts.{settings.name}"
+
+
+def _figures(settings: BarChart, results: dict[str, Any]) -> list[dict[str, Any]]:
+    from engine import quotable
+
+    try:
+        figures = quotable.pick(results, list(settings.figures), "figures")
+    except UserError as err:
+        raise UserError(err.message, field=f"{_field(settings)}.{err.field}") from None
+    dims = {units.unit(f["unit"]).dimension for f in figures}
+    if len(dims) > 1:
+        raise UserError(
+            f"its figures are of different kinds ({', '.join(sorted(dims))}): one axis shows one unit",
+            field=f"{_field(settings)}.figures",
+        )
+    return figures
+
+
+def _table(settings: TableChart, results: dict[str, Any]) -> dict[str, Any]:
+    tables: dict[str, Any] = {}
+    for result in results.values():
+        if isinstance(result, dict) and isinstance(result.get("tables"), dict):
+            tables.update(result["tables"])
+    table = tables.get(settings.table)
+    if table is None:
+        known = ", ".join(sorted(tables)) or "none: the lab recorded no table"
+        raise UserError(f"no table {settings.table!r} (known: {known})", field=f"{_field(settings)}.table")
+    columns = table["columns"]
+    for column in [settings.x, *settings.y]:
+        if column not in columns:
+            raise UserError(
+                f"table {settings.table!r} has no column {column!r} (columns: {', '.join(columns)})",
+                field=_field(settings),
+            )
+    y_units = {columns[c] for c in settings.y}
+    if "text" in y_units:
+        raise UserError("a column of labels cannot be drawn as values", field=f"{_field(settings)}.y")
+    dims = {units.unit(u).dimension for u in y_units}
+    if len(dims) > 1:
+        raise UserError(
+            f"its y columns are of different kinds ({', '.join(sorted(dims))}): one axis shows one unit",
+            field=f"{_field(settings)}.y",
+        )
+    return table
+
+
+def axis_unit(unit: str) -> str:
+    """How an axis names a unit: '(µs)'; a count or a plain ratio needs none."""
+    shown = "µs" if unit == "us" else unit
+    return "" if units.unit(unit).dimension == "count" else f" ({shown})"
+
+
+def value_text(value: float, unit: str) -> str:
+    """One plotted value as the posts print it (engine.lab.units)."""
+    return units.figure_text({"value": value, "unit": unit})
+
+
+def _footer(sources: list[str]) -> str:
+    return "; ".join(dict.fromkeys(s[:1].upper() + s[1:] for s in sources)) + "."
+
+
+def _alt(kind: str, title: str, parts: list[str], source: str) -> str:
+    from engine.platforms import registry
+
+    sentences = [f"{kind} chart: {title}.", *parts, f"Source: {source}"]
+    return style.fit_alt(sentences, registry.strictest_alt_limit())
+
+
+# ---- drawing ----------------------------------------------------------------------------------
+
+
+def _axes(fig: Figure, settings: BarChart | TableChart) -> Any:
+    portrait = style.size_of(fig).portrait
+    ax = fig.add_axes((0.1, 0.16, 0.86, 0.66) if not portrait else (0.14, 0.14, 0.8, 0.7))
+    ax.grid(True, axis="y", color=style.LIGHT_GREY)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    style.heading(fig, settings.title)
+    return ax
+
+
+def draw_bar(
+    settings: BarChart | TableChart, results: dict[str, Any], size: Size | None
+) -> tuple[Figure, str]:
+    assert isinstance(settings, BarChart)
+    figures = _figures(settings, results)
+    unit = figures[0]["unit"]
+    values = [units.convert(float(f["value"]), f["unit"], unit) for f in figures]
+    labels = [str(f.get("label") or name) for f, name in zip(figures, settings.figures)]
+    fig = style.new_figure(size or "x")
+    ax = _axes(fig, settings)
+    positions = list(range(len(values)))
+    ax.bar(positions, values, color=COLOURS[0], width=0.62)
+    ax.set_xticks(positions, labels, fontsize=FONT["small"])
+    ax.set_ylabel(f"value{axis_unit(unit)}".strip())
+    ax.set_ylim(0, max(max(values), 0) * 1.18 or 1)
+    texts = [value_text(v, unit) for v in values]
+    for x, v, text in zip(positions, values, texts):
+        ax.annotate(
+            text,
+            (x, v),
+            xytext=(0, 5),
+            textcoords="offset points",
+            ha="center",
+            fontsize=FONT["base"],
+            fontweight="bold",
+        )
+    source = _footer([f["source"] for f in figures])
+    style.source_note(fig, source)
+    parts = [f"{label}: {text}." for label, text in zip(labels, texts)]
+    return fig, _alt("Bar", settings.title, parts, source)
+
+
+def _series(settings: TableChart, table: dict[str, Any]) -> tuple[list[Any], dict[str, list[float]], str]:
+    columns = list(table["columns"])
+    xi = columns.index(settings.x)
+    unit = table["columns"][settings.y[0]]
+    xs = [row[xi] for row in table["rows"]]
+    ys = {
+        c: [units.convert(float(row[columns.index(c)]), table["columns"][c], unit) for row in table["rows"]]
+        for c in settings.y
+    }
+    return xs, ys, unit
+
+
+def _x_text(x: Any, unit: str) -> str:
+    return str(x) if unit == "text" else value_text(float(x), unit)
+
+
+def draw_grouped_bar(
+    settings: BarChart | TableChart, results: dict[str, Any], size: Size | None
+) -> tuple[Figure, str]:
+    assert isinstance(settings, TableChart)
+    table = _table(settings, results)
+    xs, ys, unit = _series(settings, table)
+    x_unit = table["columns"][settings.x]
+    fig = style.new_figure(size or "x")
+    ax = _axes(fig, settings)
+    width = 0.8 / len(ys)
+    groups = list(range(len(xs)))
+    for k, (column, values) in enumerate(ys.items()):
+        offset = (k - (len(ys) - 1) / 2) * width
+        ax.bar(
+            [g + offset for g in groups],
+            values,
+            width=width * 0.92,
+            color=COLOURS[k % len(COLOURS)],
+            label=column,
+        )
+    ax.set_xticks(groups, [_x_text(x, x_unit) for x in xs], fontsize=FONT["small"])
+    ax.set_xlabel(settings.x + ("" if x_unit == "text" else axis_unit(x_unit)))
+    ax.set_ylabel(f"value{axis_unit(unit)}".strip() if len(ys) > 1 else settings.y[0] + axis_unit(unit))
+    top = max(max(v) for v in ys.values())
+    ax.set_ylim(0, top * 1.15 if top > 0 else 1)
+    if len(ys) > 1:
+        ax.legend(frameon=False, fontsize=FONT["small"], loc="upper left", ncols=min(len(ys), 3))
+    source = _footer([table["source"]])
+    style.source_note(fig, source)
+    parts = [
+        f"{_x_text(x, x_unit)}: " + ", ".join(f"{c} {value_text(ys[c][i], unit)}" for c in ys) + "."
+        for i, x in enumerate(xs)
+    ]
+    return fig, _alt("Grouped bar", settings.title, parts, source)
+
+
+def draw_line(
+    settings: BarChart | TableChart, results: dict[str, Any], size: Size | None
+) -> tuple[Figure, str]:
+    assert isinstance(settings, LineChart)
+    table = _table(settings, results)
+    x_unit = table["columns"][settings.x]
+    if x_unit == "text":
+        raise UserError(
+            "a line needs numbers along x, not labels: use grouped_bar", field=f"{_field(settings)}.x"
+        )
+    xs, ys, unit = _series(settings, table)
+    order = sorted(range(len(xs)), key=lambda i: float(xs[i]))
+    xs = [float(xs[i]) for i in order]
+    ys = {c: [v[i] for i in order] for c, v in ys.items()}
+    if settings.log_x and min(xs) <= 0 or settings.log_y and min(min(v) for v in ys.values()) <= 0:
+        raise UserError("a log axis needs values above zero", field=_field(settings))
+    fig = style.new_figure(size or "x")
+    ax = _axes(fig, settings)
+    ax.grid(True, axis="both", color=style.LIGHT_GREY)
+    markers = style.VIEW_MARKERS
+    for k, (column, values) in enumerate(ys.items()):
+        ax.plot(
+            xs,
+            values,
+            color=COLOURS[k % len(COLOURS)],
+            linewidth=3,
+            marker=markers[k % len(markers)],
+            markersize=7,
+            label=column,
+        )
+    if settings.log_x:
+        ax.set_xscale("log")
+    if settings.log_y:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_xlabel(settings.x + axis_unit(x_unit))
+    ax.set_ylabel(f"value{axis_unit(unit)}".strip() if len(ys) > 1 else settings.y[0] + axis_unit(unit))
+    if len(ys) > 1:
+        ax.legend(frameon=False, fontsize=FONT["small"], loc="best")
+    source = _footer([table["source"]])
+    style.source_note(fig, source)
+    parts = [
+        f"{c}: "
+        + ", ".join(f"{value_text(v, unit)} at {settings.x} {_x_text(x, x_unit)}" for x, v in zip(xs, vals))
+        + "."
+        for c, vals in ys.items()
+    ]
+    return fig, _alt("Line", settings.title, parts, source)
+
+
+_DRAW = {"bar": draw_bar, "grouped_bar": draw_grouped_bar, "line": draw_line}
