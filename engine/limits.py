@@ -62,8 +62,8 @@ MAX_POST_CHARS = 100_000  # characters in one post checked against a platform's 
 # ---- rendering a template (engine.render_env: the sandbox counts as it goes) ------------------
 # A step is a loop iteration, a call, an attribute lookup or an intercepted operator. Day 37's
 # drafts take under 200 steps each, its review page under 1,500: a real template stays far
-# below, and a million steps take about half a second (a few seconds on a busy shared core).
-MAX_RENDER_STEPS = 1_000_000
+# below, and 100,000 steps stop within a second even when each is a macro call.
+MAX_RENDER_STEPS = 100_000
 MAX_RENDER_SECONDS = 10.0  # a backstop for steps that are each slow; a real render takes ms
 # Text one draft render may produce, inside macros included: a draft over this could not be
 # read back as a draft file (MAX_DRAFT_BYTES), and a post is at most a few thousand characters.
