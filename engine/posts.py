@@ -134,7 +134,8 @@ _FORMATS: dict[str, Callable[..., str]] = {
 FILTERS = {name: _strict(fn) for name, fn in _FORMATS.items()}
 
 # The rule that keeps numbers out of templates: once Jinja's own constructs are removed, no
-# digit may remain. Checked by every build (and by the tests), so a typed number cannot ship.
+# number character (has_number) may remain. Checked by every build and every file the drafts
+# load (and by the tests), so a typed number cannot ship.
 _JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
 # A raw block prints its inside as written, Jinja-looking text included: checked as text.
 _RAW = re.compile(r"\{%[-+]?\s*raw\s*[-+]?%\}(.*?)\{%[-+]?\s*endraw\s*[-+]?%\}", re.S)
