@@ -60,6 +60,20 @@ MAX_CHART_TITLE_CHARS = 200  # a chart title, as a title too
 MAX_CHARTS = 24  # charts one day draws (each at one or two sizes, each a file in out/dayNN/)
 MAX_POST_CHARS = 100_000  # characters in one post checked against a platform's rules
 
+# ---- rendering a template (engine.render_env: the sandbox counts as it goes) ------------------
+# A step is a loop iteration, a call, an attribute lookup or an intercepted operator. Day 37's
+# drafts take under 200 steps each, its review page under 1,500: a real template stays far
+# below, and 100,000 steps stop within a second even when each is a macro call.
+MAX_RENDER_STEPS = 100_000
+MAX_RENDER_SECONDS = 10.0  # a backstop for steps that are each slow; a real render takes ms
+# Text one draft render may produce, inside macros included: a draft over this could not be
+# read back as a draft file (MAX_DRAFT_BYTES), and a post is at most a few thousand characters.
+MAX_DRAFT_RENDER_CHARS = MAX_DRAFT_BYTES
+# Text one review page may produce: it shows the spec as JSON (≤ 1 MiB of YAML), every draft
+# and every table; Day 37's page is 44 KiB.
+MAX_PAGE_RENDER_CHARS = 16 * MIB
+MAX_TEMPLATE_INT_BITS = 1_024  # an integer a template computes: past 2**1024 no float holds it
+
 
 def read_bytes_limited(path: str | Path, limit: int, what: str, *, field: str | None = None) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes, or a UserError naming it.

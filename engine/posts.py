@@ -3,12 +3,15 @@
 Templates see results and spec metadata only; every number on a post reaches it through a
 filter here, so formatting (thousands separators, percentages, multiples) is decided once.
 StrictUndefined turns a misspelt variable into an error instead of an empty gap in a post.
+The environment is engine.render_env's sandbox: a draft someone else wrote is safe to build.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import re
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,8 @@ import jinja2
 
 from engine import template_cache
 from engine.errors import UserError
-from engine.limits import MAX_TEMPLATE_BYTES, read_text_limited
+from engine.limits import MAX_DRAFT_RENDER_CHARS, MAX_TEMPLATE_BYTES, read_text_limited
+from engine.render_env import RenderCapExceeded, Sandbox
 from engine.units import format_gib
 
 
@@ -92,12 +96,23 @@ def hashtag(word: str) -> str:
 
 def _strict(fn: Callable[..., str]) -> Callable[..., str]:
     """A filter that refuses an undefined value with Jinja's own error, instead of formatting it
-    into a TypeError (StrictUndefined only fails on use, and format() is not a use it knows)."""
+    into a TypeError (StrictUndefined only fails on use, and format() is not a use it knows),
+    and refuses a ``digits`` outside 0 to MAX_STRUCTURAL_INT: more decimals are noise, and a
+    computed ``fixed(day ** day)`` would build a string larger than memory before any cap."""
+    names = list(inspect.signature(fn).parameters)
+    digits_at = names.index("digits") - 1 if "digits" in names else None
 
     @functools.wraps(fn)
     def wrapper(value: Any, *args: Any) -> str:
         if isinstance(value, jinja2.Undefined):
             value._fail_with_undefined_error()
+        if digits_at is not None and len(args) > digits_at:
+            digits = args[digits_at]
+            if type(digits) is not int or not 0 <= digits <= MAX_STRUCTURAL_INT:
+                raise ValueError(
+                    f"{fn.__name__}: digits must be a whole number from 0 to {MAX_STRUCTURAL_INT}, "
+                    f"got {digits!r}"
+                )
         return fn(value, *args)
 
     return wrapper
@@ -119,42 +134,90 @@ _FORMATS: dict[str, Callable[..., str]] = {
 FILTERS = {name: _strict(fn) for name, fn in _FORMATS.items()}
 
 # The rule that keeps numbers out of templates: once Jinja's own constructs are removed, no
-# digit may remain. Checked by every build (and by the tests), so a typed number cannot ship.
+# number character (has_number) may remain. Checked by every build and every file the drafts
+# load (and by the tests), so a typed number cannot ship.
 _JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
+# A raw block prints its inside as written, Jinja-looking text included: checked as text.
+_RAW = re.compile(r"\{%[-+]?\s*raw\s*[-+]?%\}(.*?)\{%[-+]?\s*endraw\s*[-+]?%\}", re.S)
+# Unicode's number characters: digits of every script (Nd: 5, ５, ٥), other numbers (No: ½, ²,
+# ②) and letter numbers (Nl: Ⅻ). Each writes a number as surely as an ASCII digit does.
+_NUMBER_CATEGORIES = frozenset({"Nd", "No", "Nl"})
+# The integers a template may write: single digits, each for structure, never a figure: which
+# row (`rows[0]`, `rows[-1]`, `rows[1:]`), how many decimals (`fixed(2)`), and zero / one /
+# many (`{% if waits > 0 %}`, `scale != 1`, `gpus | length > 1`).
+MAX_STRUCTURAL_INT = 9
+
+
+def has_number(text: str) -> bool:
+    """Whether text holds a number character: an ASCII digit or any of _NUMBER_CATEGORIES."""
+    if text.isascii():
+        return any("0" <= ch <= "9" for ch in text)
+    return any(unicodedata.category(ch) in _NUMBER_CATEGORIES for ch in text)
+
+
+def _outside_jinja(source: str) -> str:
+    """The template's literal text: Jinja constructs blanked (their line breaks kept), raw
+    blocks' insides kept as they are."""
+
+    def blank(text: str) -> str:
+        return _JINJA.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+
+    pieces, start = [], 0
+    for raw in _RAW.finditer(source):
+        pieces += [blank(source[start : raw.start()]), raw.group(1)]
+        start = raw.end()
+    pieces.append(blank(source[start:]))
+    return "".join(pieces)
 
 
 def digits_outside_jinja(source: str) -> list[tuple[int, str]]:
-    """(line number, line) for each template line that holds a digit outside Jinja."""
-    bare = _JINJA.sub(lambda m: "\n" * m.group(0).count("\n"), source)
-    return [(n, line) for n, line in enumerate(bare.splitlines(), 1) if re.search(r"\d", line)]
+    """(line number, line) for each template line that holds a number character outside Jinja."""
+    bare = _outside_jinja(source)
+    return [(n, line) for n, line in enumerate(bare.splitlines(), 1) if has_number(line)]
 
 
 def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
     """(line number, constant) for each number written as a constant inside a Jinja construct.
 
-    ``{{ "14.3%" }}`` or ``{% set m = 5.05 %}`` would smuggle a figure past the text rule.
-    Allowed: a filter's arguments (``gib(0)``, ``fixed(1)``: formatting, not figures), a
-    subscript (``rows[0]``, ``rows[-1]``: which row, not what it says), a comparison's operands
-    (``{% if waits > 0 %}``: what to say, never printed) and template file names.
+    ``{{ "14.3%" }}``, ``{% set m = 5.05 %}``, ``""|default("5.05x", true)`` or
+    ``"%s"|format("72.3")`` would smuggle a figure past the text rule. Refused: every number
+    constant and every text constant holding a number character, wherever it stands (a filter's
+    or a call's argument included). Allowed: template file names (``"_macros.j2"``), and an
+    integer from 0 to MAX_STRUCTURAL_INT (signed) in three places that decide structure and
+    print nothing typed: the arguments of this module's formatting filters (``fixed(1)``), a
+    subscript or slice (``rows[-1]``) and a comparison's operands (``{% if waits > 0 %}``).
     """
     from jinja2 import nodes
 
     tree = jinja2.Environment().parse(source)
     allowed: set[int] = set()
     for imported in tree.find_all((nodes.Import, nodes.FromImport, nodes.Include, nodes.Extends)):
-        allowed.add(id(imported.template))  # type: ignore[attr-defined]  # a file name: "_macros.j2"
-    for compare in tree.find_all(nodes.Compare):  # `x > 0` decides what to say, prints nothing
-        allowed |= {id(c) for c in compare.find_all(nodes.Const)}
-    for node in tree.find_all((nodes.Filter, nodes.Getitem)):
-        parts = node.args if isinstance(node, nodes.Filter) else [node.arg]  # type: ignore[attr-defined]
-        for part in parts:
-            allowed |= {id(c) for c in part.find_all(nodes.Const)} | {id(part)}
+        name = imported.template  # type: ignore[attr-defined]  # a file name: "_macros.j2"
+        allowed |= {id(c) for c in name.find_all(nodes.Const)} | {id(name)}
+    structural: list[nodes.Node | None] = []
+    for filtered in tree.find_all(nodes.Filter):
+        if filtered.name in FILTERS:
+            structural += filtered.args + [kw.value for kw in filtered.kwargs]
+    for item in tree.find_all(nodes.Getitem):
+        arg = item.arg
+        structural += [arg.start, arg.stop, arg.step] if isinstance(arg, nodes.Slice) else [arg]
+    for compare in tree.find_all(nodes.Compare):
+        structural += [compare.expr] + [op.expr for op in compare.ops]
+    for node in structural:
+        if isinstance(node, (nodes.Neg, nodes.Pos)):
+            node = node.node
+        if (
+            isinstance(node, nodes.Const)
+            and type(node.value) is int
+            and 0 <= node.value <= MAX_STRUCTURAL_INT
+        ):
+            allowed.add(id(node))
     found = []
     for const in tree.find_all(nodes.Const):
         value = const.value
         if id(const) in allowed or isinstance(value, bool) or value is None:
             continue
-        if isinstance(value, (int, float)) or (isinstance(value, str) and re.search(r"\d", value)):
+        if isinstance(value, (int, float, complex)) or (isinstance(value, str) and has_number(value)):
             found.append((const.lineno, repr(value)))
     return found
 
@@ -174,37 +237,44 @@ def check_no_typed_numbers(templates_root: Path, names: list[str]) -> None:
             source = read_text_limited(templates_root / name, MAX_TEMPLATE_BYTES, "template")
         except UserError as err:
             raise UserError(err.message, file=f"templates/{name}") from None
-        try:
-            found = _typed_numbers(source)
-        except jinja2.TemplateSyntaxError as exc:
-            raise _syntax_error(exc, name) from None
-        if found:
-            number, text = min(found)
-            raise UserError(
-                f"a number typed into a template ({text.strip()}): every figure must come "
-                "from results through a filter",
-                file=f"templates/{name}",
-                field=f"line {number}",
-            )
+        _refuse_typed_numbers(source, name)
+
+
+def _refuse_typed_numbers(source: str, name: str) -> None:
+    try:
+        found = _typed_numbers(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise _syntax_error(exc, name) from None
+    if found:
+        number, text = min(found)
+        raise UserError(
+            f"a number typed into a template ({text.strip()}): every figure must come "
+            "from results through a filter",
+            file=f"templates/{name}",
+            field=f"line {number}",
+        )
 
 
 class UnformattedNumber(Exception):
-    """A template printed a number without a filter."""
+    """A template printed a number (or a value holding numbers) without a filter."""
 
 
 def _finalize(value: Any) -> Any:
-    """Every printed fraction, and every whole number from 1,000 up, must come through a filter:
-    `{{ batching.multiple }}` would otherwise put 5.049651567944251 on a post, 13280 without its comma."""
-    if isinstance(value, float) or (
-        isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1000
-    ):
-        raise UnformattedNumber(value)
-    return value
+    """What a draft may print as it is: text, yes/no, nothing, and a whole number under 1,000.
+    Every fraction, every whole number from 1,000 up, and any other value (a list, a mapping,
+    whose text would hold its numbers raw) must come through a filter: `{{ batching.multiple }}`
+    would otherwise put 5.049651567944251 on a post, 13280 without its comma."""
+    if isinstance(value, (str, bool, jinja2.Undefined)) or value is None:
+        return value
+    if isinstance(value, int) and abs(value) < 1000:
+        return value
+    raise UnformattedNumber(value)
 
 
 class _LimitedLoader(jinja2.FileSystemLoader):
     """Jinja's file loader, reading through engine.limits: a template that is not UTF-8, too
-    big, or not a regular file (a folder named ``*.j2``) is one line naming it."""
+    big, or not a regular file (a folder named ``*.j2``) is one line naming it. Every file it
+    loads passes the no-typed-numbers rule, so a number cannot come in through an include."""
 
     def get_source(
         self, environment: jinja2.Environment, template: str
@@ -220,23 +290,25 @@ class _LimitedLoader(jinja2.FileSystemLoader):
             source = read_text_limited(filename, MAX_TEMPLATE_BYTES, "template")
         except UserError as err:
             raise UserError(err.message, file=shown) from None
+        _refuse_typed_numbers(source, template)  # an imported or included file too
         return source, filename, uptodate
 
 
 def environment(templates_root: Path) -> jinja2.Environment:
-    """One environment for every day: day folders plus shared macros at the root."""
-    env = jinja2.Environment(
+    """One environment for every day: day folders plus shared macros at the root, sandboxed
+    (engine.render_env) with this module's filters and its rule for printed values."""
+    return Sandbox(
+        max_chars=MAX_DRAFT_RENDER_CHARS,
+        filters=FILTERS,
+        printed=_finalize,
         loader=_LimitedLoader(str(templates_root)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
-        finalize=_finalize,
         bytecode_cache=template_cache.DRAFTS,
     )
-    env.filters.update(FILTERS)
-    return env
 
 
 def number_thread(text: str) -> str:
@@ -287,11 +359,16 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
         ) from None
     except RecursionError:
         raise UserError(
-            "includes itself (directly or through another template) without end", file=f"templates/{template}"
+            "includes itself (directly or through another template), or a macro calls itself, without end",
+            file=f"templates/{template}",
         ) from None
+    except RenderCapExceeded as exc:
+        raise UserError(str(exc), file=f"templates/{template}", field=_template_line(exc, template)) from None
     except UnformattedNumber as exc:
+        shown = repr(exc.args[0])
+        shown = shown if len(shown) <= 60 else shown[:60] + "…"
         raise UserError(
-            f"{exc.args[0]!r} printed without a filter: format it with {', '.join(sorted(FILTERS))}",
+            f"{shown} printed without a filter: format it with {', '.join(sorted(FILTERS))}",
             file=f"templates/{template}",
             field=_template_line(exc, template),
         ) from None

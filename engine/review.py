@@ -24,9 +24,10 @@ import jinja2
 
 from engine import template_cache
 from engine.errors import UserError
-from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, read_text_limited
+from engine.limits import MAX_DRAFT_BYTES, MAX_PAGE_RENDER_CHARS, MAX_RESULTS_BYTES, read_text_limited
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
+from engine.render_env import RenderCapExceeded, Sandbox
 from engine.review_tables import source_kind
 from engine.sections import sections
 
@@ -67,12 +68,12 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)\)")  # a Markdown image in a draf
 
 def render_day_page(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) -> str:
     """The day's review page as HTML; image paths are relative to day_dir, where it is written."""
-    return _environment().get_template("day.html.j2").render(page=day_context(Path(day_dir), results, drafts))
+    return _render("day.html.j2", day_context(Path(day_dir), results, drafts))
 
 
 def render_index(out_root: Path) -> str:
     """The list of every built day (a dayNN folder with results.json), newest day first."""
-    return _environment().get_template("index.html.j2").render(page=index_context(Path(out_root)))
+    return _render("index.html.j2", index_context(Path(out_root)))
 
 
 def write_day_page(day_dir: Path) -> Path:
@@ -121,8 +122,21 @@ def built_days(out_root: Path) -> list[tuple[int, Path]]:
 # ---- page contexts: everything the templates show, already formatted ---------------------------
 
 
+def _render(template: str, page: dict[str, Any]) -> str:
+    """One page through the sandbox; a page past its caps (a results file far beyond any real
+    day's) is one line naming the template, like a draft's."""
+    try:
+        return _environment().get_template(template).render(page=page)
+    except RenderCapExceeded as exc:
+        raise UserError(str(exc), file=f"templates/review/{template}") from None
+
+
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    """The pages' environment: the drafts' sandbox (engine.render_env), HTML-escaped. It prints
+    values as they are (no rule for numbers): its templates are the engine's, not a day's, and
+    the sandbox is there for what results.json may hold."""
+    return Sandbox(
+        max_chars=MAX_PAGE_RENDER_CHARS,
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
