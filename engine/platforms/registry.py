@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from engine.platforms.rules import Count, Violation
+
+if TYPE_CHECKING:
+    from engine.platforms.reflow import PostLimits
 
 # (a post's text, its draft's file name) -> (its counts, the rules it breaks)
 CheckFn = Callable[[str, str], "tuple[list[Count], list[Violation]]"]
@@ -35,6 +38,9 @@ class Platform:
     # Where a feed folds a single post ("…see more"), as a character index; None: no fold.
     fold_at: Callable[[str], int] | None = None
     order: int = 100  # where drafts are listed (check output, review page)
+    # A thread's posts are cut to fit these before numbering (engine.platforms.reflow), so its
+    # template may be plain paragraphs; None: posts are only what the '---' lines make.
+    post_limits: PostLimits | None = None
 
     def posts(self, text: str) -> list[str]:
         """The draft's posts: a thread split on its '---' lines, or the single post."""
