@@ -76,7 +76,8 @@ def compute(spec: DaySpec, location: SpecLocation) -> dict[str, Any]:
 
 
 def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> dict[str, str]:
-    """Each templates/dayNN/*.j2 becomes a draft named without '.j2'; threads get numbered."""
+    """Each templates/dayNN/*.j2 becomes a draft named without '.j2'; threads are cut into
+    posts that fit their platform and numbered."""
     from engine.platforms import registry as platforms
 
     env = posts.environment(templates_root)
@@ -103,7 +104,7 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
         text = posts.render(env, f"{folder}/{template.name}", context)
         platform = platforms.by_draft(name)
         if platform is not None and platform.thread:
-            text = posts.number_thread(text)
+            text = posts.number_thread(text, platform.post_limits)
         drafts[name] = text
     return drafts
 

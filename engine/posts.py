@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
@@ -23,6 +23,9 @@ from engine.errors import UserError
 from engine.limits import MAX_DRAFT_RENDER_CHARS, MAX_TEMPLATE_BYTES, read_text_limited
 from engine.render_env import RenderCapExceeded, Sandbox
 from engine.units import format_gib
+
+if TYPE_CHECKING:
+    from engine.platforms.reflow import PostLimits
 
 
 def thousands(value: int | float) -> str:
@@ -311,18 +314,24 @@ def environment(templates_root: Path) -> jinja2.Environment:
     )
 
 
-def number_thread(text: str) -> str:
+def number_thread(text: str, limits: PostLimits | None = None) -> str:
     """Prefix each post of a thread with 'k/n'; posts are separated by a line '---'.
 
     Numbering is done here, after rendering, so that adding or removing a post in a template
     can never leave a thread numbered wrongly. Posts are split by the same rule the platform
-    check reads them with (engine.platforms.split_thread), so the two can never disagree.
+    check reads them with (engine.platforms.split_thread), so the two can never disagree. With
+    the platform's ``limits``, a post too long for it is first cut into posts that fit, label
+    included (engine.platforms.reflow), so a template may be plain paragraphs.
     """
-    from engine.platforms import split_thread
+    from engine.platforms.reflow import reflow
+    from engine.platforms.thread import label, split_thread
 
-    posts = [post for post in split_thread(text) if post.strip()]
+    if limits is None:
+        posts = [post for post in split_thread(text) if post.strip()]
+    else:
+        posts = reflow(text, limits)
     total = len(posts)
-    numbered = [f"{k}/{total} {post}" for k, post in enumerate(posts, start=1)]
+    numbered = [label(k, total) + post for k, post in enumerate(posts, start=1)]
     return "\n---\n".join(numbered) + "\n"
 
 

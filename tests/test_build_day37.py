@@ -187,7 +187,9 @@ def test_a_post_over_the_limit_fails_the_build_and_leaves_out_alone(built_out, t
     templates = tmp_path / "templates"
     shutil.copytree(DAYS.parent / "templates", templates)
     thread = templates / "day37" / "x-thread.md.j2"
-    thread.write_text(thread.read_text() + "---\n" + "This post rambles on. " * 20 + "\n")
+    # A long post of sentences would now be cut into posts that fit (test_reflow.py); one word
+    # over the limit cannot be, and must stop the build.
+    thread.write_text(thread.read_text() + "---\n" + "rambling" * 40 + "\n")
     out = copy_built(built_out, tmp_path / "out")
     before = _files(out / "day37")
     from engine.pipeline import ChecksFailed

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from engine.platforms.rules import Count, Violation
 from engine.registry import Registry
+
+if TYPE_CHECKING:
+    from engine.platforms.reflow import PostLimits
 
 # (a post's text, its draft's file name) -> (its counts, the rules it breaks)
 CheckFn = Callable[[str, str], "tuple[list[Count], list[Violation]]"]
@@ -40,6 +43,9 @@ class Platform:
     # template, ``check`` reports the draft missing, the review page shows its empty column. An
     # optional platform's draft is checked where it exists and skipped where it does not.
     required: bool = False
+    # A thread's posts are cut to fit these before numbering (engine.platforms.reflow), so its
+    # template may be plain paragraphs; None: posts are only what the '---' lines make.
+    post_limits: PostLimits | None = None
 
     def posts(self, text: str) -> list[str]:
         """The draft's posts: a thread split on its '---' lines, or the single post."""

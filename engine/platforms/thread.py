@@ -75,6 +75,11 @@ def missing_attachments(
     ]
 
 
+def label(k: int, total: int) -> str:
+    """What the build puts in front of post k of ``total``: 'k/n ', the marker numbering reads."""
+    return f"{k}/{total} "
+
+
 def numbering(post: str) -> tuple[int, int] | None:
     """The post's 'k/n' marker, looked for at its start, then at its end; None if it has none."""
     match = _MARKER_AT_START.search(post) or _MARKER_AT_END.search(post)

@@ -21,6 +21,7 @@ import unicodedata
 
 from engine.platforms._twitter_text import V3, extract_urls, invalid_chars
 from engine.platforms.emoji import newer_pattern, twemoji, utf16_units
+from engine.platforms.reflow import PostLimits
 from engine.platforms.registry import Platform, register_platform
 from engine.platforms.rules import Count, Violation
 from engine.platforms.thread import images_in, numbering, post_text
@@ -162,5 +163,6 @@ X = register_platform(
         image_size="x",
         alt_tags=("x", "twitter"),
         order=20,
+        post_limits=PostLimits(x_weighted_length, MAX_WEIGHTED_LENGTH, MAX_IMAGES_PER_POST),
     )
 )
