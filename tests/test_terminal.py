@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.charts import ansi, style
 from engine.charts.ansi import BOLD_DEFAULT, PALETTE, render
@@ -26,6 +28,8 @@ from engine.charts.terminal import (
     wrap_rows,
 )
 from engine.errors import UserError
+
+from helpers import examples
 
 REPO = Path(__file__).resolve().parent.parent
 RED, GREEN, BRIGHT_RED, BRIGHT_GREEN = PALETTE[1], PALETTE[2], PALETTE[9], PALETTE[10]
@@ -93,6 +97,25 @@ def test_no_control_character_survives_any_mix() -> None:
         for text, _ in line:
             assert not any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in text), repr(text)
     assert "[31" not in ansi.plain("\x1b[31mred\x1b[0m")
+
+
+PIECES = st.sampled_from(
+    ["\x1b", "[", "]", "\\", ";", ":", "m", "K", "C", "G", "0", "1", "38", "5", "2", "255", "99999999"]
+    + ["\x07", "\x9b", "\x9d", "\x9c", "\r", "\b", "\t", "\n", "\x00", "a", "é", " ", "P", "("]
+)
+
+
+@settings(max_examples=examples(300, 5000), deadline=None)
+@given(st.lists(PIECES, max_size=60).map("".join))
+def test_any_bytes_give_printable_rows_one_per_newline(written: str) -> None:
+    rows = render(written)
+    for line in rows:
+        for text, colour in line:
+            assert not any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in text), repr(text)
+            assert colour is None or (len(colour) == 7 and colour.startswith("#"))
+        assert len(ansi.line_text(line)) <= ansi.MAX_CURSOR + len(written)  # a move is capped
+    # One row per newline, and one more for an unfinished last row with something on it.
+    assert written.count("\n") <= len(rows) <= written.count("\n") + 1
 
 
 def test_sgr_colours_basic_bright_bold_and_extended() -> None:
