@@ -70,7 +70,7 @@ def test_day01s_labkit_writes_a_format_the_engine_reads() -> None:
 
 def test_the_carousel_carries_the_terminal_screenshot(day01: Path) -> None:
     """Day 1's carousel: the lab's transcript on slide 2, with the measured RAM figure on it as
-    text (the slide's words), and the screenshot's alt text naming the machine."""
+    text (the slide's words), and the screenshot's alt text naming the machine and the figure."""
     from pypdf import PdfReader
 
     results = json.loads((day01 / "results.json").read_text())
@@ -79,5 +79,6 @@ def test_the_carousel_carries_the_terminal_screenshot(day01: Path) -> None:
     slide = " ".join(reader.pages[1].extract_text().split())
     assert "The lab's own output, as it ran." in slide
     assert f"{results['lab']['figures']['ram_random']['text']}" in slide
-    alt = (day01 / "terminal.alt.txt").read_text()
-    assert results["lab"]["source"] in alt and "RAM reads" in alt
+    alt = (day01 / "terminal.alt.txt").read_text().strip()
+    ram = results["lab"]["figures"]["ram_random"]
+    assert results["lab"]["source"] in alt and f"{ram['label']}: {ram['text']}." in alt

@@ -84,14 +84,43 @@ class LabTable(Strict):
         return value
 
 
-class TerminalSpec(Strict):
-    """Which transcript lines the terminal screenshot shows (1-based, inclusive)."""
+LineNumber = Annotated[int, Field(ge=1, le=100_000, strict=True)]
+MAX_TERMINAL_RANGES = 8  # more pieces than this is a different picture: a shorter transcript
 
-    first_line: Annotated[int, Field(ge=1, le=100_000, strict=True)] = 1
-    last_line: Annotated[int, Field(ge=1, le=100_000, strict=True)] | None = None
+
+class TerminalSpec(Strict):
+    """Which transcript lines the terminal screenshot shows (1-based, inclusive): one range,
+    ``first_line``..``last_line`` (to the end when last_line is left out), or several,
+    ``lines: [[11, 24], [40, 52]]``, drawn with a line saying how many were left out between.
+    That the lines exist is checked when the screenshot is drawn, against the measurement."""
+
+    first_line: LineNumber = 1
+    last_line: LineNumber | None = None
+    lines: (
+        Annotated[list[tuple[LineNumber, LineNumber]], Field(min_length=1, max_length=MAX_TERMINAL_RANGES)]
+        | None
+    ) = None
+
+    @field_validator("lines")
+    @classmethod
+    def _ranges_in_order(cls, ranges: list[tuple[int, int]] | None) -> list[tuple[int, int]] | None:
+        for first, last in ranges or []:
+            if last < first:
+                raise ValueError(f"range [{first}, {last}] ends before it starts")
+        for (a, b), (c, d) in zip(ranges or [], (ranges or [])[1:]):
+            if c <= b:
+                raise ValueError(
+                    f"ranges [{a}, {b}] and [{c}, {d}] overlap or are out of order: "
+                    "list them top to bottom, each starting after the one before ends"
+                )
+            if c == b + 1:
+                raise ValueError(f"ranges [{a}, {b}] and [{c}, {d}] touch: write them as one, [{a}, {d}]")
+        return ranges
 
     @model_validator(mode="after")
-    def _ordered(self) -> TerminalSpec:
+    def _one_form(self) -> TerminalSpec:
+        if self.lines is not None and {"first_line", "last_line"} & self.model_fields_set:
+            raise ValueError("give either lines or first_line/last_line, not both")
         if self.last_line is not None and self.last_line < self.first_line:
             raise ValueError(f"last_line {self.last_line} is before first_line {self.first_line}")
         return self
