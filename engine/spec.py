@@ -470,9 +470,10 @@ class DaySpec(Strict):
             for name in self.declared_charts:
                 if name in registry.CHARTS:
                     raise ValueError(f"declared chart '{name}' has the name of a built-in chart: rename it")
-            for name in self.charts:
-                if not isinstance(name, str):
+            for entry in self.charts:
+                if not isinstance(entry, str):
                     continue
+                name = entry
                 chart = registry.get(name)
                 missing = [need for need in chart.needs if self.section(need) is None]
                 if missing:

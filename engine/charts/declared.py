@@ -114,8 +114,11 @@ def spec_of(entry: Any) -> tuple[str, BarChart | TableChart]:
     if isinstance(entry, LineEntry):
         return "line", entry.line
     kind = _kind(entry)
-    model = {"bar": BarChart, "grouped_bar": TableChart, "line": LineChart}[str(kind)]
-    return str(kind), model.model_validate(entry[kind])
+    if kind == "bar":
+        return "bar", BarChart.model_validate(entry[kind])
+    if kind == "line":
+        return "line", LineChart.model_validate(entry[kind])
+    return str(kind), TableChart.model_validate(entry[kind])
 
 
 def names_in(spec_data: Any) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 from engine.errors import UserError
 from engine.lab import output, units
 from engine.lab.runner import LabRun
-from engine.lab.spec import LabSection
+from engine.lab.spec import LabFigure, LabSection
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def judge(run: LabRun, section: LabSection, spec_path: Path) -> Judged:
                 f"the lab reported '{unknown[0]}', which the spec does not list "
                 f"(listed: {', '.join(sorted(section.figures))})"
             )
-    contract = section.figures or {name: None for name in found}
+    contract: dict[str, LabFigure | None] = dict(section.figures) or dict.fromkeys(found)
     figures: dict[str, dict] = {}
     for name, wanted in contract.items():
         got = found.get(name)

@@ -16,7 +16,7 @@ from typing import Any
 from engine.errors import UserError
 from engine.given import entry as set_value
 from engine.lab import labfiles, runner, store, units
-from engine.lab.spec import LabSection
+from engine.lab.spec import LabFigure, LabSection
 from engine.sections import Inputs, SpecLocation
 
 
@@ -47,7 +47,7 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
     source = f"measured on {machine}"
     figures = {}
     # The spec's list is the contract when it has one; else every figure the run recorded.
-    contract = section.figures or {name: None for name in doc["figures"]}
+    contract: dict[str, LabFigure | None] = dict(section.figures) or dict.fromkeys(doc["figures"])
     for name, wanted in contract.items():
         got = doc["figures"].get(name)
         if got is None:
