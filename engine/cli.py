@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("engine.commands.bench", "measure on a real device with torch"),
     "check": ("engine.commands.check", "check drafts against X and LinkedIn rules"),
     "review": ("engine.commands.review", "build the review pages for every day in out/"),
+    "new": ("engine.commands.new", "scaffold a new day from a lab script or an existing day"),
     "lab": ("engine.commands.lab", "run a day's own lab once and keep its figures"),
     "serve": (
         "engine.commands.serve",

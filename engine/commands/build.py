@@ -11,6 +11,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("specs", nargs="+", type=Path, help="days/dayNN.yaml files")
     parser.add_argument("--out", type=Path, default=Path("out"), help="output root (out/)")
     parser.add_argument("--force", action="store_true", help="overwrite drafts edited by hand in out/")
+    parser.add_argument(
+        "--templates",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the templates folder (default: templates/)",
+    )
 
 
 def outdir_lines(commit: object) -> list[str]:
@@ -20,16 +27,17 @@ def outdir_lines(commit: object) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.pipeline import ChecksFailed, build
+    from engine.errors import EXIT_USER_ERROR
+    from engine.pipeline import TEMPLATES, ChecksFailed, build
 
     for spec in args.specs:
         try:
-            report = build(spec, args.out, force=args.force)
+            report = build(spec, args.out, force=args.force, templates_root=args.templates or TEMPLATES)
         except ChecksFailed as failed:
             for line in failed.violations:
                 print(f"{spec}: {line}", file=sys.stderr)
             print(f"{spec}: build stopped; out/ left as it was", file=sys.stderr)
-            return 1
+            return EXIT_USER_ERROR  # a draft that breaks a platform's rule is bad input, like any other
         print(f"Day {report.day} → {report.folder}/")
         for line in report.summary:
             print(f"  {line}")

@@ -1,0 +1,269 @@
+"""A day in minutes: a lab the project has never seen becomes a day with no hand edit.
+
+Two toy labs stand for the two kinds a person brings (tests/data/newday_kit records with labkit:
+figures with their descriptions, values the person set, a table; tests/data/newday_print
+imports nothing and prints its results). Each is scaffolded with ``engine new``, measured with
+``engine lab`` and built, in a scratch copy of the project, and the drafts are held to what the
+labs recorded: every figure quoted, set values labelled "set", a declared chart of the lab's
+table whose alt text holds the plotted numbers, every platform check passing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.errors import UserError
+from engine.lab import output
+from engine.pipeline import build
+from engine.platforms import check_day_dir
+
+from helpers import DAYS, REPO
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A scratch project: the real days/ specs (for the series) and templates/ (for the macros)."""
+    root = tmp_path / "project"
+    (root / "days").mkdir(parents=True)
+    for spec in DAYS.glob("day*.yaml"):
+        shutil.copy(spec, root / "days" / spec.name)
+    shutil.copytree(REPO / "templates", root / "templates")
+    return root
+
+
+def scaffold_and_build(root: Path, day: int, lab: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    days, templates = root / "days", root / "templates"
+    assert main(["new", str(day), "--lab", str(lab), "--days", str(days), "--templates", str(templates)]) == 0
+    printed = capsys.readouterr().out
+    assert f"next: make lab-day{day:02d}" in printed
+    spec = days / f"day{day:02d}.yaml"
+    assert main(["lab", str(spec), "--quiet"]) == 0
+    build(spec, root / "out", templates_root=templates)
+    return root / "out" / f"day{day:02d}"
+
+
+def recorded(folder: Path) -> dict:
+    return json.loads((folder / "results.json").read_text())
+
+
+def test_a_labkit_lab_becomes_a_day_with_no_edit(project, capsys):
+    folder = scaffold_and_build(project, 12, DATA / "newday_kit" / "lab.py", capsys)
+    assert check_day_dir(folder).ok
+    results = recorded(folder)
+    lab = results["lab"]
+    # Declared once, in the lab: the spec lists no figures, the run's are the contract.
+    assert "figures" not in (project / "days" / "day12.yaml").read_text().split("lab:")[1].split("charts:")[0]
+    assert lab["table"] == ["rr_failed", "lc_failed", "page_cache"]  # the lab's own order
+    assert lab["figures"]["rr_failed"]["about"] == "requests that failed under round robin"
+    post = (folder / "linkedin.md").read_text()
+    for fig in lab["figures"].values():
+        assert f"{fig['label']}: {fig['text']}" in post
+    # Set values are quoted and labelled as set, never as measured.
+    for value in results["given"].values():
+        assert value["source"] == "set"
+        assert f"{value['label']}: {value['text']} (set)" in post
+    assert results["given"]["probe_interval"]["text"] == "200 ms"
+    # The table is quoted row by row, and drawn by a declared chart whose alt text holds its numbers.
+    assert "round robin · " in post and "least conn · " in post
+    chart = next(c for c in results["charts"] if c["name"] == "latency_chart")
+    alt = chart["alt_text"]
+    for row in lab["tables"]["latency"]["records"]:
+        assert row["strategy"] in alt and row["p50"]["text"] in alt and row["p99"]["text"] in alt
+    assert "Measured on" in alt
+    thread = (folder / "x-thread.md").read_text()
+    assert thread.startswith("1/") and "![the lab's output](terminal.png)" in thread
+
+
+def test_a_lab_that_only_prints_becomes_a_day_with_no_edit(project, capsys):
+    folder = scaffold_and_build(project, 13, DATA / "newday_print", capsys)
+    assert check_day_dir(folder).ok
+    spec = (project / "days" / "day13.yaml").read_text()
+    assert "from_output" in spec
+    lab = recorded(folder)["lab"]
+    # Read off the printed lines: '1,234 ns' with its comma, '12.5 x', a count with no unit.
+    assert lab["figures"]["p50_lookup"]["value"] == 1234 and lab["figures"]["p50_lookup"]["unit"] == "ns"
+    assert lab["figures"]["p50_lookup"]["line"] == "p50 lookup: 1,234 ns"
+    assert lab["figures"]["write_amplification_lsm"]["value"] == 12.5
+    assert lab["figures"]["reads_per_lookup_btree"]["value"] == 3
+    (table,) = lab["tables"].values()
+    assert dict(table["columns"]) == {"depth": "count", "btree": "us", "lsm": "us"}
+    assert table["rows"] == [[d, 1.5 * d, 2.5 * d + 1] for d in (1, 2, 3, 4)]
+    line = next(
+        c for c in recorded(folder)["charts"] if c["name"].endswith("_chart") and c["name"] != "figures_chart"
+    )
+    for row in table["rows"]:
+        assert output.parse_number(f"{row[1]}") == row[1]
+    assert "Line chart" in line["alt_text"] and "at depth" in line["alt_text"]
+    for value in ("1.5 µs", "3.0 µs", "4.5 µs", "6.0 µs", "3.5 µs", "8.5 µs", "11 µs"):
+        assert value in line["alt_text"]
+
+
+def test_new_never_overwrites_and_writes_nothing_when_refused(project, capsys):
+    days, templates = project / "days", project / "templates"
+    (templates / "day12").mkdir()
+    (templates / "day12" / "linkedin.md.j2").write_text("mine\n")
+    args = [
+        "new",
+        "12",
+        "--lab",
+        str(DATA / "newday_kit" / "lab.py"),
+        "--days",
+        str(days),
+        "--templates",
+        str(templates),
+    ]
+    assert main(args) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert (templates / "day12" / "linkedin.md.j2").read_text() == "mine\n"
+    assert not (days / "day12.yaml").exists() and not (days / "day12.lab").exists()
+
+
+def test_new_from_an_existing_day_copies_its_spec_and_templates(project, capsys):
+    days, templates = project / "days", project / "templates"
+    assert main(["new", "45", "--from", "4", "--days", str(days), "--templates", str(templates)]) == 0
+    assert "next: make day45" in capsys.readouterr().out
+    text = (days / "day45.yaml").read_text()
+    assert "day: 45" in text and "day: 4\n" not in text
+    assert (templates / "day45" / "linkedin.md.j2").read_bytes() == (
+        templates / "day04" / "linkedin.md.j2"
+    ).read_bytes()
+    build(days / "day45.yaml", project / "out", templates_root=templates)
+    assert check_day_dir(project / "out" / "day45").ok
+
+
+def test_a_print_lab_with_nothing_to_read_is_one_clear_error(project, capsys, tmp_path):
+    lab = tmp_path / "quiet.py"
+    lab.write_text('print("hello")\n')
+    args = [
+        "new",
+        "14",
+        "--lab",
+        str(lab),
+        "--days",
+        str(project / "days"),
+        "--templates",
+        str(project / "templates"),
+    ]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("--lab: found no figures")
+    assert not (project / "days" / "day14.yaml").exists()
+
+
+# ---- from_output, by hand ----------------------------------------------------------------------
+
+TRANSCRIPT = "warm-up p50: 9 us\np50: 1,234.5 us\np99: 2,000 us\nrounds: 3\n"
+
+
+def test_from_output_reads_the_one_matching_line_with_commas():
+    found = output.figure_from_output(TRANSCRIPT, r"^p50: ([\d,.]+) us$")
+    assert (found.value, found.line, found.line_number) == (1234.5, "p50: 1,234.5 us", 2)
+
+
+def test_from_output_with_no_match_names_the_pattern():
+    with pytest.raises(ValueError, match="matches no line"):
+        output.figure_from_output(TRANSCRIPT, r"^p90: ([\d,.]+) us$")
+
+
+def test_from_output_with_two_matches_quotes_both_lines():
+    with pytest.raises(ValueError) as err:
+        output.figure_from_output(TRANSCRIPT, r"p50: ([\d,.]+) us")
+    assert "matches 2 lines" in str(err.value)
+    assert "line 1: 'warm-up p50: 9 us'" in str(err.value) and "line 2: 'p50: 1,234.5 us'" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("4", 4.0), ("1,234", 1234.0), ("-0.25", -0.25), ("1e-3", 0.001), ("12,345,678.5", 12345678.5)],
+)
+def test_numbers_read_as_people_print_them(text, value):
+    assert output.parse_number(text) == value
+
+
+@pytest.mark.parametrize("text", ["12,34", "1.2.3", "abc", "", "1,2345"])
+def test_what_is_not_a_number_is_refused(text):
+    with pytest.raises(ValueError):
+        output.parse_number(text)
+
+
+def test_a_pattern_needs_exactly_one_group():
+    with pytest.raises(ValueError, match="exactly one capture group"):
+        output.compile_pattern(r"p50: \d+")
+    with pytest.raises(ValueError, match="exactly one capture group"):
+        output.compile_pattern(r"(p50): (\d+)")
+
+
+def test_a_printed_table_is_read_below_its_header_past_a_ruler():
+    printed = "noise\nstrategy      p50  p99\n------------  ---  ---\nround robin   12   80\nleast conn    9.8  31\n\nafter\n"
+    rows, header = output.table_from_output(printed, r"^strategy\s+p50", ["text", "ms", "ms"])
+    assert rows == [["round robin", 12.0, 80.0], ["least conn", 9.8, 31.0]]
+    assert header.line_number == 2
+
+
+def test_progress_lines_and_colour_are_read_as_a_terminal_shows_them():
+    printed = "10%\r50%\r\x1b[32mp50: 7 ms\x1b[0m\n"
+    assert output.figure_from_output(printed, r"^p50: (\d+) ms$").value == 7
+
+
+# ---- the run's contract ---------------------------------------------------------------------
+
+
+def _run(tmp_path: Path, script: str, spec_lab: str = "") -> Path:
+    lab = tmp_path / "days" / "day09.lab"
+    lab.mkdir(parents=True)
+    (lab / "lab.py").write_text(script)
+    spec = tmp_path / "days" / "day09.yaml"
+    spec.write_text(
+        "day: 9\nseries: {name: s, length: 60}\ntitle: T\nrepository: r\n"
+        "hashtags: [SystemDesign, Labs, LearningInPublic]\n"
+        f"lab:\n  script: day09.lab/lab.py\n{spec_lab}"
+    )
+    return spec
+
+
+def test_a_figure_described_nowhere_is_one_error_naming_it(tmp_path):
+    from engine.lab.measure import measure
+
+    spec = _run(tmp_path, 'from labkit import figure\nfigure("hits", 3, "count")\n')
+    with pytest.raises(UserError) as err:
+        measure(spec)
+    assert err.value.field == "lab.figures.hits" and "no description" in err.value.message
+    assert not (tmp_path / "days" / "day09.measured").exists()
+
+
+def test_a_spec_list_stays_the_contract(tmp_path):
+    from engine.lab.measure import measure
+
+    spec = _run(
+        tmp_path,
+        'from labkit import figure\nfigure("hits", 3, "count", about="cache hits")\nfigure("extra", 1, "count", about="x")\n',
+        "  figures:\n    hits: {unit: count}\n",
+    )
+    with pytest.raises(UserError, match="reported 'extra', which the spec does not list"):
+        measure(spec)
+
+
+def test_a_spec_given_block_is_quoted_as_set(tmp_path):
+    from engine.pipeline import compute
+    from engine.sections import SpecLocation
+    from engine.spec import load_spec
+
+    spec = tmp_path / "day05.yaml"
+    spec.write_text(
+        "day: 5\nseries: {name: s, length: 60}\ntitle: T\nrepository: r\n"
+        "hashtags: [SystemDesign, Labs, LearningInPublic]\n"
+        "given:\n  clients: {value: 20, unit: count, about: clients at once}\n"
+        "  interval: {value: 0.2, unit: s, label: Probe interval}\n"
+        "headline: [interval]\n"
+    )
+    results = compute(load_spec(spec), SpecLocation(spec))
+    assert results["given"]["interval"]["text"] == "200 ms"
+    assert results["given"]["interval"]["source"] == "set"
+    assert results["given"]["clients"]["label"] == "Clients"
