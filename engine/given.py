@@ -15,6 +15,7 @@ from pydantic import Field, field_validator
 
 from engine.errors import UserError
 from engine.lab import units
+from engine.sections import sections
 from engine.validation import Strict
 
 GivenName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
@@ -44,12 +45,13 @@ GivenBlock = Annotated[dict[GivenName, GivenValue], Field(max_length=MAX_GIVEN)]
 
 
 def entry(name: str, value: float, unit: str, about: str | None, label: str | None) -> dict[str, Any]:
-    """A set value as results.json keeps it and templates read it."""
+    """A set value as results.json keeps it and templates read it; its label, unless given, is
+    its name in words ("probe_interval" → "Probe interval"): a description is a sentence."""
     fig = {
         "value": value,
         "unit": unit,
         "about": about or "",
-        "label": label or about or name,
+        "label": label or name.replace("_", " ").capitalize(),
         "source": "set",
     }
     return {**fig, "text": units.figure_text(fig)}
@@ -58,7 +60,8 @@ def entry(name: str, value: float, unit: str, about: str | None, label: str | No
 def collect(spec_given: dict[str, GivenValue], results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The day's set values: the spec's, then every section result's own ``given`` (a lab's)."""
     merged = {name: entry(name, g.value, g.unit, g.about, g.label) for name, g in spec_given.items()}
-    for key, result in results.items():
+    for key in [s.key for s in sections()]:
+        result = results.get(key)
         if not isinstance(result, dict) or not isinstance(result.get("given"), dict):
             continue
         for name, g in result["given"].items():

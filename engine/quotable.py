@@ -10,15 +10,30 @@ from __future__ import annotations
 from typing import Any
 
 from engine.errors import UserError
+from engine.sections import sections
+
+
+def section_results(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each registered section's result in ``results``, in the registry's order."""
+    return [results[s.key] for s in sections() if isinstance(results.get(s.key), dict)]
 
 
 def named(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every named figure of the day: each section's ``figures`` (a lab's), then ``given``."""
     found: dict[str, dict[str, Any]] = {}
-    for result in results.values():
-        if isinstance(result, dict) and isinstance(result.get("figures"), dict):
+    for result in section_results(results):
+        if isinstance(result.get("figures"), dict):
             found.update(result["figures"])
     found.update(results.get("given") or {})
+    return found
+
+
+def tables(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every table of the day by name (a lab's, recorded or read from its output)."""
+    found: dict[str, dict[str, Any]] = {}
+    for result in section_results(results):
+        if isinstance(result.get("tables"), dict):
+            found.update(result["tables"])
     return found
 
 

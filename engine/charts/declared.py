@@ -176,15 +176,14 @@ def _figures(settings: BarChart, results: dict[str, Any]) -> list[dict[str, Any]
 
 
 def _table(settings: TableChart, results: dict[str, Any]) -> dict[str, Any]:
-    tables: dict[str, Any] = {}
-    for result in results.values():
-        if isinstance(result, dict) and isinstance(result.get("tables"), dict):
-            tables.update(result["tables"])
+    from engine import quotable
+
+    tables = quotable.tables(results)
     table = tables.get(settings.table)
     if table is None:
         known = ", ".join(sorted(tables)) or "none: the lab recorded no table"
         raise UserError(f"no table {settings.table!r} (known: {known})", field=f"{_field(settings)}.table")
-    columns = table["columns"]
+    columns = dict(table["columns"])
     for column in [settings.x, *settings.y]:
         if column not in columns:
             raise UserError(
@@ -230,7 +229,7 @@ def _alt(kind: str, title: str, parts: list[str], source: str) -> str:
 
 def _axes(fig: Figure, settings: BarChart | TableChart) -> Any:
     portrait = style.size_of(fig).portrait
-    ax = fig.add_axes((0.1, 0.16, 0.86, 0.66) if not portrait else (0.14, 0.14, 0.8, 0.7))
+    ax = fig.add_axes((0.1, 0.2, 0.86, 0.62) if not portrait else (0.14, 0.16, 0.8, 0.68))
     ax.grid(True, axis="y", color=style.LIGHT_GREY)
     ax.set_axisbelow(True)
     for side in ("top", "right"):
@@ -272,12 +271,13 @@ def draw_bar(
 
 
 def _series(settings: TableChart, table: dict[str, Any]) -> tuple[list[Any], dict[str, list[float]], str]:
-    columns = list(table["columns"])
+    units_of = dict(table["columns"])
+    columns = list(units_of)
     xi = columns.index(settings.x)
-    unit = table["columns"][settings.y[0]]
+    unit = units_of[settings.y[0]]
     xs = [row[xi] for row in table["rows"]]
     ys = {
-        c: [units.convert(float(row[columns.index(c)]), table["columns"][c], unit) for row in table["rows"]]
+        c: [units.convert(float(row[columns.index(c)]), units_of[c], unit) for row in table["rows"]]
         for c in settings.y
     }
     return xs, ys, unit
@@ -293,20 +293,24 @@ def draw_grouped_bar(
     assert isinstance(settings, TableChart)
     table = _table(settings, results)
     xs, ys, unit = _series(settings, table)
-    x_unit = table["columns"][settings.x]
+    x_unit = dict(table["columns"])[settings.x]
     fig = style.new_figure(size or "x")
     ax = _axes(fig, settings)
     width = 0.8 / len(ys)
     groups = list(range(len(xs)))
     for k, (column, values) in enumerate(ys.items()):
         offset = (k - (len(ys) - 1) / 2) * width
-        ax.bar(
-            [g + offset for g in groups],
-            values,
-            width=width * 0.92,
-            color=COLOURS[k % len(COLOURS)],
-            label=column,
-        )
+        spots = [g + offset for g in groups]
+        ax.bar(spots, values, width=width * 0.92, color=COLOURS[k % len(COLOURS)], label=column)
+        for x, v in zip(spots, values):
+            ax.annotate(
+                value_text(v, unit),
+                (x, v),
+                xytext=(0, 4),
+                textcoords="offset points",
+                ha="center",
+                fontsize=FONT["small"],
+            )
     ax.set_xticks(groups, [_x_text(x, x_unit) for x in xs], fontsize=FONT["small"])
     ax.set_xlabel(settings.x + ("" if x_unit == "text" else axis_unit(x_unit)))
     ax.set_ylabel(f"value{axis_unit(unit)}".strip() if len(ys) > 1 else settings.y[0] + axis_unit(unit))
@@ -328,7 +332,7 @@ def draw_line(
 ) -> tuple[Figure, str]:
     assert isinstance(settings, LineChart)
     table = _table(settings, results)
-    x_unit = table["columns"][settings.x]
+    x_unit = dict(table["columns"])[settings.x]
     if x_unit == "text":
         raise UserError(
             "a line needs numbers along x, not labels: use grouped_bar", field=f"{_field(settings)}.x"
@@ -355,6 +359,9 @@ def draw_line(
         )
     if settings.log_x:
         ax.set_xscale("log")
+    if len(xs) <= MAX_BARS:  # few points: a tick at each, labelled as the posts print it
+        ax.set_xticks(xs, [value_text(x, x_unit) for x in xs])
+        ax.minorticks_off()
     if settings.log_y:
         ax.set_yscale("log")
     else:

@@ -234,7 +234,9 @@ def _tables(
         if not rows:
             raise fail("the table has no rows", field)
         about = (wanted_table.about if wanted_table is not None else None) or _text(got.get("about")) or ""
-        table = {"columns": columns, "rows": rows, "about": about}
+        # Columns as [name, unit] pairs: their order is the table's, and JSON files are written
+        # with sorted keys.
+        table = {"columns": [[c, u] for c, u in columns.items()], "rows": rows, "about": about}
         if "line" in got:
             table["line"] = got["line"]
         tables[name] = table

@@ -71,6 +71,7 @@ def measure(
         },
         "wall_seconds": round(run.wall_seconds, 3),
         "figures": judged.figures,
+        "order": list(judged.figures),  # the lab's own order (JSON keeps keys sorted)
         "given": judged.given,
         "tables": judged.tables,
         "notes": judged.notes,

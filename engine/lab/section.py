@@ -47,7 +47,9 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
     source = f"measured on {machine}"
     figures = {}
     # The spec's list is the contract when it has one; else every figure the run recorded.
-    contract: dict[str, LabFigure | None] = dict(section.figures) or dict.fromkeys(doc["figures"])
+    recorded = [n for n in doc.get("order", []) if n in doc["figures"]]
+    recorded += [n for n in doc["figures"] if n not in recorded]
+    contract: dict[str, LabFigure | None] = dict(section.figures) or dict.fromkeys(recorded)
     for name, wanted in contract.items():
         got = doc["figures"].get(name)
         if got is None:
@@ -123,7 +125,7 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
 def records(table: dict[str, Any]) -> list[dict[str, Any]]:
     """A table's rows as templates quote them: by column name, each number a figure
     (``{{ row.p50 | figure }}``), each label its text (``{{ row.strategy }}``)."""
-    columns = table["columns"]
+    columns = dict(table["columns"])
     return [
         {
             column: cell
@@ -192,8 +194,9 @@ def _reference(section: LabSection, figures: dict[str, Any]) -> dict[str, Any] |
 
 def headline(lab: dict[str, Any]) -> list[str]:
     """The day's own headline figures (the spec's ``table:``, else every figure), by label."""
-    shown = ", ".join(
-        f"{lab['figures'][name]['label']} {lab['figures'][name]['text']}" for name in lab["table"]
+    # '; ' between figures: a label may hold a comma ("Disk, 4 KiB random read").
+    shown = "; ".join(
+        f"{lab['figures'][name]['label']}: {lab['figures'][name]['text']}" for name in lab["table"]
     )
     lines = [f"lab ({lab['source']}, {lab['when']}, {lab['file']}): {shown}"]
     if lab["stale"]:

@@ -9,7 +9,7 @@ Schema ``lab/1`` (times in seconds, sizes in bytes)::
      "wall_seconds": float,
      "figures": {name: {"value": float, "unit": str, "about": str, "label"?: str, "line"?: str}},
      "given": {name: {"value": float, "unit": str, "about": str}},   (values the person set)
-     "tables": {name: {"columns": {column: unit}, "rows": [[cell]], "about": str, "line"?: str}},
+     "tables": {name: {"columns": [[column, unit]], "rows": [[cell]], "about": str, "line"?: str}},
      "notes": [str],
      "transcript": {"text": str, "lines": int, "truncated": bool}}
 
@@ -83,7 +83,7 @@ Cell = Annotated[str, Field(max_length=60)] | float
 
 
 class Table(Strict):
-    columns: Annotated[dict[str, str], Field(min_length=1, max_length=12)]
+    columns: Annotated[list[tuple[str, str]], Field(min_length=1, max_length=12)]  # [name, unit], in order
     rows: Annotated[list[list[Cell]], Field(min_length=1, max_length=1000)]
     about: str = ""
     line: str | None = Field(default=None, max_length=200)
@@ -112,6 +112,7 @@ class LabMeasurement(Strict):
     lab: LabFiles
     wall_seconds: float = Field(ge=0)
     figures: Annotated[dict[str, Figure], Field(min_length=1)]
+    order: list[str] = []  # the figures in the order the lab reported them
     given: dict[str, Given] = {}
     tables: dict[str, Table] = {}
     notes: list[str] = []

@@ -59,6 +59,8 @@ def unit(name: str) -> Unit:
 def convert(value: float, from_unit: str, to_unit: str) -> float:
     """``value`` in ``from_unit`` expressed in ``to_unit``; a ValueError across dimensions."""
     src, dst = unit(from_unit), unit(to_unit)
+    if src == dst:
+        return value  # exact: a value in the unit asked for is not scaled there and back
     if src.dimension != dst.dimension:
         raise ValueError(f"{from_unit} is a {src.dimension}, not a {dst.dimension} like {to_unit}")
     return value * src.factor / dst.factor
