@@ -173,10 +173,23 @@ def _outside_jinja(source: str) -> str:
     return "".join(pieces)
 
 
+# What a template's words may say with a digit, because none of it is a figure: a time of day
+# ("2 am", "11:30 pm"), "24/7", a day of the series ("Day 4", "day 37"), and a name whose digits
+# follow letters ("p99", "IPv6", "H200", "L1", "S3"; not "x2", a multiple). A number standing on its own ("5x",
+# "72.3%", "200 ms", "3", "2.0") is a typed figure and refused. Removed before the text is read.
+IDIOMS = re.compile(
+    r"\b(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?(?:am|pm|a\.m\.|p\.m\.)(?![A-Za-z])"
+    r"|(?<![\w.,/])24/7(?![\w/])"
+    r"|\b[Dd]ay \d{1,3}\b(?![.,]\d)"
+    r"|(?<![\w.,])(?![xX]\d)[A-Za-z]+\d[A-Za-z0-9]*\b(?![.,]\d)"
+)
+
+
 def digits_outside_jinja(source: str) -> list[tuple[int, str]]:
-    """(line number, line) for each template line that holds a number character outside Jinja."""
+    """(line number, line) for each template line that holds a number character outside Jinja,
+    once its idioms (IDIOMS) are set aside."""
     bare = _outside_jinja(source)
-    return [(n, line) for n, line in enumerate(bare.splitlines(), 1) if has_number(line)]
+    return [(n, line) for n, line in enumerate(bare.splitlines(), 1) if has_number(IDIOMS.sub("", line))]
 
 
 def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:

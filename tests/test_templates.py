@@ -69,3 +69,19 @@ def test_percent_multiple_and_sizes():
 def test_thread_numbering_follows_the_posts():
     text = "hook\n---\nsecond\n\n---\n\nthird\n"
     assert posts.number_thread(text) == "1/3 hook\n---\n2/3 second\n---\n3/3 third\n"
+
+
+@pytest.mark.parametrize(
+    "words",
+    ["it dies at 2 am", "at 11:30 pm", "up 24/7", "Day 4's queues", "the p99 latency", "an H200", "over IPv6"],
+)
+def test_idioms_with_digits_are_words_not_figures(words):
+    """A time of day, 24/7, a day of the series and a name with digits in it type no figure."""
+    assert digits_outside_jinja(words) == []
+
+
+@pytest.mark.parametrize(
+    "words", ["5x faster", "took 200 ms", "72.3% busy", "Day 4.5", "top 3", "x2 faster", "room 101", "v0.33"]
+)
+def test_a_typed_figure_beside_an_idiom_is_still_refused(words):
+    assert digits_outside_jinja(f"at 2 am: {words}") == [(1, f"at 2 am: {words}")]
