@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(COMMANDS[args.command][0])
         return int(module.run(args) or 0)
     except UserError as err:
-        print(err.line(), file=sys.stderr)
+        print("\n".join(err.lines()), file=sys.stderr)
         return EXIT_USER_ERROR
     except BrokenPipeError:
         # `python -m engine kv --json | head`: the reader left; that is not an error of ours.

@@ -1,12 +1,15 @@
 """The one error type for user mistakes.
 
 A UserError carries where the mistake is (a file, and a field or row inside it) and what is
-wrong. The CLI prints it as one line, ``file: field: message``, and exits with status 2.
+wrong. The CLI prints it as one line, ``file: field: message``, and exits with status 2; a
+UserError that found several mistakes at once (a spec's fields) carries the others in ``more``,
+one line each.
 Anything else that escapes is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 EXIT_USER_ERROR = 2
@@ -15,10 +18,18 @@ EXIT_USER_ERROR = 2
 class UserError(Exception):
     """A mistake in the user's input: a spec, a workload file, a flag, a measurement file."""
 
-    def __init__(self, message: str, *, file: str | Path | None = None, field: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        field: str | None = None,
+        more: Sequence[UserError] = (),
+    ):
         self.file = str(file) if file is not None else None
         self.field = field
         self.message = message
+        self.more = tuple(more)
         super().__init__(self.line())
 
     def line(self) -> str:
@@ -26,3 +37,7 @@ class UserError(Exception):
         parts = [p for p in (self.file, self.field) if p]
         parts.append(self.message)
         return ": ".join(parts)
+
+    def lines(self) -> list[str]:
+        """This mistake's line, then one for each other mistake found with it."""
+        return [self.line(), *(other.line() for other in self.more)]

@@ -4,8 +4,8 @@ of a pydantic error into the one line a person sees.
 Every input the engine reads through a pydantic model (a day's spec, a measurement file, and the
 workload and CLI models that adopt it) fails the same way: ``file: field.path: message``, with
 the field written as the user wrote it, the message in plain words ("must be at least 1, got 0",
-"unknown field 'slot'; did you mean 'slots'?"), and only the first error, since the fix of one
-often changes the next.
+"unknown field 'slot'; did you mean 'slots'?"), every mistake on a line of its own (up to
+MAX_REPORTED_ERRORS), so a spec with three mistakes takes one run to fix, not three.
 
 The command line is a second way into the same models: a command gathers its flags into the
 shape the YAML has and validates that (``validate_flags``), so a flag obeys exactly the limits of
@@ -41,6 +41,9 @@ class Strict(BaseModel):
 
 
 M = TypeVar("M", bound=BaseModel)
+# Mistakes one report lists, one line each: every one a person can fix in one pass, without a
+# screenful of the same slip repeated down a long list.
+MAX_REPORTED_ERRORS = 20
 
 
 def validate(
@@ -68,12 +71,22 @@ def one_line(
     validated on its own), so the field is still named from the top of the file.
     """
     errors = exc.errors()
-    # A typo shows up twice (the unknown key, and the real key missing): name the typo.
-    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = list(err["loc"])
-    shown = [*prefix, *_user_path(data, loc, missing=err["type"] == "missing")]
-    message = _message(err, model, [str(p) for p in loc])
-    return UserError(message, file=file, field=".".join(shown) or None)
+    # A typo shows up twice (the unknown key, and the real key missing): name the typo, and
+    # leave out the missing keys beside it.
+    typo_parents = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "extra_forbidden"}
+    errors = [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"][:-1]) in typo_parents)]
+    errors.sort(key=lambda e: e["type"] != "extra_forbidden")  # stable: the input's order otherwise
+    found: dict[str | None, UserError] = {}
+    for err in errors:
+        loc = list(err["loc"])
+        shown = ".".join([*prefix, *_user_path(data, loc, missing=err["type"] == "missing")]) or None
+        if shown not in found:  # a union's members each report the same field: once is enough
+            found[shown] = UserError(_message(err, model, [str(p) for p in loc]), file=file, field=shown)
+    first, *rest = found.values()
+    if 1 + len(rest) > MAX_REPORTED_ERRORS:  # the last line says how many are not shown
+        kept = MAX_REPORTED_ERRORS - 2
+        rest = [*rest[:kept], UserError(f"and {len(rest) - kept} more", file=file)]
+    return UserError(first.message, file=file, field=first.field, more=rest)
 
 
 def _user_path(data: Any, loc: list[Any], *, missing: bool) -> list[str]:

@@ -198,3 +198,41 @@ def test_error_locations_are_the_users_keys(days_copy, change, expected):
 def test_absurd_sizes_are_typos_not_crashes(days_copy):
     path = edit(days_copy, lambda d: d["kv_cache"]["gpu"].update(memory_gib=1.0e300))
     assert error_line(path) == f"{path}: kv_cache.gpu.memory_gib: must be at most 1048576, got 1e+300"
+
+
+def test_a_spec_with_several_mistakes_lists_each_on_its_own_line(tmp_path, capsys):
+    """One run names every mistake: an unknown key (with its suggestion, not the missing key it
+    hides), a wrong type and an impossible value, in the file's order, exit status 2."""
+    from engine.cli import main
+
+    spec = tmp_path / "day09.yaml"
+    spec.write_text(
+        "day: 9\nseries: {name: s, length: 60}\ntitle: T\nrepositry: r\n"
+        "hashtags: [SystemDesign, Labs, LearningInPublic]\n"
+        "queueing: {service_ms: 0, requests: many, utilisations: [0.5], lines: {servers: 2, load: 0.9}}\n"
+    )
+    assert main(["build", str(spec), "--out", str(tmp_path / "out")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        f"{spec}: repositry: unknown field 'repositry'; did you mean 'repository'?",
+        f"{spec}: queueing.service_ms: must be greater than 0, got 0",
+        f"{spec}: queueing.requests: must be a whole number, got 'many'",
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_list_of_mistakes_is_capped(tmp_path):
+    from engine.validation import MAX_REPORTED_ERRORS
+
+    spec = tmp_path / "day09.yaml"
+    spec.write_text(
+        "day: 9\nseries: {name: s, length: 60}\ntitle: T\nrepository: r\n"
+        "hashtags: [SystemDesign, Labs, LearningInPublic]\n"
+        f"queueing: {{service_ms: 10, utilisations: [{', '.join(['2'] * 41)}], lines: {{servers: 2, load: 0.9}}}}\n"
+    )
+    with pytest.raises(UserError) as err:
+        load_spec(spec)
+    lines = err.value.lines()
+    # 41 utilisations out of range and the missing requests: 42 mistakes, 19 shown, then a count.
+    assert len(lines) == MAX_REPORTED_ERRORS
+    assert lines[-1].endswith(f"and {42 - (MAX_REPORTED_ERRORS - 1)} more")

@@ -73,7 +73,15 @@ def test_thread_numbering_follows_the_posts():
 
 @pytest.mark.parametrize(
     "words",
-    ["it dies at 2 am", "at 11:30 pm", "up 24/7", "Day 4's queues", "the p99 latency", "an H200", "over IPv6"],
+    [
+        "it dies at 2 am",
+        "at 11:30 pm",
+        "up 24/7",
+        "Day 4's queues",
+        "the p99 latency",
+        "an H200",
+        "over IPv6",
+    ],
 )
 def test_idioms_with_digits_are_words_not_figures(words):
     """A time of day, 24/7, a day of the series and a name with digits in it type no figure."""
