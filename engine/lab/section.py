@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from engine import numbers
 from engine.errors import UserError
 from engine.lab import labfiles, runner, store, units
 from engine.lab.spec import LabSection
@@ -68,7 +69,7 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
             "label": wanted.label or wanted.about,
             "source": source,
         }
-        figures[name] = {**fig, "text": units.figure_text(fig)}
+        figures[name] = {**fig, "text": numbers.figure_text(fig)}
     changed = _changed(section, spec_path, doc)
     return {
         "source": source,
@@ -139,7 +140,7 @@ def _reference(section: LabSection, figures: dict[str, Any]) -> dict[str, Any] |
             raise UserError(str(err), field=f"lab.compare.{name}") from None
         compare[name] = {
             **published,
-            "text": units.figure_text(published),
+            "text": numbers.figure_text(published),
             "key": key,
             "source": ref["source"]["short"],
             "measured_over_published": ratio,
@@ -168,13 +169,13 @@ def review_tables(lab: dict[str, Any]) -> list[dict[str, Any]]:
     rows = [
         ("machine", m["name"]),
         ("CPU", m["cpu"]),
-        ("cores", str(m["cores"])),
-        ("memory", units.bytes_text(m["memory_bytes"]) if m["memory_bytes"] else "—"),
+        ("cores", numbers.count(m["cores"])),
+        ("memory", numbers.bytes_text(m["memory_bytes"]) if m["memory_bytes"] else "—"),
         ("OS and kernel", f"{m['os']} {m['kernel']} ({m['arch']})"),
         ("Python", m["python"]),
         ("measured at", lab["when"]),
         ("command", f"{lab['lab_folder']}/$ {lab['command']}"),
-        ("wall time", units.seconds_text(lab["wall_seconds"])),
+        ("wall time", numbers.seconds_text(lab["wall_seconds"])),
         ("file", lab["file"]),
         ("lab files", "changed since: " + str(lab["stale_reason"]) if lab["stale"] else "unchanged"),
     ]
