@@ -138,10 +138,14 @@ def gib(num_bytes: float, digits: int = 2) -> str:
     return _spell(_EXACT.divide(_exact(num_bytes), Decimal(GIB)), digits) + " GiB"
 
 
+def short(value: float) -> str:
+    """A chart's label: a whole value as an integer (8), else a measurement (1.5, 12)."""
+    return _count(_exact(value))
+
+
 def gib_short(num_bytes: float) -> str:
     """85899345920 → '80 GiB': a whole number of GiB, or one decimal below 10 GiB (a chart label)."""
-    d = _EXACT.divide(_exact(num_bytes), Decimal(GIB))
-    return (_spell(d, 0) if _whole(d) else _number(d)) + " GiB"
+    return _count(_EXACT.divide(_exact(num_bytes), Decimal(GIB))) + " GiB"
 
 
 def ms(seconds: float, digits: int = 0) -> str:

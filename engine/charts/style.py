@@ -230,7 +230,7 @@ def thousands_ticks(axis: Any) -> None:
     """Tick labels with thousands separators (5,000 not 5000), like every number in the posts."""
     from matplotlib.ticker import FuncFormatter
 
-    axis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: numbers.fixed(value, 0)))
 
 
 def fit_alt(sentences: list[str], limit: int = 250) -> str:
@@ -248,6 +248,7 @@ def fit_alt(sentences: list[str], limit: int = 250) -> str:
 
 
 # One spelling of a figure on every surface: the posts' own formatters (charts use style.pct).
+from engine import numbers  # noqa: E402
 from engine.numbers import gib_short as gib  # noqa: E402, F401  (style.gib: a chart label in GiB)
 from engine.numbers import pct as pct  # noqa: E402
 from engine.numbers import thousands as thousands  # noqa: E402
