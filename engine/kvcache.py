@@ -514,7 +514,7 @@ def plan_kv_cache(
         if est.kv_memory_bytes <= 0:
             raise UserError(
                 f"{model.name} leaves no memory for the KV cache on this GPU: of "
-                f"{numbers.gib(est.requested_bytes)} ({numbers.precise(budget.gpu_memory_utilization, 6)} of "
+                f"{numbers.gib(est.requested_bytes)} ({numbers.setting(budget.gpu_memory_utilization)} of "
                 f"{numbers.gib(gpu_memory_bytes)}), weights take {numbers.gib(est.weights_bytes)} "
                 f"and activations and overhead "
                 f"{numbers.gib(est.activation_bytes + est.non_torch_bytes)}; try more GPUs "

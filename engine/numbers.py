@@ -121,6 +121,15 @@ def precise(value: float, figures: int = 4) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def setting(value: float) -> str:
+    """A value a person set (a target, a rate, a share of memory), as they typed it: 0.9, 2.5,
+    16, 1e-06. Nothing was measured, so nothing is rounded away; Python's general format
+    keeps up to six figures, as many as anyone types."""
+    if not math.isfinite(float(value)):
+        raise ValueError(f"cannot print {value!r}")
+    return f"{float(value):g}"
+
+
 def pct(fraction: float, digits: int = 1) -> str:
     """0.1432 → '14.3%'."""
     return _spell(_exact(fraction).scaleb(2), digits) + "%"

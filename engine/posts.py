@@ -38,10 +38,10 @@ def _strict(fn: Callable[..., str]) -> Callable[..., str]:
     into a TypeError (StrictUndefined only fails on use, and format() is not a use it knows)."""
 
     @functools.wraps(fn)
-    def wrapper(value: Any, *args: Any) -> str:
+    def wrapper(value: Any, *args: Any, **kwargs: Any) -> str:
         if isinstance(value, jinja2.Undefined):
             value._fail_with_undefined_error()
-        return fn(value, *args)
+        return fn(value, *args, **kwargs)
 
     return wrapper
 

@@ -147,6 +147,7 @@ def test_a_template_may_ask_for_a_unit_of_the_same_dimension() -> None:
     assert posts.figure(fig(8.192, "MB"), "kB") == "8,192 kB"
     assert posts.figure(fig(4.0, "count"), "count") == "4"
     assert posts.duration(fig(1, "ms"), "us") == "1,000 µs"
+    assert posts.FILTERS["figure"](disk, as_unit="us") == "1,217 µs"  # by name, as Jinja passes it
     with pytest.raises(ValueError, match="us is a time, not a bytes like MiB"):
         posts.figure(disk, "MiB")
     with pytest.raises(ValueError, match="unknown unit 'parsecs'"):
@@ -238,6 +239,21 @@ def test_fixed_digit_filters_round_half_up_from_the_written_number() -> None:
 )
 def test_the_review_pages_four_significant_figures(value: float, expected: str) -> None:
     assert numbers.precise(value) == expected
+
+
+def test_review_cells() -> None:
+    from engine.review_tables import gib_cell, num_cell, pct_cell
+
+    assert num_cell(1234) == "1,234" and num_cell(1148.0) == "1,148" and num_cell(5.0) == "5"
+    assert num_cell(0.123456) == "0.1235" and num_cell(12345.6) == "12,346"
+    assert (num_cell(None), num_cell(True), num_cell("x")) == ("—", "yes", "x")
+    assert gib_cell(2**27) == "0.13 GiB" and gib_cell(1536 * 2**30) == "1,536.00 GiB"
+    assert gib_cell(None) == "—"
+    assert pct_cell(0.723) == "72.3%" and pct_cell(0.85, 0) == "85%" and pct_cell(None) == "—"
+
+
+def test_a_setting_prints_as_typed() -> None:
+    assert [numbers.setting(v) for v in (0.9, 2.5, 16.0, 1e-06)] == ["0.9", "2.5", "16", "1e-06"]
 
 
 def test_a_number_that_is_not_finite_is_refused() -> None:
@@ -368,3 +384,44 @@ def test_a_built_lab_day_writes_counts_as_integers_everywhere(tmp_path: Path) ->
     assert '<tr><td class="num">failed</td><td class="num">4</td>' in page
     assert '<tr><td class="num">places</td><td class="num">5</td>' in page
     assert '<tr><td class="num">page</td><td class="num">8.2 MB</td>' in page
+
+
+# ---- one place rounds ---------------------------------------------------------------------------------
+
+# Every module whose text reaches a post, a chart, an alt text or the review page.
+PRINTING = [
+    *sorted((REPO / "engine" / "charts").glob("*.py")),
+    *sorted((REPO / "engine" / "experiments").glob("*.py")),
+    *(
+        REPO / "engine" / name
+        for name in ("posts.py", "review.py", "review_tables.py", "changes.py", "kvcache.py", "slides.py")
+    ),
+    REPO / "engine" / "lab" / "section.py",
+    REPO / "engine" / "sweep" / "analysis.py",
+]
+
+
+def rounding_format_specs(path: Path) -> list[str]:
+    """'line: spec' for each f-string field formatted as a float (.1f, ,.0f, g, .0%) in ``path``."""
+    import ast
+    import re
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FormattedValue) and isinstance(node.format_spec, ast.JoinedStr):
+            spec = "".join(str(v.value) for v in node.format_spec.values if isinstance(v, ast.Constant))
+            if re.search(r"[eEfFgG%]$", spec):
+                found.append(f"{node.lineno}: {spec}")
+    return found
+
+
+def test_the_rule_finds_a_float_format(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('x = 1.25\ny = f"{x:.1f} and {x:,} and {x:>8} and {x:.0%}"\n', encoding="utf-8")
+    assert rounding_format_specs(probe) == ["2: .1f", "2: .0%"]
+
+
+@pytest.mark.parametrize("path", PRINTING, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_printing_module_rounds_a_number_itself(path: Path) -> None:
+    assert path.is_file()
+    assert rounding_format_specs(path) == [], f"{path.name}: round through engine.numbers instead"

@@ -68,7 +68,7 @@ def budget_phrase(view: dict[str, Any]) -> str:
         share = budget.get("gpu_memory_utilization")
         return "vLLM accounting" + (f" at {numbers.pct(share, 0)} of GPU memory" if share else "")
     if budget.get("kind") == "reserve" and budget.get("reserve_gib") is not None:
-        return f"{numbers.precise(budget['reserve_gib'], 6)} GiB reserved"
+        return f"{numbers.setting(budget['reserve_gib'])} GiB reserved"
     return ""
 
 

@@ -95,7 +95,7 @@ def pareto(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
         )
     if ok and max(r[metric] for r in ok) > 20 * min(r[metric] for r in ok):
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: numbers.precise(value, 6)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: numbers.setting(value)))
     ax.set_xlabel(f"{_metric_words(metric)} (s)")
     ax.set_ylabel("output tokens/s per GPU")
     style.thousands_ticks(ax.yaxis)
@@ -194,7 +194,7 @@ def source(sw: dict[str, Any]) -> str:
 
 
 def _setup_head(r: dict[str, Any]) -> str:
-    rate = f", {numbers.precise(r['arrival_rate'], 6)} req/s" if r.get("arrival_rate") is not None else ""
+    rate = f", {numbers.setting(r['arrival_rate'])} req/s" if r.get("arrival_rate") is not None else ""
     return f"{r['gpus']}× {r['gpu']}{rate}"
 
 
@@ -216,7 +216,7 @@ def _setup(r: dict[str, Any]) -> str:
     if r["kv_dtype"] != "auto":
         parts.append(f"KV {r['kv_dtype']}")
     if r.get("arrival_rate") is not None:
-        parts.append(f"{numbers.precise(r['arrival_rate'], 6)} req/s")
+        parts.append(f"{numbers.setting(r['arrival_rate'])} req/s")
     return ", ".join(parts)
 
 

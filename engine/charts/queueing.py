@@ -99,7 +99,7 @@ def queue_hockey_stick(results: dict[str, Any], size: Size | None = None) -> tup
     requests = queueing.get("requests") or rows[0].get("requests")
     detail = "M/M/1" + (f", {requests:,} requests per point" if requests else "")
     if service is not None:
-        detail += f", service {numbers.precise(service, 6)} ms"
+        detail += f", service {numbers.setting(service)} ms"
     style.source_note(fig, labels.queueing_source(queueing, detail))
     listing = "; ".join(f"{numbers.pct(r, 0)} busy: {numbers.fixed(m)} ms" for r, m in zip(rho, mean))
     sentences = [
