@@ -95,7 +95,8 @@ def number(value: float) -> str:
 
 
 def count(value: float) -> str:
-    """A count as an integer, 4 → '4', 1234.0 → '1,234'; an average of counts, 2.5 → '2.5'."""
+    """A count as an integer, 4 → '4', 1234.0 → '1,234'; an average of counts, 2.5 → '2.5'.
+    Also a chart's label for a size already in its unit: 8 (GiB), 1.5 (GiB)."""
     return _count(_exact(value))
 
 
@@ -145,11 +146,6 @@ def multiple(ratio: float, digits: int = 1) -> str:
 def gib(num_bytes: float, digits: int = 2) -> str:
     """1073741824 → '1.00 GiB' (GiB = 2**30 bytes, as the lab and vLLM count)."""
     return _spell(_EXACT.divide(_exact(num_bytes), Decimal(GIB)), digits) + " GiB"
-
-
-def short(value: float) -> str:
-    """A chart's label: a whole value as an integer (8), else a measurement (1.5, 12)."""
-    return _count(_exact(value))
 
 
 def gib_short(num_bytes: float) -> str:
@@ -214,7 +210,7 @@ def value_text(value: float, unit_name: str, as_unit: str | None = None) -> str:
 
 
 def figure_text(fig: dict[str, Any], as_unit: str | None = None) -> str:
-    """A lab figure ({value, unit}) as a post writes it: '92 ns', '8.2 MB', '4 failed', '3.4x'."""
+    """A lab figure ({value, unit}) as a post writes it: '92 ns', '8.2 MB', '3.4x', '4' (a count)."""
     return value_text(fig["value"], fig["unit"], as_unit)
 
 

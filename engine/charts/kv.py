@@ -274,7 +274,7 @@ def memory_breakdown(results: dict[str, Any], size: Size | None = None) -> tuple
                 ax.text(
                     left + value / 2,
                     y,
-                    numbers.short(value),
+                    numbers.count(value),  # GiB: 8, 1.5, as style.gib writes a size
                     ha="center",
                     va="center",
                     color=ink,
