@@ -27,7 +27,7 @@ from __future__ import annotations
 import decimal
 import math
 from decimal import Decimal
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 from engine.lab import units
@@ -42,6 +42,8 @@ def _exact(value: Any) -> Decimal:
     """The value as a person reads it: an integer exactly, a float by its shortest spelling."""
     if isinstance(value, Integral) and not isinstance(value, bool):
         return Decimal(int(value))
+    if not isinstance(value, Real):
+        raise TypeError(f"cannot print {value!r}: not a number")
     number = float(value)
     if not math.isfinite(number):
         raise ValueError(f"cannot print {value!r}")

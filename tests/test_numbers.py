@@ -256,6 +256,12 @@ def test_a_setting_prints_as_typed() -> None:
     assert [numbers.setting(v) for v in (0.9, 2.5, 16.0, 1e-06)] == ["0.9", "2.5", "16", "1e-06"]
 
 
+def test_what_is_not_a_number_is_refused() -> None:
+    for not_a_number in ("4", None, [4]):
+        with pytest.raises(TypeError, match="not a number"):
+            numbers.count(not_a_number)  # type: ignore[arg-type]
+
+
 def test_a_number_that_is_not_finite_is_refused() -> None:
     for bad in (float("nan"), float("inf")):
         with pytest.raises(ValueError, match="cannot print"):
