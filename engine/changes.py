@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from engine import numbers
+
 RESULTS = "results.json"
 # Not figures: the spec echoed back, character counts of the drafts, image and page sizes
 # (charts, the carousel's pages), identity.
@@ -76,7 +78,7 @@ def figure_name(path: tuple[str, ...]) -> str:
 
 def _pretty_key(value: str) -> str:
     try:
-        return f"{int(value):,}"
+        return numbers.count(int(value))
     except ValueError:
         return value
 
@@ -86,11 +88,9 @@ def format_value(path: tuple[str, ...], value: float | None) -> str:
         return "—"
     key = path[-1] if path else ""
     if isinstance(value, float) and ("utilisation" in key or key.endswith(("share", "fraction"))):
-        return f"{value * 100:.1f}%"
-    if isinstance(value, int):
-        return f"{value:,}"
-    text = f"{value:,.4g}"
-    return text + "x" if key.endswith(("multiple", "ratio", "speedup")) else text
+        return numbers.pct(value)
+    text = numbers.precise(value)
+    return text + "x" if key.endswith(("multiple", "ratio", "speedup")) and isinstance(value, float) else text
 
 
 def compare_figures(

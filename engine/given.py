@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
+from engine import numbers
 from engine.errors import UserError
 from engine.lab import units
 from engine.sections import sections
@@ -54,7 +55,7 @@ def entry(name: str, value: float, unit: str, about: str | None, label: str | No
         "label": label or name.replace("_", " ").capitalize(),
         "source": "set",
     }
-    return {**fig, "text": units.figure_text(fig)}
+    return {**fig, "text": numbers.figure_text(fig)}
 
 
 def collect(spec_given: dict[str, GivenValue], results: dict[str, Any]) -> dict[str, dict[str, Any]]:

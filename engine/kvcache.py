@@ -25,10 +25,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Literal, get_args
 
+from engine import numbers
 from engine.catalog import WEIGHT_DTYPE_BITS, ModelArch
 from engine.errors import UserError
 from engine.limits import MAX_BLOCK_SIZE, MAX_CONTEXT_TOKENS, MAX_CONTEXTS, MAX_TP
-from engine.units import GIB, MIB
+from engine.units import MIB
 
 DEFAULT_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 DEFAULT_BLOCK_SIZE = 16
@@ -487,16 +488,16 @@ def plan_kv_cache(
         reserve = int(budget.reserve_bytes)
         if not 0 <= reserve < gpu_memory_bytes:
             raise UserError(
-                f"the reserve ({reserve / GIB:.2f} GiB) must be smaller than the GPU's "
-                f"memory ({gpu_memory_bytes / GIB:.2f} GiB)",
+                f"the reserve ({numbers.gib(reserve)}) must be smaller than the GPU's "
+                f"memory ({numbers.gib(gpu_memory_bytes)})",
                 field="reserve",
             )
         kv_memory = gpu_memory_bytes - reserve
         weights = budget.weights_bytes if budget.weights_bytes is not None else estimated_weights
         if weights > reserve:
             notes.append(
-                f"the weights ({weights / GIB:.2f} GiB) exceed the reserve "
-                f"({reserve / GIB:.2f} GiB); the breakdown caps them at the reserve"
+                f"the weights ({numbers.gib(weights)}) exceed the reserve "
+                f"({numbers.gib(reserve)}); the breakdown caps them at the reserve"
             )
             weights = reserve
         if weights == 0:
@@ -513,10 +514,10 @@ def plan_kv_cache(
         if est.kv_memory_bytes <= 0:
             raise UserError(
                 f"{model.name} leaves no memory for the KV cache on this GPU: of "
-                f"{est.requested_bytes / GIB:.2f} GiB ({budget.gpu_memory_utilization:g} of "
-                f"{gpu_memory_bytes / GIB:.2f} GiB), weights take {est.weights_bytes / GIB:.2f} GiB "
+                f"{numbers.gib(est.requested_bytes)} ({numbers.setting(budget.gpu_memory_utilization)} of "
+                f"{numbers.gib(gpu_memory_bytes)}), weights take {numbers.gib(est.weights_bytes)} "
                 f"and activations and overhead "
-                f"{(est.activation_bytes + est.non_torch_bytes) / GIB:.2f} GiB; try more GPUs "
+                f"{numbers.gib(est.activation_bytes + est.non_torch_bytes)}; try more GPUs "
                 "(--tp), a quantised KV or weight dtype, or a bigger card",
                 field="gpu",
             )
@@ -538,8 +539,8 @@ def plan_kv_cache(
         kv_memory = _positive(int(budget.kv_memory_bytes), "kv_memory")
         if kv_memory > gpu_memory_bytes:
             raise UserError(
-                f"the given KV memory ({kv_memory / GIB:.2f} GiB) is more than the "
-                f"GPU has ({gpu_memory_bytes / GIB:.2f} GiB)",
+                f"the given KV memory ({numbers.gib(kv_memory)}) is more than the "
+                f"GPU has ({numbers.gib(gpu_memory_bytes)})",
                 field="kv_memory",
             )
         weights = min(estimated_weights, gpu_memory_bytes - kv_memory)

@@ -1,7 +1,8 @@
 """Rendering drafts: the Jinja environment and the filters that format numbers.
 
 Templates see results and spec metadata only; every number on a post reaches it through a
-filter here, so formatting (thousands separators, percentages, multiples) is decided once.
+filter here, and every filter that prints a number is engine.numbers', so a figure is written
+the same on a post as on its chart, its alt text and the review page.
 StrictUndefined turns a misspelt variable into an error instead of an empty gap in a post.
 The environment is engine.render_env's sandbox: a draft someone else wrote is safe to build.
 """
@@ -18,78 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from engine import template_cache
+from engine import numbers, template_cache
 from engine.errors import UserError
 from engine.limits import MAX_DRAFT_RENDER_CHARS, MAX_TEMPLATE_BYTES, read_text_limited
+from engine.numbers import bytesize, duration, fixed, gib, ms, multiple, pct, ratio, thousands
 from engine.render_env import RenderCapExceeded, Sandbox
-from engine.units import format_gib
 
 if TYPE_CHECKING:
     from engine.platforms.reflow import PostLimits
 
 
-def thousands(value: int | float) -> str:
-    """2048 → '2,048'; non-integers keep one decimal."""
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.1f}"
-    return f"{int(value):,}"
-
-
-def pct(fraction: float, digits: int = 1) -> str:
-    """0.1432 → '14.3%'."""
-    return f"{fraction * 100:.{digits}f}%"
-
-
-def multiple(ratio: float, digits: int = 1) -> str:
-    """5.05 → '5.0x': the throughput multiple as people write it."""
-    return f"{ratio:.{digits}f}x"
-
-
-def gib(num_bytes: int | float, digits: int = 2) -> str:
-    """1073741824 → '1.00 GiB' (GiB = 2**30 bytes, as the lab)."""
-    return format_gib(num_bytes, digits)
-
-
-def fixed(value: float, digits: int = 1) -> str:
-    """1124.23 → '1,124.2'."""
-    return f"{value:,.{digits}f}"
-
-
-def ms(seconds: float, digits: int = 0) -> str:
-    """0.02 → '20 ms'."""
-    return f"{seconds * 1000:.{digits}f} ms"
-
-
-# ---- unit-aware filters: a lab's figures ({value, unit}) or plain base-unit numbers ------------
-
-
-def duration(value: Any) -> str:
-    """A time in its best unit: 9.2e-08 (seconds) or {value: 92, unit: ns} → '92 ns';
-    1.5e-05 → '15 µs'. Two or three significant figures, as a measurement deserves."""
-    from engine.lab import units
-
-    return units.seconds_text(units.figure_base(value, "time"))
-
-
-def bytesize(value: Any) -> str:
-    """A size in binary units: 4096 or {value: 4, unit: KiB} → '4.0 KiB'; 2**28 → '256 MiB'."""
-    from engine.lab import units
-
-    return units.bytes_text(units.figure_base(value, "bytes"))
-
-
-def ratio(numerator: Any, denominator: Any) -> str:
-    """How many of one fit in the other: tcp_rtt | ratio(ram_random) → '110' (same dimension)."""
-    from engine.lab import units
-
-    return units.number(units.ratio_of(numerator, denominator))
-
-
-def figure(fig: dict[str, Any]) -> str:
-    """A lab figure in its own dimension's best unit: '92 ns', '256 MiB', '1.6 GiB/s', '3.4x'."""
-    from engine.lab import units
-
-    return units.figure_text(fig)
+def figure(fig: dict[str, Any], as_unit: str | None = None) -> str:
+    """A lab figure as a post writes it: '92 ns', '8.2 MB', '3.4x', '4' (a count); with a unit
+    of the same dimension, in that unit: ``f.disk | figure("us")`` → '1,217 µs'."""
+    return numbers.figure_text(fig, as_unit)
 
 
 def hashtag(word: str) -> str:
@@ -106,17 +49,17 @@ def _strict(fn: Callable[..., str]) -> Callable[..., str]:
     digits_at = names.index("digits") - 1 if "digits" in names else None
 
     @functools.wraps(fn)
-    def wrapper(value: Any, *args: Any) -> str:
+    def wrapper(value: Any, *args: Any, **kwargs: Any) -> str:
         if isinstance(value, jinja2.Undefined):
             value._fail_with_undefined_error()
-        if digits_at is not None and len(args) > digits_at:
-            digits = args[digits_at]
-            if type(digits) is not int or not 0 <= digits <= MAX_STRUCTURAL_INT:
+        if digits_at is not None:
+            digits = args[digits_at] if len(args) > digits_at else kwargs.get("digits")
+            if digits is not None and (type(digits) is not int or not 0 <= digits <= MAX_STRUCTURAL_INT):
                 raise ValueError(
                     f"{fn.__name__}: digits must be a whole number from 0 to {MAX_STRUCTURAL_INT}, "
                     f"got {digits!r}"
                 )
-        return fn(value, *args)
+        return fn(value, *args, **kwargs)
 
     return wrapper
 

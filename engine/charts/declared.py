@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Field, Tag
 
+from engine import numbers
 from engine.charts import style
 from engine.charts.registry import Chart
 from engine.charts.style import FONT, OKABE_ITO, Size
@@ -210,7 +211,7 @@ def axis_unit(unit: str) -> str:
 
 def value_text(value: float, unit: str) -> str:
     """One plotted value as the posts print it (engine.lab.units)."""
-    return units.figure_text({"value": value, "unit": unit})
+    return numbers.figure_text({"value": value, "unit": unit})
 
 
 def _footer(sources: list[str]) -> str:

@@ -2,13 +2,16 @@
 
 One row per figure: what it is, the measured value in its best unit, and, where the spec pairs
 it with a published figure, that figure beside it with its source named under the table, so a
-reader can see at a glance how far this machine sits from the folklore.
+reader can see at a glance how far this machine sits from the folklore. Each value is written by
+engine.numbers from its value and unit, as the posts write it, so the image, its alt text and the
+drafts can never disagree (a count is "4", never "4.0").
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine import numbers
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
@@ -96,7 +99,7 @@ def figures_table(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
         fig.text(
             mx,
             mid,
-            f["text"],
+            numbers.figure_text(f),
             fontsize=(FONT["base"] + 5) * k,
             fontweight="bold",
             color=MEASURED,
@@ -108,7 +111,7 @@ def figures_table(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
             fig.text(
                 px,
                 mid,
-                compare[name]["text"] if name in compare else "—",
+                numbers.figure_text(compare[name]) if name in compare else "—",
                 fontsize=(FONT["base"] + 1) * k,
                 color=style.MUTED if name in compare else style.GREY,
                 va="center",
@@ -142,7 +145,7 @@ def _alt(lab: dict[str, Any], names: list[str], compare: dict[str, Any], source:
     rows = []
     for name in names:
         f = lab["figures"][name]
-        tail = f" (published: {compare[name]['text']})" if name in compare else ""
-        rows.append(f"{f['label']}, {f['text']}{tail};")
+        tail = f" (published: {numbers.figure_text(compare[name])})" if name in compare else ""
+        rows.append(f"{f['label']}, {numbers.figure_text(f)}{tail};")
     text = style.fit_alt([intro, *rows])
     return text[:-1] + "." if text.endswith(";") else text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine import numbers
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
@@ -273,7 +274,7 @@ def memory_breakdown(results: dict[str, Any], size: Size | None = None) -> tuple
                 ax.text(
                     left + value / 2,
                     y,
-                    _short_gib(value),
+                    numbers.count(value),  # GiB: 8, 1.5, as style.gib writes a size
                     ha="center",
                     va="center",
                     color=ink,
@@ -309,11 +310,6 @@ def memory_breakdown(results: dict[str, Any], size: Size | None = None) -> tuple
     style.heading(fig, "Where the GPU's memory goes")
     _write_sources(fig, notes)
     return fig, _breakdown_alt(kv, views)
-
-
-def _short_gib(value: float) -> str:
-    """A segment's label in GiB: whole numbers from 10 up, else one decimal ('1.5', '8')."""
-    return f"{value:.0f}" if value >= 9.5 or float(value).is_integer() else f"{value:.1f}"
 
 
 def _breakdown_alt(kv: dict[str, Any], views: list[dict[str, Any]]) -> str:

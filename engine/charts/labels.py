@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import numbers
 from engine.charts.style import gib
 
 
@@ -65,9 +66,9 @@ def budget_phrase(view: dict[str, Any]) -> str:
     budget = view.get("budget") or view.get("plan", {}).get("budget") or {}
     if budget.get("kind") == "vllm":
         share = budget.get("gpu_memory_utilization")
-        return "vLLM accounting" + (f" at {share * 100:.0f}% of GPU memory" if share else "")
+        return "vLLM accounting" + (f" at {numbers.pct(share, 0)} of GPU memory" if share else "")
     if budget.get("kind") == "reserve" and budget.get("reserve_gib") is not None:
-        return f"{budget['reserve_gib']:g} GiB reserved"
+        return f"{numbers.setting(budget['reserve_gib'])} GiB reserved"
     return ""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine import numbers
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
@@ -94,7 +95,7 @@ def pareto(results: dict[str, Any], size: Size | None = None) -> tuple[Figure, s
         )
     if ok and max(r[metric] for r in ok) > 20 * min(r[metric] for r in ok):
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: numbers.setting(value)))
     ax.set_xlabel(f"{_metric_words(metric)} (s)")
     ax.set_ylabel("output tokens/s per GPU")
     style.thousands_ticks(ax.yaxis)
@@ -163,8 +164,8 @@ def cheapest_table(results: dict[str, Any], size: Size | None = None) -> tuple[F
             colour = CHEAPEST if i == 0 else style.INK
             cells = [
                 _setup_head(r),
-                f"${r['usd_per_hour']:,.2f}",
-                f"${r['usd_per_million_tokens']:,.3f}",
+                "$" + numbers.fixed(r["usd_per_hour"], 2),
+                "$" + numbers.fixed(r["usd_per_million_tokens"], 3),
                 _ms(r["ttft_p99"]),
                 _ms(r["e2e_p99"]),
             ]
@@ -193,7 +194,7 @@ def source(sw: dict[str, Any]) -> str:
 
 
 def _setup_head(r: dict[str, Any]) -> str:
-    rate = f", {r['arrival_rate']:g} req/s" if r.get("arrival_rate") is not None else ""
+    rate = f", {numbers.setting(r['arrival_rate'])} req/s" if r.get("arrival_rate") is not None else ""
     return f"{r['gpus']}× {r['gpu']}{rate}"
 
 
@@ -215,7 +216,7 @@ def _setup(r: dict[str, Any]) -> str:
     if r["kv_dtype"] != "auto":
         parts.append(f"KV {r['kv_dtype']}")
     if r.get("arrival_rate") is not None:
-        parts.append(f"{r['arrival_rate']:g} req/s")
+        parts.append(f"{numbers.setting(r['arrival_rate'])} req/s")
     return ", ".join(parts)
 
 
@@ -227,7 +228,7 @@ def _metric_words(metric: str) -> str:
 def _ms(seconds: float | None) -> str:
     if seconds is None:
         return "-"
-    return f"{seconds * 1000:,.0f} ms" if seconds < 1 else f"{seconds:,.1f} s"
+    return numbers.ms(seconds) if seconds < 1 else f"{numbers.fixed(seconds)} s"
 
 
 def _wrap(text: str, width: int) -> str:
@@ -248,7 +249,7 @@ def _pareto_alt(sw: dict[str, Any], metric: str, ok: int, met: int) -> str:
         best = sw["cheapest"][0] if sw["cheapest"] else None
         sentences.append(f"{met:,} meet the targets.")
         if best:
-            sentences.append(f"Cheapest: {_setup(best)}, ${best['usd_per_hour']:,.2f} an hour.")
+            sentences.append(f"Cheapest: {_setup(best)}, ${numbers.fixed(best['usd_per_hour'], 2)} an hour.")
     return style.fit_alt(sentences)
 
 
@@ -257,5 +258,7 @@ def _table_alt(sw: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         return style.fit_alt(["Table of the cheapest setups meeting the latency targets: none meets them."])
     sentences = ["Table of the cheapest simulated setups that meet the latency targets."]
     for r in rows[:2]:
-        sentences.append(f"{_setup(r)}: ${r['usd_per_hour']:,.2f} an hour, TTFT p99 {_ms(r['ttft_p99'])}.")
+        sentences.append(
+            f"{_setup(r)}: ${numbers.fixed(r['usd_per_hour'], 2)} an hour, TTFT p99 {_ms(r['ttft_p99'])}."
+        )
     return style.fit_alt(sentences)

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from engine import numbers
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
-from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
+from engine.numbers import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -221,11 +222,11 @@ def utilisation(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
     colours = [policy_colour(n) for n in names]
     x = np.arange(len(pols))
     panels = (
-        ("GPU busy", [p["utilisation"] * 100 for _, p in pols], lambda v: f"{v:.1f}%", 100.0),
+        ("GPU busy", [p["utilisation"] * 100 for _, p in pols], lambda v: numbers.fixed(v) + "%", 100.0),
         (
             "tokens per step",
             [p["throughput_tokens_per_step"] for _, p in pols],
-            lambda v: f"{v:.1f}",
+            lambda v: numbers.fixed(v),
             float(batching.get("slots") or 0),
         ),
     )
@@ -248,7 +249,7 @@ def utilisation(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
             ax.text(
                 x[-1] + 0.45,
                 ceiling,
-                "max" if i == 0 else f"{ceiling:.0f} slots",
+                "max" if i == 0 else f"{numbers.fixed(ceiling, 0)} slots",
                 ha="right",
                 va="bottom",
                 fontsize=FONT["small"],
@@ -268,7 +269,7 @@ def utilisation(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
     style.heading(fig, headline)
     style.source_note(fig, labels.batching_source(batching))
     parts = "; ".join(
-        f"{n} {style.pct(p['utilisation'])} busy, {p['throughput_tokens_per_step']:.1f} tokens per step"
+        f"{n} {style.pct(p['utilisation'])} busy, {numbers.fixed(p['throughput_tokens_per_step'])} tokens per step"
         for n, p in pols
     )
     sentences = [f"Bar charts, {labels.batching_source(batching)}: {parts}."]
@@ -299,6 +300,11 @@ def e2e_curve(pol: dict[str, Any]) -> tuple[list[float], list[float]] | None:
         ordered = sorted(float(v) for v in values)
         return ordered, [(i + 1) / len(ordered) for i in range(len(ordered))]
     return None
+
+
+def _steps(value: float | None) -> str:
+    """A latency in decode steps, or a dash where a policy has none (no request finished)."""
+    return "—" if value is None else numbers.fixed(value, 0)
 
 
 @register_chart("latency_cdf", needs=("batching",), size="linkedin")
@@ -333,7 +339,7 @@ def latency_cdf(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
             )
         if "p99" in marks:
             ax.annotate(
-                f"p99 {marks['p99']:,.0f}",
+                f"p99 {numbers.fixed(marks['p99'], 0)}",
                 (marks["p99"], 0.99),
                 xytext=(10, -4),
                 textcoords="offset points",
@@ -357,8 +363,7 @@ def latency_cdf(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
     note = labels.batching_source(batching) + ("; curve through p50, p90, p99" if from_percentiles else "")
     style.source_note(fig, note)
     parts = "; ".join(
-        f"{n} p50 {e2e_percentiles(p).get('p50', float('nan')):,.0f}, "
-        f"p99 {e2e_percentiles(p).get('p99', float('nan')):,.0f} steps"
+        f"{n} p50 {_steps(e2e_percentiles(p).get('p50'))}, p99 {_steps(e2e_percentiles(p).get('p99'))} steps"
         for n, p in pols
     )
     sentences = [f"Latency CDF, {labels.batching_source(batching)}: {parts}."]
@@ -436,6 +441,6 @@ def kv_blocks(results: dict[str, Any], size: Size | None = None) -> tuple[Figure
     share = f" of {capacity:,} blocks ({style.pct(peak / capacity)})" if num_blocks else " blocks"
     sentences = [
         f"Line chart of paged KV blocks in use per step, {labels.batching_source(batching)}.",
-        f"Peak {peak:,}{share}, mean {mean:,.0f}.",
+        f"Peak {numbers.count(peak)}{share}, mean {numbers.fixed(mean, 0)}.",
     ]
     return fig, style.fit_alt(sentences)

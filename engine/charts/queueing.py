@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine import numbers
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
@@ -77,7 +78,7 @@ def queue_hockey_stick(results: dict[str, Any], size: Size | None = None) -> tup
     for r, m in zip(rho, mean):
         if r >= 0.85:
             ax.annotate(
-                f"{m:,.0f} ms",
+                numbers.fixed(m, 0) + " ms",
                 (r, m),
                 xytext=(-10, 4),
                 textcoords="offset points",
@@ -98,9 +99,9 @@ def queue_hockey_stick(results: dict[str, Any], size: Size | None = None) -> tup
     requests = queueing.get("requests") or rows[0].get("requests")
     detail = "M/M/1" + (f", {requests:,} requests per point" if requests else "")
     if service is not None:
-        detail += f", service {service:g} ms"
+        detail += f", service {numbers.setting(service)} ms"
     style.source_note(fig, labels.queueing_source(queueing, detail))
-    listing = "; ".join(f"{r * 100:.0f}% busy: {m:,.1f} ms" for r, m in zip(rho, mean))
+    listing = "; ".join(f"{numbers.pct(r, 0)} busy: {numbers.fixed(m)} ms" for r, m in zip(rho, mean))
     sentences = [
         f"Mean time in system against utilisation, {labels.queueing_source(queueing, 'M/M/1')}, "
         "on the closed-form curve S/(1-rho).",
@@ -137,7 +138,7 @@ def shared_vs_separate(results: dict[str, Any], size: Size | None = None) -> tup
             ax.text(
                 x,
                 v + top * 0.02,
-                f"{v:,.0f} ms",
+                numbers.fixed(v, 0) + " ms",
                 ha="center",
                 va="bottom",
                 fontsize=FONT["base"],
@@ -151,14 +152,14 @@ def shared_vs_separate(results: dict[str, Any], size: Size | None = None) -> tup
         loc="upper left", bbox_to_anchor=(0.02, 0.86), ncol=len(present), handlelength=1.2, columnspacing=1.0
     )
     servers, load = lines.get("servers"), lines.get("load")
-    setting = f"{servers} servers at {load * 100:.0f}% load" if servers and load else "same load"
+    setting = f"{servers} servers at {numbers.pct(load, 0)} load" if servers and load else "same load"
     headline = "One shared line beats separate lines"
     style.heading(fig, headline)
     style.source_note(fig, labels.queueing_source(queueing, setting))
     sentences = [f"Bar chart of waiting time, {labels.queueing_source(queueing, setting)}."]
     for metric, label in METRICS:
-        listing = ", ".join(f"{name} {lines[k][metric]:,.1f} ms" for k, name, _ in present)
+        listing = ", ".join(f"{name} {numbers.fixed(lines[k][metric])} ms" for k, name, _ in present)
         sentences.append(f"{label.capitalize()}: {listing}.")
     if lines.get("wait_ratio"):  # the engine's figure (experiments.queueing), not a second division
-        sentences.insert(1, f"Separate lines wait {lines['wait_ratio']:.1f}x longer on average.")
+        sentences.insert(1, f"Separate lines wait {numbers.multiple(lines['wait_ratio'])} longer on average.")
     return fig, style.fit_alt(sentences)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine import numbers
 from engine.charts import labels, style
 from engine.charts.kv import halves_per_doubling
 from engine.charts.policy_comparison import ordered_policies, policy_colour
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
-from engine.posts import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
+from engine.numbers import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -108,7 +109,7 @@ def _bars(fig: Figure, box: Box, batching: dict[str, Any], k: float = 1.0) -> No
         ax.text(
             value - 2 if inside else value + 2,
             y,
-            f"{value:.1f}%",
+            numbers.fixed(value) + "%",
             va="center",
             ha="right" if inside else "left",
             fontsize=FONT["callout"] * k,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine import numbers
 from engine.charts import style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
@@ -83,7 +84,7 @@ def step_time(results: dict[str, Any], size: Size | None = None) -> tuple[Figure
             annotation_clip=False,
         )
     ax.annotate(
-        f"{tn:.1f} ms for {bn}",
+        f"{numbers.fixed(tn)} ms for {bn}",
         (bn, tn),
         xytext=(-12, -28),
         textcoords="offset points",
@@ -92,7 +93,7 @@ def step_time(results: dict[str, Any], size: Size | None = None) -> tuple[Figure
         fontweight="bold",
     )
     ax.annotate(
-        f"{t1:.1f} ms for {b1}",
+        f"{numbers.fixed(t1)} ms for {b1}",
         (b1, t1),
         xytext=(4, -28),
         textcoords="offset points",
@@ -118,7 +119,9 @@ def step_time(results: dict[str, Any], size: Size | None = None) -> tuple[Figure
         color=style.MUTED,
     )
     ratio = tn / t1
-    style.heading(fig, f"{bn} requests per step cost {ratio:.2f}x one: the weights are read once")
+    style.heading(
+        fig, f"{bn} requests per step cost {numbers.multiple(ratio, 2)} one: the weights are read once"
+    )
     settings = measured["settings"]
     source = (
         f"{measured['source']}: {settings['model']['name']} shape, {settings['dtype']}, random "
@@ -127,9 +130,9 @@ def step_time(results: dict[str, Any], size: Size | None = None) -> tuple[Figure
     style.source_note(fig, source)
     sentences = [
         f"Line chart of one decode step's time against batch size, one line per context, {source}.",
-        f"At {style.context_label(shortest)} tokens: {t1:.1f} ms for {b1} request, {tn:.1f} ms for {bn}.",
+        f"At {style.context_label(shortest)} tokens: {numbers.fixed(t1)} ms for {b1} request, {numbers.fixed(tn)} ms for {bn}.",
     ]
     longest = max(curves)
     (lb, lt) = curves[longest][-1]
-    sentences.append(f"At {style.context_label(longest)}: {lt:.1f} ms for {lb}.")
+    sentences.append(f"At {style.context_label(longest)}: {numbers.fixed(lt)} ms for {lb}.")
     return fig, style.fit_alt(sentences)

@@ -230,7 +230,7 @@ def thousands_ticks(axis: Any) -> None:
     """Tick labels with thousands separators (5,000 not 5000), like every number in the posts."""
     from matplotlib.ticker import FuncFormatter
 
-    axis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: numbers.fixed(value, 0)))
 
 
 def fit_alt(sentences: list[str], limit: int = 250) -> str:
@@ -248,15 +248,10 @@ def fit_alt(sentences: list[str], limit: int = 250) -> str:
 
 
 # One spelling of a figure on every surface: the posts' own formatters (charts use style.pct).
-from engine.posts import pct as pct  # noqa: E402
-from engine.posts import thousands as thousands  # noqa: E402
-from engine.units import GIB, format_gib  # noqa: E402
-
-
-def gib(num_bytes: float) -> str:
-    """85899345920 → '80 GiB'; one decimal below 10 GiB."""
-    value = num_bytes / GIB
-    return format_gib(num_bytes, 1 if value < 9.95 and not float(value).is_integer() else 0)
+from engine import numbers  # noqa: E402
+from engine.numbers import gib_short as gib  # noqa: E402, F401  (style.gib: a chart label in GiB)
+from engine.numbers import pct as pct  # noqa: E402
+from engine.numbers import thousands as thousands  # noqa: E402
 
 
 def context_label(tokens: int) -> str:

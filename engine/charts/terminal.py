@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engine import numbers
 from engine.charts import ansi, labels, style
 from engine.charts.ansi import Run
 from engine.charts.registry import register_chart
@@ -461,7 +462,7 @@ def alt_text(lab: dict[str, Any], shown: list[Row], limit: int | None = None) ->
     output = [row.text for row in shown if row.kind == "output"]
     found = shown_figures(dict(lab.get("figures") or {}), output)
     if found:
-        sentences = [f"{_label(name, fig)}: {units.figure_text(fig)}." for name, fig in found]
+        sentences = [f"{_label(name, fig)}: {numbers.figure_text(fig)}." for name, fig in found]
         return style.fit_alt([_intro(lab, ".", limit), *sentences], limit)
     intro = _intro(lab, ":", limit)
     body = [" ".join(line.split()) for line in output if line.strip()]

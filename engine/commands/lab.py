@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from engine import numbers
     from engine.lab.measure import measure
 
     doc, path = measure(
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         echo=None if args.quiet else sys.stdout,
         status=sys.stderr,
     )
-    print(f"wrote {path} ({doc['wall_seconds']:.1f} s on {doc['machine']['name']})")
-    for name, fig in doc["figures"].items():
-        print(f"  {name} = {fig['value']:.4g} {fig['unit']}: {fig['about']}")
+    print(f"wrote {path} ({numbers.fixed(doc['wall_seconds'])} s on {doc['machine']['name']})")
+    for name, fig in doc["figures"].items():  # as recorded, in the spec's unit, to 4 figures
+        print(f"  {name} = {numbers.precise(fig['value'])} {fig['unit']}: {fig['about']}")
     return 0

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from engine import batching, workload
+from engine import batching, numbers, workload
 from engine.errors import UserError
 from engine.limits import MAX_TIMELINE_REQUESTS
-from engine.review_tables import num_cell, source_kind
+from engine.review_tables import num_cell, pct_cell, source_kind
 from engine.sections import Inputs, SpecLocation, blame, register_section
 from engine.spec import (
     BatchingSection,
@@ -173,9 +173,10 @@ def run(section: BatchingSection, location: SpecLocation, inputs: Inputs) -> dic
 
 def headline(result: dict[str, Any]) -> str:
     parts = [
-        f"{name} {p['steps']:,} steps {p['utilisation'] * 100:.1f}%" for name, p in result["policies"].items()
+        f"{name} {numbers.count(p['steps'])} steps {numbers.pct(p['utilisation'])}"
+        for name, p in result["policies"].items()
     ]
-    multiple = f", {result['multiple']:.2f}x" if "multiple" in result else ""
+    multiple = f", {numbers.multiple(result['multiple'], 2)}" if "multiple" in result else ""
     return f"batching ({result['source']}): " + ", ".join(parts) + multiple
 
 
@@ -225,7 +226,7 @@ def review_tables(bt: dict[str, Any]) -> list[dict[str, Any]]:
             "cells": [
                 name,
                 num_cell(p.get("steps")),
-                f"{p['utilisation'] * 100:.1f}%" if "utilisation" in p else "—",
+                pct_cell(p.get("utilisation")),
                 num_cell(p.get("throughput_tokens_per_step")),
                 num_cell(p.get("makespan_seconds")),
                 num_cell(p.get("requests_per_second")),

@@ -6,9 +6,9 @@ import copy
 import functools
 from typing import Any
 
-from engine import queueing
+from engine import numbers, queueing
 from engine.errors import UserError
-from engine.review_tables import num_cell, source_kind
+from engine.review_tables import num_cell, pct_cell, source_kind
 from engine.sections import Inputs, SpecLocation, register_section
 from engine.spec import QueueingSection
 
@@ -153,7 +153,7 @@ def matches_theory(row: dict[str, Any]) -> bool | None:
 def headline(result: dict[str, Any]) -> str | None:
     if "lines" not in result:
         return None
-    return f"queueing ({result['source']}): separate lines wait {result['lines']['wait_ratio']:.1f}x"
+    return f"queueing ({result['source']}): separate lines wait {numbers.multiple(result['lines']['wait_ratio'])}"
 
 
 def link_figure(section: QueueingSection, location: SpecLocation) -> dict[str, Any]:
@@ -203,7 +203,7 @@ def review_tables(qu: dict[str, Any]) -> list[dict[str, Any]]:
                 {
                     "highlight": False,
                     "cells": [
-                        f"{r['utilisation'] * 100:.0f}%",
+                        pct_cell(r["utilisation"], 0),
                         num_cell(r.get("mean_time_in_system_ms")),
                         num_cell(r.get("closed_form_mean_ms")),
                     ],

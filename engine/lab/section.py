@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from engine import numbers
 from engine.errors import UserError
 from engine.given import entry as set_value
 from engine.lab import labfiles, runner, store, units
@@ -72,7 +73,7 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
         fig = {"value": value, "unit": unit, "about": about, "label": label, "source": source}
         if got.get("line"):
             fig["line"] = got["line"]
-        figures[name] = {**fig, "text": units.figure_text(fig)}
+        figures[name] = {**fig, "text": numbers.figure_text(fig)}
     for name in [*section.compare, *section.table]:
         if name not in figures:
             raise UserError(
@@ -130,7 +131,7 @@ def records(table: dict[str, Any]) -> list[dict[str, Any]]:
         {
             column: cell
             if unit == "text"
-            else {"value": cell, "unit": unit, "text": units.figure_text({"value": cell, "unit": unit})}
+            else {"value": cell, "unit": unit, "text": numbers.figure_text({"value": cell, "unit": unit})}
             for (column, unit), cell in zip(columns.items(), row)
         }
         for row in table["rows"]
@@ -181,7 +182,7 @@ def _reference(section: LabSection, figures: dict[str, Any]) -> dict[str, Any] |
             raise UserError(str(err), field=f"lab.compare.{name}") from None
         compare[name] = {
             **published,
-            "text": units.figure_text(published),
+            "text": numbers.figure_text(published),
             "key": key,
             "source": ref["source"]["short"],
             "measured_over_published": ratio,
@@ -214,13 +215,13 @@ def review_tables(lab: dict[str, Any]) -> list[dict[str, Any]]:
     rows = [
         ("machine", m["name"]),
         ("CPU", m["cpu"]),
-        ("cores", str(m["cores"])),
-        ("memory", units.bytes_text(m["memory_bytes"]) if m["memory_bytes"] else "—"),
+        ("cores", numbers.count(m["cores"])),
+        ("memory", numbers.bytes_text(m["memory_bytes"]) if m["memory_bytes"] else "—"),
         ("OS and kernel", f"{m['os']} {m['kernel']} ({m['arch']})"),
         ("Python", m["python"]),
         ("measured at", lab["when"]),
         ("command", f"{lab['lab_folder']}/$ {lab['command']}"),
-        ("wall time", units.seconds_text(lab["wall_seconds"])),
+        ("wall time", numbers.seconds_text(lab["wall_seconds"])),
         ("file", lab["file"]),
         ("lab files", "changed since: " + str(lab["stale_reason"]) if lab["stale"] else "unchanged"),
     ]

@@ -1,14 +1,16 @@
-"""The units a lab may report a figure in, and how each prints.
+"""The units a lab may report a figure in: their dimensions, systems and factors.
 
-Why a closed table: a figure's unit decides how a post prints it (92 ns, 4.0 KiB, 110x) and
-whether two figures can be divided; an unknown unit, or a lab reporting bytes where the spec
-expects nanoseconds, must stop the run rather than reach a post. Within one dimension a value
-converts exactly (a lab may report µs where the spec says ns); across dimensions it is refused.
+Why a closed table: a figure's unit decides how a post prints it (engine.numbers: 92 ns,
+4.0 KiB, 110x) and whether two figures can be divided; an unknown unit, or a lab reporting bytes
+where the spec expects nanoseconds, must stop the run rather than reach a post. Within one
+dimension a value converts exactly (a lab may report µs where the spec says ns); across
+dimensions it is refused. A size or a rate belongs to a system, binary (KiB, 2**10) or decimal
+(kB, 10**3), because a figure is printed in the system it was recorded in: an author who
+measured 8.192 MB writes "8 MB", not "7.8 MiB".
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +18,9 @@ from typing import Any
 @dataclass(frozen=True)
 class Unit:
     name: str  # as written in the spec and the measurement file
-    dimension: str  # time, bytes, rate, ratio, count, percent
+    dimension: str  # time, bytes, rate, ratio, count, count_rate, percent
     factor: float  # how many base units (seconds, bytes, bytes/s, 1) one of it is
+    system: str = ""  # sizes and rates: binary or decimal prefixes ("" where there is one system)
 
 
 _UNITS = [
@@ -26,20 +29,25 @@ _UNITS = [
     Unit("µs", "time", 1e-6),
     Unit("ms", "time", 1e-3),
     Unit("s", "time", 1.0),
-    Unit("B", "bytes", 1.0),
-    Unit("KiB", "bytes", 2.0**10),
-    Unit("MiB", "bytes", 2.0**20),
-    Unit("GiB", "bytes", 2.0**30),
-    Unit("TiB", "bytes", 2.0**40),
-    Unit("kB", "bytes", 1e3),
-    Unit("MB", "bytes", 1e6),
-    Unit("GB", "bytes", 1e9),
-    Unit("B/s", "rate", 1.0),
-    Unit("KiB/s", "rate", 2.0**10),
-    Unit("MiB/s", "rate", 2.0**20),
-    Unit("GiB/s", "rate", 2.0**30),
-    Unit("MB/s", "rate", 1e6),
-    Unit("GB/s", "rate", 1e9),
+    # A bare byte belongs to both systems; it scales in binary, as the lab and vLLM count.
+    Unit("B", "bytes", 1.0, "binary"),
+    Unit("KiB", "bytes", 2.0**10, "binary"),
+    Unit("MiB", "bytes", 2.0**20, "binary"),
+    Unit("GiB", "bytes", 2.0**30, "binary"),
+    Unit("TiB", "bytes", 2.0**40, "binary"),
+    Unit("kB", "bytes", 1e3, "decimal"),
+    Unit("MB", "bytes", 1e6, "decimal"),
+    Unit("GB", "bytes", 1e9, "decimal"),
+    Unit("TB", "bytes", 1e12, "decimal"),
+    Unit("B/s", "rate", 1.0, "binary"),
+    Unit("KiB/s", "rate", 2.0**10, "binary"),
+    Unit("MiB/s", "rate", 2.0**20, "binary"),
+    Unit("GiB/s", "rate", 2.0**30, "binary"),
+    Unit("TiB/s", "rate", 2.0**40, "binary"),
+    Unit("kB/s", "rate", 1e3, "decimal"),
+    Unit("MB/s", "rate", 1e6, "decimal"),
+    Unit("GB/s", "rate", 1e9, "decimal"),
+    Unit("TB/s", "rate", 1e12, "decimal"),
     Unit("x", "ratio", 1.0),
     Unit("count", "count", 1.0),
     Unit("ops/s", "count_rate", 1.0),
@@ -56,66 +64,25 @@ def unit(name: str) -> Unit:
         raise ValueError(f"unknown unit {name!r}; known: {', '.join(UNITS)}") from None
 
 
-def convert(value: float, from_unit: str, to_unit: str) -> float:
-    """``value`` in ``from_unit`` expressed in ``to_unit``; a ValueError across dimensions."""
+def convertible(from_unit: str, to_unit: str) -> tuple[Unit, Unit]:
+    """The two units, if one converts to the other; a ValueError across dimensions."""
     src, dst = unit(from_unit), unit(to_unit)
-    if src == dst:
-        return value  # exact: a value in the unit asked for is not scaled there and back
     if src.dimension != dst.dimension:
         raise ValueError(f"{from_unit} is a {src.dimension}, not a {dst.dimension} like {to_unit}")
+    return src, dst
+
+
+def convert(value: float, from_unit: str, to_unit: str) -> float:
+    """``value`` in ``from_unit`` expressed in ``to_unit``; a ValueError across dimensions."""
+    src, dst = convertible(from_unit, to_unit)
+    if src == dst:
+        return value  # exact: a value in the unit asked for is not scaled there and back
     return value * src.factor / dst.factor
 
 
 def base(value: float, unit_name: str) -> float:
     """The value in its dimension's base unit: seconds, bytes, bytes per second, or 1."""
     return value * unit(unit_name).factor
-
-
-# ---- printing: the posts' unit-aware spelling ------------------------------------------------
-
-
-def number(value: float) -> str:
-    """Two to three significant figures, the way people quote a measurement: 92, 1.2, 1,234.
-
-    Below 10 one decimal (1.2), from 10 a whole number with thousands separators (92, 1,234):
-    a latency measured to ±5% has no business showing 92.347.
-    """
-    if not math.isfinite(value):
-        raise ValueError(f"cannot print {value!r}")
-    if abs(value) < 9.95:  # 9.97 would print as "10.0": a whole number then
-        text = f"{value:.1f}"
-        return "0" if text in ("0.0", "-0.0") else text
-    return f"{round(value):,}"
-
-
-_TIME_STEPS = [(1e-6, "ns", 1e-9), (1e-3, "µs", 1e-6), (1.0, "ms", 1e-3)]
-_BYTE_STEPS = [
-    (2.0**10, "B", 1.0),
-    (2.0**20, "KiB", 2.0**10),
-    (2.0**30, "MiB", 2.0**20),
-    (2.0**40, "GiB", 2.0**30),
-]
-
-
-def _scaled(
-    value: float, steps: list[tuple[float, str, float]], last: tuple[str, float], suffix: str = ""
-) -> str:
-    for below, name, factor in steps:
-        # Compare the printed value, so 999.7 ns prints as 1.0 µs rather than "1,000 ns".
-        if abs(value) < below and abs(float(number(value / factor).replace(",", ""))) < 1000:
-            return f"{number(value / factor)} {name}{suffix}"
-    name, factor = last
-    return f"{number(value / factor)} {name}{suffix}"
-
-
-def seconds_text(seconds: float) -> str:
-    """8.3e-08 → '83 ns', 1.234e-05 → '12 µs', 0.15 → '150 ms', 2.5 → '2.5 s'."""
-    return _scaled(seconds, _TIME_STEPS, ("s", 1.0))
-
-
-def bytes_text(num_bytes: float) -> str:
-    """4096 → '4.0 KiB', 268435456 → '256 MiB' (binary prefixes)."""
-    return _scaled(num_bytes, _BYTE_STEPS, ("TiB", 2.0**40))
 
 
 def figure_base(fig: Any, dimension: str | None = None) -> float:
@@ -126,25 +93,6 @@ def figure_base(fig: Any, dimension: str | None = None) -> float:
             raise ValueError(f"a {found.dimension} figure ({fig['unit']}) where a {dimension} is needed")
         return float(fig["value"]) * found.factor
     return float(fig)
-
-
-def figure_text(fig: dict[str, Any]) -> str:
-    """A figure printed in its own dimension's best unit: '92 ns', '256 MiB', '1.6 GiB/s', '110x'."""
-    found = unit(fig["unit"])
-    value = float(fig["value"]) * found.factor
-    if found.dimension == "time":
-        return seconds_text(value)
-    if found.dimension == "bytes":
-        return bytes_text(value)
-    if found.dimension == "rate":
-        return bytes_text(value) + "/s"
-    if found.dimension == "ratio":
-        return f"{number(value)}x"
-    if found.dimension == "percent":
-        return f"{number(value * 100)}%"
-    if found.dimension == "count_rate":
-        return f"{number(value)}/s"
-    return number(value)
 
 
 def ratio_of(numerator: Any, denominator: Any) -> float:

@@ -16,8 +16,10 @@ Definitions:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from engine import numbers
 from engine.sweep.prices import Price, price_of
 
 
@@ -96,7 +98,7 @@ def nobody_meets(rows: list[dict[str, Any]], targets: dict[str, float]) -> str |
     if any(r["meets_targets"] for r in rows):
         return None
     ok = [r for r in rows if r.get("status") == "ok"]
-    given = ", ".join(f"{k} ≤ {v:g} s" for k, v in targets.items())
+    given = ", ".join(f"{k} ≤ {numbers.setting(v)} s" for k, v in targets.items())
     if not ok:
         return f"No configuration meets the targets ({given}): none of the {len(rows):,} points could run."
 
@@ -104,9 +106,11 @@ def nobody_meets(rows: list[dict[str, Any]], targets: dict[str, float]) -> str |
         return max((r[k] / v if r.get(k) is not None else float("inf")) for k, v in targets.items())
 
     best = min(ok, key=worst_ratio)
+    worst = worst_ratio(best)
+    miss = f"misses by {numbers.multiple(worst)}" if math.isfinite(worst) else "has no figure for a target"
     return (
         f"No configuration meets the targets ({given}) among {len(rows):,} points; the closest, "
-        f"{describe(best)}, misses by {worst_ratio(best):,.1f}x."
+        f"{describe(best)}, {miss}."
     )
 
 
@@ -124,5 +128,5 @@ def describe(row: dict[str, Any]) -> str:
         f"step time {row['step_time']}",
     ]
     if row.get("arrival_rate") is not None:
-        parts.append(f"{row['arrival_rate']:g} req/s")
+        parts.append(f"{numbers.setting(row['arrival_rate'])} req/s")
     return ", ".join(parts)
