@@ -13,9 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from engine import numbers
+from engine import numbers, units
 from engine.errors import UserError
-from engine.lab import units
 from engine.sections import sections
 from engine.validation import Strict
 

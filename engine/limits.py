@@ -60,7 +60,7 @@ MAX_CHART_TITLE_CHARS = 200  # a chart title, as a title too
 MAX_CHARTS = 24  # charts one day draws (each at one or two sizes, each a file in out/dayNN/)
 MAX_POST_CHARS = 100_000  # characters in one post checked against a platform's rules
 
-# ---- rendering a template (engine.render_env: the sandbox counts as it goes) ------------------
+# ---- rendering a template (engine.render.render_env: the sandbox counts as it goes) ------------------
 # A step is a loop iteration, a call, an attribute lookup or an intercepted operator. Day 37's
 # drafts take under 200 steps each, its review page under 1,500: a real template stays far
 # below, and 100,000 steps stop within a second even when each is a macro call.

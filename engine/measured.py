@@ -46,7 +46,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engine.atomic import write_json
 from engine.errors import UserError
 from engine.limits import (
     MAX_CONTEXT_TOKENS,
@@ -56,6 +55,7 @@ from engine.limits import (
     MAX_SLOTS,
     read_text_limited,
 )
+from engine.outdir.atomic import write_json
 from engine.validation import Strict, validate
 
 SCHEMA = 1

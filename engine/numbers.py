@@ -30,7 +30,7 @@ from decimal import Decimal
 from numbers import Integral, Real
 from typing import Any
 
-from engine.lab import units
+from engine import units
 from engine.units import GIB
 
 # Enough digits for any float written out in full (the largest has 309 before the point, the

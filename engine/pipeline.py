@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import formats, given, outdir, posts, quotable
+from engine import given, outdir, quotable
+from engine import inputs as inputs_of
 from engine.errors import UserError
+from engine.render import formats, posts
 from engine.sections import Inputs, SpecLocation, blame, sections
 from engine.spec import DaySpec, load_spec
 
@@ -49,8 +51,6 @@ def day_folder_name(day: int) -> str:
 
 def compute(spec: DaySpec, location: SpecLocation) -> dict[str, Any]:
     """Every number the drafts and charts use, with the inputs that produced it."""
-    from engine.experiments import links, measured
-
     results: dict[str, Any] = {
         "day": spec.day,
         "title": spec.title,
@@ -62,7 +62,7 @@ def compute(spec: DaySpec, location: SpecLocation) -> dict[str, Any]:
     present = [(section, spec.section(section.key)) for section in sections()]
     present = [(section, model) for section, model in present if model is not None]
     owned = any(section.owns_measurement for section, _ in present)
-    measurement = None if owned else measured.resolve(spec, location)
+    measurement = None if owned else inputs_of.measurement(spec, location)
     inputs = Inputs(measurement=measurement, day=spec.day, measured=spec.measured)
     for section, model in present:
         results[section.key] = section.run(model, location, inputs)
@@ -70,8 +70,8 @@ def compute(spec: DaySpec, location: SpecLocation) -> dict[str, Any]:
         results["given"] = given.collect(spec.given, results)
     with blame(location, "headline"):
         quotable.pick(results, list(spec.headline), "headline")
-    results["measured"] = measured.run(spec, location, measurement)
-    results["links_back"] = links.run(spec, location)
+    results["measured"] = inputs_of.measured_result(spec, location, measurement)
+    results["links_back"] = inputs_of.links_back(spec, location)
     return results
 
 
@@ -192,7 +192,7 @@ def build(
         results["checks"] = check_drafts(drafts, results["charts"])
         results["checks"]["media"] = formats.check_media(staging.path, results)
         write_json(staging.path / "results.json", results)
-        from engine import review
+        from engine.render import review
 
         (staging.path / "index.html").write_text(
             review.render_day_page(staging.path, results, drafts), encoding="utf-8"

@@ -31,7 +31,7 @@ from engine.charts.declared import Declared
 from engine.errors import UserError
 from engine.given import GivenBlock, GivenName
 from engine.kvcache import KvDtype
-from engine.slides import CarouselSpec
+from engine.render.slides import CarouselSpec
 from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
 from engine.workload import WorkloadSpec
 
@@ -415,7 +415,7 @@ class DaySpec(Strict):
     charts: Annotated[list[ChartEntry], Field(max_length=limits.MAX_CHARTS)] = []
     linkedin_image: ChartRef | None = None  # one of charts, drawn again at LinkedIn's portrait size
     measured: str | None = None
-    carousel: CarouselSpec | None = None  # a LinkedIn document: engine.slides
+    carousel: CarouselSpec | None = None  # a LinkedIn document: engine.render.slides
     given: GivenBlock = {}  # values the person set, posted as "set" (engine.given)
     # The figures or set values the build's summary leads with, by name (default: each
     # section's own headline, a lab's from its ``table:``).

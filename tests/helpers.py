@@ -216,7 +216,7 @@ def toy_policy() -> Iterator[Any]:
 
 
 def pause_at(point: str, flag: Path, seconds: float = 60) -> Callable[[str], None]:
-    """A stand-in for engine.swap.pause that stops the process at ``point``: it writes ``flag``
+    """A stand-in for engine.outdir.swap.pause that stops the process at ``point``: it writes ``flag``
     (so the test knows it is there) and sleeps until the test kills it."""
 
     def pause(reached: str) -> None:

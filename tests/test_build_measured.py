@@ -159,8 +159,9 @@ def test_without_a_measurement_a_step_time_slide_is_left_out_of_the_deck(days_co
     warning as the chart itself, instead of failing the build (the pages are not drawn here)."""
     import shutil
 
-    from engine import formats, pipeline
+    from engine import pipeline
     from engine.charts import carousel
+    from engine.render import formats
     from engine.sections import SpecLocation
     from engine.spec import load_spec
 

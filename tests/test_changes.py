@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine import changes
+from engine.outdir import changes
 
 OLD = {
     "day": 37,

@@ -203,7 +203,7 @@ def day37_results() -> dict:
 
 
 def _measured() -> dict:
-    """The committed H200 measurement as engine.experiments.measured.run shapes it."""
+    """The committed H200 measurement as engine.inputs.measured_result shapes it."""
     from helpers import DAYS
 
     doc = json.loads((DAYS / "day37.measured" / "nvidia-h200.json").read_text())
@@ -900,7 +900,7 @@ def test_a_carousel_is_drawn_again_when_a_figure_its_slides_show_changed(results
     measurement, which no section names, so another machine's file draws its slide again, and
     a change no slide shows does not. (Before a slide's chart has drawn, all of results counts.)"""
     from engine.charts import carousel
-    from engine.slides import CarouselSpec
+    from engine.render.slides import CarouselSpec
 
     deck = CarouselSpec(slides=["cover", {"chart": "step_time"}, "closing"])
     other_machine = copy.deepcopy(results)
@@ -920,7 +920,7 @@ def test_the_carousels_key_holds_the_covers_policy_colours(results: dict, monkey
     """The cover signs with every registered policy's colour, which results do not hold: a policy
     registered, or the order changed, later in the process must not bring back the old cover."""
     from engine.charts import carousel
-    from engine.slides import CarouselSpec
+    from engine.render.slides import CarouselSpec
 
     deck = CarouselSpec(slides=["cover", "closing"])
     key = carousel.memory_key(deck, [], results)

@@ -142,7 +142,7 @@ def test_a_roofline_priced_run_quotes_the_seconds_multiple(days_copy, tmp_path):
 
 
 def test_measured_figures_are_recomputed_from_wall_times():
-    from engine.experiments.measured import recomputed_batching
+    from engine.inputs import recomputed_batching
 
     doc = {
         "multiple": 99.0,

@@ -16,12 +16,12 @@ import pytest
 from PIL import Image
 from pypdf import PdfReader
 
-from engine import slides
 from engine.charts import memo
 from engine.charts.animation import FRAMES
 from engine.errors import UserError
 from engine.pipeline import ChecksFailed, build, template_context
 from engine.platforms import media
+from engine.render import slides
 from engine.spec import load_spec
 
 from helpers import DAYS, REPO
@@ -208,7 +208,7 @@ def test_same_bytes_when_drawn_again(built_out: Path, tmp_path: Path) -> None:
     closing) with one chart page fewer and lighter charts, so the second draw costs about half.
     The GIF's second draw is the first one test_frames_are_thinned_until_the_gif_fits_the_margin
     makes, held to the build's bytes there (one animation drawn, not two)."""
-    from engine.formats import draw_carousel
+    from engine.render.formats import draw_carousel
 
     day04 = built_out / "day04"
     results = json.loads((day04 / "results.json").read_text())

@@ -207,8 +207,8 @@ def test_valid_large_values_build_and_say_them_formatted(tmp_path):
     """slots 1024 and a 1,000-layer model are valid: they build, printed with separators,
     instead of failing the build with the shipped template blamed."""
 
-    from engine import slides
     from engine.pipeline import TEMPLATES, template_context
+    from engine.render import slides
 
     def edit(d):
         d["batching"]["slots"] = 1024
@@ -339,7 +339,7 @@ def test_a_gamma_burstier_than_its_limit_is_a_spec_error_not_an_overflow():
 
 
 def _template_case(tmp_path: Path, body: bytes) -> tuple[int, str]:
-    from engine import posts
+    from engine.render import posts
 
     root = tmp_path / "templates"
     (root / "day05").mkdir(parents=True, exist_ok=True)
@@ -368,7 +368,7 @@ def test_template_mistakes_are_one_line(tmp_path, body, words):
 
 
 def test_a_folder_named_like_a_template_is_one_line(tmp_path):
-    from engine import posts
+    from engine.render import posts
 
     root = tmp_path / "templates"
     (root / "day05" / "t.md.j2").mkdir(parents=True)
@@ -396,7 +396,7 @@ def test_a_huge_x_post_is_refused_by_size_quickly(tmp_path):
 
 
 def test_another_days_results_json_being_a_list_does_not_break_the_index(tmp_path):
-    from engine import review
+    from engine.render import review
 
     (tmp_path / "day04").mkdir()
     (tmp_path / "day04" / "results.json").write_text("[]")

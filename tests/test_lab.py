@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from engine import units
 from engine.errors import UserError
-from engine.lab import section, units
+from engine.lab import section
 from engine.lab.measure import measure
 from engine.sections import Inputs, SpecLocation
 from engine.spec import load_spec
@@ -288,7 +289,7 @@ def test_units_convert_within_a_dimension_and_refuse_across() -> None:
 
 
 def test_filters_print_each_dimension_in_its_best_unit() -> None:
-    from engine import posts
+    from engine.render import posts
 
     assert posts.duration(9.2e-8) == "92 ns"
     assert posts.duration({"value": 15.3, "unit": "us"}) == "15 µs"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.merge import END, MIDDLE, START, describe, three_way
+from engine.outdir.merge import END, MIDDLE, START, describe, three_way
 
 TEXT = st.text(alphabet="ab \n%.,0123456789", max_size=60)
 

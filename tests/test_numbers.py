@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import numbers, pipeline, posts
+from engine import numbers, pipeline
 from engine.errors import UserError
 from engine.lab import labfiles
+from engine.render import posts
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -242,7 +243,7 @@ def test_the_review_pages_four_significant_figures(value: float, expected: str) 
 
 
 def test_review_cells() -> None:
-    from engine.review_tables import gib_cell, num_cell, pct_cell
+    from engine.render.review_tables import gib_cell, num_cell, pct_cell
 
     assert num_cell(1234) == "1,234" and num_cell(1148.0) == "1,148" and num_cell(5.0) == "5"
     assert num_cell(0.123456) == "0.1235" and num_cell(12345.6) == "12,346"

@@ -1,6 +1,6 @@
 """A build killed at any moment leaves a complete folder, and the next build loses no edit.
 
-Each test runs a commit in a child process that stops at a named point of the swap (engine.swap.pause,
+Each test runs a commit in a child process that stops at a named point of the swap (engine.outdir.swap.pause,
 replaced in the child by helpers.pause_at), kills it with SIGKILL, then builds again here. The
 child is forked from this process, which has the engine loaded already: a fresh interpreter
 would spend most of its time importing before it commits anything.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-import engine.swap
+import engine.outdir.swap
 from engine import outdir
 
 from helpers import pause_at
@@ -38,10 +38,10 @@ def stage(target: Path, busy: str) -> None:
 def _commit(target: Path, busy: str, exchange: str, pause: Pause, out: Path, err: Path) -> None:
     """The child: a commit of new numbers, printing what it merged (stdout and stderr to files)."""
     if pause is not None:
-        engine.swap.pause = pause_at(*pause)
+        engine.outdir.swap.pause = pause_at(*pause)
     sys.stdout, sys.stderr = open(out, "w"), open(err, "w")  # the child's own
     if exchange == "renames":
-        engine.swap._exchange = lambda a, b: False  # a file system without an atomic exchange
+        engine.outdir.swap._exchange = lambda a, b: False  # a file system without an atomic exchange
     staging = outdir.Staging.create(target)
     (staging.path / "linkedin.md").write_text(POST.format(u=busy))
     (staging.path / "scoreboard.png").write_text("png " + busy)

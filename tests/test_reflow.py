@@ -15,10 +15,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import pipeline, posts
+from engine import pipeline
 from engine.platforms.reflow import PostLimits, reflow
 from engine.platforms.thread import images_in, label, post_text, split_thread
 from engine.platforms.x import MAX_IMAGES_PER_POST, MAX_WEIGHTED_LENGTH, X, check_x_thread, x_weighted_length
+from engine.render import posts
 from engine.sections import SpecLocation
 from engine.spec import load_spec
 

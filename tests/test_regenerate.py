@@ -193,11 +193,11 @@ def test_a_real_build_killed_mid_swap_then_rebuilt(spec, tmp_path, point):
     if pid == 0:  # the child: build, stopping at `point` until it is killed; never back to pytest
         status = 70
         try:
-            import engine.swap
+            import engine.outdir.swap
 
             from helpers import pause_at
 
-            engine.swap.pause = pause_at(point, paused)
+            engine.outdir.swap.pause = pause_at(point, paused)
             sys.stdout = sys.stderr = open(os.devnull, "w")  # closed by os._exit
             status = main(["build", str(spec), "--out", str(out)])
         finally:

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import review
 from engine.cli import main
+from engine.render import review
 
 from helpers import REPO, load_yaml
 

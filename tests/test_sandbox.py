@@ -15,8 +15,9 @@ import jinja2
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from engine import limits, posts, render_env, review, slides
+from engine import limits
 from engine.errors import UserError
+from engine.render import posts, render_env, review, slides
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 NAME = "day05/t.md.j2"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import posts
-from engine.posts import digits_outside_jinja, numbers_inside_jinja
+from engine.render import posts
+from engine.render.posts import digits_outside_jinja, numbers_inside_jinja
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 

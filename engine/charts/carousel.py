@@ -6,7 +6,7 @@ format it takes that every tool can check. Pages are 1080 × 1350 points, so the
 
 Same bytes every build: fonts embedded as TrueType (``pdf.fonttype`` 42, which also keeps the
 text selectable and searchable), no creation date in the metadata, charts drawn from the same
-numbers. The slide words come from engine.slides (a template under the drafts' rules); the
+numbers. The slide words come from engine.render.slides (a template under the drafts' rules); the
 charts are the registered chart functions, drawn afresh at their own sizes and embedded as
 images at twice the page's resolution.
 """
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # matplotlib is imported where pages are drawn: registering c
     from matplotlib.figure import Figure
     from matplotlib.image import AxesImage
 
-    from engine.slides import CarouselSpec, Slide, SlideText
+    from engine.render.slides import CarouselSpec, Slide, SlideText
 
 PAGE_W, PAGE_H = 1080, 1350  # points; at 72 dpi, pixels
 DPI = 72

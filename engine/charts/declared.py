@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Field, Tag
 
-from engine import numbers
+from engine import numbers, units
 from engine.charts import style
 from engine.charts.registry import Chart
 from engine.charts.style import FONT, OKABE_ITO, Size
 from engine.errors import UserError
-from engine.lab import units
 from engine.validation import Strict
 
 if TYPE_CHECKING:
@@ -210,7 +209,7 @@ def axis_unit(unit: str) -> str:
 
 
 def value_text(value: float, unit: str) -> str:
-    """One plotted value as the posts print it (engine.lab.units)."""
+    """One plotted value as the posts print it (engine.units)."""
     return numbers.figure_text({"value": value, "unit": unit})
 
 

@@ -21,13 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine import numbers
+from engine import numbers, units
 from engine.charts import ansi, labels, style
 from engine.charts.ansi import Run
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, MIN_FONT_PT, Size
 from engine.errors import UserError
-from engine.lab import units
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine import review
+    from engine.render import review
 
     if not args.out.is_dir():
         raise UserError("no such folder; build a day first (make day37)", file=args.out)

@@ -16,7 +16,7 @@ import numpy as np
 from engine import batching, numbers, workload
 from engine.errors import UserError
 from engine.limits import MAX_TIMELINE_REQUESTS
-from engine.review_tables import num_cell, pct_cell, source_kind
+from engine.render.review_tables import num_cell, pct_cell, source_kind
 from engine.sections import Inputs, SpecLocation, blame, register_section
 from engine.spec import (
     BatchingSection,

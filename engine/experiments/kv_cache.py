@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import catalog, kvcache
-from engine.review_tables import gib_cell, num_cell, source_kind
+from engine.render.review_tables import gib_cell, num_cell, source_kind
 from engine.sections import Inputs, SpecLocation, blame, register_section
 from engine.spec import (
     GivenBudgetSpec,

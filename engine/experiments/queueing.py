@@ -8,7 +8,7 @@ from typing import Any
 
 from engine import numbers, queueing
 from engine.errors import UserError
-from engine.review_tables import num_cell, pct_cell, source_kind
+from engine.render.review_tables import num_cell, pct_cell, source_kind
 from engine.sections import Inputs, SpecLocation, register_section
 from engine.spec import QueueingSection
 

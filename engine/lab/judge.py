@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine import units
 from engine.errors import UserError
-from engine.lab import output, units
+from engine.lab import output
 from engine.lab.runner import LabRun
 from engine.lab.spec import LabFigure, LabSection
 

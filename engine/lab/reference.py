@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine import yamlfile
+from engine import units, yamlfile
 from engine.errors import UserError
-from engine.lab import units
 from engine.limits import MAX_CONFIG_BYTES
 
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "catalog" / "reference"

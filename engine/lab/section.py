@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine import numbers
+from engine import numbers, units
 from engine.errors import UserError
 from engine.given import entry as set_value
-from engine.lab import labfiles, runner, store, units
+from engine.lab import labfiles, runner, store
 from engine.lab.spec import LabFigure, LabSection
 from engine.sections import Inputs, SpecLocation
 

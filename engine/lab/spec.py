@@ -15,7 +15,8 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from engine.lab import output, units
+from engine import units
+from engine.lab import output
 from engine.validation import Strict
 
 FigureName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]

@@ -26,10 +26,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from engine import validation
-from engine.atomic import write_json
+from engine import units, validation
 from engine.errors import UserError
-from engine.lab import units
+from engine.outdir.atomic import write_json
 from engine.validation import Strict
 
 SCHEMA = "lab/1"

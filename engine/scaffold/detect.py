@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.lab import output, units
+from engine import units
+from engine.lab import output
 
 MAX_FOUND = 40  # figures a scaffold lists (the spec's limit is higher; a post quotes fewer)
 

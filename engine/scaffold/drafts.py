@@ -26,7 +26,7 @@ def _voice(text: str) -> str:
 def declared_charts(found: Found) -> list[dict[str, Any]]:
     """A chart per table (lines over a numeric first column, grouped bars over labels), and a
     bar chart of the figures that share the commonest kind of unit, when there are two or more."""
-    from engine.lab import units
+    from engine import units
 
     charts: list[dict[str, Any]] = []
     for table in found.tables:

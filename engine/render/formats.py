@@ -1,7 +1,7 @@
 """The formats beyond text: a LinkedIn carousel (PDF) and an animated GIF, drawn and checked.
 
 The pipeline calls two functions here and nothing else: ``draw_carousel`` (slide words from the
-day's template, engine.slides; pages drawn by engine.charts.carousel) and ``check_media`` (every
+day's template, engine.render.slides; pages drawn by engine.charts.carousel) and ``check_media`` (every
 such file against its platform's file limits, engine.platforms.media). The GIF itself is a chart
 (``slot_timeline_animation`` in engine.charts), drawn with the others.
 """
@@ -27,8 +27,9 @@ def draw_carousel(
     slide whose chart is in ``skipped`` (one the results cannot draw yet:
     pipeline.unavailable_charts) is left out of the deck, as the chart is left out of the images;
     a deck left with no slide is not drawn (None)."""
-    from engine import pipeline, slides
+    from engine import pipeline
     from engine.charts import carousel
+    from engine.render import slides
 
     assert spec.carousel is not None
     context = pipeline.template_context(results)

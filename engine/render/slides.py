@@ -123,7 +123,7 @@ def render_text(
     carousel: CarouselSpec, context: dict[str, Any], templates_root: Path, day_folder: str
 ) -> list[SlideText]:
     """Render the day's slide template and cut it into one SlideText per slide, in order."""
-    from engine import posts
+    from engine.render import posts
 
     name = template_name(day_folder)
     shown = f"templates/{name}"

@@ -4,7 +4,7 @@ Templates see results and spec metadata only; every number on a post reaches it 
 filter here, and every filter that prints a number is engine.numbers', so a figure is written
 the same on a post as on its chart, its alt text and the review page.
 StrictUndefined turns a misspelt variable into an error instead of an empty gap in a post.
-The environment is engine.render_env's sandbox: a draft someone else wrote is safe to build.
+The environment is engine.render.render_env's sandbox: a draft someone else wrote is safe to build.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from engine import numbers, template_cache
+from engine import numbers
 from engine.errors import UserError
 from engine.limits import MAX_DRAFT_RENDER_CHARS, MAX_TEMPLATE_BYTES, read_text_limited
 from engine.numbers import bytesize, duration, fixed, gib, ms, multiple, pct, ratio, thousands
-from engine.render_env import RenderCapExceeded, Sandbox
+from engine.render import template_cache
+from engine.render.render_env import RenderCapExceeded, Sandbox
 
 if TYPE_CHECKING:
     from engine.platforms.reflow import PostLimits
@@ -185,7 +186,7 @@ def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
 def _typed_numbers(source: str) -> tuple[tuple[int, str], ...]:
     """Both rules' findings for one template text. Kept by text: every build checks every
     template it renders, and parsing one is most of what a draft costs once its compiled code
-    is kept (engine.template_cache); a text that does not parse raises, and nothing is kept."""
+    is kept (engine.render.template_cache); a text that does not parse raises, and nothing is kept."""
     return tuple(digits_outside_jinja(source) + numbers_inside_jinja(source))
 
 
@@ -255,7 +256,7 @@ class _LimitedLoader(jinja2.FileSystemLoader):
 
 def environment(templates_root: Path) -> jinja2.Environment:
     """One environment for every day: day folders plus shared macros at the root, sandboxed
-    (engine.render_env) with this module's filters and its rule for printed values."""
+    (engine.render.render_env) with this module's filters and its rule for printed values."""
     return Sandbox(
         max_chars=MAX_DRAFT_RENDER_CHARS,
         filters=FILTERS,

@@ -1,9 +1,17 @@
-"""Measurements from a real device are inputs, like the spec.
+"""What a build reads besides the spec's sections: the device measurement the spec picks, and
+the earlier days it links back to.
 
-``python -m engine bench`` writes days/dayNN.measured/<device>.json once, on a GPU; the spec's
-``measured:`` key (latest, a file name, or none) makes every later build, on any laptop, read
-it back so the posts can say what was measured and where. ``latest`` with no file yet means
-simulated only: a fresh clone builds before anyone has rented a GPU.
+Measurements from a real device are inputs, like the spec. ``python -m engine bench`` writes
+days/dayNN.measured/<device>.json once, on a GPU; the spec's ``measured:`` key (latest, a file
+name, or none) makes every later build, on any laptop, read it back so the posts can say what
+was measured and where. ``latest`` with no file yet means simulated only: a fresh clone builds
+before anyone has rented a GPU. (The file's own schema, reading and writing are
+engine.measured's.)
+
+Links back: Day 37 says head-of-line blocking is Day 4's lesson; with the earlier spec at hand,
+the post can cite Day 4's own number (how much longer separate lines wait) instead of a sentence
+about it. The figure is recomputed from that spec (seeded, so the same as Day 4's post), not
+read from out/, so a build never depends on the order days were built in.
 """
 
 from __future__ import annotations
@@ -11,27 +19,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.sections import SpecLocation, blame
-from engine.spec import DaySpec
+from engine import measured
+from engine.errors import UserError
+from engine.sections import SpecLocation, blame, sections
+from engine.spec import DaySpec, load_spec
 
 
-def resolve(spec: DaySpec, location: SpecLocation) -> Path | None:
+def measurement(spec: DaySpec, location: SpecLocation) -> Path | None:
     """The measurement file the spec's ``measured:`` key picks, or None for simulated only."""
     choice = spec.measured
     if choice is None or choice == "none":
         return None
-    from engine import measured
-
     folder = measured.measured_dir(location.spec_path, spec.day)
     with blame(location, "measured"):
         return measured.resolve_measurement(folder, choice)
 
 
-def run(spec: DaySpec, location: SpecLocation, path: Path | None) -> dict[str, Any] | None:
+def measured_result(spec: DaySpec, location: SpecLocation, path: Path | None) -> dict[str, Any] | None:
+    """The measurement as results.json keeps it, with the few figures a post quotes."""
     if path is None:
         return None
-    from engine import measured
-
     folder = path.parent
     doc = measured.load_measurement(path, day=spec.day)
     # The figures a post quotes are picked by the day's own settings, when it has them.
@@ -95,3 +102,36 @@ def recomputed_batching(batching: dict[str, Any] | None) -> dict[str, Any] | Non
     if "static" in policies and "continuous" in policies:
         out["multiple"] = policies["static"]["wall_seconds"] / policies["continuous"]["wall_seconds"]
     return out
+
+
+# ---- links back ---------------------------------------------------------------------------
+
+
+def links_back(spec: DaySpec, location: SpecLocation) -> list[dict[str, Any]]:
+    """Each link back with the figure the earlier day's own spec computes."""
+    links = []
+    for i, link in enumerate(spec.links_back):
+        entry: dict[str, Any] = {"day": link.day, "claim": link.claim, "figure": None}
+        if link.spec is not None:
+            with blame(location, f"links_back.{i}.spec"):
+                earlier = load_spec(location.spec_dir / link.spec)
+            if earlier.day != link.day:  # else Day 4's figure would be credited to "Day 5"
+                raise UserError(
+                    f"day {link.day}, but {link.spec} is the spec of day {earlier.day}",
+                    file=location.spec_path,
+                    field=f"links_back.{i}.day",
+                )
+            entry["figure"] = figure_of(earlier, SpecLocation(spec_path=location.spec_dir / link.spec))
+        links.append(entry)
+    return links
+
+
+def figure_of(earlier: DaySpec, location: SpecLocation) -> dict[str, Any] | None:
+    """The headline figure of an earlier day: the first of its sections that has one to give."""
+    for section in sections():
+        model = earlier.section(section.key)
+        if model is not None and section.link_figure is not None:
+            figure = section.link_figure(model, location)
+            if figure is not None:
+                return figure
+    return None

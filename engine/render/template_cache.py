@@ -31,5 +31,5 @@ class MemoryBytecodeCache(jinja2.BytecodeCache):
         self._code.clear()
 
 
-DRAFTS = MemoryBytecodeCache()  # engine.posts.environment
-REVIEW = MemoryBytecodeCache()  # engine.review's pages
+DRAFTS = MemoryBytecodeCache()  # engine.render.posts.environment
+REVIEW = MemoryBytecodeCache()  # engine.render.review's pages

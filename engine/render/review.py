@@ -22,16 +22,16 @@ from typing import Any
 
 import jinja2
 
-from engine import template_cache
 from engine.errors import UserError
 from engine.limits import MAX_DRAFT_BYTES, MAX_PAGE_RENDER_CHARS, MAX_RESULTS_BYTES, read_text_limited
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
-from engine.render_env import RenderCapExceeded, Sandbox
-from engine.review_tables import source_kind
+from engine.render import template_cache
+from engine.render.render_env import RenderCapExceeded, Sandbox
+from engine.render.review_tables import source_kind
 from engine.sections import sections
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "review"
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "review"
 RESULTS = "results.json"
 PAGE = "index.html"
 
@@ -132,7 +132,7 @@ def _render(template: str, page: dict[str, Any]) -> str:
 
 
 def _environment() -> jinja2.Environment:
-    """The pages' environment: the drafts' sandbox (engine.render_env), HTML-escaped. It prints
+    """The pages' environment: the drafts' sandbox (engine.render.render_env), HTML-escaped. It prints
     values as they are (no rule for numbers): its templates are the engine's, not a day's, and
     the sandbox is there for what results.json may hold."""
     return Sandbox(
@@ -202,7 +202,7 @@ def index_context(out_root: Path) -> dict[str, Any]:
 
 
 def _changes() -> Any:
-    from engine import changes
+    from engine.outdir import changes
 
     return changes
 

@@ -1,16 +1,16 @@
 """Writing a day's folder in out/ without ever losing a person's file.
 
 A build renders everything into a staging folder first; nothing in out/ changes until the whole
-build (numbers, drafts, charts, platform checks) has succeeded. Then engine.swap puts it in
-place, under a per-day lock (engine.lock), crash-safe.
+build (numbers, drafts, charts, platform checks) has succeeded. Then engine.outdir.swap puts it in
+place, under a per-day lock (engine.outdir.lock), crash-safe.
 
-The manifest (engine.manifest) records the hash of every file the engine wrote. Only those
+The manifest (engine.outdir.manifest) records the hash of every file the engine wrote. Only those
 files, unedited, are the engine's to replace or drop. Everything else in the folder is the
 person's and is carried into the new folder (hard links, so it costs nothing): any name, any
 subfolder, a ``.new.md`` they edited.
 
 An engine file the person edited:
-- a draft or alt text (text): the new numbers are merged into it (engine.merge) with the render
+- a draft or alt text (text): the new numbers are merged into it (engine.outdir.merge) with the render
   they last saw (``.base.json``) as the merge base; a conflict leaves their file as it is and
   writes the merge with conflict markers beside it as ``<name>.new<suffix>``;
 - anything else (results.json, a chart): the fresh file takes its place so the folder stays
@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine import lock as day_lock
-from engine import swap
 from engine.errors import UserError
-from engine.manifest import (
+from engine.outdir import lock as day_lock
+from engine.outdir import swap
+from engine.outdir.manifest import (
     BASE,
     CHANGES,
     DERIVED,
@@ -41,8 +41,8 @@ from engine.manifest import (
     read_manifest,
     sha256,
 )
-from engine.manifest import build_number as _build_number
-from engine.manifest import is_new_render as _is_new_render
+from engine.outdir.manifest import build_number as _build_number
+from engine.outdir.manifest import is_new_render as _is_new_render
 
 MAX_MERGE_BYTES = 1_000_000  # a draft is a few kB; a larger file is kept, never merged
 
@@ -157,7 +157,7 @@ class CommitReport:
 
 def report_lines(report: CommitReport) -> list[str]:
     """What the commit did with the person's files and what changed, for the terminal."""
-    from engine import changes
+    from engine.outdir import changes
 
     lines = list(report.notes)
     summary = changes.summary(report.changes)
@@ -257,7 +257,7 @@ def commit(staging: Staging, *, force: bool = False) -> CommitReport:
 
 
 def _commit(staging: Staging, *, force: bool) -> CommitReport:
-    from engine import changes
+    from engine.outdir import changes
 
     target, stage = staging.target, staging.path
     report = CommitReport(notes=list(staging.recovered))
@@ -388,7 +388,7 @@ class _Plan:
         self._merge(name, old, current, theirs, base)
 
     def _merge(self, name: str, old: Path, current: str, theirs: str, base: str) -> None:
-        from engine import merge
+        from engine.outdir import merge
 
         stage, target = self.stage, self.target
         result = merge.three_way(base, theirs, (stage / name).read_text(encoding="utf-8"))

@@ -16,7 +16,7 @@ from engine.errors import UserError
 
 MANIFEST = ".manifest.json"
 BASE = ".base.json"  # the render of each text file the person last saw: the next merge's base
-CHANGES = ".changes.json"  # what this build changed (engine.changes), for the review page
+CHANGES = ".changes.json"  # what this build changed (engine.outdir.changes), for the review page
 INTERNAL = frozenset({MANIFEST, BASE, CHANGES})
 # Views rebuilt from the other files (``make review`` rewrites them in place): never a person's
 # edit to protect, so they are always replaced and left out of the manifest.

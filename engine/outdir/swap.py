@@ -16,13 +16,13 @@ import os
 import shutil
 from pathlib import Path
 
-from engine import manifest as mf
+from engine.outdir import manifest as mf
 
 
 def pause(point: str) -> None:
     """A named moment of a commit ('staging', 'staged', 'ready', 'old-moved', 'swapped'), where
     a kill must still leave a whole folder. It does nothing: it is the fault-injection seam, which
-    a crash test replaces (``engine.swap.pause = …`` in a forked child) to stop there and be killed."""
+    a crash test replaces (``engine.outdir.swap.pause = …`` in a forked child) to stop there and be killed."""
 
 
 def _old(target: Path) -> Path:
