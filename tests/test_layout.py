@@ -19,7 +19,9 @@ def listed() -> set[str]:
 
 def in_tree() -> set[str]:
     engine = REPO / "engine"
-    folders = {f"engine/{p.name}" for p in engine.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    folders = {
+        f"engine/{p.name}" for p in engine.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+    }
     modules = {f"engine/{p.name}" for p in engine.glob("*.py") if not p.name.startswith("__")}
     return set(TOP) | folders | modules
 

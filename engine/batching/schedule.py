@@ -71,11 +71,6 @@ class Schedule:
         return int(self.finish.max())
 
     @property
-    def decode_steps(self) -> np.ndarray:
-        """Steps each stay decodes (its prefill step's token not counted)."""
-        return self.end - self.decode_start
-
-    @property
     def emitted(self) -> np.ndarray:
         """Tokens emitted in each stay."""
         return self.end - self.emit_start

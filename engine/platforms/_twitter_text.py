@@ -19,6 +19,7 @@ what the package's ``__init__`` would have done.
 Everything the rest of engine.platforms needs from the library is re-exported here, so this is
 the one place that knows how it is imported.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -109,8 +110,10 @@ def _js_domain_ok(domain: str) -> bool:
 # holds no whitespace. Where no such marker follows a position within its run of non-space
 # characters, no URL can start there, and the library's expression is not tried: on text like
 # "a.a.a.a…" with no TLD it backtracks for seconds per thousand characters.
-_TLD_MARKER = re.compile(r"\.(?:" + valid_gtld.pattern + "|" + valid_cctld.pattern + "|"
-                         + valid_punycode.pattern + ")", extract_url.flags)
+_TLD_MARKER = re.compile(
+    r"\.(?:" + valid_gtld.pattern + "|" + valid_cctld.pattern + "|" + valid_punycode.pattern + ")",
+    extract_url.flags,
+)
 _SPACE = re.compile(r"\s")
 
 
@@ -152,7 +155,10 @@ def extract_urls(text: str) -> list[tuple[int, int]]:
         _, before, url, protocol, domain, _, path, _ = match.groups()
         end = match.end()
         start = end - len(url)
-        if not _js_domain_ok(domain) or _utf16_length(protocol or _DEFAULT_PROTOCOL) + _utf16_length(url) > _MAX_URL_LENGTH:
+        if (
+            not _js_domain_ok(domain)
+            or _utf16_length(protocol or _DEFAULT_PROTOCOL) + _utf16_length(url) > _MAX_URL_LENGTH
+        ):
             continue
         if protocol is None:
             if invalid_url_without_protocol_preceding_chars.match(before):

@@ -22,6 +22,7 @@ it would have recorded, so the lab works anywhere its folder is copied: the publ
 colleague's laptop. A lab that prefers not to import anything may write that JSON file itself,
 or just print its results and let the spec read them (``from_output``).
 """
+
 from __future__ import annotations
 
 import json
@@ -59,7 +60,9 @@ def _entry(value: float, unit: str, about: str | None, label: str | None) -> dic
     return entry
 
 
-def figure(name: str, value: float, unit: str, *, about: str | None = None, label: str | None = None) -> float:
+def figure(
+    name: str, value: float, unit: str, *, about: str | None = None, label: str | None = None
+) -> float:
     """Record measured figure ``name`` as ``value`` in ``unit``, with what it is (``about``, one
     line) and a short ``label`` for tables; returns the value so a lab can keep computing."""
     number = _number(f"figure {name}", value)
