@@ -18,20 +18,14 @@ from typing import Any
 from engine import given, outdir, quotable
 from engine import inputs as inputs_of
 from engine.errors import UserError
+from engine.platforms.rules import ChecksFailed
 from engine.render import formats, posts
+from engine.render.context import day_folder_name, template_context
 from engine.sections import Inputs, SpecLocation, blame, sections
 from engine.spec import DaySpec, load_spec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO_ROOT / "templates"
-
-
-class ChecksFailed(Exception):
-    """The drafts broke a platform rule; nothing was written."""
-
-    def __init__(self, violations: list[str]):
-        self.violations = violations
-        super().__init__("; ".join(violations))
 
 
 @dataclass
@@ -43,10 +37,6 @@ class BuildReport:
     summary: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     commit: outdir.CommitReport | None = None  # merges, conflicts, files set aside, what changed
-
-
-def day_folder_name(day: int) -> str:
-    return f"day{day:02d}"
 
 
 def compute(spec: DaySpec, location: SpecLocation) -> dict[str, Any]:
@@ -107,31 +97,6 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
             text = posts.number_thread(text, platform.post_limits)
         drafts[name] = text
     return drafts
-
-
-def template_context(results: dict[str, Any]) -> dict[str, Any]:
-    """What templates see: results and spec metadata, each section under its own key."""
-    context = {
-        "day": results["day"],
-        "title": results["title"],
-        "series": results["series"],
-        "repository": results["repository"],
-        "hashtags": results["hashtags"],
-        "links_back": results.get("links_back", []),
-        "measured": results.get("measured"),
-        "charts": chart_names(results),  # names the spec asked for, to attach images
-        "given": results.get("given", {}),
-    }
-    for section in sections():
-        context[section.key] = results.get(section.key)
-    return context
-
-
-def chart_names(results: dict[str, Any]) -> list[str]:
-    """The charts the spec asked for, by name (a declared chart's name is its file name)."""
-    from engine.charts import declared
-
-    return [c if isinstance(c, str) else declared.name_of(c) for c in results["inputs"]["charts"]]
 
 
 def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -261,7 +226,7 @@ def unavailable_charts(spec: DaySpec, results: dict[str, Any]) -> list[tuple[str
     names = list(dict.fromkeys([*spec.chart_names, *(slide.chart for slide in slides if slide.chart)]))
     if not names:
         return []
-    from engine.charts.registry import resolve
+    from engine.charts.declared import resolve
 
     reasons = [(name, resolve(name, results).unavailable(results)) for name in names]
     return [(name, why) for name, why in reasons if why is not None]

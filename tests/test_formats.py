@@ -19,9 +19,10 @@ from pypdf import PdfReader
 from engine.charts import memo
 from engine.charts.animation import FRAMES
 from engine.errors import UserError
-from engine.pipeline import ChecksFailed, build, template_context
+from engine.pipeline import ChecksFailed, build
 from engine.platforms import media
 from engine.render import slides
+from engine.render.context import template_context
 from engine.spec import load_spec
 
 from helpers import DAYS, REPO

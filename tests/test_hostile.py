@@ -207,8 +207,9 @@ def test_valid_large_values_build_and_say_them_formatted(tmp_path):
     """slots 1024 and a 1,000-layer model are valid: they build, printed with separators,
     instead of failing the build with the shipped template blamed."""
 
-    from engine.pipeline import TEMPLATES, template_context
+    from engine.pipeline import TEMPLATES
     from engine.render import slides
+    from engine.render.context import template_context
 
     def edit(d):
         d["batching"]["slots"] = 1024

@@ -20,6 +20,7 @@ from engine.platforms.reflow import PostLimits, reflow
 from engine.platforms.thread import images_in, label, post_text, split_thread
 from engine.platforms.x import MAX_IMAGES_PER_POST, MAX_WEIGHTED_LENGTH, X, check_x_thread, x_weighted_length
 from engine.render import posts
+from engine.render.context import template_context
 from engine.sections import SpecLocation
 from engine.spec import load_spec
 
@@ -260,9 +261,7 @@ def test_a_template_of_plain_paragraphs_builds_a_numbered_thread_x_accepts(tmp_p
 
     spec_path = REPO / "days" / "day37.yaml"
     results = pipeline.compute(load_spec(spec_path), SpecLocation(spec_path=spec_path))
-    rendered = posts.render(
-        posts.environment(templates), "day37/x-thread.md.j2", pipeline.template_context(results)
-    )
+    rendered = posts.render(posts.environment(templates), "day37/x-thread.md.j2", template_context(results))
     assert "\n---\n" not in rendered and x_weighted_length(rendered) > MAX_WEIGHTED_LENGTH
     thread = pipeline.render_drafts(results, templates)["x-thread.md"]
     parts = split_thread(thread)

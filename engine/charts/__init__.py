@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from engine.charts import memo, style
-from engine.charts.registry import CHARTS, Chart, register_chart, resolve
+from engine.charts.declared import resolve
+from engine.charts.registry import CHARTS, Chart, register_chart
 
 __all__ = ["CHARTS", "Chart", "ChartFile", "draw", "figure", "register_chart"]
 

@@ -27,7 +27,7 @@ from pydantic import Discriminator, Field, Tag
 
 from engine import numbers, units
 from engine.charts import style
-from engine.charts.registry import Chart
+from engine.charts.registry import CHARTS, Chart
 from engine.charts.style import FONT, OKABE_ITO, Size
 from engine.errors import UserError
 from engine.validation import Strict
@@ -382,3 +382,22 @@ def draw_line(
 
 
 _DRAW = {"bar": draw_bar, "grouped_bar": draw_grouped_bar, "line": draw_line}
+
+
+# ---- finding a chart by name -------------------------------------------------------------
+
+
+def declared_entries(results: dict[str, Any]) -> list[Any]:
+    """The charts the day's spec declares (engine.charts.declared), as results keep them."""
+    return [c for c in (results.get("inputs") or {}).get("charts", []) if isinstance(c, dict)]
+
+
+def resolve(name: str, results: dict[str, Any]) -> Chart:
+    """Chart ``name``: a registered one, or one the day's spec declares."""
+    found = CHARTS.find(name)
+    if found is not None:
+        return found
+    for entry in declared_entries(results):
+        if name_of(entry) == name:
+            return chart(entry)
+    raise KeyError(f"unknown chart {name!r}; known: {', '.join(CHARTS.names())}")

@@ -82,21 +82,3 @@ def names() -> list[str]:
 
 def get(name: str) -> Chart:
     return CHARTS.get(name)
-
-
-def declared_entries(results: dict[str, Any]) -> list[Any]:
-    """The charts the day's spec declares (engine.charts.declared), as results keep them."""
-    return [c for c in (results.get("inputs") or {}).get("charts", []) if isinstance(c, dict)]
-
-
-def resolve(name: str, results: dict[str, Any]) -> Chart:
-    """Chart ``name``: a registered one, or one the day's spec declares."""
-    found = CHARTS.find(name)
-    if found is not None:
-        return found
-    from engine.charts import declared
-
-    for entry in declared_entries(results):
-        if declared.name_of(entry) == name:
-            return declared.chart(entry)
-    raise KeyError(f"unknown chart {name!r}; known: {', '.join(CHARTS.names())}")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import numbers
+from engine.outdir.manifest import CHANGES
 
 RESULTS = "results.json"
 # Not figures: the spec echoed back, character counts of the drafts, image and page sizes
@@ -190,8 +191,6 @@ def dumps(changes: dict[str, Any]) -> str:
 
 def load(folder: Path) -> dict[str, Any] | None:
     """What the last build of this folder changed, for its review page; None if not recorded."""
-    from engine.outdir import CHANGES
-
     return _load_json(Path(folder) / CHANGES)
 
 

@@ -30,3 +30,11 @@ class Violation:
     def __str__(self) -> str:
         where = self.draft if self.post is None else f"{self.draft} post {self.post}"
         return f"{where}: {self.rule}: {self.detail}"
+
+
+class ChecksFailed(Exception):
+    """The drafts broke a platform rule; nothing was written."""
+
+    def __init__(self, violations: list[str]):
+        self.violations = violations
+        super().__init__("; ".join(violations))

@@ -12,6 +12,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.platforms.rules import ChecksFailed
+from engine.render.context import day_folder_name, template_context
+
 if TYPE_CHECKING:
     from engine.spec import DaySpec
 
@@ -27,13 +30,12 @@ def draw_carousel(
     slide whose chart is in ``skipped`` (one the results cannot draw yet:
     pipeline.unavailable_charts) is left out of the deck, as the chart is left out of the images;
     a deck left with no slide is not drawn (None)."""
-    from engine import pipeline
     from engine.charts import carousel
     from engine.render import slides
 
     assert spec.carousel is not None
-    context = pipeline.template_context(results)
-    texts = slides.render_text(spec.carousel, context, templates_root, pipeline.day_folder_name(spec.day))
+    seen = template_context(results)
+    texts = slides.render_text(spec.carousel, seen, templates_root, day_folder_name(spec.day))
     kept = [(slide, text) for slide, text in zip(spec.carousel.slides, texts) if slide.chart not in skipped]
     if not kept:
         return None
@@ -43,7 +45,6 @@ def draw_carousel(
 
 def check_media(folder: Path, results: dict[str, Any]) -> dict[str, Any]:
     """The carousel PDF and any GIF against their platforms' file limits; ChecksFailed names the file."""
-    from engine.pipeline import ChecksFailed
     from engine.platforms import media
 
     checks: dict[str, Any] = {}

@@ -35,6 +35,7 @@ from engine.workload.arrivals import AllAtZero, Arrivals, Gamma, Poisson
 from engine.workload.core import MAX_ARRIVAL_SECONDS, MAX_REQUESTS, MAX_TOKENS, Workload
 from engine.workload.distributions import (
     DISTRIBUTION_EXAMPLE,
+    DISTRIBUTION_SYNTAX,
     MAX_SIGMA,
     Component,
     Constant,
@@ -45,9 +46,9 @@ from engine.workload.distributions import (
     Normal,
     Uniform,
     Zipf,
+    parse_distribution,
 )
 from engine.workload.spec import GeneratedWorkload, TraceWorkload, WorkloadSpec, build_workload, generate
-from engine.workload.syntax import DISTRIBUTION_SYNTAX, parse_distribution
 from engine.workload.trace import OPTIONAL_COLUMNS, REQUIRED_COLUMN, load_trace
 
 __all__ = [
