@@ -1,0 +1,124 @@
+"""Charts declared in a spec: each draws what it names, and its alt text says the plotted numbers.
+
+The results are written by hand here (two measured figures, a set value, a table), so each
+expected sentence is worked out from them, not read back from the chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine import charts
+from engine.errors import UserError
+
+SOURCE = "measured on Test box"
+
+
+def fig(value: float, unit: str, label: str, source: str = SOURCE) -> dict:
+    return {"value": value, "unit": unit, "label": label, "about": label, "source": source}
+
+
+def results_with(*declared: dict) -> dict:
+    return {
+        "day": 9,
+        "title": "T",
+        "inputs": {"charts": list(declared)},
+        "lab": {
+            "figures": {"rr": fig(4, "count", "Round robin"), "lc": fig(1, "count", "Least conn")},
+            "tables": {
+                "depth": {
+                    "columns": [["depth", "count"], ["p50", "us"], ["p99", "ms"]],
+                    "rows": [[1, 4.5, 0.009], [2, 7.9, 0.0155], [4, 12.25, 0.0301]],
+                    "source": SOURCE,
+                },
+                "by_strategy": {
+                    "columns": [["strategy", "text"], ["errors", "count"]],
+                    "rows": [["round robin", 4], ["least conn", 1]],
+                    "source": SOURCE,
+                },
+            },
+        },
+        "given": {"clients": fig(20, "count", "Clients", "set")},
+    }
+
+
+def draw(entry: dict, tmp_path: Path) -> str:
+    name = next(iter(entry.values()))["name"]
+    return charts.draw(name, results_with(entry), tmp_path).alt_text
+
+
+def test_a_bar_chart_says_each_bar(tmp_path):
+    alt = draw(
+        {"bar": {"name": "errors", "title": "Failed requests", "figures": ["rr", "lc", "clients"]}}, tmp_path
+    )
+    assert alt == (
+        "Bar chart: Failed requests. Round robin: 4. Least conn: 1. Clients: 20. "
+        "Source: Measured on Test box; Set."
+    )
+    assert (tmp_path / "errors.png").is_file() and (tmp_path / "errors.alt.txt").read_text() == alt + "\n"
+
+
+def test_a_line_chart_converts_its_columns_to_one_unit(tmp_path):
+    """p99 is recorded in ms and p50 in µs: both are plotted, and said, in the first y column's."""
+    alt = draw(
+        {
+            "line": {
+                "name": "by_depth",
+                "title": "By depth",
+                "table": "depth",
+                "x": "depth",
+                "y": ["p50", "p99"],
+            }
+        },
+        tmp_path,
+    )
+    assert "p50: 4.5 µs at depth 1, 7.9 µs at depth 2, 12 µs at depth 4." in alt
+    assert "p99: 9.0 µs at depth 1, 16 µs at depth 2, 30 µs at depth 4." in alt
+
+
+def test_a_grouped_bar_chart_names_each_group(tmp_path):
+    alt = draw(
+        {
+            "grouped_bar": {
+                "name": "s",
+                "title": "Errors",
+                "table": "by_strategy",
+                "x": "strategy",
+                "y": ["errors"],
+            }
+        },
+        tmp_path,
+    )
+    assert "round robin: errors 4. least conn: errors 1." in alt
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "words"),
+    [
+        (
+            {"bar": {"name": "e", "title": "E", "figures": ["rr", "nope"]}},
+            "charts.e.figures.1",
+            "no figure or set value 'nope'",
+        ),
+        (
+            {"line": {"name": "l", "title": "L", "table": "nope", "x": "depth", "y": ["p50"]}},
+            "charts.l.table",
+            "no table 'nope'",
+        ),
+        (
+            {"line": {"name": "l", "title": "L", "table": "depth", "x": "depth", "y": ["p90"]}},
+            "charts.l",
+            "no column 'p90'",
+        ),
+        (
+            {"line": {"name": "l", "title": "L", "table": "by_strategy", "x": "strategy", "y": ["errors"]}},
+            "charts.l.x",
+            "numbers along x",
+        ),
+    ],
+)
+def test_a_name_the_results_do_not_have_is_one_error_naming_the_field(entry, field, words, tmp_path):
+    with pytest.raises(UserError) as err:
+        draw(entry, tmp_path)
+    assert err.value.field == field and words in err.value.message
