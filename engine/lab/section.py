@@ -227,7 +227,9 @@ def review_tables(lab: dict[str, Any]) -> list[dict[str, Any]]:
     ]
     rows += [("note", note) for note in lab["notes"]]
     compare = (lab.get("reference") or {}).get("compare", {})
-    head = ["figure", "measured", "what it is", "published"]
+    # A figure read off the lab's output shows the line it came from, so a wrong pattern shows.
+    printed = any(fig.get("line") for fig in lab["figures"].values())
+    head = ["figure", "measured", "what it is", "published", *(["printed as"] if printed else [])]
     table_rows = [
         {
             "highlight": name in compare,
@@ -236,9 +238,14 @@ def review_tables(lab: dict[str, Any]) -> list[dict[str, Any]]:
                 fig["text"],
                 fig["about"],
                 f"{compare[name]['text']} ({compare[name]['about']})" if name in compare else "—",
+                *([fig.get("line") or "—"] if printed else []),
             ],
         }
         for name, fig in lab["figures"].items()
+    ]
+    given = [
+        {"highlight": False, "cells": [name, g["text"], g["about"] or g["label"]]}
+        for name, g in lab.get("given", {}).items()
     ]
     source = lab["source"] + (" (STALE)" if lab["stale"] else "")
     tables = [
@@ -250,6 +257,16 @@ def review_tables(lab: dict[str, Any]) -> list[dict[str, Any]]:
             "table": {"head": head, "rows": table_rows},
         }
     ]
+    if given:
+        tables.append(
+            {
+                "title": "Set by the person, not measured",
+                "source": "set",
+                "kind": "other",
+                "rows": [],
+                "table": {"head": ["value", "set to", "what it is"], "rows": given},
+            }
+        )
     ref = lab.get("reference")
     if ref:
         s = ref["source"]
