@@ -90,6 +90,8 @@ def test_a_lab_that_only_prints_becomes_a_day_with_no_edit(project, capsys):
     # Read off the printed lines: '1,234 ns' with its comma, '12.5 x', a count with no unit.
     assert lab["figures"]["p50_lookup"]["value"] == 1234 and lab["figures"]["p50_lookup"]["unit"] == "ns"
     assert lab["figures"]["p50_lookup"]["line"] == "p50 lookup: 1,234 ns"
+    page = (folder / "index.html").read_text()
+    assert "printed as" in page and "p50 lookup: 1,234 ns" in page  # the review page shows the line
     assert lab["figures"]["write_amplification_lsm"]["value"] == 12.5
     assert lab["figures"]["reads_per_lookup_btree"]["value"] == 3
     (table,) = lab["tables"].values()
