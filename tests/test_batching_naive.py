@@ -27,7 +27,7 @@ from engine.batching import (
 )
 from engine.batching.continuous import fcfs_servers
 from engine.batching.metrics import per_step
-from engine.batching.paged import blocks_per_step
+from engine.batching.paged import UNGATED_SYNC_RULES, blocks_per_step
 from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.workload import Workload
 
@@ -168,6 +168,7 @@ def paged_setups(draw):
         )
         budget = draw(st.integers(max(least, 1), max(least, 1) + 12))
     policy = PagedPolicy(
+        **UNGATED_SYNC_RULES,
         num_blocks=num_blocks,
         block_size=block_size,
         max_num_seqs=max_num_seqs,
@@ -291,7 +292,7 @@ def test_paged_seconds_match_the_naive_clock(setup):
 @given(load=workloads(), slots=st.integers(1, 6))
 def test_paged_with_unlimited_blocks_is_continuous(load, slots):
     w = as_workload(*load)
-    paged = simulate(w, PagedPolicy(), slots=slots, step_time=ONE_SECOND)
+    paged = simulate(w, PagedPolicy(**UNGATED_SYNC_RULES), slots=slots, step_time=ONE_SECOND)
     continuous = simulate(w, ContinuousPolicy(), slots=slots, step_time=ONE_SECOND)
     assert paged.steps == continuous.steps and paged.preemptions == 0
     for name in ("first_start", "first_token", "finish"):
@@ -325,7 +326,7 @@ def test_clock_keeping_paths_reproduce_the_grid(load, slots, wait, shift):
     for policy in (
         StaticPolicy(max_wait=None if wait is None else wait / 4),
         ContinuousPolicy(),
-        PagedPolicy(num_blocks=peak + 2, block_size=block),
+        PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=peak + 2, block_size=block),
     ):
         grid = simulate(w, policy, slots=slots, step_time=UnitStepTime(0.5))
         kept = simulate(w, policy, slots=slots, step_time=_UnitButVariable(0.5))
@@ -416,7 +417,7 @@ def test_prefill_first_pauses_decodes_by_hand():
     (paged) decode request 0 in step 1 alongside the prefill, so it ends at 3."""
     w = Workload.of([3, 3], prompt_tokens=[4, 4], arrival_time=[0.0, 1.0])
     v0 = simulate(w, PrefillFirstPolicy(), slots=2, step_time=ONE_SECOND)
-    v1 = simulate(w, PagedPolicy(), slots=2, step_time=ONE_SECOND)
+    v1 = simulate(w, PagedPolicy(**UNGATED_SYNC_RULES), slots=2, step_time=ONE_SECOND)
     assert v0.schedule.first_token.tolist() == [0, 1] and v0.schedule.finish.tolist() == [4, 4]
     assert v1.schedule.first_token.tolist() == [0, 1] and v1.schedule.finish.tolist() == [3, 4]
     assert v0.schedule.request.tolist() == [0, 1, 0]  # request 0's pause is a new stay

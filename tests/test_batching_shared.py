@@ -21,6 +21,7 @@ from engine.batching import (
     UnitStepTime,
     simulate,
 )
+from engine.batching.paged import UNGATED_SYNC_RULES
 from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.batching.replicas import simulate_replicas
 from engine.errors import UserError
@@ -58,7 +59,9 @@ def clusters(draw, tight: bool = False):
         )
         budget = draw(st.integers(max(least, 1), max(least, 1) + 10))
     kind = PagedPolicy if first == "paged" else PrefillFirstPolicy
+    rules = UNGATED_SYNC_RULES if first == "paged" else {}  # the naive cluster's rules
     policy = kind(
+        **rules,
         num_blocks=num_blocks,
         block_size=block_size,
         max_num_batched_tokens=budget,
@@ -205,7 +208,7 @@ def test_a_replica_blocked_on_the_head_looks_again_when_another_takes_it():
     blocks: queueing 2.5 s. A replica that waited for its own next event (A leaving at step 4)
     would start D a step late."""
     w = Workload.of([4, 2, 2, 1], prompt_tokens=[6, 10, 10, 3], arrival_time=[0.0, 0.0, 0.5, 0.5])
-    policy = PagedPolicy(num_blocks=12, block_size=1)
+    policy = PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=12, block_size=1)
     c = simulate_replicas(w, policy, slots=2, step_time=ONE_SECOND, replicas=2, router="shared_queue")
     assert c.replica_of.tolist() == [0, 1, 1, 0]
     assert c.latency_seconds["queueing"].tolist() == [0, 0, 1.5, 2.5]

@@ -25,7 +25,9 @@ class PolicySettings:
     """What any policy may be built from; each builder reads the fields it needs.
 
     max_wait: static batching's wait for a partial group, seconds. num_blocks … chunked_prefill:
-    the paged scheduler's KV pool and limits (num_blocks None: unlimited)."""
+    the paged scheduler's KV pool and limits (num_blocks None: unlimited; vLLM's num_gpu_blocks).
+    reserve_full_prompt … allow_empty_prompt: the paged scheduler's vLLM rules, as vLLM 0.33.0
+    ships them by default (engine.batching.paged.PagedPolicy says what each does)."""
 
     max_wait: float | None = None
     num_blocks: int | None = None
@@ -33,6 +35,10 @@ class PolicySettings:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     chunked_prefill: bool = False
+    reserve_full_prompt: bool = True
+    async_scheduling: bool = True
+    null_block: bool = True
+    allow_empty_prompt: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,7 +124,13 @@ def _block_settings(s: PolicySettings) -> dict[str, Any]:
 def _paged(s: PolicySettings) -> Any:
     from engine.batching.paged import PagedPolicy
 
-    return PagedPolicy(**_block_settings(s))
+    return PagedPolicy(
+        **_block_settings(s),
+        reserve_full_prompt=s.reserve_full_prompt,
+        async_scheduling=s.async_scheduling,
+        null_block=s.null_block,
+        allow_empty_prompt=s.allow_empty_prompt,
+    )
 
 
 register(
