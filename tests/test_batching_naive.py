@@ -211,6 +211,63 @@ def test_paged_matches_naive(setup):
         assert result.series["kv_blocks_used"].tolist() == np.maximum.reduceat(naive.blocks, edges).tolist()
 
 
+@st.composite
+def vllm_setups(draw):
+    """paged_setups under vLLM 0.33.0's rules, each on or off: every prompt has a token (vLLM
+    needs one) and the pool has the null block on top of what the longest request needs."""
+    (output, prompt, eligible), slots, old = draw(paged_setups())
+    rules = {
+        "reserve_full_prompt": draw(st.booleans()),
+        "async_scheduling": draw(st.booleans()),
+        "null_block": draw(st.booleans()),
+    }
+    prompt = [max(p, 1) for p in prompt]
+    bs, budget = old.block_size, old.max_num_batched_tokens
+    num_blocks = old.num_blocks
+    if num_blocks is not None:
+        peak = max(-(-(p + o) // bs) for p, o in zip(prompt, output))
+        num_blocks = max(num_blocks, peak) + (1 if rules["null_block"] else 0)
+    if budget is not None and not old.chunked_prefill:
+        budget = max(budget, max(p + (o - 1 if num_blocks else 0) for p, o in zip(prompt, output)))
+    policy = PagedPolicy(
+        num_blocks=num_blocks,
+        block_size=bs,
+        max_num_seqs=old.max_num_seqs,
+        max_num_batched_tokens=budget,
+        chunked_prefill=old.chunked_prefill,
+        **rules,
+    )
+    return (output, prompt, eligible), slots, policy, rules
+
+
+@settings(max_examples=examples(120, 1000), deadline=None)
+@given(setup=vllm_setups())
+def test_paged_matches_naive_under_vllm_rules(setup):
+    """The full-prompt gate, async scheduling's late release and the null block, walked step
+    by step by the naive loop: the same schedule, preemptions and blocks (those of the requests
+    that work in each step: a lingering request's are not in its Schedule)."""
+    load, slots, policy, rules = setup
+    result = simulate(as_workload(*load), policy, slots=slots, step_time=ONE_SECOND)
+    naive = naive_paged(
+        *in_naive_order(load),
+        slots,
+        policy.num_blocks,
+        policy.block_size,
+        policy.max_num_seqs,
+        policy.max_num_batched_tokens,
+        policy.chunked_prefill,
+        **rules,
+    )
+    assert_same(result, naive, policy.max_num_seqs or slots)
+    assert result.preemptions == naive.preemptions
+    assert per_step(result.schedule)[0].tolist() == naive.busy
+    assert_no_overlap(result.schedule)
+    if policy.num_blocks is not None:
+        used = blocks_per_step(result.schedule, policy.block_size)
+        assert used.tolist() == naive.blocks
+        assert used.max() <= policy.usable_blocks
+
+
 @EXAMPLES
 @given(load=workloads(), slots=st.integers(1, 6))
 def test_static_seconds_match_the_naive_clock(load, slots):
