@@ -144,3 +144,19 @@ def test_the_recordings_say_what_they_are() -> None:
         names = [trace["name"] for trace in document["traces"]]
         assert sum(name.startswith("random-") for name in names) == 200
         assert any(name.startswith("day37-") for name in names)
+
+
+def test_a_run_says_which_vllm_it_reproduces():
+    """results.json's kv_blocks.scheduler: the version and the rules, from the policy's flags."""
+    from engine.batching.paged import UNGATED_SYNC_RULES
+
+    shipped = PagedPolicy(num_blocks=10)
+    _, info = shipped.kv_blocks
+    assert info["usable_blocks"] == 9 and info["num_blocks"] == 10
+    assert info["scheduler"]["reproduces"].startswith("vLLM 0.33.0 V1 scheduler as shipped")
+    assert info["scheduler"]["async_scheduling"] and info["scheduler"]["reserve_full_prompt"]
+    old = PagedPolicy(num_blocks=10, **UNGATED_SYNC_RULES)
+    assert old.usable_blocks == 10
+    assert "before the full-prompt admission gate" in old.reproduces
+    sync = PagedPolicy(num_blocks=10, async_scheduling=False)
+    assert "synchronous scheduling" in sync.reproduces and "gate off" not in sync.reproduces

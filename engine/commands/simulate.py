@@ -144,8 +144,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rules = parser.add_argument_group(
         "vLLM's rules",
         f"paged runs vLLM {VLLM_VERSION}'s V1 scheduler as shipped; each flag turns one rule off. "
-        "With --no-reserve-full-prompt --no-async-scheduling --no-null-block it is V1's "
-        "synchronous scheduler before the full-prompt gate (vLLM PR #37307).",
+        "With --no-reserve-full-prompt --no-async-scheduling it is V1's synchronous scheduler "
+        "before the full-prompt gate (vLLM PR #37307); add --no-null-block for every block usable.",
     )
     rules.add_argument(
         "--no-reserve-full-prompt",
