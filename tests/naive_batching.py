@@ -530,6 +530,7 @@ def naive_shared_queue(
     max_num_batched_tokens=None,
     chunked_prefill=False,
     prefill_first=False,
+    **rules,
 ) -> NaiveCluster:
     """Paged engines behind one first-come-first-served queue, every step of every replica.
 
@@ -537,7 +538,8 @@ def naive_shared_queue(
     earliest one to begin (steps within 1e-9 of an idle step of it: lowest replica first); a
     request has arrived for that step if its arrival is at or before the moment the step begins.
     The replica takes requests from the queue's head exactly as one engine admits from its own
-    queue (NaivePagedEngine); a request it preempts goes to the front of its own queue."""
+    queue (NaivePagedEngine); a request it preempts goes to the front of its own queue.
+    rules: vLLM's (reserve_full_prompt, async_scheduling, null_block), as naive_paged takes them."""
     n = len(output)
     engines = [
         NaivePagedEngine(
@@ -550,6 +552,7 @@ def naive_shared_queue(
             max_num_batched_tokens,
             chunked_prefill,
             prefill_first,
+            **rules,
         )
         for _ in range(replicas)
     ]
