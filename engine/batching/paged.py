@@ -1,15 +1,20 @@
 """Paged scheduling, as in vLLM: continuous batching whose admission is bounded by KV blocks.
 
-The KV cache is cut into `num_blocks` blocks of `block_size` tokens. A request holds
+The KV cache is cut into `num_blocks` blocks of `block_size` tokens (vLLM's num_gpu_blocks: with
+the null block, one of them is never handed out). A request holds
 ceil(tokens in cache / block_size) blocks and takes a new one each time its cache crosses a
 block boundary, so memory follows the real length instead of a worst-case reservation. When a
 block is needed and none is free, the newest running request is *preempted by recompute*: its
 blocks are freed and it goes back to the front of the queue; when re-admitted it prefills its
 prompt plus the tokens it had already emitted (those stay emitted).
 
-The rules of one step t, in order (vLLM's V1 scheduler in spirit: running requests first):
+The rules of one step t, in order (vLLM's V1 scheduler, running requests first; replayed step for
+step against vLLM 0.33.0's own scheduler by tests/test_vllm_oracle.py):
 
 1. Requests that emitted their last token in step t−1 leave; their blocks and slots are free.
+   (With async scheduling, vLLM's default, step t is scheduled before step t−1's tokens are
+   back: such a request sits step t out, its seat and blocks still taken, and may be preempted
+   as the newest; they are free from step t+1.)
 2. Requests whose arrival step is ≤ t join the waiting queue (its back, first come first served;
    the queue is an object, engine.batching.queues, so another order is another class).
 3. Running requests reserve this step's work, oldest admission first:
@@ -20,7 +25,8 @@ The rules of one step t, in order (vLLM's V1 scheduler in spirit: running reques
    Whenever blocks are short, the newest running request is preempted, repeatedly; a request
    that is itself the newest is preempted instead.
 4. Unless something was preempted in this step, waiting requests are admitted in queue order
-   while a slot (max_num_seqs), the budget and the blocks for their first step allow; the
+   while a slot (max_num_seqs), the budget and the blocks for their first step allow (and,
+   with reserve_full_prompt, vLLM's default, the free blocks hold the whole prompt); the
    first that does not fit stops the queue (no overtaking). A request with nothing cached
    decodes at once (one block); otherwise its first step is prefill: the whole context in one
    step (blocks for all of it), or with chunked prefill its first chunk.
@@ -32,7 +38,8 @@ can be admitted, a prefill chunk, or a step where the decoding requests' next bl
 fit the pool), so the work grows with requests, not with generated tokens or blocks. The
 decoding requests' blocks are counted in aggregate (engine.batching.blocks): a step where
 blocks run short is found in closed form, and only then are requests walked one by one. With
-unlimited blocks and no budget it is exactly continuous batching (the tests check it).
+unlimited blocks, no budget and synchronous scheduling it is exactly continuous batching (the
+tests check it).
 
 Arrivals are given either as steps (a constant step time puts them on a grid) or, with a
 batch-dependent step time, as seconds: the loop then keeps the clock itself, one call per event
