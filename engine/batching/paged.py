@@ -203,7 +203,7 @@ class PagedPolicy:
         if self.usable_blocks == 0:
             raise UserError(
                 "one block is vLLM's null block, so a pool of 1 holds nothing; "
-                "give at least 2 (or null_block: false)",
+                "give at least 2 (or null_block: false, --no-null-block)",
                 field="num_blocks",
             )
 
