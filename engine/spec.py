@@ -294,11 +294,18 @@ PolicyName = Annotated[str, AfterValidator(_registered_policy)]
 
 
 class PagedSpec(Strict):
+    """The paged scheduler's pool, limits and vLLM rules. num_blocks is vLLM's num_gpu_blocks;
+    the four rules default to vLLM 0.33.0 as shipped (engine.batching.paged.PagedPolicy)."""
+
     num_blocks: Annotated[int, Field(ge=1, le=limits.MAX_BLOCKS, strict=True)]
     block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
     max_num_seqs: Slots | None = None
     max_num_batched_tokens: ContextTokens | None = None
     chunked_prefill: bool = False
+    reserve_full_prompt: bool = True  # vLLM's scheduler_reserve_full_isl
+    async_scheduling: bool = True
+    null_block: bool = True
+    allow_empty_prompt: bool = False
 
 
 class BatchingSection(Strict):

@@ -238,6 +238,10 @@ def naive_paged(
     max_num_batched_tokens=None,
     chunked_prefill=False,
     prefill_first=False,
+    *,
+    reserve_full_prompt=False,
+    async_scheduling=False,
+    null_block=False,
 ) -> NaiveRun:
     """vLLM-style paging walked step by step; the rules are listed in engine/batching/paged.py.
 
@@ -247,6 +251,13 @@ def naive_paged(
     prefill_first: vLLM V0's rule (engine/batching/prefill_first.py): admission is tried first,
     with the whole budget for prompts; a step that admitted anyone runs only those prefills and
     every running request sits it out; otherwise the step decodes, as above, and admits no one.
+
+    vLLM 0.33.0's rules, each off unless asked (the paged policy has them on by default):
+    reserve_full_prompt: a waiting request is admitted only if the free blocks hold its whole
+    context. async_scheduling: a request whose last token came in step t − 1 sits in step t
+    without working, keeping its slot and blocks, and may be preempted there (counted, not
+    queued again); it gives them back once step t is scheduled. null_block: one of num_blocks
+    is never handed out. `blocks` then counts the blocks of the requests that work in each step.
     """
     n = len(output)
     queue: deque[int] = deque()
@@ -260,6 +271,9 @@ def naive_paged(
         max_num_batched_tokens,
         chunked_prefill,
         prefill_first,
+        reserve_full_prompt=reserve_full_prompt,
+        async_scheduling=async_scheduling,
+        null_block=null_block,
     )
     nxt = 0
     t = 0
@@ -297,13 +311,17 @@ class NaivePagedEngine:
         max_num_batched_tokens,
         chunked_prefill,
         prefill_first,
+        reserve_full_prompt=False,
+        async_scheduling=False,
+        null_block=False,
     ) -> None:
         n = len(output)
         self.prompt, self.output = prompt, output
         self.run = _empty(n)
         self.cap = max_num_seqs or slots
         self.limited = num_blocks is not None
-        self.free = num_blocks if self.limited else 10**18
+        self.free = (num_blocks - (1 if null_block else 0)) if self.limited else 10**18
+        self.gate, self.late = reserve_full_prompt, async_scheduling
         self.budget = max_num_batched_tokens
         self.block_size = block_size
         self.chunked_prefill, self.prefill_first = chunked_prefill, prefill_first
@@ -319,24 +337,33 @@ class NaivePagedEngine:
         self.served: list[int] = []  # requests admitted at least once, in order
 
     def preempt(self, v: int, queue) -> None:
+        lingering = self.phase[v] == "done"
         self.running.remove(v)
         del self.phase[v]
         self.free += self.held[v]
         self.held[v] = 0
         self.cached[v] = 0
         self.slot_free[self.slot_of[v]] = True
-        queue.appendleft(v)
+        if not lingering:  # a lingering request is finished: nothing to recompute
+            queue.appendleft(v)
         self.run.preemptions += 1
 
+    def _drop(self, r: int) -> None:
+        self.running.remove(r)
+        del self.phase[r]
+        self.free += self.held[r]
+        self.held[r] = 0
+        self.slot_free[self.slot_of[r]] = True
+
     def leave(self, t: int) -> None:
-        """1. finished requests leave (their last token was emitted in step t - 1)"""
+        """1. finished requests leave (their last token was emitted in step t - 1); with async
+        scheduling they sit this step out first, holding their slot and blocks"""
         for r in list(self.running):
-            if self.generated[r] == self.output[r]:
-                self.running.remove(r)
-                del self.phase[r]
-                self.free += self.held[r]
-                self.held[r] = 0
-                self.slot_free[self.slot_of[r]] = True
+            if self.generated[r] == self.output[r] and self.phase[r] != "done":
+                if self.late:
+                    self.phase[r] = "done"
+                else:
+                    self._drop(r)
                 self.run.finish[r] = t
                 self.done += 1
 
@@ -440,6 +467,8 @@ class NaivePagedEngine:
                     need = _blocks(tokens, block_size)
                 if budget is not None and (tokens > budget_left or tokens == 0):
                     break
+                if limited and self.gate and _blocks(context, block_size) > self.free:
+                    break  # the whole context's blocks must be free, not just the first chunk's
                 if limited and need > self.free:
                     break
                 self._take(r, t, context, queue)
@@ -459,7 +488,9 @@ class NaivePagedEngine:
             for r in running:
                 expected = _blocks(cached[r] + (1 if phase[r] == "decode" else 0), block_size)
                 assert held[r] == expected, (t, r, held[r], expected)
-        run.blocks.append(sum(held[r] for r in running))
+        run.blocks.append(sum(held[r] for r in running if phase[r] != "done"))
+        for r in [r for r in running if phase[r] == "done"]:
+            self._drop(r)  # async: step t is scheduled, their slot and blocks are free
         # 5. every decoding request emits one token, and so does every prefill completed in this
         # step (sampled from its last position: no decode read, nothing added to the cache yet)
         busy = batch = context = 0
@@ -499,6 +530,7 @@ def naive_shared_queue(
     max_num_batched_tokens=None,
     chunked_prefill=False,
     prefill_first=False,
+    **rules,
 ) -> NaiveCluster:
     """Paged engines behind one first-come-first-served queue, every step of every replica.
 
@@ -506,7 +538,8 @@ def naive_shared_queue(
     earliest one to begin (steps within 1e-9 of an idle step of it: lowest replica first); a
     request has arrived for that step if its arrival is at or before the moment the step begins.
     The replica takes requests from the queue's head exactly as one engine admits from its own
-    queue (NaivePagedEngine); a request it preempts goes to the front of its own queue."""
+    queue (NaivePagedEngine); a request it preempts goes to the front of its own queue.
+    rules: vLLM's (reserve_full_prompt, async_scheduling, null_block), as naive_paged takes them."""
     n = len(output)
     engines = [
         NaivePagedEngine(
@@ -519,6 +552,7 @@ def naive_shared_queue(
             max_num_batched_tokens,
             chunked_prefill,
             prefill_first,
+            **rules,
         )
         for _ in range(replicas)
     ]

@@ -17,8 +17,9 @@ from engine.batching import (
     UnitStepTime,
     simulate,
 )
+from engine.batching.blocks import blocks_per_step
 from engine.batching.metrics import per_step
-from engine.batching.paged import blocks_per_step
+from engine.batching.paged import UNGATED_SYNC_RULES
 from engine.errors import UserError
 from engine.workload import Workload, load_trace
 
@@ -89,7 +90,7 @@ def test_all_equal_lengths_tie():
     w = Workload.of([100] * 200)
     static = simulate(w, StaticPolicy(), slots=16)
     continuous = simulate(w, ContinuousPolicy(), slots=16)
-    paged = simulate(w, PagedPolicy(), slots=16)
+    paged = simulate(w, PagedPolicy(**UNGATED_SYNC_RULES), slots=16)
     assert static.steps == continuous.steps == paged.steps == 1_300
 
 
@@ -115,7 +116,7 @@ def test_prefill_step_emits_the_first_token():
     """A 10-token prompt and 5 output tokens on 1 slot: the prefill at step 0 emits the first
     token (vLLM samples it from the prompt's last position), tokens 2–5 at steps 1–4."""
     w = Workload.of([5], prompt_tokens=[10])
-    for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy()):
+    for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy(**UNGATED_SYNC_RULES)):
         r = simulate(w, policy, slots=1)
         assert r.steps == 5
         assert r.schedule.first_token.tolist() == [0]
@@ -201,8 +202,14 @@ def test_series_built_from_stays_equal_the_step_by_step_counts(lab):
     for policy in (
         StaticPolicy(),
         ContinuousPolicy(),
-        PagedPolicy(num_blocks=400, block_size=8),
-        PagedPolicy(num_blocks=2_000, block_size=5, max_num_batched_tokens=64, chunked_prefill=True),
+        PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=400, block_size=8),
+        PagedPolicy(
+            **UNGATED_SYNC_RULES,
+            num_blocks=2_000,
+            block_size=5,
+            max_num_batched_tokens=64,
+            chunked_prefill=True,
+        ),
     ):
         r = simulate(w, policy, slots=16, step_time=LAB_STEP)
         assert r.steps > 1_000
@@ -239,7 +246,7 @@ def test_paged_admits_on_current_need_then_preempts():
     and takes its block. Requests 0 and 1 leave at step 8; request 2 comes back: a prefill step
     for its 4 cached tokens (step 8) that emits its fifth token, then its last 3 (steps 9–11)."""
     w = Workload.of([8, 8, 8])
-    r = simulate(w, PagedPolicy(num_blocks=4, block_size=4), slots=3)
+    r = simulate(w, PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=4, block_size=4), slots=3)
     s = r.schedule
     assert r.preemptions == 1
     assert s.request.tolist() == [0, 1, 2, 2]
@@ -258,7 +265,7 @@ def test_a_request_that_is_itself_the_newest_evicts_itself():
     (prefill of 2 tokens, which emits its third token) and decodes its fourth at step 4, when
     request 0 has left and freed 2 blocks."""
     w = Workload.of([4, 4])
-    r = simulate(w, PagedPolicy(num_blocks=3, block_size=2), slots=2)
+    r = simulate(w, PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=3, block_size=2), slots=2)
     s = r.schedule
     assert r.preemptions == 1
     assert s.request.tolist() == [0, 1, 1]
@@ -271,7 +278,11 @@ def test_a_request_that_is_itself_the_newest_evicts_itself():
 
 def test_tokens_are_conserved_and_slots_never_double_booked(lab):
     w = Workload.of(lab.output_tokens, prompt_tokens=np.arange(200) % 50)
-    for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy(num_blocks=300, block_size=8)):
+    for policy in (
+        StaticPolicy(),
+        ContinuousPolicy(),
+        PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=300, block_size=8),
+    ):
         r = simulate(w, policy, slots=16)
         s = r.schedule
         assert int((s.end - s.emit_start).sum()) == r.tokens == 13_280
@@ -331,8 +342,12 @@ def test_user_mistakes_are_user_errors():
     with pytest.raises(UserError):
         simulate(Workload.of([3]), ContinuousPolicy(), slots=0)
     with pytest.raises(UserError, match="needs 2 blocks"):
-        simulate(Workload.of([30]), PagedPolicy(num_blocks=1, block_size=16), slots=1)
+        simulate(Workload.of([30]), PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=1, block_size=16), slots=1)
     with pytest.raises(UserError, match="does not fit"):
-        simulate(Workload.of([3], prompt_tokens=[100]), PagedPolicy(max_num_batched_tokens=64), slots=1)
+        simulate(
+            Workload.of([3], prompt_tokens=[100]),
+            PagedPolicy(**UNGATED_SYNC_RULES, max_num_batched_tokens=64),
+            slots=1,
+        )
     with pytest.raises(UserError):
-        PagedPolicy(chunked_prefill=True)  # a chunk needs a token budget
+        PagedPolicy(**UNGATED_SYNC_RULES, chunked_prefill=True)  # a chunk needs a token budget

@@ -91,6 +91,7 @@ def test_model_and_gpu_size_the_cache_and_the_roofline(capsys):
         "h100-80gb",
         "--step-time",
         "roofline",
+        "--allow-empty-prompt",  # the generated requests have no prompt
         "--json",
     )
     assert code == 0
@@ -364,9 +365,46 @@ def test_the_flags_build_the_days_batching_section():
             "max_num_seqs": 6,
             "max_num_batched_tokens": 512,
             "chunked_prefill": True,
+            # vLLM 0.33.0's rules, on unless a flag turns them off
+            "reserve_full_prompt": True,
+            "async_scheduling": True,
+            "null_block": True,
+            "allow_empty_prompt": False,
         },
         "static_max_wait": 0.5,
     }
+
+
+def test_each_vllm_rule_has_a_flag_that_turns_it_off():
+    """--no-reserve-full-prompt, --no-async-scheduling, --no-null-block, --allow-empty-prompt:
+    one field of the paged section each, and the policy built from it has them."""
+    from engine.experiments.batching import policy_of
+
+    base = (
+        "--requests",
+        "5",
+        "--output-tokens",
+        "4",
+        "--slots",
+        "2",
+        "--policy",
+        "paged",
+        "--num-blocks",
+        "9",
+    )
+    flips = {
+        "--no-reserve-full-prompt": ("reserve_full_prompt", False),
+        "--no-async-scheduling": ("async_scheduling", False),
+        "--no-null-block": ("null_block", False),
+        "--allow-empty-prompt": ("allow_empty_prompt", True),
+    }
+    for flag, (field, value) in flips.items():
+        section = flags_section(*base, flag)
+        assert section.paged is not None
+        dumped = section.paged.model_dump()
+        assert dumped[field] == value
+        assert all(dumped[other] != v for other, v in flips.values() if other != field)
+        assert getattr(policy_of("paged", section), field) == value
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from engine.batching import PagedPolicy, UnitStepTime, export, simulate
+from engine.batching.paged import UNGATED_SYNC_RULES
 from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.cli import main
 from engine.errors import UserError
@@ -22,7 +23,11 @@ def tight_load() -> Workload:
 
 
 @pytest.mark.parametrize(
-    "policy", [PagedPolicy(num_blocks=60, block_size=4), PrefillFirstPolicy(num_blocks=60, block_size=4)]
+    "policy",
+    [
+        PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=60, block_size=4),
+        PrefillFirstPolicy(num_blocks=60, block_size=4),
+    ],
 )
 def test_preemptions_per_request_add_up_and_pauses_do_not_count(policy):
     r = simulate(tight_load(), policy, slots=8, step_time=UnitStepTime(0.02))
@@ -32,7 +37,7 @@ def test_preemptions_per_request_add_up_and_pauses_do_not_count(policy):
 
 def test_requests_csv_reads_back(tmp_path):
     w, step = tight_load(), UnitStepTime(0.02)
-    r = simulate(w, PagedPolicy(num_blocks=60, block_size=4), slots=8, step_time=step)
+    r = simulate(w, PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=60, block_size=4), slots=8, step_time=step)
     path = tmp_path / "requests.csv"
     rows = export.write_requests_csv(
         path, [export.Run("paged", None, r, np.arange(80), w.arrival_time, step)]

@@ -25,9 +25,10 @@ from engine.batching import (
     UnitStepTime,
     simulate,
 )
+from engine.batching.blocks import blocks_per_step
 from engine.batching.continuous import fcfs_servers
 from engine.batching.metrics import per_step
-from engine.batching.paged import blocks_per_step
+from engine.batching.paged import UNGATED_SYNC_RULES
 from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.workload import Workload
 
@@ -168,6 +169,7 @@ def paged_setups(draw):
         )
         budget = draw(st.integers(max(least, 1), max(least, 1) + 12))
     policy = PagedPolicy(
+        **UNGATED_SYNC_RULES,
         num_blocks=num_blocks,
         block_size=block_size,
         max_num_seqs=max_num_seqs,
@@ -208,6 +210,63 @@ def test_paged_matches_naive(setup):
         assert result.kv_blocks["peak"] == max(naive.blocks)
         assert result.kv_blocks["mean"] == pytest.approx(np.mean(naive.blocks), rel=1e-12)
         assert result.series["kv_blocks_used"].tolist() == np.maximum.reduceat(naive.blocks, edges).tolist()
+
+
+@st.composite
+def vllm_setups(draw):
+    """paged_setups under vLLM 0.33.0's rules, each on or off: every prompt has a token (vLLM
+    needs one) and the pool has the null block on top of what the longest request needs."""
+    (output, prompt, eligible), slots, old = draw(paged_setups())
+    rules = {
+        "reserve_full_prompt": draw(st.booleans()),
+        "async_scheduling": draw(st.booleans()),
+        "null_block": draw(st.booleans()),
+    }
+    prompt = [max(p, 1) for p in prompt]
+    bs, budget = old.block_size, old.max_num_batched_tokens
+    num_blocks = old.num_blocks
+    if num_blocks is not None:
+        peak = max(-(-(p + o) // bs) for p, o in zip(prompt, output))
+        num_blocks = max(num_blocks, peak) + (1 if rules["null_block"] else 0)
+    if budget is not None and not old.chunked_prefill:
+        budget = max(budget, max(p + (o - 1 if num_blocks else 0) for p, o in zip(prompt, output)))
+    policy = PagedPolicy(
+        num_blocks=num_blocks,
+        block_size=bs,
+        max_num_seqs=old.max_num_seqs,
+        max_num_batched_tokens=budget,
+        chunked_prefill=old.chunked_prefill,
+        **rules,
+    )
+    return (output, prompt, eligible), slots, policy, rules
+
+
+@settings(max_examples=examples(120, 1000), deadline=None)
+@given(setup=vllm_setups())
+def test_paged_matches_naive_under_vllm_rules(setup):
+    """The full-prompt gate, async scheduling's late release and the null block, walked step
+    by step by the naive loop: the same schedule, preemptions and blocks (those of the requests
+    that work in each step: a lingering request's are not in its Schedule)."""
+    load, slots, policy, rules = setup
+    result = simulate(as_workload(*load), policy, slots=slots, step_time=ONE_SECOND)
+    naive = naive_paged(
+        *in_naive_order(load),
+        slots,
+        policy.num_blocks,
+        policy.block_size,
+        policy.max_num_seqs,
+        policy.max_num_batched_tokens,
+        policy.chunked_prefill,
+        **rules,
+    )
+    assert_same(result, naive, policy.max_num_seqs or slots)
+    assert result.preemptions == naive.preemptions
+    assert per_step(result.schedule)[0].tolist() == naive.busy
+    assert_no_overlap(result.schedule)
+    if policy.num_blocks is not None:
+        used = blocks_per_step(result.schedule, policy.block_size)
+        assert used.tolist() == naive.blocks
+        assert used.max() <= policy.usable_blocks
 
 
 @EXAMPLES
@@ -291,7 +350,7 @@ def test_paged_seconds_match_the_naive_clock(setup):
 @given(load=workloads(), slots=st.integers(1, 6))
 def test_paged_with_unlimited_blocks_is_continuous(load, slots):
     w = as_workload(*load)
-    paged = simulate(w, PagedPolicy(), slots=slots, step_time=ONE_SECOND)
+    paged = simulate(w, PagedPolicy(**UNGATED_SYNC_RULES), slots=slots, step_time=ONE_SECOND)
     continuous = simulate(w, ContinuousPolicy(), slots=slots, step_time=ONE_SECOND)
     assert paged.steps == continuous.steps and paged.preemptions == 0
     for name in ("first_start", "first_token", "finish"):
@@ -325,7 +384,7 @@ def test_clock_keeping_paths_reproduce_the_grid(load, slots, wait, shift):
     for policy in (
         StaticPolicy(max_wait=None if wait is None else wait / 4),
         ContinuousPolicy(),
-        PagedPolicy(num_blocks=peak + 2, block_size=block),
+        PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=peak + 2, block_size=block),
     ):
         grid = simulate(w, policy, slots=slots, step_time=UnitStepTime(0.5))
         kept = simulate(w, policy, slots=slots, step_time=_UnitButVariable(0.5))
@@ -416,7 +475,7 @@ def test_prefill_first_pauses_decodes_by_hand():
     (paged) decode request 0 in step 1 alongside the prefill, so it ends at 3."""
     w = Workload.of([3, 3], prompt_tokens=[4, 4], arrival_time=[0.0, 1.0])
     v0 = simulate(w, PrefillFirstPolicy(), slots=2, step_time=ONE_SECOND)
-    v1 = simulate(w, PagedPolicy(), slots=2, step_time=ONE_SECOND)
+    v1 = simulate(w, PagedPolicy(**UNGATED_SYNC_RULES), slots=2, step_time=ONE_SECOND)
     assert v0.schedule.first_token.tolist() == [0, 1] and v0.schedule.finish.tolist() == [4, 4]
     assert v1.schedule.first_token.tolist() == [0, 1] and v1.schedule.finish.tolist() == [3, 4]
     assert v0.schedule.request.tolist() == [0, 1, 0]  # request 0's pause is a new stay

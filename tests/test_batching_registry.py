@@ -11,6 +11,7 @@ import pytest
 
 from engine import batching
 from engine.batching import registry
+from engine.batching.paged import UNGATED_SYNC_RULES
 from engine.batching.queues import ShortestFirstQueue
 from engine.errors import UserError
 from engine.workload import Workload
@@ -85,8 +86,8 @@ def test_shortest_first_queue_reorders_admission():
     hand: outputs 5, 2, 4, 2 run as requests 1, 3, 2, 0)."""
     output = np.array([5, 2, 4, 2])
     w = Workload.of(output)
-    fcfs = batching.simulate(w, batching.PagedPolicy(), slots=1)
-    sjf = batching.simulate(w, batching.PagedPolicy(queue=ShortestFirstQueue), slots=1)
+    fcfs = batching.simulate(w, batching.PagedPolicy(**UNGATED_SYNC_RULES), slots=1)
+    sjf = batching.simulate(w, batching.PagedPolicy(**UNGATED_SYNC_RULES, queue=ShortestFirstQueue), slots=1)
     assert fcfs.schedule.finish.tolist() == [5, 7, 11, 13]
     assert sjf.schedule.finish.tolist() == [13, 2, 8, 4]
 

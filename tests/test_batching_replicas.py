@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from engine.batching import ContinuousPolicy, PagedPolicy, UnitStepTime, simulate
+from engine.batching.paged import UNGATED_SYNC_RULES
 from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.batching.replicas import route, simulate_replicas
 from engine.cli import main
@@ -31,7 +32,7 @@ def test_round_robin_by_hand():
 def test_one_replica_is_the_engine_and_seconds_merge_in_workload_order():
     rng = np.random.default_rng(3)
     w = Workload.of(rng.integers(1, 30, 60), rng.integers(0, 50, 60), np.sort(rng.uniform(0, 20, 60)))
-    policy, step = PagedPolicy(num_blocks=200, block_size=4), UnitStepTime(0.05)
+    policy, step = PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=200, block_size=4), UnitStepTime(0.05)
     one = simulate_replicas(w, policy, slots=4, step_time=step, replicas=1)
     alone = simulate(w, policy, slots=4, step_time=step)
     assert one.makespan_seconds == alone.makespan_seconds
@@ -127,7 +128,8 @@ def test_least_outstanding_matches_its_definition(seed, kind):
     n = 40
     least_prompt = 1 if kind is PrefillFirstPolicy else 0  # prefill-first admits by prefill
     w = Workload.of(rng.integers(1, 25, n), rng.integers(least_prompt, 30, n), np.sort(rng.uniform(0, 3, n)))
-    policy, step = kind(num_blocks=40, block_size=4, max_num_seqs=3), UnitStepTime(0.05)
+    rules = UNGATED_SYNC_RULES if kind is PagedPolicy else {}  # empty prompts allowed
+    policy, step = kind(**rules, num_blocks=40, block_size=4, max_num_seqs=3), UnitStepTime(0.05)
     c = simulate_replicas(w, policy, slots=3, step_time=step, replicas=3, router="least_outstanding")
     assert c.replica_of.tolist() == _brute_least_outstanding(w, policy, 3, step, 3)
     for j, r in enumerate(c.replicas):  # and each replica is the engine on what it was sent

@@ -21,6 +21,7 @@ from engine.batching import (
     UnitStepTime,
     simulate,
 )
+from engine.batching.paged import UNGATED_SYNC_RULES
 from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.batching.replicas import simulate_replicas
 from engine.errors import UserError
@@ -34,13 +35,15 @@ WHOLE_SECONDS = MeasuredStepTime(intercept=3.0, per_token=2.0, per_context_token
 
 
 @st.composite
-def clusters(draw, tight: bool = False):
+def clusters(draw, tight: bool = False, vllm: bool = False):
     """A small workload, a paged or prefill-first policy that fits it, 1 to 3 replicas.
-    tight: 2 or 3 replicas of 2 or 3 slots, and the fewest blocks that fit the longest request."""
+    tight: 2 or 3 replicas of 2 or 3 slots, and the fewest blocks that fit the longest request.
+    vllm: paged under vLLM 0.33.0's rules, each drawn on or off (prompts of a token or more,
+    the null block on top of the pool)."""
     n = draw(st.integers(1, 14))
-    first = draw(st.sampled_from(["paged", "prefill_first"]))
+    first = "paged" if vllm else draw(st.sampled_from(["paged", "prefill_first"]))
     output = draw(st.lists(st.integers(1, 12), min_size=n, max_size=n))
-    low = 1 if first == "prefill_first" else 0
+    low = 1 if first == "prefill_first" or vllm else 0
     prompt = draw(st.lists(st.integers(low, 14), min_size=n, max_size=n))
     gaps = draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
     arrival = (np.cumsum(gaps) / 2).tolist()  # half seconds: some between steps, some on them
@@ -58,7 +61,15 @@ def clusters(draw, tight: bool = False):
         )
         budget = draw(st.integers(max(least, 1), max(least, 1) + 10))
     kind = PagedPolicy if first == "paged" else PrefillFirstPolicy
+    rules: dict = dict(UNGATED_SYNC_RULES) if first == "paged" else {}  # the naive cluster's rules
+    if vllm:
+        rules = {
+            name: draw(st.booleans()) for name in ("reserve_full_prompt", "async_scheduling", "null_block")
+        }
+        if num_blocks is not None and rules["null_block"]:
+            num_blocks += 1
     policy = kind(
+        **rules,
         num_blocks=num_blocks,
         block_size=block_size,
         max_num_batched_tokens=budget,
@@ -88,6 +99,9 @@ def run_both(load, slots, policy, replicas, model):
         policy.max_num_batched_tokens,
         policy.chunked_prefill,
         prefill_first=policy.name == "prefill_first",
+        reserve_full_prompt=policy.reserve_full_prompt,
+        async_scheduling=policy.async_scheduling,
+        null_block=policy.null_block,
     )
     return fast, naive
 
@@ -95,6 +109,17 @@ def run_both(load, slots, policy, replicas, model):
 @settings(max_examples=100, deadline=None)
 @given(setup=clusters())
 def test_shared_queue_matches_the_naive_cluster(setup):
+    check_against_the_naive_cluster(setup)
+
+
+@settings(max_examples=100, deadline=None)
+@given(setup=st.one_of(clusters(vllm=True), clusters(tight=True, vllm=True)))
+def test_shared_queue_matches_the_naive_cluster_under_vllm_rules(setup):
+    """Async scheduling's late release, the gate and the null block, behind one shared queue."""
+    check_against_the_naive_cluster(setup)
+
+
+def check_against_the_naive_cluster(setup):
     load, slots, policy, replicas, model = setup
     fast, naive = run_both(load, slots, policy, replicas, model)
     assert fast.replica_of.tolist() == naive.replica_of
@@ -205,7 +230,7 @@ def test_a_replica_blocked_on_the_head_looks_again_when_another_takes_it():
     blocks: queueing 2.5 s. A replica that waited for its own next event (A leaving at step 4)
     would start D a step late."""
     w = Workload.of([4, 2, 2, 1], prompt_tokens=[6, 10, 10, 3], arrival_time=[0.0, 0.0, 0.5, 0.5])
-    policy = PagedPolicy(num_blocks=12, block_size=1)
+    policy = PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=12, block_size=1)
     c = simulate_replicas(w, policy, slots=2, step_time=ONE_SECOND, replicas=2, router="shared_queue")
     assert c.replica_of.tolist() == [0, 1, 1, 0]
     assert c.latency_seconds["queueing"].tolist() == [0, 0, 1.5, 2.5]

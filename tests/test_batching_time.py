@@ -22,6 +22,7 @@ from engine.batching import (
     simulate,
 )
 from engine.batching.loaders import load_measured_step_time, roofline_from_catalog
+from engine.batching.paged import UNGATED_SYNC_RULES
 from engine.batching.steptime import _stop, clock_functions, run_seconds, step_seconds, steps_to_reach, stop
 from engine.errors import UserError
 from engine.workload import GeneratedWorkload, Workload, generate, load_trace
@@ -242,7 +243,11 @@ def test_batch_dependent_clock_with_arrivals_is_causal():
             }
         )
     )
-    for policy in (StaticPolicy(max_wait=0.05), ContinuousPolicy(), PagedPolicy(num_blocks=120)):
+    for policy in (
+        StaticPolicy(max_wait=0.05),
+        ContinuousPolicy(),
+        PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=120),
+    ):
         r = simulate(w, policy, slots=8, step_time=SEVEN_B)
         for name in ("queueing", "ttft", "e2e"):
             assert r.latency.seconds[name].min() >= -1e-9
@@ -258,7 +263,9 @@ def integral_in_system(arrival: np.ndarray, departure: np.ndarray) -> float:
     return float(np.sum(in_system[:-1] * np.diff(times[order])))
 
 
-@pytest.mark.parametrize("policy", [ContinuousPolicy(), PagedPolicy(num_blocks=2_000, block_size=16)])
+@pytest.mark.parametrize(
+    "policy", [ContinuousPolicy(), PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=2_000, block_size=16)]
+)
 def test_littles_law_and_the_utilisation_law_on_poisson_arrivals(policy):
     """λ = 8/s into 16 slots of 20 ms steps, mean output 66 tokens: offered load λ·E[S] = 10.6
     slots. Little: time-average in system = λ·W. Utilisation law: busy share = λ·E[S] / slots."""
@@ -304,7 +311,11 @@ def test_same_inputs_same_bytes():
             }
         )
     )
-    for policy in (StaticPolicy(max_wait=0.1), ContinuousPolicy(), PagedPolicy(num_blocks=60, block_size=8)):
+    for policy in (
+        StaticPolicy(max_wait=0.1),
+        ContinuousPolicy(),
+        PagedPolicy(**UNGATED_SYNC_RULES, num_blocks=60, block_size=8),
+    ):
         a = json.dumps(simulate(w, policy, slots=8, step_time=UnitStepTime(0.02)).to_dict(), sort_keys=True)
         b = json.dumps(simulate(w, policy, slots=8, step_time=UnitStepTime(0.02)).to_dict(), sort_keys=True)
         assert a == b
@@ -321,7 +332,7 @@ def test_a_thousand_requests_at_the_token_cap_on_one_slot(step_time):
     from engine.workload import MAX_TOKENS
 
     w = Workload.of(np.full(1_000, MAX_TOKENS), prompt_tokens=(np.arange(1_000) % 2) * MAX_TOKENS)
-    for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy(block_size=16)):
+    for policy in (StaticPolicy(), ContinuousPolicy(), PagedPolicy(**UNGATED_SYNC_RULES, block_size=16)):
         tracemalloc.start()
         began = time.perf_counter()
         try:
@@ -352,11 +363,11 @@ def test_a_quadrillion_steps_keep_whole_number_counts():
     """Arrivals spread over 1e9 s at 1 µs per step: steps near 10^15, where products of steps
     and counts pass int64. Busy and held slot-steps, busy steps and KV blocks stay exact, and
     both ways of counting blocks agree."""
-    from engine.batching.paged import blocks_at
+    from engine.batching.blocks import blocks_at
 
     n = 10_000
     w = Workload.of(np.full(n, 3), prompt_tokens=np.arange(n) % 5, arrival_time=np.linspace(0, 1e9, n))
-    r = simulate(w, PagedPolicy(block_size=1), slots=2, step_time=UnitStepTime(1e-6))
+    r = simulate(w, PagedPolicy(**UNGATED_SYNC_RULES, block_size=1), slots=2, step_time=UnitStepTime(1e-6))
     assert r.steps == 10**15 + 3  # the last arrival's 3 tokens, the first from its prefill step
     width = np.diff(np.append(r.series["step"], r.steps))
     assert (r.series["busy"] * width).sum() == r.tokens == 30_000

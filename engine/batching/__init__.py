@@ -35,10 +35,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.batching import registry
+from engine.batching.blocks import blocks_per_step
 from engine.batching.clock import Clock, GridClock, SegmentClock, clock_for
 from engine.batching.continuous import ContinuousPolicy, schedule_continuous
 from engine.batching.metrics import PolicyResult, measure, throughput_multiple
-from engine.batching.paged import PagedPolicy, blocks_per_step, schedule_paged
+from engine.batching.paged import PagedPolicy, schedule_paged
 from engine.batching.registry import PolicyKind, PolicySettings
 from engine.batching.schedule import Schedule, prefill_steps
 from engine.batching.static import StaticPolicy, schedule_static, schedule_static_timed

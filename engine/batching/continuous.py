@@ -55,9 +55,10 @@ class ContinuousPolicy:
     ) -> Schedule:
         """With batch-dependent steps and arrivals the clock is kept as the schedule goes:
         continuous batching is paged batching with unlimited blocks and no token budget."""
-        from engine.batching.paged import PagedPolicy
+        from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
 
-        return PagedPolicy().schedule_timed(arrival, prompt, output, slots, step_time)
+        # (synchronous: a finished request's slot is free at the next step, as in Orca)
+        return PagedPolicy(**UNGATED_SYNC_RULES).schedule_timed(arrival, prompt, output, slots, step_time)
 
 
 def schedule_continuous(eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int) -> Schedule:

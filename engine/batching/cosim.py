@@ -28,10 +28,10 @@ from engine.workload import Workload
 def paged_engine(policy: Any, router: str) -> Any:
     """The paged-loop policy a replica runs for `policy`, or one line saying why there is none."""
     from engine.batching.continuous import ContinuousPolicy
-    from engine.batching.paged import PagedPolicy
+    from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
 
     if isinstance(policy, ContinuousPolicy):
-        return PagedPolicy()
+        return PagedPolicy(**UNGATED_SYNC_RULES)
     if isinstance(policy, PagedPolicy):  # paged and prefill-first (each brings its loop)
         return policy
     if policy.name == "static" and router == "shared_queue":

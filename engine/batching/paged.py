@@ -1,15 +1,20 @@
 """Paged scheduling, as in vLLM: continuous batching whose admission is bounded by KV blocks.
 
-The KV cache is cut into `num_blocks` blocks of `block_size` tokens. A request holds
+The KV cache is cut into `num_blocks` blocks of `block_size` tokens (vLLM's num_gpu_blocks: with
+the null block, one of them is never handed out). A request holds
 ceil(tokens in cache / block_size) blocks and takes a new one each time its cache crosses a
 block boundary, so memory follows the real length instead of a worst-case reservation. When a
 block is needed and none is free, the newest running request is *preempted by recompute*: its
 blocks are freed and it goes back to the front of the queue; when re-admitted it prefills its
 prompt plus the tokens it had already emitted (those stay emitted).
 
-The rules of one step t, in order (vLLM's V1 scheduler in spirit: running requests first):
+The rules of one step t, in order (vLLM's V1 scheduler, running requests first; replayed step for
+step against vLLM 0.33.0's own scheduler by tests/test_vllm_oracle.py):
 
 1. Requests that emitted their last token in step t−1 leave; their blocks and slots are free.
+   (With async scheduling, vLLM's default, step t is scheduled before step t−1's tokens are
+   back: such a request sits step t out, its seat and blocks still taken, and may be preempted
+   as the newest; they are free from step t+1.)
 2. Requests whose arrival step is ≤ t join the waiting queue (its back, first come first served;
    the queue is an object, engine.batching.queues, so another order is another class).
 3. Running requests reserve this step's work, oldest admission first:
@@ -20,7 +25,8 @@ The rules of one step t, in order (vLLM's V1 scheduler in spirit: running reques
    Whenever blocks are short, the newest running request is preempted, repeatedly; a request
    that is itself the newest is preempted instead.
 4. Unless something was preempted in this step, waiting requests are admitted in queue order
-   while a slot (max_num_seqs), the budget and the blocks for their first step allow; the
+   while a slot (max_num_seqs), the budget and the blocks for their first step allow (and,
+   with reserve_full_prompt, vLLM's default, the free blocks hold the whole prompt); the
    first that does not fit stops the queue (no overtaking). A request with nothing cached
    decodes at once (one block); otherwise its first step is prefill: the whole context in one
    step (blocks for all of it), or with chunked prefill its first chunk.
@@ -32,7 +38,8 @@ can be admitted, a prefill chunk, or a step where the decoding requests' next bl
 fit the pool), so the work grows with requests, not with generated tokens or blocks. The
 decoding requests' blocks are counted in aggregate (engine.batching.blocks): a step where
 blocks run short is found in closed form, and only then are requests walked one by one. With
-unlimited blocks and no budget it is exactly continuous batching (the tests check it).
+unlimited blocks, no budget and synchronous scheduling it is exactly continuous batching (the
+tests check it).
 
 Arrivals are given either as steps (a constant step time puts them on a grid) or, with a
 batch-dependent step time, as seconds: the loop then keeps the clock itself, one call per event
@@ -53,11 +60,11 @@ import heapq
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
-from engine.batching.blocks import DecodeBlocks, KvUsage, blocks_at, blocks_per_step, ceil_div, kv_usage  # noqa: F401
+from engine.batching.blocks import DecodeBlocks, ceil_div
 from engine.batching.queues import FcfsQueue, WaitingQueue
 
 # the blocks a finished schedule holds, counted from its stays alone, once lived here
@@ -74,10 +81,42 @@ EVENT_SHIFT = 32  # requests < 2**32 (the workload limit is 10**7)
 EVENT_MASK = (1 << EVENT_SHIFT) - 1
 
 
+VLLM_VERSION = "0.33.0"  # the vLLM whose scheduler the default rules reproduce (tests/vllm_oracle)
+
+
+# The rules before vLLM counted its null block, gated admission on the whole prompt and scheduled
+# a step ahead: synchronous V1 as it was before the full-prompt gate (vLLM PR #37307), with every
+# block usable and empty prompts allowed. Continuous batching is these rules with no pool.
+class Rules(TypedDict):
+    """vLLM's scheduling rules a paged policy takes (PagedPolicy says what each does)."""
+
+    reserve_full_prompt: bool
+    async_scheduling: bool
+    null_block: bool
+    allow_empty_prompt: bool
+
+
+UNGATED_SYNC_RULES: Rules = {
+    "reserve_full_prompt": False,
+    "async_scheduling": False,
+    "null_block": False,
+    "allow_empty_prompt": True,
+}
+
+
 @dataclass(frozen=True)
 class PagedPolicy:
-    """num_blocks: KV blocks on the device (None: unlimited); max_num_seqs: running requests at
-    most (None: the simulation's slots); max_num_batched_tokens: tokens per step (None: no cap)."""
+    """num_blocks: KV blocks on the device, vLLM's num_gpu_blocks (None: unlimited);
+    max_num_seqs: running requests at most (None: the simulation's slots);
+    max_num_batched_tokens: tokens per step (None: no cap).
+
+    The rest are vLLM's own rules, each on by default as vLLM 0.33.0 ships them:
+    reserve_full_prompt (vLLM's scheduler_reserve_full_isl): a waiting request is admitted only
+    if the free blocks hold its whole prompt, not just its first chunk. async_scheduling: step
+    t + 1 is scheduled before step t's tokens are back, so a request that sampled its last
+    token in step t keeps its seat and its blocks through step t + 1's scheduling (never
+    scheduled in it, and the newest may be preempted there). null_block: one of the num_blocks
+    is vLLM's null block, never handed out. allow_empty_prompt off: vLLM needs a prompt token."""
 
     num_blocks: int | None = None
     block_size: int = 16
@@ -85,13 +124,41 @@ class PagedPolicy:
     max_num_batched_tokens: int | None = None
     chunked_prefill: bool = False
     queue: Callable[[np.ndarray, np.ndarray], WaitingQueue] = FcfsQueue  # built per run
+    reserve_full_prompt: bool = True
+    async_scheduling: bool = True
+    null_block: bool = True
+    allow_empty_prompt: bool = False
     name = "paged"
     max_wait = None
 
     @property
-    def kv_blocks(self) -> tuple[int, dict[str, int | None]]:
-        """(block size, what results.json says about the pool)."""
-        return self.block_size, {"num_blocks": self.num_blocks, "block_size": self.block_size}
+    def usable_blocks(self) -> int | None:
+        """The blocks requests can hold: num_blocks less the null block where it is kept."""
+        if self.num_blocks is None:
+            return None
+        return self.num_blocks - 1 if self.null_block else self.num_blocks
+
+    @property
+    def kv_blocks(self) -> tuple[int, dict[str, Any]]:
+        """(block size, what results.json says about the pool and the rules that share it out:
+        which vLLM scheduler they reproduce, and each rule's setting)."""
+        return self.block_size, {
+            "num_blocks": self.num_blocks,
+            "usable_blocks": self.usable_blocks,
+            "block_size": self.block_size,
+            "scheduler": {
+                "reproduces": self.reproduces,
+                "reserve_full_prompt": self.reserve_full_prompt,
+                "async_scheduling": self.async_scheduling,
+                "null_block": self.null_block,
+                "allow_empty_prompt": self.allow_empty_prompt,
+            },
+        }
+
+    @property
+    def reproduces(self) -> str:
+        """Which vLLM scheduler these rules are, in one line (results.json, the simulate help)."""
+        return reproduces(self)
 
     def schedule(
         self,
@@ -117,6 +184,13 @@ class PagedPolicy:
         """Refuse, before any step, a workload these rules could never finish (check_fits),
         alone or shared by replicas; a policy with rules of its own adds its checks."""
         check_fits(self, prompt, output, cap)
+        if not self.allow_empty_prompt and len(prompt) and int(np.min(prompt)) < 1:
+            worst = int(np.argmin(prompt))
+            raise UserError(
+                f"request {worst} has no prompt; vLLM needs at least one prompt token "
+                "(allow_empty_prompt, --allow-empty-prompt, runs it anyway)",
+                field="prompt_tokens",
+            )
 
     def __post_init__(self) -> None:
         for name in ("num_blocks", "max_num_seqs", "max_num_batched_tokens"):
@@ -127,18 +201,47 @@ class PagedPolicy:
             raise UserError(f"must be at least 1, got {self.block_size}", field="block_size")
         if self.chunked_prefill and self.max_num_batched_tokens is None:
             raise UserError("chunked prefill needs a token budget", field="max_num_batched_tokens")
+        if self.usable_blocks == 0:
+            raise UserError(
+                "one block is vLLM's null block, so a pool of 1 holds nothing; "
+                "give at least 2 (or null_block: false, --no-null-block)",
+                field="num_blocks",
+            )
+
+
+def reproduces(policy: PagedPolicy) -> str:
+    """The vLLM scheduler a paged policy's rules are, as a sentence."""
+    if policy.name != "paged":
+        return "vLLM V0's prefill-first scheduler"
+    rules = (policy.reserve_full_prompt, policy.async_scheduling, policy.null_block)
+    if rules == (True, True, True):
+        return f"vLLM {VLLM_VERSION} V1 scheduler as shipped (async scheduling, full-prompt admission gate)"
+    if rules == (False, False, False):
+        return "vLLM V1's synchronous scheduler before the full-prompt admission gate (PR #37307), every block usable"
+    said = [
+        "async scheduling" if policy.async_scheduling else "synchronous scheduling",
+        "full-prompt admission gate" + ("" if policy.reserve_full_prompt else " off"),
+        "null block kept back" if policy.null_block else "every block usable",
+    ]
+    return f"vLLM {VLLM_VERSION} V1 scheduler with " + ", ".join(said)
 
 
 def check_fits(policy: PagedPolicy, prompt: np.ndarray, output: np.ndarray, cap: int) -> None:
     """Refuse configurations that could never finish, as vLLM refuses them at start-up."""
     bs = policy.block_size
-    if policy.num_blocks is not None:
+    usable = policy.usable_blocks
+    if usable is not None and len(output):
         peak = ceil_div(prompt + output, bs)
         worst = int(np.argmax(peak))
-        if peak[worst] > policy.num_blocks:
+        if peak[worst] > usable:
+            held = (
+                f"{usable} usable (one of {policy.num_blocks} is the null block)"
+                if policy.null_block
+                else usable
+            )
             raise UserError(
                 f"request {worst} needs {int(peak[worst])} blocks of {bs} tokens "
-                f"({int(prompt[worst] + output[worst])} tokens) but the cache has {policy.num_blocks}",
+                f"({int(prompt[worst] + output[worst])} tokens) but the cache has {held}",
                 field="num_blocks",
             )
     budget = policy.max_num_batched_tokens
@@ -190,7 +293,13 @@ class _Simulation:
         self.cap = cap
         self.bs = policy.block_size
         self.limited = policy.num_blocks is not None
-        self.pool = policy.num_blocks or 0
+        self.pool = policy.usable_blocks or 0
+        self.gate = policy.reserve_full_prompt and self.limited  # admission needs the whole prompt's blocks
+        # async scheduling: requests that sampled their last token in step t − 1, holding their
+        # seat and blocks (explicitly, in `held`) until step t is scheduled
+        self.lingers = policy.async_scheduling
+        self.lingering: dict[int, None] = {}
+        self.late_preempted: list[int] = []  # stays preempted while lingering
         self.free = 0  # blocks free, kept exact within a visited step (set at its start)
         self.explicit = 0  # blocks held by running requests that are not decoding (prefills)
         self.decoding_blocks = DecodeBlocks(self.bs)  # the decoding requests' blocks
@@ -329,6 +438,7 @@ class _Simulation:
         ) = self._load()
         safe = 0  # no step before this can run the pool short (bound kept by the previous visit)
         completed, checkpoint, n = self.completed, self.checkpoint, self.n
+        lingers, lingering = self.lingers, self.lingering
         head = events[0] >> shift if events else None  # the step of the next queued completion
         t, arrived = 0, 0
         coming: Any = arrival[0] if n else math.inf  # the next arrival's time (step), inf: none yet
@@ -349,6 +459,23 @@ class _Simulation:
                     if timed:
                         decoding -= 1
                         context_sum -= a
+                    if lingers:
+                        # async: out of the batch, but its seat and the blocks it had after
+                        # step t − 1 stay taken until this step is scheduled (released below)
+                        if counted[r]:
+                            q, u = divmod(a - 1, bs)
+                            counting -= 1
+                            hist[u] -= 1
+                            counted[r] = False
+                            kept = -(-(a + t - 1) // bs)
+                            self.held[r] = kept
+                            explicit += kept
+                            slack += q + 2 - kept
+                        lingering[r] = None
+                        s_end[stay[r]] = t
+                        finish[r] = t
+                        completed += 1
+                        continue
                     del running[r]
                     if limited:
                         if counted[r]:
@@ -419,7 +546,10 @@ class _Simulation:
                 held_step = t
             chunked_now = budget_blocked = False
             if waiting or prefilling:
-                budget_left = None if budget is None else budget - (len(running) - len(prefilling))
+                # one token per decoding request: the running less the prefilling and lingering
+                budget_left = (
+                    None if budget is None else budget - (len(running) - len(prefilling) - len(lingering))
+                )
                 # 3b. prefill chunks of requests admitted earlier
                 if prefilling:
                     self._store(
@@ -539,9 +669,21 @@ class _Simulation:
                                 slack -= q + 2
                                 hist[u] += 1
                                 counted[r] = True
+            # async: step t is scheduled, so the requests that finished in t − 1 leave now
+            released = False
+            if lingering:
+                released = True
+                for r in lingering:
+                    del running[r]
+                    kept = self.held[r]
+                    explicit -= kept
+                    slack += kept
+                    self.held[r] = 0
+                    heappush(free_slots, s_slot[stay[r]])
+                lingering.clear()
             # the next step where something can change (completions all lie after t)
             event = head
-            if prefilling or (waiting and (preempted or (budget_blocked and chunked_now))):
+            if prefilling or (waiting and (preempted or released or (budget_blocked and chunked_now))):
                 event = t + 1
             if limited and counting:
                 # No step before `safe` can hold more blocks than the pool has (the bound
@@ -691,9 +833,19 @@ class _Simulation:
         self.completed += 1
 
     def _preempt(self, v: int, t: int) -> None:
-        """Evict v by recompute: free its blocks, keep its emitted tokens, queue it first."""
+        """Evict v by recompute: free its blocks, keep its emitted tokens, queue it first.
+
+        A lingering victim (async scheduling: its last token is out, its seat still taken) only
+        gives its blocks and seat back a little early: vLLM counts it preempted, and it is done."""
         del self.running[v]
         stay = self.stay[v]
+        if v in self.lingering:
+            del self.lingering[v]
+            self._release(v)
+            heapq.heappush(self.free_slots, self.s_slot[stay])
+            self.late_preempted.append(stay)
+            self.preemptions += 1
+            return
         if v in self.prefilling:
             del self.prefilling[v]
             self.s_decode[stay] = t  # never decoded in this stay
@@ -784,6 +936,8 @@ class _Simulation:
                 blocks = ceil_div(tokens, self.bs)
             if budget_left is not None and (tokens > budget_left or tokens == 0):
                 return budget_left, True, prefilled_any
+            if self.gate and ceil_div(context, self.bs) > self.free:
+                return budget_left, False, prefilled_any  # the whole prompt's blocks are not free
             if self.limited and blocks > self.free:
                 return budget_left, False, prefilled_any
             self.waiting.popleft()
@@ -928,13 +1082,20 @@ class _Simulation:
             chunk_tokens=chunks[2],
             chunk_done=chunks[3],
             preemptions=self.preemptions,
+            late_preempted=ints(self.late_preempted) if self.lingers else None,
         )
 
 
 register(
     PolicyKind(
         "paged",
-        lambda s: PagedPolicy(**s.block_settings()),
+        lambda s: PagedPolicy(
+            **s.block_settings(),
+            reserve_full_prompt=s.reserve_full_prompt,
+            async_scheduling=s.async_scheduling,
+            null_block=s.null_block,
+            allow_empty_prompt=s.allow_empty_prompt,
+        ),
         "paged (vLLM-style)",
         "vLLM V1's scheduler: continuous batching bounded by KV blocks, running requests first, "
         "prefills mixed into decode steps (chunked if asked), newest preempted by recompute.",

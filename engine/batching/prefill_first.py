@@ -35,8 +35,14 @@ from engine.errors import UserError
 
 @dataclass(frozen=True)
 class PrefillFirstPolicy(PagedPolicy):
-    """The paged scheduler's pool and limits, with vLLM V0's prefill-first rule."""
+    """The paged scheduler's pool and limits, with vLLM V0's prefill-first rule. V0 had none
+    of V1's later rules: no full-prompt gate (it never chunks), no step scheduled ahead, no null
+    block; empty prompts it refuses on its own (check_prompts)."""
 
+    reserve_full_prompt: bool = False
+    async_scheduling: bool = False
+    null_block: bool = False
+    allow_empty_prompt: bool = True
     name = "prefill_first"
 
     def simulation(self) -> type[_Simulation]:
@@ -52,6 +58,12 @@ class PrefillFirstPolicy(PagedPolicy):
             raise UserError(
                 "prefill-first scheduling does not chunk prompts; use the paged policy for chunked prefill",
                 field="chunked_prefill",
+            )
+        if self.async_scheduling:
+            raise UserError(
+                "prefill-first scheduling is vLLM V0's, which never scheduled a step ahead; "
+                "use the paged policy for async scheduling",
+                field="async_scheduling",
             )
 
 

@@ -24,7 +24,9 @@ class PolicySettings:
     """What any policy may be built from; each builder reads the fields it needs.
 
     max_wait: static batching's wait for a partial group, seconds. num_blocks … chunked_prefill:
-    the paged scheduler's KV pool and limits (num_blocks None: unlimited)."""
+    the paged scheduler's KV pool and limits (num_blocks None: unlimited; vLLM's num_gpu_blocks).
+    reserve_full_prompt … allow_empty_prompt: the paged scheduler's vLLM rules, as vLLM 0.33.0
+    ships them by default (engine.batching.paged.PagedPolicy says what each does)."""
 
     max_wait: float | None = None
     num_blocks: int | None = None
@@ -32,6 +34,10 @@ class PolicySettings:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     chunked_prefill: bool = False
+    reserve_full_prompt: bool = True
+    async_scheduling: bool = True
+    null_block: bool = True
+    allow_empty_prompt: bool = False
 
     def block_settings(self) -> dict[str, Any]:
         """What the KV-block policies (paged, prefill-first) take from the settings."""

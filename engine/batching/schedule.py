@@ -62,6 +62,9 @@ class Schedule:
     chunk_tokens: np.ndarray
     chunk_done: np.ndarray  # prompt tokens in cache after the chunk (cumulative within the stay)
     preemptions: int = 0
+    # async scheduling only: stays preempted after their last token, while they still held their
+    # seat (counted in preemptions; such a stay ends at its request's finish all the same)
+    late_preempted: np.ndarray | None = None
     # static only: the group each stay belongs to and when the group released its slots
     groups: Groups | None = None
 

@@ -375,13 +375,15 @@ def latency_cdf(results: dict[str, Any], size: Size | None = None) -> tuple[Figu
 
 def kv_series(pol: dict[str, Any]) -> tuple[list[float], list[float], int | None] | None:
     """(steps, blocks in use, capacity) from 'kv_blocks_used' {step, blocks, num_blocks}, or the
-    simulator's 'series' (step, kv_blocks_used) with 'kv_blocks' {num_blocks}; None if absent."""
+    simulator's 'series' (step, kv_blocks_used) with 'kv_blocks' {usable_blocks or num_blocks:
+    the capacity is what requests can hold, vLLM's null block not counted}; None if absent."""
     used = pol.get("kv_blocks_used")
     if isinstance(used, dict) and used.get("blocks"):
         return used["step"], used["blocks"], used.get("num_blocks")
     series = pol.get("series") or {}
     if series.get("kv_blocks_used"):
-        return series["step"], series["kv_blocks_used"], (pol.get("kv_blocks") or {}).get("num_blocks")
+        pool = pol.get("kv_blocks") or {}
+        return series["step"], series["kv_blocks_used"], pool.get("usable_blocks") or pool.get("num_blocks")
     return None
 
 

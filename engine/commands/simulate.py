@@ -31,6 +31,9 @@ FLAG_OF = {
     "tp": "--tp",
     "prompt_tokens": "--prompt-tokens",
     "chunked_prefill": "--chunked-prefill",
+    "reserve_full_prompt": "--no-reserve-full-prompt",
+    "async_scheduling": "--no-async-scheduling",
+    "null_block": "--no-null-block",
     "model": "--model",
     "gpu": "--gpu",
     "kv_dtype": "--kv-dtype",
@@ -136,6 +139,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="paged: tokens per step at most",
     )
     parser.add_argument("--chunked-prefill", action="store_true", help="paged: Sarathi-style chunks")
+    from engine.batching.paged import VLLM_VERSION
+
+    rules = parser.add_argument_group(
+        "vLLM's rules",
+        f"paged runs vLLM {VLLM_VERSION}'s V1 scheduler as shipped; each flag turns one rule off. "
+        "With --no-reserve-full-prompt --no-async-scheduling it is V1's synchronous scheduler "
+        "before the full-prompt gate (vLLM PR #37307); add --no-null-block for every block usable.",
+    )
+    rules.add_argument(
+        "--no-reserve-full-prompt",
+        dest="reserve_full_prompt",
+        action="store_false",
+        help="admit on the first chunk's blocks, not the whole prompt's (vLLM's scheduler_reserve_full_isl)",
+    )
+    rules.add_argument(
+        "--no-async-scheduling",
+        dest="async_scheduling",
+        action="store_false",
+        help="schedule each step after the last one's tokens are back (a finished request frees its "
+        "seat and blocks one step sooner)",
+    )
+    rules.add_argument(
+        "--no-null-block",
+        dest="null_block",
+        action="store_false",
+        help="every one of --num-blocks is usable (vLLM keeps one back)",
+    )
+    rules.add_argument(
+        "--allow-empty-prompt",
+        action="store_true",
+        help="run requests without a prompt token (vLLM refuses them)",
+    )
     parser.add_argument(
         "--replicas",
         type=whole_flag("--replicas", 1, 4096),
@@ -339,6 +374,10 @@ def section_of(args: argparse.Namespace) -> Any:
             "num_blocks": blocks,
             "block_size": args.block_size,
             "chunked_prefill": args.chunked_prefill,
+            "reserve_full_prompt": args.reserve_full_prompt,
+            "async_scheduling": args.async_scheduling,
+            "null_block": args.null_block,
+            "allow_empty_prompt": args.allow_empty_prompt,
             **given(args, ("max_num_seqs", "max_num_batched_tokens")),
         }
     return validate_flags(

@@ -43,6 +43,10 @@ def settings_of(paged: PagedSpec | None, max_wait: float | None) -> batching.Pol
         max_num_seqs=paged.max_num_seqs,
         max_num_batched_tokens=paged.max_num_batched_tokens,
         chunked_prefill=paged.chunked_prefill,
+        reserve_full_prompt=paged.reserve_full_prompt,
+        async_scheduling=paged.async_scheduling,
+        null_block=paged.null_block,
+        allow_empty_prompt=paged.allow_empty_prompt,
     )
 
 

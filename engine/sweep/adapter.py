@@ -42,7 +42,7 @@ import numpy as np
 from engine.errors import UserError
 from engine.sweep.grid import Point, parse_step_time
 
-SIMULATOR = "batching-event-driven/2"  # bump when the simulator's results change
+SIMULATOR = "batching-event-driven/3"  # bump when the simulator's results change (3: vLLM 0.33.0 rules)
 METRICS = (
     "status",
     "reason",
