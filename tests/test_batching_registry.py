@@ -123,3 +123,25 @@ def test_the_kv_blocks_chart_takes_any_policy_that_keeps_blocks(days_copy):
         assert load_spec(spec_with(["continuous", "blocky"])).batching.policies == ["continuous", "blocky"]
     finally:
         registry.unregister("blocky")
+
+
+def test_a_policy_with_its_own_step_rule_is_never_run_as_plain_continuous(toy):
+    """The toy changes continuous batching's step rule and brings no timed one: with unit steps
+    it runs its own rule (every request alone: as many steps as tokens), and where only the
+    plain rule could run (a batch-dependent clock, replicas) it is refused by name, never
+    replaced by plain continuous batching."""
+    from engine.batching.cosim import paged_engine
+    from engine.batching.steptime import MeasuredStepTime, UnitStepTime
+
+    output = np.array([3, 1, 4, 1, 5])
+    w = Workload.of(output, arrival_time=[0.0, 0.01, 0.02, 0.03, 0.04])  # arrivals: the timed path
+    policy = registry.build("one_at_a_time", batching.PolicySettings())
+    unit = batching.simulate(w, policy, slots=4, step_time=UnitStepTime(0.02))
+    assert unit.steps == int(output.sum())
+    timed = MeasuredStepTime(intercept=0.008, per_token=5e-5, per_context_token=3e-9)
+    with pytest.raises(UserError) as err:
+        batching.simulate(w, policy, slots=4, step_time=timed)
+    assert err.value.field == "policy" and "'one_at_a_time'" in err.value.message
+    assert "unit steps" in err.value.message
+    with pytest.raises(UserError, match="'one_at_a_time' changes continuous batching's step rule"):
+        paged_engine(policy, "round_robin")

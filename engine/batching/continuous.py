@@ -32,6 +32,7 @@ import numpy as np
 from engine.batching.registry import PolicyKind, register
 from engine.batching.schedule import Schedule, prefill_steps, single_stays
 from engine.batching.steptime import StepTime
+from engine.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,21 @@ class ContinuousPolicy:
         continuous batching is paged batching with unlimited blocks and no token budget."""
         from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
 
+        refuse_changed_rule(self, "timed steps")
         # (synchronous: a finished request's slot is free at the next step, as in Orca)
         return PagedPolicy(**UNGATED_SYNC_RULES).schedule_timed(arrival, prompt, output, slots, step_time)
+
+
+def refuse_changed_rule(policy: ContinuousPolicy, where: str) -> None:
+    """A subclass that changes continuous batching's step rule (``schedule``) is refused where
+    only the plain rule can run (the timed clock, replicas): running plain continuous batching
+    under its name would post another policy's numbers as its own."""
+    if type(policy).schedule is not ContinuousPolicy.schedule:
+        raise UserError(
+            f"policy {policy.name!r} changes continuous batching's step rule but has no rule of its "
+            f"own for {where} (a schedule_timed): give it one, or run it with unit steps",
+            field="policy",
+        )
 
 
 def schedule_continuous(eligible: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int) -> Schedule:

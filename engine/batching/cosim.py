@@ -27,10 +27,11 @@ from engine.workload import Workload
 
 def paged_engine(policy: Any, router: str) -> Any:
     """The paged-loop policy a replica runs for `policy`, or one line saying why there is none."""
-    from engine.batching.continuous import ContinuousPolicy
+    from engine.batching.continuous import ContinuousPolicy, refuse_changed_rule
     from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
 
     if isinstance(policy, ContinuousPolicy):
+        refuse_changed_rule(policy, "replicas")
         return PagedPolicy(**UNGATED_SYNC_RULES)
     if isinstance(policy, PagedPolicy):  # paged and prefill-first (each brings its loop)
         return policy
