@@ -214,13 +214,13 @@ def _assert_fits_x(text: str) -> None:
     ]
 
 
-@settings(max_examples=examples(40, 400), deadline=None)
+@settings(max_examples=examples(20, 400), deadline=None)
 @given(_thread(_ASCII | _URL))
 def test_every_post_fits_x_and_no_word_moves(text: str) -> None:
     _assert_fits_x(text)
 
 
-@settings(max_examples=examples(30, 300), deadline=None)
+@settings(max_examples=examples(15, 300), deadline=None)
 @given(_thread(_ASCII | _ASCII | _WIDE | _URL))
 def test_every_post_fits_x_by_weight(text: str) -> None:
     _assert_fits_x(text)
