@@ -73,6 +73,8 @@ def short_url(url: str) -> str:
         return url
     if parts.scheme.lower() not in _DEFAULT_PORTS or not host:
         return url
+    if ":" in host:  # an IPv6 address, bracketed as a URL prints it
+        host = f"[{host}]"
     if port is not None and port != _DEFAULT_PORTS[parts.scheme.lower()]:
         host = f"{host}:{port}"
     path = "" if parts.path in ("", "/") else parts.path

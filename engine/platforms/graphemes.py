@@ -12,9 +12,11 @@ from __future__ import annotations
 import regex
 
 _GRAPHEME = regex.compile(r"\X")
-# Emoji by Unicode's own property (UTS #51 Extended_Pictographic), plus the regional indicators
-# that pair into flags; used where a platform counts emoji differently from other characters.
-_EMOJI = regex.compile(r"[\p{Extended_Pictographic}\p{Regional_Indicator}]")
+# Emoji by Unicode's own property (UTS #51 Extended_Pictographic), plus what makes an emoji of
+# a plain character: the regional indicators that pair into flags, the keycap mark (#️⃣ is '#',
+# VS16 and U+20E3) and the emoji-presentation selector VS16. Used where a platform counts emoji
+# differently from other characters.
+_EMOJI = regex.compile(r"[\p{Extended_Pictographic}\p{Regional_Indicator}\u20e3\ufe0f]")
 
 
 def graphemes(text: str) -> list[str]:
