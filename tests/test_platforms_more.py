@@ -410,3 +410,39 @@ def test_a_template_of_its_own_wins_and_a_day_that_lists_nothing_gets_nothing_ne
     assert "mastodon.md" not in drafts
     (root / "day09" / "bluesky.md.j2").unlink()
     assert set(pipeline.render_drafts(results_for(None), root)) == {"linkedin.md", "x-thread.md"}
+
+
+def test_a_reflowed_draft_that_breaks_its_rules_stops_the_build(tmp_path):
+    # A bare link of 311 characters: X counts any link as 23, so one post; Bluesky counts a link
+    # without a scheme as written, so the link goes to a post of its own, and since a word is
+    # never cut, that post is over the limit ('2/2 ' and 311: 315) and the check says so.
+    link = "github.com/" + "a" * 300
+    root = templates_for(tmp_path, thread=f"Code: {link}\n")
+    drafts = pipeline.render_drafts(results_for(["linkedin", "x", "bluesky"]), root)
+    assert drafts["x-thread.md"] == f"1/1 Code: {link}\n"
+    assert drafts["bluesky.md"] == f"1/2 Code:\n---\n2/2 {link}\n"
+    with pytest.raises(pipeline.ChecksFailed) as failed:
+        pipeline.check_drafts(drafts, [])
+    assert failed.value.violations == [
+        "bluesky.md post 2: length: 315/300 graphemes as Bluesky counts them, 15 over"
+    ]
+
+
+def test_a_listed_platform_with_nothing_to_render_is_one_line(tmp_path):
+    registry.register_platform(
+        registry.Platform(
+            name="toy_single",
+            title="Toy",
+            draft="toy.md",
+            thread=False,
+            check=lambda text, draft: ([], []),
+            alt_limit=1000,
+            image_size="x",
+            alt_tags=("toy",),
+        )
+    )
+    try:
+        with pytest.raises(UserError, match=r"no template for toy.md: the day posts to toy_single"):
+            pipeline.render_drafts(results_for(["linkedin", "x", "toy_single"]), templates_for(tmp_path))
+    finally:
+        registry.unregister_platform("toy_single")
