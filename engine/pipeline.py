@@ -67,7 +67,10 @@ def compute(spec: DaySpec, location: SpecLocation) -> dict[str, Any]:
 
 def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> dict[str, str]:
     """Each templates/dayNN/*.j2 becomes a draft named without '.j2'; threads are cut into
-    posts that fit their platform and numbered."""
+    posts that fit their platform and numbered. A thread platform the spec's ``platforms:``
+    lists that has no template of its own re-flows the thread it names (``reflow_from``: X's)
+    under its own limits, so one thread template feeds every thread platform."""
+    from engine.platforms import posting
     from engine.platforms import registry as platforms
 
     env = posts.environment(templates_root)
@@ -89,23 +92,37 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
         )
     posts.check_no_typed_numbers(templates_root, [f"{folder}/{t.name}" for t in templates])
     drafts: dict[str, str] = {}
+    rendered: dict[str, str] = {}  # each thread as its template wrote it, before numbering
     for template in templates:
         name = template.name.removesuffix(".j2")
-        text = posts.render(env, f"{folder}/{template.name}", context)
+        text = rendered[name] = posts.render(env, f"{folder}/{template.name}", context)
         platform = platforms.by_draft(name)
         if platform is not None and platform.thread:
             text = posts.number_thread(text, platform.post_limits)
         drafts[name] = text
+    # The platforms the spec lists (an optional one with a template of its own posts anyway).
+    for platform in posting.posted((results.get("inputs") or {}).get("platforms")):
+        if platform.draft in drafts:
+            continue
+        source = platforms.get(platform.reflow_from) if platform.reflow_from and platform.thread else None
+        if source is None or source.draft not in rendered:
+            raise UserError(
+                f"no template for {platform.draft}: the day posts to {platform.name} "
+                f"(create {platform.draft}.j2)",
+                file=f"templates/{folder}/",
+            )
+        drafts[platform.draft] = posts.number_thread(rendered[source.draft], platform.post_limits)
     return drafts
 
 
 def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[str, Any]:
     """Run the platform rules on the drafts; raise ChecksFailed naming each offending post."""
-    from engine.platforms import check_alt_text, platforms
+    from engine.platforms import check_alt_text, posting
 
+    posted = posting.in_drafts(list(drafts))  # the required platforms and each drafted one
     checks: dict[str, Any] = {}
     violations: list[Any] = []
-    for platform in platforms():
+    for platform in posted:
         text = drafts.get(platform.draft)
         per_post, found = (
             platform.check_draft(text, available={c["file"] for c in charts})
@@ -117,7 +134,7 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
         checks[platform.name] = per_post_dicts if platform.thread else sum(per_post_dicts, [])
         violations += found
     for chart in charts:
-        for platform in platforms():
+        for platform in posted:
             violations += check_alt_text(chart["alt_text"], platform=platform.name)
     checks["violations"] = [str(v) for v in violations]
     if violations:

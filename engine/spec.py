@@ -375,6 +375,14 @@ def _known_chart(name: str) -> str:
     return name
 
 
+def _registered_platform(name: str) -> str:
+    """A platform name the registry knows (engine.platforms), so a typo is refused."""
+    from engine.platforms import posting
+
+    return posting.known(name)
+
+
+PlatformName = Annotated[str, AfterValidator(_registered_platform)]
 ChartName = Annotated[str, AfterValidator(_known_chart)]
 ChartEntry = Annotated[ChartName | Declared, BeforeValidator(declared.check_shape)]
 # A chart by name, registered or declared in the same spec (checked by DaySpec).
@@ -427,6 +435,10 @@ class DaySpec(Strict):
     # The figures or set values the build's summary leads with, by name (default: each
     # section's own headline, a lab's from its ``table:``).
     headline: Annotated[list[GivenName], Field(max_length=8)] = []
+    # The platforms the day posts to, the required ones (linkedin, x) among them; left out: only
+    # those (engine.platforms.posting). Unset when left out, so an older day's results keep
+    # their bytes.
+    platforms: Annotated[list[PlatformName], Field(min_length=1)] | None = Unset
 
     def section(self, key: str) -> Any:
         """The validated model of section ``key``, or None when the spec does not have it."""
@@ -450,6 +462,15 @@ class DaySpec(Strict):
         if twice is not None:
             raise ValueError(f"'{twice}' is given twice")
         return tags
+
+    @field_validator("platforms")
+    @classmethod
+    def _platforms_listed(cls, names: list[str] | None) -> list[str] | None:
+        if names is not None:
+            from engine.platforms import posting
+
+            posting.check_listed(names)
+        return names
 
     @field_validator("links_back")
     @classmethod

@@ -405,7 +405,7 @@ def test_alt_text_must_say_something(text):
 
 def test_alt_text_unknown_platform():
     with pytest.raises(ValueError):
-        check_alt_text("a chart", platform="mastodon")
+        check_alt_text("a chart", platform="myspace")
 
 
 def test_alt_text_platform_from_file_name():

@@ -1,10 +1,16 @@
-"""Platform rules as code: what X and LinkedIn accept, checked before anything is pasted.
+"""Platform rules as code: what X, LinkedIn, Bluesky, Mastodon and Threads accept, checked
+before anything is pasted.
 
 One module per idea: ``registry`` (the ``Platform`` objects everything else loops over),
-``x`` (twitter-text v3 weighted length), ``thread`` (posts, attachments and k/n numbering),
-``emoji`` (emoji sequences by shape), ``linkedin`` (UTF-16 length, fold, hashtags),
-``alt_text``, ``day_dir`` (a whole out/dayNN folder), ``rules`` (the Count and Violation they
-return). The facts behind the limits are in ../shared/reference/platform-rules.md.
+``posting`` (which of them a day posts to), ``x`` (twitter-text v3 weighted length),
+``linkedin`` (UTF-16 length, fold, hashtags), ``bluesky``, ``mastodon`` and ``threads`` (the
+opt-in thread platforms, each with its own count), ``counted_thread`` (the thread rules those
+three share), ``graphemes`` (Unicode grapheme clusters), ``thread`` (posts, attachments and k/n
+numbering), ``reflow`` (threads cut into posts that fit), ``emoji`` (emoji sequences by shape),
+``alt_text``, ``media`` (the carousel's and the GIF's file limits), ``day_dir`` (a whole out/dayNN
+folder), ``rules`` (the Count and Violation they return). The facts behind X's and LinkedIn's
+limits are in ../shared/reference/platform-rules.md; the newer platforms cite theirs in their
+modules.
 """
 
 from engine.platforms.alt_text import alt_text_count, check_alt_text

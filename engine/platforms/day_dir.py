@@ -1,13 +1,15 @@
 """Check a built day folder (out/dayNN) the way the build does: every draft, every alt text.
 
-Reads each registered platform's draft (linkedin.md, x-thread.md) and every ``<image>.alt.txt``;
+Reads the draft of each platform the day posts to (linkedin.md and x-thread.md always; an
+optional platform's, bluesky.md, where it is there) and every ``<image>.alt.txt``;
 an image (``*.png``, ``*.jpg``, ``*.gif``) with no alt text beside it is a violation too, since
 the image would go out undescribed. A carousel PDF and a GIF are held to their platforms' file
 limits (media.py).
 
 Which platform an alt text is for comes from its name: a part that is one of a platform's
 ``alt_tags`` means that platform (``latency.x.alt.txt``, ``kv-linkedin.alt.txt``); a name with
-none is held to every platform's limit, since such a chart may be posted on any.
+none is held to the limit of every platform the day posts to, since such a chart may be posted
+on any of them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pathlib import Path
 from engine.errors import UserError
 from engine.platforms import media
 from engine.platforms.alt_text import alt_text_count, check_alt_text
-from engine.platforms.registry import platforms
+from engine.platforms.posting import in_folder
+from engine.platforms.registry import Platform, required
 from engine.platforms.rules import Count, Violation
 
 ALT_SUFFIX = ".alt.txt"
@@ -44,11 +47,11 @@ def _read(path: Path) -> str:
     return read_text_limited(path, MAX_DRAFT_BYTES, "draft")
 
 
-def alt_text_platforms(name: str) -> tuple[str, ...]:
-    """The platforms an alt text file is for, from the parts of its name; the most lenient
-    limit first."""
+def alt_text_platforms(name: str, among: list[Platform] | None = None) -> tuple[str, ...]:
+    """The platforms an alt text file is for, from the parts of its name, out of ``among`` (the
+    platforms the day posts to; default: the required ones); the most lenient limit first."""
+    every = sorted(required() if among is None else among, key=lambda p: -p.alt_limit)
     parts = set(re.split(r"[._\-]", name.lower()))
-    every = sorted(platforms(), key=lambda p: -p.alt_limit)
     return tuple(p.name for p in every if parts & set(p.alt_tags)) or tuple(p.name for p in every)
 
 
@@ -60,7 +63,8 @@ def check_day_dir(path: Path) -> Report:
     counts: dict[str, list[Count]] = {}
     violations: list[Violation] = []
 
-    for platform in platforms():
+    posted = in_folder(path)  # the required platforms, and each optional one with its draft
+    for platform in posted:
         draft = path / platform.draft
         if not draft.is_file():
             if platform.required:
@@ -80,7 +84,7 @@ def check_day_dir(path: Path) -> Report:
     for alt in sorted(path.glob(f"*{ALT_SUFFIX}")):
         text = _read(alt)
         counts[alt.name] = []
-        for name in alt_text_platforms(alt.name[: -len(ALT_SUFFIX)]):
+        for name in alt_text_platforms(alt.name[: -len(ALT_SUFFIX)], posted):
             counts[alt.name].append(alt_text_count(text, platform=name))
             violations += check_alt_text(text, platform=name, draft=alt.name)
 

@@ -46,6 +46,10 @@ class Platform:
     # A thread's posts are cut to fit these before numbering (engine.platforms.reflow), so its
     # template may be plain paragraphs; None: posts are only what the '---' lines make.
     post_limits: PostLimits | None = None
+    # A thread platform whose day has no template of its own re-flows this platform's rendered
+    # text (before numbering) under its own ``post_limits``: one thread template feeds several
+    # platforms. None: the platform needs a template of its own.
+    reflow_from: str | None = None
 
     def posts(self, text: str) -> list[str]:
         """The draft's posts: a thread split on its '---' lines, or the single post."""

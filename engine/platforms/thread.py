@@ -84,3 +84,16 @@ def numbering(post: str) -> tuple[int, int] | None:
     """The post's 'k/n' marker, looked for at its start, then at its end; None if it has none."""
     match = _MARKER_AT_START.search(post) or _MARKER_AT_END.search(post)
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def numbering_problem(post: str, k: int, total: int) -> str | None:
+    """What is wrong with post k of ``total``'s 'k/n' marker, or None (a single post needs none):
+    a reader who lands on one post of a thread must see where it stands."""
+    if total <= 1:
+        return None
+    marker = numbering(post)
+    if marker is None:
+        return f"no '{k}/{total}' marker at the start or end of the post"
+    if marker != (k, total):
+        return f"numbered {marker[0]}/{marker[1]}, expected {k}/{total}"
+    return None

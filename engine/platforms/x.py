@@ -24,7 +24,7 @@ from engine.platforms.emoji import newer_pattern, twemoji, utf16_units
 from engine.platforms.reflow import PostLimits
 from engine.platforms.registry import Platform, register_platform
 from engine.platforms.rules import Count, Violation
-from engine.platforms.thread import images_in, numbering, post_text
+from engine.platforms.thread import images_in, numbering_problem, post_text
 
 MAX_WEIGHTED_LENGTH: int = V3["max_weighted_tweet_length"]  # 280
 MAX_IMAGES_PER_POST = 4
@@ -142,12 +142,9 @@ def check_x_thread(
             fail("characters", f"X rejects {', '.join(dict.fromkeys(bad_chars))} in a post")
         if images > MAX_IMAGES_PER_POST:
             fail("images", f"{images} images, X allows {MAX_IMAGES_PER_POST} per post")
-        if total > 1:
-            marker = numbering(text)
-            if marker is None:
-                fail("numbering", f"no '{k}/{total}' marker at the start or end of the post")
-            elif marker != (k, total):
-                fail("numbering", f"numbered {marker[0]}/{marker[1]}, expected {k}/{total}")
+        problem = numbering_problem(text, k, total)
+        if problem is not None:
+            fail("numbering", problem)
     return counts, violations
 
 
