@@ -18,6 +18,7 @@ from typing import Any
 from engine import given, outdir, quotable
 from engine import inputs as inputs_of
 from engine.errors import UserError
+from engine.outdir import atomic
 from engine.platforms.rules import ChecksFailed
 from engine.render import formats, posts
 from engine.render.context import day_folder_name, template_context
@@ -125,9 +126,10 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
     return checks
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any, *, root: Path | None = None) -> None:
     # allow_nan=False: `Infinity` is not JSON, and a non-finite figure must never reach a post.
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n")
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    atomic.write_text(path, text, what="results", root=root, durable=False)
 
 
 def build(
@@ -143,7 +145,7 @@ def build(
     staging = outdir.Staging.create(target)
     try:
         for name, text in drafts.items():
-            (staging.path / name).write_text(text, encoding="utf-8")
+            atomic.write_text(staging.path / name, text, what="draft", root=out_root, durable=False)
         try:
             results["charts"] = draw_charts(spec, results, staging.path, {name for name, _ in left_out})
         except UserError as err:  # a chart the results cannot draw: the spec asked for it
@@ -156,12 +158,11 @@ def build(
             )
         results["checks"] = check_drafts(drafts, results["charts"])
         results["checks"]["media"] = formats.check_media(staging.path, results)
-        write_json(staging.path / "results.json", results)
+        write_json(staging.path / "results.json", results, root=out_root)
         from engine.render import review
 
-        (staging.path / "index.html").write_text(
-            review.render_day_page(staging.path, results, drafts), encoding="utf-8"
-        )
+        page = review.render_day_page(staging.path, results, drafts)
+        atomic.write_text(staging.path / "index.html", page, what="review page", root=out_root, durable=False)
         committed = outdir.commit(staging, force=force)
     except OSError as exc:
         staging.discard()
@@ -171,7 +172,7 @@ def build(
         raise
     # Re-render the page from disk: where a hand edit was kept, it shows the edited draft.
     try:
-        review.write_day_page(target)
+        review.write_day_page(target, root=out_root)
         review.write_index(out_root)
     except OSError as exc:
         raise outdir.write_failed(exc, target, after="the day is built, its review page is not") from exc
