@@ -137,11 +137,15 @@ def build(
 ) -> BuildReport:
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
+    target = out_root / day_folder_name(spec.day)
+    # What the writes at the end would refuse (a link at out/, out/dayNN or out/index.html),
+    # refused before any work: a build that cannot finish changes nothing.
+    outdir.check_target(target)
+    atomic.check_target(out_root / "index.html", what="review index", root=out_root)
     results = compute(spec, SpecLocation(spec_path=spec_path))
     drafts = render_drafts(results, templates_root)
 
     left_out = unavailable_charts(spec, results)
-    target = out_root / day_folder_name(spec.day)
     staging = outdir.Staging.create(target)
     try:
         for name, text in drafts.items():

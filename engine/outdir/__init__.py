@@ -54,6 +54,7 @@ __all__ = [
     "MERGEABLE",
     "CommitReport",
     "Staging",
+    "check_target",
     "commit",
     "new_name",
     "read_manifest",
@@ -73,7 +74,7 @@ def write_failed(exc: OSError, target: Path, *, after: str = "out/ was left as i
     return UserError(f"cannot write: {reason}; {after}", file=where)
 
 
-def _check_target(target: Path) -> None:
+def check_target(target: Path) -> None:
     """A link at out/ or out/dayNN is refused, not followed: the swap renames the day's folder,
     which would replace the link with a folder (or leave ``.dayNN.ready`` behind), and writing
     through it reaches a folder outside the one the person named."""
@@ -112,7 +113,7 @@ class Staging:
     def create(cls, target: Path) -> Staging:
         """Take the day's lock, repair what a killed build left, and make the staging folder."""
         target = Path(target)
-        _check_target(target)
+        check_target(target)
         held = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -65,10 +65,12 @@ def _refuse(reason: str, path: Path, field: str | None) -> UserError:
     return UserError(reason, file=path, field=field)
 
 
-def _open_folder(folder: Path, root: Path | None, field: str | None) -> int:
+def _open_folder(folder: Path, root: Path | None, field: str | None, *, make: bool = True) -> int | None:
     """A descriptor of ``folder``, reached from ``root`` without following a link below it;
-    missing folders are made."""
+    missing folders are made (or, without ``make``, None is returned: nothing is there yet)."""
     if root is None:
+        if not make and not folder.is_dir():
+            return None
         folder.mkdir(parents=True, exist_ok=True)
         return os.open(folder, _DIR_FLAGS)
     try:
@@ -78,6 +80,8 @@ def _open_folder(folder: Path, root: Path | None, field: str | None) -> int:
     try:
         info = os.lstat(root)
     except FileNotFoundError:
+        if not make:
+            return None
         root.mkdir(parents=True, exist_ok=True)
         info = os.lstat(root)
     if not stat.S_ISDIR(info.st_mode):
@@ -90,6 +94,9 @@ def _open_folder(folder: Path, root: Path | None, field: str | None) -> int:
             try:
                 info = os.stat(part, dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
+                if not make:
+                    os.close(fd)
+                    return None
                 os.mkdir(part, dir_fd=fd)
                 info = os.stat(part, dir_fd=fd, follow_symlinks=False)
             if not stat.S_ISDIR(info.st_mode):
@@ -131,9 +138,11 @@ def check_target(
     regular file too (the message says how to overwrite it). True when a regular file is there."""
     path = Path(path)
     try:
-        fd = _open_folder(path.parent, root, field)
+        fd = _open_folder(path.parent, root, field, make=False)
     except OSError as err:
         raise _failed(what, path, field, err) from None
+    if fd is None:
+        return False  # its folder is not there yet: nothing to refuse
     try:
         return _check_in(fd, path, existing=existing, field=field)
     finally:
@@ -161,6 +170,7 @@ def replacing(
         fd = _open_folder(path.parent, root, field)
     except OSError as err:
         raise _failed(what, path, field, err) from None
+    assert fd is not None  # made when missing
     created = False
     try:
         _check_in(fd, path, existing=existing, field=field)

@@ -81,6 +81,9 @@ def write_day_page(day_dir: Path, *, root: Path | None = None) -> Path:
     """(Re)write day_dir/index.html from what is on disk: results.json, the drafts, the charts.
     ``root`` is the output folder (default: day_dir's parent): nothing below it may be a link."""
     day_dir = Path(day_dir)
+    path = day_dir / PAGE
+    root = day_dir.parent if root is None else root
+    atomic.check_target(path, what="review page", root=root)  # a link on the way: refused unread
     try:
         results = json.loads(read_text_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results"))
     except ValueError as exc:
@@ -88,9 +91,8 @@ def write_day_page(day_dir: Path, *, root: Path | None = None) -> Path:
             f"not readable JSON ({exc}); rebuild the day to replace it", file=day_dir / RESULTS
         ) from exc
     drafts = drafts_of(day_dir)
-    path = day_dir / PAGE
     page = render_day_page(day_dir, results, drafts)
-    return atomic.write_text(path, page, what="review page", root=day_dir.parent if root is None else root)
+    return atomic.write_text(path, page, what="review page", root=root)
 
 
 def write_index(out_root: Path) -> Path:
