@@ -9,6 +9,7 @@ Every case is bounded in time: none waits for a blocked read or a lab's full sle
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -213,3 +214,233 @@ def test_simulate_writes_a_new_file_without_force(tmp_path: Path, capsys) -> Non
     path = tmp_path / "new" / "trace.json"
     assert main([*SIMULATE, "--trace", str(path)]) == 0
     assert json.loads(path.read_text())["traceEvents"]
+
+
+# ---- labs: contained -----------------------------------------------------------------------------
+
+LAB_SPEC = """\
+day: 2
+series: {name: 60 days of system design, length: 60}
+title: A contained lab
+repository: github.com/example/repo
+hashtags: [SystemDesign, Testing, LearningInPublic]
+lab:
+  script: day02.lab/lab.py
+  timeout_s: 20
+  figures:
+    wait: {unit: ns, about: how long the lab says it waited}
+    size: {unit: KiB, about: how much the lab says it read}
+charts: [terminal]
+measured: latest
+"""
+
+GOOD = """\
+from labkit import figure
+figure("wait", 1.5, "us")
+figure("size", 4096, "B")
+print("wait 1.5 us, size 4096 B")
+"""
+
+
+def lab_day(root: Path, script: str = GOOD) -> Path:
+    """days/day02.yaml and its lab, ``script``, under ``root``; returns the spec."""
+    lab = root / "days" / "day02.lab"
+    lab.mkdir(parents=True, exist_ok=True)
+    (lab / "lab.py").write_text(script, encoding="utf-8")
+    spec = root / "days" / "day02.yaml"
+    spec.write_text(LAB_SPEC, encoding="utf-8")
+    return spec
+
+
+def measure_quietly(spec: Path) -> tuple[dict, Path, str]:
+    from engine.lab.measure import measure
+
+    status = io.StringIO()
+    doc, path = measure(spec, echo=None, status=status)
+    return doc, path, status.getvalue()
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its parent (init) to reap it."""
+    from engine.lab import processes
+
+    found = processes._stat(pid)
+    return found is not None and found.state != "Z"
+
+
+def wait_dead(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+ESCAPE = """\
+import os, subprocess, sys, time
+from labkit import figure
+child = subprocess.Popen(
+    [sys.executable, "-c", "import time; time.sleep(60)"],
+    start_new_session=True,  # its own session: not in the lab's process group
+    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    env=ENV,
+)
+open("../../child.pid", "w").write(str(child.pid))
+time.sleep(HOLD)
+figure("wait", 1.5, "us")
+figure("size", 4096, "B")
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.parametrize(
+    ("env", "hold"),
+    [
+        ("None", "0"),  # the marker variable is inherited: found by it after the lab exits
+        ("{'PATH': os.environ.get('PATH', '')}", "0.8"),  # scrubbed: found by its parent chain
+    ],
+    ids=["marked", "scrubbed"],
+)
+def test_a_child_that_leaves_the_labs_session_is_killed_and_reported(
+    tmp_path: Path, env: str, hold: str
+) -> None:
+    spec = lab_day(tmp_path, ESCAPE.replace("ENV", env).replace("HOLD", hold))
+    start = time.monotonic()
+    doc, _, status = measure_quietly(spec)
+    assert time.monotonic() - start < 5
+    pid = int((tmp_path / "child.pid").read_text())
+    assert wait_dead(pid), f"the lab's child {pid} outlived the run"
+    assert f"stopped 1 process(es) the lab left running outside its session: pid {pid} (python" in status
+    assert doc["figures"]["wait"]["value"] == pytest.approx(1500)
+
+
+FLOOD = """\
+import sys
+from labkit import figure
+line = b"x" * 999 + b"\\n"
+for _ in range(50_000):  # 50 MB
+    sys.stdout.buffer.write(line)
+print("the last line: 42")
+figure("wait", 1.5, "us")
+figure("size", 4096, "B")
+"""
+
+
+def test_a_lab_printing_50_mb_is_kept_to_the_cap_with_the_cut_marked(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from engine.lab import runner
+    from engine.limits import MAX_TRANSCRIPT_BYTES, TRANSCRIPT_TAIL_BYTES
+
+    spec = lab_day(tmp_path, FLOOD)
+    command = runner.command_for(spec.parent / "day02.lab" / "lab.py", [])
+    echo = io.StringIO()
+    run = runner.run_lab(command, spec.parent / "day02.lab", 20, echo=echo)
+    printed = 50_000 * 1000 + len("the last line: 42\n")
+    assert run.exit_status == 0 and run.printed_bytes == printed
+    assert run.cut_bytes == printed - MAX_TRANSCRIPT_BYTES
+    kept = run.text.encode()
+    assert MAX_TRANSCRIPT_BYTES < len(kept) < MAX_TRANSCRIPT_BYTES + 100  # the cap, and the marker
+    assert f"[... {run.cut_bytes:,} bytes of output not kept ...]" in run.text
+    assert run.text.endswith("the last line: 42\n")  # the tail survives: a summary still parses
+    assert run.text.index("bytes of output not kept") > MAX_TRANSCRIPT_BYTES - TRANSCRIPT_TAIL_BYTES - 10
+    assert len(echo.getvalue()) < MAX_TRANSCRIPT_BYTES + 200 and "is not shown" in echo.getvalue()
+    del echo, run, kept
+    tracemalloc.start()
+    try:
+        runner.run_lab(command, spec.parent / "day02.lab", 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * MAX_TRANSCRIPT_BYTES  # the file read back and its text; never the 50 MB
+
+
+def test_the_transcript_file_holds_the_head_a_marker_and_the_tail(tmp_path: Path) -> None:
+    from engine.lab.runner import _Transcript
+
+    with open(tmp_path / "t.txt", "w+b") as log:
+        t = _Transcript(log, cap=100, tail=20)
+        for i in range(50):
+            t.add(f"{i:04d}\n".encode())  # 250 bytes in
+        text = t.text()
+    assert t.printed == 250 and t.cut == 250 - 100
+    assert text == "".join(
+        f"{i:04d}\n" for i in range(16)
+    ) + "\n[... 150 bytes of output not kept ...]\n" + "".join(f"{i:04d}\n" for i in range(46, 50))
+    assert (tmp_path / "t.txt").read_text() == text
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize(
+    "swap",
+    [
+        "os.mkfifo(path)",  # a FIFO: reading it would wait for a writer forever
+        "os.symlink('/dev/zero', path)",  # endless zeros: reading it would fill memory
+    ],
+    ids=["fifo", "dev-zero-link"],
+)
+def test_a_figures_file_swapped_for_a_fifo_or_device_link_is_refused_in_bounded_time(
+    tmp_path: Path, swap: str
+) -> None:
+    spec = lab_day(tmp_path)
+    _, earlier, _ = measure_quietly(spec)
+    before = earlier.read_bytes()
+    lab_day(
+        tmp_path,
+        GOOD + f"import os\npath = os.environ['LABKIT_FIGURES']\nos.unlink(path)\n{swap}\n",
+    )
+    start = time.monotonic()
+    with pytest.raises(UserError) as caught:
+        measure_quietly(spec)
+    assert time.monotonic() - start < 5
+    assert caught.value.field == "lab.figures" and "cannot be read" in caught.value.message
+    assert earlier.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "harm",
+    [
+        "Path('../day02.yaml').touch()",  # the spec's mtime moves
+        "Path('../notes.txt').unlink()",  # a file beside the spec goes
+        "Path('../stray.txt').write_text('x')",  # a file appears in days/
+    ],
+    ids=["touch", "delete", "add"],
+)
+def test_a_lab_that_changes_days_fails_loudly_and_keeps_the_old_measurement(
+    tmp_path: Path, harm: str
+) -> None:
+    spec = lab_day(tmp_path)
+    (spec.parent / "notes.txt").write_text("the person's\n")
+    _, earlier, _ = measure_quietly(spec)
+    before = earlier.read_bytes()
+    time.sleep(0.01)  # a touch within the file system's time granularity still moves mtime_ns
+    lab_day(tmp_path, "from pathlib import Path\n" + harm + "\n" + GOOD)
+    with pytest.raises(UserError) as caught:
+        measure_quietly(spec)
+    assert "changed files outside its own folder" in caught.value.message
+    assert caught.value.file == str(spec) and "no file written" in caught.value.message
+    assert earlier.read_bytes() == before
+    assert sorted(p.name for p in earlier.parent.iterdir()) == [earlier.name]
+
+
+def test_a_measurement_the_build_would_refuse_is_not_written(tmp_path: Path, monkeypatch) -> None:
+    """The check before writing is the build's own (section.from_document on the text read
+    back): when it refuses, the old measurement stays."""
+    from engine.lab import section
+
+    spec = lab_day(tmp_path)
+    _, earlier, _ = measure_quietly(spec)
+    before = earlier.read_bytes()
+    seen: list[dict] = []
+
+    def refuse(sec, spec_path, day, doc, path):
+        seen.append(doc)
+        raise UserError("has no figure 'wait'", file=spec_path, field="lab.figures.wait")
+
+    monkeypatch.setattr(section, "from_document", refuse)
+    with pytest.raises(UserError) as caught:
+        measure_quietly(spec)
+    assert "the build would refuse" in caught.value.message and caught.value.field == "lab.figures.wait"
+    assert earlier.read_bytes() == before
+    assert seen and seen[0]["figures"]["wait"]["value"] == pytest.approx(1500)  # what was to be written
