@@ -444,3 +444,60 @@ def test_a_measurement_the_build_would_refuse_is_not_written(tmp_path: Path, mon
     assert "the build would refuse" in caught.value.message and caught.value.field == "lab.figures.wait"
     assert earlier.read_bytes() == before
     assert seen and seen[0]["figures"]["wait"]["value"] == pytest.approx(1500)  # what was to be written
+
+
+@pytest.mark.parametrize("kind", ["link", "folder"])
+def test_a_link_or_folder_where_the_build_writes_a_draft_is_refused_and_the_day_kept(
+    tmp_path: Path, kind: str
+) -> None:
+    from engine import outdir
+
+    target = tmp_path / "day04"
+
+    def staged(text: str) -> outdir.Staging:
+        staging = outdir.Staging.create(target)
+        (staging.path / "linkedin.md").write_text(text)
+        return staging
+
+    outdir.commit(staged("v1\n"))
+    outside = tmp_path / "outside.md"
+    outside.write_text("theirs\n")
+    (target / "linkedin.md").unlink()
+    if kind == "link":
+        (target / "linkedin.md").symlink_to(outside)
+    else:
+        (target / "linkedin.md").mkdir()
+    before = tree(target)
+    with pytest.raises(UserError) as caught:
+        outdir.commit(staged("v2\n"))
+    assert caught.value.file == str(target / "linkedin.md")
+    assert ("symbolic link" if kind == "link" else "is a folder") in caught.value.message
+    assert tree(target) == before and outside.read_text() == "theirs\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["day04", "outside.md"]  # no staging left
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_the_sweep_results_file_must_be_a_regular_file(tmp_path: Path) -> None:
+    from engine.sweep.store import ResultStore
+
+    fifo = tmp_path / "points.jsonl"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    with pytest.raises(UserError, match="not a regular file"):
+        ResultStore(fifo)  # reading a FIFO would wait for a writer forever
+    assert time.monotonic() - start < 5
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text("")
+    link = tmp_path / "linked.jsonl"
+    link.symlink_to(outside)
+    with pytest.raises(UserError, match="symbolic link"):
+        ResultStore(link)
+    fresh = ResultStore(tmp_path / "new" / "points.jsonl")
+    fresh.add("k", {"a": 1}, {"m": 2.0})
+    fresh.close()
+    assert json.loads((tmp_path / "new" / "points.jsonl").read_text()) == {
+        "key": "k",
+        "point": {"a": 1},
+        "metrics": {"m": 2.0},
+    }
+    assert ResultStore(tmp_path / "new" / "points.jsonl").get("k") == {"m": 2.0}  # read back

@@ -99,13 +99,13 @@ def run_lab(
             transcript = _Transcript(log)
             try:
                 timed_out = _pump(proc, watch, start, timeout_s, transcript, echo, status)
+                wall = time.monotonic() - start  # the lab's time, not the clean-up's
             finally:
                 watch.stop_group()
                 escaped, survivors = watch.stop_escaped()
                 proc.wait()
                 if proc.stdout is not None:
                     proc.stdout.close()
-            wall = time.monotonic() - start
             text = transcript.text()
         recorded = _read_figures(figures_path)
     return LabRun(

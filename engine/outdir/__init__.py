@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,6 +241,25 @@ def _carry(src: Path, dest: Path) -> None:
             shutil.copystat(src, dest)
 
 
+def _refuse_odd_kinds(target: Path, rendered: dict[str, str]) -> None:
+    """A link, a folder, a device or a FIFO where the build puts one of its files: refused, with
+    one line, before anything moves (carried into the new folder it would clash with the fresh
+    file; replaced, it would be lost)."""
+    for name in sorted(rendered):
+        parts = name.split("/")
+        where = target
+        for depth, part in enumerate(parts, start=1):
+            where = where / part
+            try:
+                mode = os.lstat(where).st_mode
+            except FileNotFoundError:
+                break
+            if depth == len(parts) and not stat.S_ISREG(mode):
+                raise UserError(atomic.refusal(mode, f"the build writes {name}"), file=where)
+            if depth < len(parts) and not stat.S_ISDIR(mode):
+                raise UserError(atomic.refusal(mode, f"the build writes the folder of {name}"), file=where)
+
+
 def _walk(folder: Path) -> Iterator[Path]:
     """Every file and link below folder, and each empty folder as itself, in sorted order: a
     generated subfolder (a carousel's page previews) is answered for file by file."""
@@ -279,6 +299,8 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
         if p.is_file() and not p.is_symlink() and p.name not in DERIVED
     }
     exists = target.is_dir()
+    if exists:
+        _refuse_odd_kinds(target, rendered)
     previous = read_manifest(target) if exists else {}
     base = {
         name: (stage / name).read_text(encoding="utf-8")

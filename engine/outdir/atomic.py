@@ -50,6 +50,21 @@ def _failed(what: str, path: Path, field: str | None, err: OSError) -> UserError
     return UserError(f"cannot write the {what}: {reason(err)}", file=path, field=field)
 
 
+def refusal(mode: int, what: str) -> str:
+    """Why a path of this mode is refused where the engine writes ``what``."""
+    if stat.S_ISLNK(mode):
+        return (
+            f"is a symbolic link where {what}; the engine never writes through one (remove it and run again)"
+        )
+    if stat.S_ISDIR(mode):
+        return f"is a folder where {what} (move it away and run again)"
+    if stat.S_ISREG(mode):
+        return f"is a file where {what} (move it away and run again)"
+    return (
+        f"is not a regular file (a device, pipe or socket) where {what}; the engine writes only plain files"
+    )
+
+
 def _kind(mode: int) -> str | None:
     """Why a path with this mode cannot be written as a file, or None for a regular file."""
     if stat.S_ISREG(mode):

@@ -82,7 +82,8 @@ def _open_append(path: Path) -> TextIO:
     same: a link, a device, a FIFO, a folder)."""
     from engine.outdir import atomic
 
-    atomic.check_target(path, what="sweep results")  # makes the folder; refuses the odd kinds
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.check_target(path, what="sweep results")  # a link, a device, a FIFO, a folder
     flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK
     try:
         fd = os.open(path, flags, 0o666)
