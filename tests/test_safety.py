@@ -171,14 +171,26 @@ def test_simulate_refuses_a_fifo_as_its_output_at_once(tmp_path: Path, capsys, f
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
-@pytest.mark.skipif(not Path("/dev/null").exists(), reason="needs /dev/null")
-@pytest.mark.parametrize("device", ["/dev/null", "/dev/full"])
-def test_simulate_refuses_a_device_as_its_output_and_leaves_it_a_device(capsys, device: str) -> None:
-    if not Path(device).exists():
-        pytest.skip(f"no {device}")
-    assert main([*SIMULATE, "--trace", device, "--force"]) == 2  # --force never means a device
+def a_device(tmp_path: Path) -> Path:
+    """A character device to name as an output. As root, a private node like /dev/null (made
+    here, so that were the refusal ever to break, the test would replace this node and never the
+    system's /dev/null or /dev/full); otherwise /dev/null itself, which only root could replace."""
+    if os.geteuid() == 0:
+        node = tmp_path / "null"
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        return node
+    return Path("/dev/null")
+
+
+@pytest.mark.skipif(not hasattr(os, "mknod"), reason="needs device nodes")
+@pytest.mark.parametrize("flag", ["--trace", "--requests-csv"])
+def test_simulate_refuses_a_device_as_its_output_and_leaves_it_a_device(
+    tmp_path: Path, capsys, flag: str
+) -> None:
+    device = a_device(tmp_path)
+    assert main([*SIMULATE, flag, str(device), "--force"]) == 2  # --force never means a device
     line = one_line(capsys)
-    assert line.startswith(f"{device}: --trace: ") and "not a regular file" in line
+    assert line.startswith(f"{device}: {flag}: ") and "not a regular file" in line
     assert stat.S_ISCHR(os.lstat(device).st_mode)
 
 
