@@ -32,6 +32,12 @@ MAX_TEMPLATE_BYTES = 256 * KIB  # a Jinja template of a post
 MAX_DRAFT_BYTES = 256 * KIB  # a kept draft (X thread, LinkedIn post): posts are ≤ 3,000 chars
 MAX_RESULTS_BYTES = 64 * MIB  # another day's results.json, read for links back and the index
 MAX_YAML_DEPTH = 64  # nesting of mappings and lists in a spec or catalog YAML
+# A lab's output streams to a file on disk capped here: the first 15 MiB, a marker, and the last
+# 1 MiB (its closing summary, which a from_output pattern may read). The measurement keeps
+# 200,000 characters of it (engine/lab/store.py).
+MAX_TRANSCRIPT_BYTES = 16 * MIB
+TRANSCRIPT_TAIL_BYTES = 1 * MIB
+MAX_FIGURES_BYTES = 16 * MIB  # the figures file labkit writes: a few KiB
 
 # ---- counts ------------------------------------------------------------------------------------
 MAX_REQUESTS = 10_000_000  # generated or replayed requests in a batching workload
@@ -75,19 +81,28 @@ MAX_PAGE_RENDER_CHARS = 16 * MIB
 MAX_TEMPLATE_INT_BITS = 1_024  # an integer a template computes: past 2**1024 no float holds it
 
 
-def read_bytes_limited(path: str | Path, limit: int, what: str, *, field: str | None = None) -> bytes:
+def read_bytes_limited(
+    path: str | Path, limit: int, what: str, *, field: str | None = None, follow_symlinks: bool = True
+) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes, or a UserError naming it.
 
     ``what`` names the kind of file in messages ("spec", "workload", "measurement" …).
+    Without ``follow_symlinks`` a link in the file's place is refused (a file another program
+    wrote, such as a lab's figures, which could point it at /dev/zero or a file elsewhere).
     """
     path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise UserError(f"no such {what} file", file=path, field=field) from None
     except IsADirectoryError:
         raise UserError(f"is a folder, not a {what} file", file=path, field=field) from None
     except OSError as err:
+        if err.errno == errno.ELOOP and not follow_symlinks:
+            raise UserError(f"is a symbolic link, not a {what} file", file=path, field=field) from None
         if err.errno == errno.ENXIO:  # a FIFO or socket with nobody on the other end
             raise UserError(
                 f"not a regular file: a {what} file must be a plain file", file=path, field=field

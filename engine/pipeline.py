@@ -18,6 +18,7 @@ from typing import Any
 from engine import given, outdir, quotable
 from engine import inputs as inputs_of
 from engine.errors import UserError
+from engine.outdir import atomic
 from engine.platforms.rules import ChecksFailed
 from engine.render import formats, posts
 from engine.render.context import day_folder_name, template_context
@@ -142,9 +143,10 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
     return checks
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any, *, root: Path | None = None) -> None:
     # allow_nan=False: `Infinity` is not JSON, and a non-finite figure must never reach a post.
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n")
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    atomic.write_text(path, text, what="results", root=root, durable=False)
 
 
 def build(
@@ -152,15 +154,19 @@ def build(
 ) -> BuildReport:
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
+    target = out_root / day_folder_name(spec.day)
+    # What the writes at the end would refuse (a link at out/, out/dayNN or out/index.html),
+    # refused before any work: a build that cannot finish changes nothing.
+    outdir.check_target(target)
+    atomic.check_target(out_root / "index.html", what="review index", root=out_root)
     results = compute(spec, SpecLocation(spec_path=spec_path))
     drafts = render_drafts(results, templates_root)
 
     left_out = unavailable_charts(spec, results)
-    target = out_root / day_folder_name(spec.day)
     staging = outdir.Staging.create(target)
     try:
         for name, text in drafts.items():
-            (staging.path / name).write_text(text, encoding="utf-8")
+            atomic.write_text(staging.path / name, text, what="draft", root=out_root, durable=False)
         try:
             results["charts"] = draw_charts(spec, results, staging.path, {name for name, _ in left_out})
         except UserError as err:  # a chart the results cannot draw: the spec asked for it
@@ -173,12 +179,11 @@ def build(
             )
         results["checks"] = check_drafts(drafts, results["charts"])
         results["checks"]["media"] = formats.check_media(staging.path, results)
-        write_json(staging.path / "results.json", results)
+        write_json(staging.path / "results.json", results, root=out_root)
         from engine.render import review
 
-        (staging.path / "index.html").write_text(
-            review.render_day_page(staging.path, results, drafts), encoding="utf-8"
-        )
+        page = review.render_day_page(staging.path, results, drafts)
+        atomic.write_text(staging.path / "index.html", page, what="review page", root=out_root, durable=False)
         committed = outdir.commit(staging, force=force)
     except OSError as exc:
         staging.discard()
@@ -188,7 +193,7 @@ def build(
         raise
     # Re-render the page from disk: where a hand edit was kept, it shows the edited draft.
     try:
-        review.write_day_page(target)
+        review.write_day_page(target, root=out_root)
         review.write_index(out_root)
     except OSError as exc:
         raise outdir.write_failed(exc, target, after="the day is built, its review page is not") from exc

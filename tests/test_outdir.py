@@ -11,6 +11,7 @@ import pytest
 
 from engine import outdir
 from engine.errors import UserError
+from engine.outdir import atomic
 
 
 def stage(target: Path, files: dict[str, str]) -> outdir.Staging:
@@ -306,14 +307,14 @@ def test_a_disk_filling_up_during_the_commit_loses_nothing(tmp_path, monkeypatch
     (target / "linkedin.md").write_text("Mine. " + POST.format(u="1%", s="2%"))
     (target / "notes.txt").write_text("notes\n")
     before = {p.name: p.read_bytes() for p in target.iterdir()}
-    real = Path.write_text
+    real = os.open
 
-    def full(self, *args, **kwargs):
-        if self.name == outdir.MANIFEST:
-            raise OSError(errno.ENOSPC, "No space left on device", str(self))
-        return real(self, *args, **kwargs)
+    def full(path, *args, **kwargs):  # every write goes through engine.outdir.atomic's os.open
+        if str(path).startswith(f".{outdir.MANIFEST}."):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(atomic.os, "open", full)
     with pytest.raises(UserError, match="disk is full"):
         outdir.commit(stage(target, {"linkedin.md": POST.format(u="3%", s="2%")}))
     assert {p.name: p.read_bytes() for p in target.iterdir()} == before

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import UserError
+from engine.outdir import atomic
 
 MAX_CSV_ROWS = 1_000_000
 MAX_TRACE_STAYS = 200_000
@@ -63,17 +63,18 @@ def preemptions_per_request(schedule: Any, n: int) -> np.ndarray:
     return np.bincount(req[:-1][evicted], minlength=n).astype(np.int64)
 
 
-def _replace(path: Path, write: Any) -> None:
-    temporary = path.with_name(path.name + ".part")
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise UserError(f"cannot write: {exc.strerror}", file=path) from None
+EXISTS = "already exists; pass --force to overwrite it"
 
 
-def write_requests_csv(path: str | Path, runs: Iterable[Run], flag: str = "--requests-csv") -> int:
+def check_target(path: str | Path, *, force: bool, flag: str) -> None:
+    """What writing ``path`` would refuse, refused before the run: a link, device, FIFO or
+    folder there, or (without ``force``) a file the person already has."""
+    atomic.check_target(path, what=flag, existing=None if force else EXISTS, field=flag)
+
+
+def write_requests_csv(
+    path: str | Path, runs: Iterable[Run], flag: str = "--requests-csv", *, force: bool = True
+) -> int:
     """One row per request per policy: when it arrived, was first scheduled, emitted its first
     token, finished; how often it was preempted (each preemption is one restart: recompute)."""
     runs = list(runs)
@@ -84,50 +85,49 @@ def write_requests_csv(path: str | Path, runs: Iterable[Run], flag: str = "--req
         )
     unit = "s" if all(r.step_time is not None for r in runs) else "step"
 
-    def write(target: Path) -> None:
-        with target.open("w", newline="", encoding="utf-8") as f:
-            out = csv.writer(f)
-            out.writerow(
-                [
-                    "policy",
-                    "replica",
-                    "request",
-                    f"arrival_{unit}",
-                    f"scheduled_{unit}",
-                    f"first_token_{unit}",
-                    f"finish_{unit}",
-                    "preemptions",
-                    "restarts",
-                ]
+    existing = None if force else EXISTS
+    with atomic.replacing(path, what=flag, newline="", existing=existing, field=flag) as f:
+        out = csv.writer(f)
+        out.writerow(
+            [
+                "policy",
+                "replica",
+                "request",
+                f"arrival_{unit}",
+                f"scheduled_{unit}",
+                f"first_token_{unit}",
+                f"finish_{unit}",
+                "preemptions",
+                "restarts",
+            ]
+        )
+        for run in runs:
+            s, clock = run.result.schedule, _clock(run)
+            n = len(run.requests)
+            scheduled = _at(clock, s.first_start)
+            first = _at(clock, s.first_token + 1)  # out when its step ends
+            finish = _at(clock, s.finish)
+            arrival = (
+                run.arrival
+                if unit == "s"
+                else run.result.schedule.first_start - run.result.latency.steps["queueing"]
             )
-            for run in runs:
-                s, clock = run.result.schedule, _clock(run)
-                n = len(run.requests)
-                scheduled = _at(clock, s.first_start)
-                first = _at(clock, s.first_token + 1)  # out when its step ends
-                finish = _at(clock, s.finish)
-                arrival = (
-                    run.arrival
-                    if unit == "s"
-                    else run.result.schedule.first_start - run.result.latency.steps["queueing"]
+            evicted = preemptions_per_request(s, n)
+            for i in range(n):
+                out.writerow(
+                    [
+                        run.policy,
+                        "" if run.replica is None else run.replica,
+                        int(run.requests[i]),
+                        _fmt(arrival[i]),
+                        _fmt(scheduled[i]),
+                        _fmt(first[i]),
+                        _fmt(finish[i]),
+                        int(evicted[i]),
+                        int(evicted[i]),
+                    ]
                 )
-                evicted = preemptions_per_request(s, n)
-                for i in range(n):
-                    out.writerow(
-                        [
-                            run.policy,
-                            "" if run.replica is None else run.replica,
-                            int(run.requests[i]),
-                            _fmt(arrival[i]),
-                            _fmt(scheduled[i]),
-                            _fmt(first[i]),
-                            _fmt(finish[i]),
-                            int(evicted[i]),
-                            int(evicted[i]),
-                        ]
-                    )
 
-    _replace(Path(path), write)
     return rows
 
 
@@ -135,7 +135,7 @@ def _fmt(value: float) -> str:
     return f"{float(value):.9g}"
 
 
-def write_trace(path: str | Path, runs: Iterable[Run], flag: str = "--trace") -> int:
+def write_trace(path: str | Path, runs: Iterable[Run], flag: str = "--trace", *, force: bool = True) -> int:
     """Chrome trace-event JSON: a process per engine, a thread per slot, a bar per stay."""
     runs = list(runs)
     stays = sum(len(r.result.schedule.request) for r in runs)
@@ -184,8 +184,6 @@ def write_trace(path: str | Path, runs: Iterable[Run], flag: str = "--trace") ->
         "otherData": {"time": "simulated seconds" if timed else "steps, one drawn as 1 ms"},
     }
 
-    def write(target: Path) -> None:
-        target.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
-
-    _replace(Path(path), write)
+    existing = None if force else EXISTS
+    atomic.write_text(path, json.dumps(doc, separators=(",", ":")), what=flag, existing=existing, field=flag)
     return stays

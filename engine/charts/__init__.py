@@ -19,6 +19,7 @@ from typing import Any, cast
 from engine.charts import memo, style
 from engine.charts.declared import resolve
 from engine.charts.registry import CHARTS, Chart, register_chart
+from engine.outdir import atomic
 
 __all__ = ["CHARTS", "Chart", "ChartFile", "draw", "figure", "register_chart"]
 
@@ -79,7 +80,7 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
         drawn = style.size_of(fig)
         _check_alt(name, alt)
         style.save_png(fig, path)
-    (out_dir / f"{stem}.alt.txt").write_text(alt + "\n", encoding="utf-8")
+    atomic.write_text(out_dir / f"{stem}.alt.txt", alt + "\n", what="alt text", durable=False)
     digest = memo.read_key("chart", function, results)
     if digest is not None:
         memo.remember(digest, out_dir, [path.name, f"{stem}.alt.txt"])
@@ -118,7 +119,7 @@ def _animate(chart: Chart, results: dict[str, Any], out_dir: Path) -> ChartFile:
     with style.theme():
         path, alt, size = cast(Any, chart.draw)(results, out_dir)
     _check_alt(chart.name, alt)
-    (out_dir / f"{path.stem}.alt.txt").write_text(alt + "\n", encoding="utf-8")
+    atomic.write_text(out_dir / f"{path.stem}.alt.txt", alt + "\n", what="alt text", durable=False)
     return ChartFile(chart.name, path, alt, size.width, size.height, size.platform)
 
 

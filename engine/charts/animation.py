@@ -17,6 +17,7 @@ How it stays small and the same bytes every build:
 from __future__ import annotations
 
 import functools
+import io
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,6 +27,7 @@ from engine.charts import labels, memo, style
 from engine.charts.policy_comparison import LONG, SHORT, ordered_policies, timeline_fits, title_of
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, Size, policy_colour
+from engine.outdir import atomic
 
 SIZE = Size("x_gif", 1280, 720, "x")
 FRAMES = 36  # progress frames, sampled evenly over the longest policy's run
@@ -76,8 +78,10 @@ def steady_palette_writer() -> Any:
                 indexed.append(image)
             step_ms = int(1000 / self.fps)
             durations = [step_ms] * (len(indexed) - 1) + [step_ms + self.hold_ms]
+            gif = io.BytesIO()
             indexed[0].save(
-                self.outfile,
+                gif,
+                format="gif",
                 save_all=True,
                 append_images=indexed[1:],
                 duration=durations,
@@ -85,6 +89,7 @@ def steady_palette_writer() -> Any:
                 optimize=False,
                 disposal=1,
             )
+            atomic.write_bytes(Path(self.outfile), gif.getvalue(), what="animation", durable=False)
 
     return SteadyPaletteWriter
 

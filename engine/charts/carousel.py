@@ -13,6 +13,7 @@ images at twice the page's resolution.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -21,6 +22,7 @@ import numpy as np
 
 from engine.charts import memo, pdffonts, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
+from engine.outdir import atomic
 
 if TYPE_CHECKING:  # matplotlib is imported where pages are drawn: registering charts stays light
     from matplotlib.figure import Figure
@@ -77,10 +79,11 @@ def build(
     previews = [f"{PREVIEWS}/page-{number:02d}.png" for number in range(1, total + 1)]
 
     if not memo.recall(memory_key(carousel, texts, results), folder):
+        document = io.BytesIO()
         with (
             matplotlib.rc_context(cast(Any, RC)),
             pdffonts.without_layout_tables(),  # the fonts are embedded as the PDF closes
-            PdfPages(folder / FILE, metadata=meta) as pdf,
+            PdfPages(document, metadata=meta) as pdf,
         ):
             for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
                 fig = _page(slide, text, results, number, total)
@@ -89,6 +92,7 @@ def build(
                     image.set_interpolation("antialiased")
                     image.set_data(_unit_floats(image))
                 style.write_png(fig, folder / previews[number - 1], DPI, (PAGE_W, PAGE_H))
+        atomic.write_bytes(folder / FILE, document.getvalue(), what="carousel", durable=False)
         memo.remember(memory_key(carousel, texts, results), folder, [FILE, *previews])  # what they read
     for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
         pages.append(Page(number, slide.kind, slide.chart, text.headline, text.body, previews[number - 1]))

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from engine.outdir import atomic
+
 _STORE: dict[str, dict[str, bytes]] = {}
 _NOTES: dict[str, Any] = {}
 # What each drawing function read of its results the last time it drew (None: all of them).
@@ -116,9 +118,7 @@ def recall(digest: str, folder: Path) -> bool:
     if files is None:
         return False
     for name, data in files.items():
-        path = Path(folder) / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        atomic.write_bytes(Path(folder) / name, data, what="chart", root=Path(folder), durable=False)
     return True
 
 

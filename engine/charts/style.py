@@ -195,7 +195,9 @@ def write_png(fig: Figure, path: Path, dpi: float, pixels: tuple[int, int]) -> N
     if raw.tell() != width * height * 4:
         raise ValueError(f"figure drew {raw.tell() // 4} pixels at {dpi} dpi, not {width}x{height}")
     rgba = Image.frombuffer("RGBA", pixels, raw.getvalue(), "raw", "RGBA", 0, 1)
-    rgba.convert("RGB").save(path, format="png", dpi=(dpi, dpi), compress_level=PNG_LEVEL)
+    png = io.BytesIO()
+    rgba.convert("RGB").save(png, format="png", dpi=(dpi, dpi), compress_level=PNG_LEVEL)
+    atomic.write_bytes(path, png.getvalue(), what="chart", durable=False)
 
 
 def fit_width(fig: Figure, text: Text, left: float = 0.012, right: float = 0.988) -> Text:
@@ -252,6 +254,7 @@ from engine import numbers  # noqa: E402
 from engine.numbers import gib_short as gib  # noqa: E402, F401  (style.gib: a chart label in GiB)
 from engine.numbers import pct as pct  # noqa: E402
 from engine.numbers import thousands as thousands  # noqa: E402
+from engine.outdir import atomic  # noqa: E402
 
 
 def context_label(tokens: int) -> str:

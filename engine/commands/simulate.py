@@ -205,6 +205,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"per slot, a process per policy and replica; at most {MAX_TRACE_STAYS:,} "
         "slot stays",
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="let --requests-csv and --trace overwrite a file already there (never a link, "
+        "device, pipe or folder: those are refused)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -219,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
             field="--tp",
         )
     section = section_of(args)
+    _check_files(args)  # before minutes of simulating: a file there, a link, a device
     with blame_flag("--workload", FLAG_OF_FIELD):
         workload = wl.build_workload(section.workload, Path())
     # Every policy is built before any runs, so a flag mistake is reported before minutes of work.
@@ -324,9 +331,17 @@ def _write_files(args: argparse.Namespace, runs: list[Any]) -> None:
     from engine.batching import export
 
     if args.requests_csv:
-        export.write_requests_csv(args.requests_csv, runs)
+        export.write_requests_csv(args.requests_csv, runs, force=args.force)
     if args.trace:
-        export.write_trace(args.trace, runs)
+        export.write_trace(args.trace, runs, force=args.force)
+
+
+def _check_files(args: argparse.Namespace) -> None:
+    from engine.batching import export
+
+    for flag, path in (("--requests-csv", args.requests_csv), ("--trace", args.trace)):
+        if path:
+            export.check_target(path, force=args.force, flag=flag)
 
 
 # ---- inputs -------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -123,10 +122,9 @@ def write_outputs(summary: dict[str, Any], out_dir: Path, *, title: str, charts:
 
 def _write(path: Path, text: str) -> Path:
     """Write beside, then rename: a killed run never leaves half a table."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    from engine.outdir import atomic
+
+    return atomic.write_text(path, text, what="sweep table")
 
 
 def report(summary: dict[str, Any]) -> str:

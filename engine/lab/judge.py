@@ -60,7 +60,13 @@ def judge(run: LabRun, section: LabSection, spec_path: Path) -> Judged:
         or recorded.get("labkit") not in KNOWN_VERSIONS
         or not isinstance(recorded.get("figures"), dict)
     ):
-        why = "recorded no figures" if recorded is None else "wrote a figures file that is not labkit JSON"
+        why = (
+            "recorded no figures"
+            if recorded is None
+            else f"wrote a figures file that cannot be read ({recorded['error']})"
+            if isinstance(recorded, dict) and set(recorded) == {"error"}
+            else "wrote a figures file that is not labkit JSON"
+        )
         raise fail(
             f"the lab {why} (from labkit import figure; figure(name, value, unit, about=...), "
             "or give each figure in the spec a from_output pattern)"

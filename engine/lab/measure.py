@@ -1,8 +1,11 @@
 """``make lab-dayNN``: run the day's lab once and keep what it measured, with provenance.
 
 Nothing is written unless the run is good: it exited 0 within its timeout, reported every
-figure the spec lists in a unit of the right kind, and left its own files as they were. A
-refused run leaves the earlier measurement in place.
+figure the spec lists in a unit of the right kind, left its own files as they were, changed
+nothing in days/, templates/ or engine/ (engine.lab.watch), and made a measurement the build
+accepts (engine.lab.section.from_document, on the file's text read back). A refused run leaves
+the earlier measurement in place. Processes the lab left running outside its session are
+stopped by the runner and named on ``status``.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from pathlib import Path
 from typing import TextIO
 
 from engine.errors import UserError
-from engine.lab import judge, labfiles, machine, runner, store
+from engine.lab import judge, labfiles, machine, runner, store, watch
+from engine.lab import section as lab_section
 from engine.lab.spec import LabSection
 
 
@@ -48,7 +52,11 @@ def measure(
     shown = runner.display_command(script, list(section.args))
     if status is not None:
         status.write(f"running {folder.name}/: {shown} (timeout {section.timeout_s:g} s)\n")
+    trees = watch.watched(spec_path.parent)
+    manifest = watch.snapshot(trees, skip=[folder])
     run = runner.run_lab(command, folder, section.timeout_s, echo=echo, status=status)
+    _report_processes(run, status)
+    watch.check(manifest, watch.snapshot(trees, skip=[folder]), file=spec_path, field="lab.script")
     judged = judge.judge(run, section, spec_path)
     if labfiles.content_hash(folder) != before:
         raise UserError(
@@ -75,7 +83,41 @@ def measure(
         "given": judged.given,
         "tables": judged.tables,
         "notes": judged.notes,
-        "transcript": {"text": text, "lines": len(run.text.splitlines()), "truncated": truncated},
+        "transcript": {
+            "text": text,
+            "lines": len(run.text.splitlines()),
+            "truncated": truncated or run.cut_bytes > 0,
+        },
     }
-    path = store.write(doc, Path(target_dir) / f"{about['slug']}.json")
-    return doc, path
+    path = Path(target_dir) / f"{about['slug']}.json"
+    _check_accepted(doc, path, section, spec_path, spec.day)
+    return doc, store.write(doc, path)
+
+
+def _check_accepted(doc: dict, path: Path, section: LabSection, spec_path: Path, day: int) -> None:
+    """The build's own checks on the file as it would be read back; a UserError if it would
+    refuse it (the old measurement then stays)."""
+    import json
+
+    try:
+        back = store.accept(json.loads(store.dumps(doc)), file=path, day=day)
+        lab_section.from_document(section, spec_path, day, back, path)
+    except UserError as err:
+        raise UserError(
+            f"the build would refuse this run's measurement ({err.message}); no file written",
+            file=spec_path,
+            field=err.field or "lab",
+        ) from None
+
+
+def _report_processes(run: runner.LabRun, status: TextIO | None) -> None:
+    if status is None:
+        return
+    if run.escaped:
+        status.write(
+            f"stopped {len(run.escaped)} process(es) the lab left running outside its session: "
+            + ", ".join(run.escaped)
+            + "\n"
+        )
+    if run.survivors:
+        status.write("still running, could not be stopped: " + ", ".join(run.survivors) + "\n")

@@ -43,7 +43,17 @@ def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str
         raise UserError(err.message, file=err.file or spec_path, field=err.field) from None
     if path is None:
         raise UserError(f"no measurement yet in {folder}: {rerun}", file=spec_path, field="lab")
-    doc = store.load(path, day=day)
+    return from_document(section, spec_path, day, store.load(path, day=day), path)
+
+
+def from_document(
+    section: LabSection, spec_path: Path, day: int, doc: dict[str, Any], path: Path
+) -> dict[str, Any]:
+    """The lab's results from one valid measurement ``doc`` (stored at ``path``), or the
+    UserError a build would stop with. ``engine lab`` calls it before writing a measurement, so
+    a measurement is only ever replaced by one the build accepts."""
+    rerun = f"run make lab-day{day:02d}"
+    folder = path.parent
     machine, date = doc["machine"]["name"], _when(doc["date"])
     source = f"measured on {machine}"
     figures = {}

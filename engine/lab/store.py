@@ -19,6 +19,7 @@ It sits in the same folder as a GPU bench's files and is picked by the same ``me
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +29,7 @@ from pydantic import Field, field_validator
 
 from engine import units, validation
 from engine.errors import UserError
-from engine.outdir.atomic import write_json
+from engine.outdir.atomic import write_text
 from engine.validation import Strict
 
 SCHEMA = "lab/1"
@@ -143,14 +144,24 @@ def validate(doc: object, *, file: str | Path) -> dict:
 def load(path: Path, *, day: int) -> dict:
     from engine.measured import read_document
 
-    doc = validate(read_document(path), file=path)
-    if doc["day"] != day:
-        raise UserError(f"measured for day {doc['day']}, not day {day}", file=path, field="day")
-    return doc
+    return accept(read_document(path), file=path, day=day)
+
+
+def accept(doc: object, *, file: str | Path, day: int) -> dict:
+    """``doc`` as a build reads it back (``load``): valid, and measured for ``day``."""
+    checked = validate(doc, file=file)
+    if checked["day"] != day:
+        raise UserError(f"measured for day {checked['day']}, not day {day}", file=file, field="day")
+    return checked
+
+
+def dumps(doc: dict) -> str:
+    """The file's text: what ``write`` writes, and what a check before writing reads back."""
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def write(doc: dict, path: Path) -> Path:
     """Validate, then write atomically (a temporary file renamed over the target): a reader, or
     a lab killed half-way, never leaves half a file, and a refused run leaves the old one."""
     validate(doc, file=path)
-    return write_json(doc, path, what="measurement", ensure_ascii=False)
+    return write_text(path, dumps(doc), what="measurement")

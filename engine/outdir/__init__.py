@@ -19,17 +19,17 @@ An engine file the person edited:
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import UserError
+from engine.outdir import atomic, swap
 from engine.outdir import lock as day_lock
-from engine.outdir import swap
 from engine.outdir.manifest import (
     BASE,
     CHANGES,
@@ -55,6 +55,7 @@ __all__ = [
     "MERGEABLE",
     "CommitReport",
     "Staging",
+    "check_target",
     "commit",
     "new_name",
     "read_manifest",
@@ -69,22 +70,29 @@ __all__ = [
 
 def write_failed(exc: OSError, target: Path, *, after: str = "out/ was left as it was") -> UserError:
     """An OSError while writing a day, as the one line the person sees."""
-    reasons = {
-        errno.ENOSPC: "the disk is full",
-        errno.EDQUOT: "the disk quota is used up",
-        errno.EROFS: "the file system is read-only",
-        errno.EACCES: "permission denied",
-        errno.EPERM: "permission denied",
-    }
-    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
+    reason = atomic.reason(exc)
     where = exc.filename or target
     return UserError(f"cannot write: {reason}; {after}", file=where)
 
 
-def _check_target(target: Path) -> None:
+def check_target(target: Path) -> None:
+    """A link at out/ or out/dayNN is refused, not followed: the swap renames the day's folder,
+    which would replace the link with a folder (or leave ``.dayNN.ready`` behind), and writing
+    through it reaches a folder outside the one the person named."""
     parent = target.parent
+    if parent.is_symlink():
+        raise UserError(
+            "--out is a symbolic link; the engine writes only into a real folder (name the folder "
+            "it points to instead)",
+            file=parent,
+        )
     if parent.exists() and not parent.is_dir():
         raise UserError("--out names a file, not a folder", file=parent)
+    if target.is_symlink():
+        raise UserError(
+            "is a symbolic link; a day's folder must be a real folder (remove the link and build again)",
+            file=target,
+        )
     if target.exists() and not target.is_dir():
         raise UserError("is a file, not a day folder: move it away and build again", file=target)
 
@@ -106,7 +114,7 @@ class Staging:
     def create(cls, target: Path) -> Staging:
         """Take the day's lock, repair what a killed build left, and make the staging folder."""
         target = Path(target)
-        _check_target(target)
+        check_target(target)
         held = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -195,6 +203,11 @@ def _free_name(folder: Path, name: str, tag: str) -> str:
     return candidate
 
 
+def _write(path: Path, text: str) -> None:
+    """A file of the staging folder (engine.outdir.atomic, below out/: no link on the way)."""
+    atomic.write_text(path, text, what="day folder", root=path.parent, durable=False)
+
+
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
@@ -226,6 +239,25 @@ def _carry(src: Path, dest: Path) -> None:
             with src.open("rb") as data, dest.open("xb") as copy:  # "x": never over a file
                 shutil.copyfileobj(data, copy)
             shutil.copystat(src, dest)
+
+
+def _refuse_odd_kinds(target: Path, rendered: dict[str, str]) -> None:
+    """A link, a folder, a device or a FIFO where the build puts one of its files: refused, with
+    one line, before anything moves (carried into the new folder it would clash with the fresh
+    file; replaced, it would be lost)."""
+    for name in sorted(rendered):
+        parts = name.split("/")
+        where = target
+        for depth, part in enumerate(parts, start=1):
+            where = where / part
+            try:
+                mode = os.lstat(where).st_mode
+            except FileNotFoundError:
+                break
+            if depth == len(parts) and not stat.S_ISREG(mode):
+                raise UserError(atomic.refusal(mode, f"the build writes {name}"), file=where)
+            if depth < len(parts) and not stat.S_ISDIR(mode):
+                raise UserError(atomic.refusal(mode, f"the build writes the folder of {name}"), file=where)
 
 
 def _walk(folder: Path) -> Iterator[Path]:
@@ -267,6 +299,8 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
         if p.is_file() and not p.is_symlink() and p.name not in DERIVED
     }
     exists = target.is_dir()
+    if exists:
+        _refuse_odd_kinds(target, rendered)
     previous = read_manifest(target) if exists else {}
     base = {
         name: (stage / name).read_text(encoding="utf-8")
@@ -313,15 +347,15 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
             conflicts=[[kept.name, new.name, where] for kept, new, where in report.conflicts],
             set_aside=[[replaced.name, aside.name] for replaced, aside in report.set_aside],
         )
-        (stage / CHANGES).write_text(changes.dumps(report.changes), encoding="utf-8")
+        _write(stage / CHANGES, changes.dumps(report.changes))
     # build: counts the day's builds, so that after a crash the newer of two folders is known.
     manifest = {
         "files": {**rendered, **plan.extra},
         "consumed": plan.consumed,
         "build": (_build_number(target) or 0) + 1 if exists else 1,
     }
-    (stage / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    (stage / BASE).write_text(json.dumps(base, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    _write(stage / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    _write(stage / BASE, json.dumps(base, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     swap.pause("staged")
     staging.swapped = True  # set first: a failed swap leaves a leftover, never a removed folder
     replaced = swap.swap(stage, target)
@@ -393,13 +427,13 @@ class _Plan:
         stage, target = self.stage, self.target
         result = merge.three_way(base, theirs, (stage / name).read_text(encoding="utf-8"))
         if result.clean:
-            (stage / name).write_text(result.text, encoding="utf-8")
+            _write(stage / name, result.text)
             self.consumed[name] = current
             done = self.report.unchanged_edits if result.text == theirs else self.report.merged
             done.append(target / name)
             return
         beside = _free_name(stage, name, "new")
-        (stage / beside).write_text(result.text, encoding="utf-8")
+        _write(stage / beside, result.text)
         self.extra[beside] = sha256(stage / beside)
         os.unlink(stage / name)
         _carry(old, stage / name)

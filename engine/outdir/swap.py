@@ -53,14 +53,14 @@ def recover(target: Path) -> list[str]:
     for leftover in sorted(target.parent.glob(f".{target.name}.staging*")):
         shutil.rmtree(leftover, ignore_errors=True)  # a build that never finished staging
     old = _old(target)
-    if old.is_dir():
+    if old.is_dir() and not old.is_symlink():  # a link planted there is not our folder
         if not target.exists():
             os.replace(old, target)  # killed between the two renames: the old folder comes back
             notes.append(f"restored {target.name} from a build that was stopped mid-swap")
         else:
             check(old)
     ready = _ready(target)
-    if ready.is_dir():
+    if ready.is_dir() and not ready.is_symlink():
         ours, theirs = mf.build_number(ready), mf.build_number(target)
         if not target.exists():
             os.replace(ready, target)  # complete, and nothing else is there

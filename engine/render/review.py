@@ -24,6 +24,7 @@ import jinja2
 
 from engine.errors import UserError
 from engine.limits import MAX_DRAFT_BYTES, MAX_PAGE_RENDER_CHARS, MAX_RESULTS_BYTES, read_text_limited
+from engine.outdir import atomic
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
 from engine.render import template_cache
@@ -76,9 +77,13 @@ def render_index(out_root: Path) -> str:
     return _render("index.html.j2", index_context(Path(out_root)))
 
 
-def write_day_page(day_dir: Path) -> Path:
-    """(Re)write day_dir/index.html from what is on disk: results.json, the drafts, the charts."""
+def write_day_page(day_dir: Path, *, root: Path | None = None) -> Path:
+    """(Re)write day_dir/index.html from what is on disk: results.json, the drafts, the charts.
+    ``root`` is the output folder (default: day_dir's parent): nothing below it may be a link."""
     day_dir = Path(day_dir)
+    path = day_dir / PAGE
+    root = day_dir.parent if root is None else root
+    atomic.check_target(path, what="review page", root=root)  # a link on the way: refused unread
     try:
         results = json.loads(read_text_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results"))
     except ValueError as exc:
@@ -86,24 +91,20 @@ def write_day_page(day_dir: Path) -> Path:
             f"not readable JSON ({exc}); rebuild the day to replace it", file=day_dir / RESULTS
         ) from exc
     drafts = drafts_of(day_dir)
-    path = day_dir / PAGE
-    path.write_text(render_day_page(day_dir, results, drafts), encoding="utf-8")
-    return path
+    page = render_day_page(day_dir, results, drafts)
+    return atomic.write_text(path, page, what="review page", root=root)
 
 
 def write_index(out_root: Path) -> Path:
     """(Re)write out_root/index.html."""
     out_root = Path(out_root)
-    out_root.mkdir(parents=True, exist_ok=True)
-    path = out_root / PAGE
-    path.write_text(render_index(out_root), encoding="utf-8")
-    return path
+    return atomic.write_text(out_root / PAGE, render_index(out_root), what="review index", root=out_root)
 
 
 def write_review(out_root: Path) -> list[Path]:
     """Every day's page and the index, from what is on disk (``make review``); index first."""
     out_root = Path(out_root)
-    pages = [write_day_page(day_dir) for _, day_dir in built_days(out_root)]
+    pages = [write_day_page(day_dir, root=out_root) for _, day_dir in built_days(out_root)]
     return [write_index(out_root), *pages]
 
 

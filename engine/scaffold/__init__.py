@@ -24,6 +24,7 @@ import yaml
 from engine.errors import UserError
 from engine.lab import labfiles, runner
 from engine.lab.runner import KIT_DIR
+from engine.outdir import atomic
 from engine.scaffold import detect, drafts
 
 MAX_LAB_FILES = 200
@@ -104,8 +105,7 @@ def _scan_output(files: dict[str, bytes], script: str, status: Any) -> str:
     with tempfile.TemporaryDirectory(prefix="new-day-") as tmp:
         folder = Path(tmp) / "lab"
         for name, data in files.items():
-            (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_bytes(data)
+            atomic.write_bytes(folder / name, data, what="lab file", root=Path(tmp), durable=False)
         try:
             command = runner.command_for(folder / script, [])
         except ValueError as err:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,7 +26,10 @@ class ResultStore:
         self.path = Path(path) if path is not None else None
         self.results: dict[str, dict[str, Any]] = {}
         self._file: TextIO | None = None
-        if self.path is not None and self.path.exists():
+        if self.path is not None and (self.path.exists() or self.path.is_symlink()):
+            from engine.outdir import atomic
+
+            atomic.check_target(self.path, what="sweep results")  # a FIFO would block the read
             self._load(self.path)
 
     def _load(self, path: Path) -> None:
@@ -57,9 +61,8 @@ class ResultStore:
         if self.path is None:
             return
         if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            cut_short = self.path.exists() and _ends_mid_line(self.path)
-            self._file = self.path.open("a", encoding="utf-8")
+            self._file = _open_append(self.path)
+            cut_short = _ends_mid_line(self._file)
             if cut_short:
                 self._file.write("\n")  # after a line cut short, start on a fresh one
         row = {"key": key, "point": point, "metrics": metrics}
@@ -73,10 +76,28 @@ class ResultStore:
             self._file = None
 
 
-def _ends_mid_line(path: Path) -> bool:
-    with path.open("rb") as f:
-        f.seek(0, os.SEEK_END)
-        if f.tell() == 0:
-            return False
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) != b"\n"
+def _open_append(path: Path) -> TextIO:
+    """The results file for appending: the one file the engine adds to rather than replaces, so
+    it is opened with O_NOFOLLOW and must be a regular file (engine.outdir.atomic refuses the
+    same: a link, a device, a FIFO, a folder)."""
+    from engine.outdir import atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.check_target(path, what="sweep results")  # a link, a device, a FIFO, a folder
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as err:
+        raise UserError(f"cannot write the sweep results: {err.strerror or err}", file=path) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError("is not a regular file; the sweep appends only to a plain file", file=path)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "a+", encoding="utf-8")
+
+
+def _ends_mid_line(f: TextIO) -> bool:
+    size = os.fstat(f.fileno()).st_size
+    if size == 0:
+        return False
+    return os.pread(f.fileno(), 1, size - 1) != b"\n"
