@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import given, outdir, quotable
+from engine import audit, given, outdir, quotable
 from engine import inputs as inputs_of
 from engine.errors import UserError
 from engine.render import formats, posts
@@ -175,6 +175,7 @@ def build(
 
     left_out = unavailable_charts(spec, results)
     target = out_root / day_folder_name(spec.day)
+    seen, earlier = _renders_seen(target)
     staging = outdir.Staging.create(target)
     try:
         for name, text in drafts.items():
@@ -206,6 +207,7 @@ def build(
         raise
     # Re-render the page from disk: where a hand edit was kept, it shows the edited draft.
     try:
+        write_audit_record(target, drafts, seen, earlier)
         review.write_day_page(target)
         review.write_index(out_root)
     except OSError as exc:
@@ -217,8 +219,29 @@ def build(
         kept_edits=committed.kept_edits,
         summary=headline(results),
         warnings=[f"chart '{name}' not drawn: {why}" for name, why in left_out]
-        + check_kept_edits(target, committed.checked_edits()),
+        + check_kept_edits(target, committed.checked_edits())
+        + [str(finding) for finding in audit.folder_findings(target)],
         commit=committed,
+    )
+
+
+def _renders_seen(target: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    """The renders the person saw before this build, and the audit's last record of them."""
+    from engine.outdir.manifest import read_base
+
+    return (read_base(target), audit.read_record(target)) if target.is_dir() else ({}, {})
+
+
+def write_audit_record(
+    target: Path, drafts: dict[str, str], seen: dict[str, str], earlier: dict[str, Any]
+) -> None:
+    """Keep this build's fresh renders beside the drafts, for the number audit of the edits to
+    come (engine.audit): written once the folder is in place, like its review page."""
+    from engine.outdir import atomic
+    from engine.outdir.manifest import AUDIT
+
+    atomic.write_json(
+        audit.record(drafts, seen, earlier), target / AUDIT, what="audit record", ensure_ascii=False
     )
 
 

@@ -8,6 +8,11 @@ limits (media.py).
 Which platform an alt text is for comes from its name: a part that is one of a platform's
 ``alt_tags`` means that platform (``latency.x.alt.txt``, ``kv-linkedin.alt.txt``); a name with
 none is held to every platform's limit, since such a chart may be posted on any.
+
+Every number in an edited draft is traced too (engine.audit): a number that traces to nothing
+is a finding (``numbers``), reported beside the rules but no rule broken, since a person may
+mean it; ``check --strict`` fails on one. A draft is counted as it is posted, each accepted
+number (``{=74.1%}``) written plain.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine import audit
 from engine.errors import UserError
 from engine.platforms import media
 from engine.platforms.alt_text import alt_text_count, check_alt_text
@@ -28,10 +34,12 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif")
 
 @dataclass(frozen=True)
 class Report:
-    """Counts per draft (in reading order: LinkedIn, X posts, alt texts) and every violation."""
+    """Counts per draft (in reading order: LinkedIn, X posts, alt texts), every violation, and
+    every number in an edited draft that traces to nothing."""
 
     counts: dict[str, list[Count]] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
+    numbers: list[audit.Finding] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -69,7 +77,7 @@ def check_day_dir(path: Path) -> Report:
                 )
             continue
         files = {p.name for p in path.iterdir() if p.is_file()}
-        per_post, found = platform.check_draft(_read(draft), available=files)
+        per_post, found = platform.check_draft(audit.strip_accepted(_read(draft)), available=files)
         if platform.thread:
             for k, post_counts in enumerate(per_post, start=1):
                 counts[f"{platform.draft} post {k}/{len(per_post)}"] = post_counts
@@ -93,7 +101,8 @@ def check_day_dir(path: Path) -> Report:
     media_counts, media_violations = media.check_folder(path)  # the carousel PDF, GIFs: file limits
     counts.update(media_counts)
     violations += media_violations
-    return Report(counts=counts, violations=_unique(violations))
+    drafts = {p.draft: _read(path / p.draft) for p in platforms() if (path / p.draft).is_file()}
+    return Report(counts=counts, violations=_unique(violations), numbers=audit.folder_findings(path, drafts))
 
 
 def _unique(violations: list[Violation]) -> list[Violation]:

@@ -84,3 +84,17 @@ def numbering(post: str) -> tuple[int, int] | None:
     """The post's 'k/n' marker, looked for at its start, then at its end; None if it has none."""
     match = _MARKER_AT_START.search(post) or _MARKER_AT_END.search(post)
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def label_spans(text: str) -> list[tuple[int, int]]:
+    """Where each post's 'k/n' marker stands in a thread's whole draft, as (start, end) offsets
+    into it: the numbering, which is no figure and must not be read as one."""
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for chunk in re.split(r"^---\n", text, flags=re.M):
+        for pattern in (_MARKER_AT_START, _MARKER_AT_END):
+            match = pattern.search(chunk)
+            if match:
+                spans.append((offset + match.start(1), offset + match.end(2)))
+        offset += len(chunk) + len("---\n")
+    return spans
