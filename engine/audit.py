@@ -25,6 +25,7 @@ Everything here is a pure function of texts and results; folder_findings reads a
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import json
 import re
@@ -69,6 +70,9 @@ IGNORED = frozenset({"checks", "charts", "carousel"})
 MAX_ROWS = 50  # a longer list is a series behind a chart (a timeline, a CDF), not a figure to quote
 DIGITS = range(4)  # the decimals a template asks of fixed, pct, multiple, gib and ms in practice
 MAX_NAME = 200  # a longer text in the results is a sentence, not a name a draft repeats
+# A draft is a few kB (a post is at most 3,000 characters); a word alignment of one far larger
+# would take minutes, so such a draft is traced against its results alone.
+MAX_ALIGN_CHARS = 60_000
 
 
 @dataclass(frozen=True)
@@ -159,13 +163,12 @@ def numbers_in(text: str, *, thread: bool = False) -> list[Number]:
     from engine.platforms.thread import label_spans
     from engine.render.posts import IDIOMS
 
-    skipped = [m.span() for pattern in (_URL, _HASHTAG, _LINK_TARGET, IDIOMS) for m in pattern.finditer(text)]
-    if thread:
-        skipped += label_spans(text)
+    spans = [m.span() for pattern in (_URL, _HASHTAG, _LINK_TARGET, IDIOMS) for m in pattern.finditer(text)]
+    skipped = _Spans(spans + (label_spans(text) if thread else []))
     found = []
     for match in _NUMBER.finditer(text):
         start, end = match.span()
-        if any(a < end and start < b for a, b in skipped):
+        if skipped.overlaps(start, end):
             continue
         unit = match.group("unit") or ""
         found.append(
@@ -269,6 +272,28 @@ def index(results: dict[str, Any]) -> Index:
 # ---- tracing a draft ----------------------------------------------------------------------------
 
 
+class _Spans:
+    """Stretches of a text (start, end), merged and sorted: asks "does this overlap one?" fast."""
+
+    def __init__(self, spans: list[tuple[int, int]]):
+        merged: list[list[int]] = []
+        for a, b in sorted(spans):
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        self.starts = [a for a, _ in merged]
+        self.ends = [b for _, b in merged]
+
+    def overlaps(self, start: int, end: int) -> bool:
+        k = bisect.bisect_left(self.ends, start + 1)  # the first stretch ending after start
+        return k < len(self.starts) and self.starts[k] < end
+
+    def holds(self, start: int, end: int) -> bool:
+        k = bisect.bisect_right(self.starts, start) - 1
+        return k >= 0 and self.ends[k] >= end
+
+
 class _Alignment:
     """Word-level alignment of text ``a`` against text ``b`` (a word diff, as changes.word_diff)."""
 
@@ -279,14 +304,17 @@ class _Alignment:
             None, [a[s:e] for s, e in self.a], [b[s:e] for s, e in self.b], autojunk=False
         )
         self.blocks = matcher.get_opcodes()
+        self._a_starts = [start for start, _ in self.a]
+        self._block_starts = [i1 for _, i1, _, _, _ in self.blocks]
 
     def word_at(self, offset: int) -> int | None:
         """The word of ``a`` that holds ``offset``."""
-        return next((k for k, (start, end) in enumerate(self.a) if start <= offset < end), None)
+        k = bisect.bisect_right(self._a_starts, offset) - 1
+        return k if k >= 0 and offset < self.a[k][1] else None
 
     def block(self, k: int) -> tuple[str, int, int, int, int]:
         """The diff's block that holds word ``k`` of ``a``: (op, i1, i2, j1, j2)."""
-        return next(b for b in self.blocks if b[1] <= k < b[2])
+        return self.blocks[bisect.bisect_right(self._block_starts, k) - 1]
 
     def same_word(self, offset: int) -> int | None:
         """Where in ``b`` the same word stands as the one at ``offset`` in ``a``, lined up."""
@@ -304,35 +332,50 @@ def _span(spans: list[tuple[int, int]], first: int, last: int) -> tuple[int, int
     return (spans[first][0], spans[last - 1][1]) if first < last else (0, 0)
 
 
-def _stale(
-    number: Number, draft: str, fresh: str | None, previous: str | None, thread: bool
-) -> tuple[bool, str | None]:
-    """(stale, what the fresh render writes there instead): the previous render held this number
-    at this spot (or, the words around it rewritten, anywhere) and the fresh render does not."""
-    if previous is None or fresh is None:
-        return False, None
-    was = numbers_in(previous, thread=thread)
-    spot = _Alignment(draft, previous).same_word(number.start)
-    if spot is None or not any(n.start == spot and n.key == number.key for n in was):
-        if any(n.key == number.key for n in numbers_in(fresh, thread=thread)):
+class _Renders:
+    """A draft beside its fresh render and the render before it, each aligned once."""
+
+    def __init__(self, draft: str, fresh: str | None, previous: str | None, thread: bool):
+        self.fresh = self.then = self.moved = None
+        self.was: list[Number] = []
+        self.now: list[Number] = []
+        if fresh is not None and max(len(draft), len(fresh), len(previous or "")) <= MAX_ALIGN_CHARS:
+            self.fresh = _Alignment(draft, fresh)
+            if previous is not None:
+                self.then, self.moved = _Alignment(draft, previous), _Alignment(previous, fresh)
+                self.was, self.now = numbers_in(previous, thread=thread), numbers_in(fresh, thread=thread)
+        self.was_at = {n.start: n for n in self.was}
+
+    def printed(self, number: Number) -> bool:
+        """Whether the fresh render printed this very number at this spot."""
+        return self.fresh is not None and self.fresh.same_word(number.start) is not None
+
+    def stale(self, number: Number) -> tuple[bool, str | None]:
+        """(stale, what the fresh render writes there instead): the previous render held this
+        number at this spot (or, the words around it rewritten, anywhere) and the fresh render
+        does not."""
+        if self.then is None or self.moved is None:
             return False, None
-        spot = next((n.start for n in was if n.key == number.key), None)
-        if spot is None:
+        spot = self.then.same_word(number.start)
+        if spot is None or spot not in self.was_at or self.was_at[spot].key != number.key:
+            if any(n.key == number.key for n in self.now):
+                return False, None
+            spot = next((n.start for n in self.was if n.key == number.key), None)
+            if spot is None:
+                return False, None
+        k = self.moved.word_at(spot)
+        if k is None:
             return False, None
-    moved = _Alignment(previous, fresh)
-    k = moved.word_at(spot)
-    if k is None:
-        return False, None
-    op, i1, i2, j1, j2 = moved.block(k)
-    if op == "equal":
-        return False, None  # the fresh render still writes it there
-    lo, hi = _span(moved.a, i1, i2)
-    before = [n.start for n in was if lo <= n.start < hi]
-    lo, hi = _span(moved.b, j1, j2)
-    now = [n.text for n in numbers_in(fresh, thread=thread) if lo <= n.start < hi]
-    if not now:
-        return True, None
-    return True, now[min(before.index(spot) if spot in before else 0, len(now) - 1)]
+        op, i1, i2, j1, j2 = self.moved.block(k)
+        if op == "equal":
+            return False, None  # the fresh render still writes it there
+        lo, hi = _span(self.moved.a, i1, i2)
+        before = [n.start for n in self.was if lo <= n.start < hi]
+        lo, hi = _span(self.moved.b, j1, j2)
+        now = [n.text for n in self.now if lo <= n.start < hi]
+        if not now:
+            return True, None
+        return True, now[min(before.index(spot) if spot in before else 0, len(now) - 1)]
 
 
 def audit_draft(
@@ -348,29 +391,31 @@ def audit_draft(
     nothing: not printed at that spot by ``fresh`` (the build's render of it), not a value of
     ``results``, not accepted. A draft identical to its fresh render is the engine's own and has
     none. ``previous`` is the render the person saw before the fresh one: a number it held at
-    the spot is reported stale, with what the fresh render says there."""
-    clean, accepted = _accepted(text)
+    the spot is reported stale, with what the fresh render says there, even where some other
+    result happens to print the same."""
+    clean, accepted_at = _accepted(text)
     if fresh is not None and clean == strip_accepted(fresh):
         return []
-    names = [m.span() for name in results.names for m in re.finditer(re.escape(name), clean)]
-    aligned = _Alignment(clean, fresh) if fresh is not None else None
+    accepted = _Spans(accepted_at)
+    names = _Spans([m.span() for name in results.names for m in re.finditer(re.escape(name), clean)])
+    renders = _Renders(clean, strip_accepted(fresh) if fresh is not None else None, previous, thread)
+    line_starts = [0] + [m.end() for m in re.finditer("\n", clean)]
     found = []
     for number in numbers_in(clean, thread=thread):
-        if any(a <= number.start and number.end <= b for a, b in accepted):
+        if accepted.holds(number.start, number.end) or names.overlaps(number.start, number.end):
             continue
-        if any(a < number.end and number.start < b for a, b in names):
+        if renders.printed(number):
             continue
-        if aligned is not None and aligned.same_word(number.start) is not None:
-            continue  # the template printed it there
-        stale, now = _stale(number, clean, fresh, previous, thread)
+        stale, now = renders.stale(number)
         if not stale and results.traces(number):
             continue
-        line_start = clean.rfind("\n", 0, number.start) + 1
+        line = bisect.bisect_right(line_starts, number.start)
+        line_start = line_starts[line - 1]
         line_end = clean.find("\n", number.start)
         found.append(
             Finding(
                 draft=draft,
-                line=clean.count("\n", 0, number.start) + 1,
+                line=line,
                 column=number.start - line_start,
                 text=number.text,
                 line_text=clean[line_start : line_end if line_end >= 0 else len(clean)],
