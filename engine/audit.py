@@ -69,6 +69,7 @@ _SPELLINGS = str.maketrans({"×": "x", "μ": "µ", "−": "-", "\u00a0": " ", "\
 IGNORED = frozenset({"checks", "charts", "carousel"})
 MAX_ROWS = 50  # a longer list is a series behind a chart (a timeline, a CDF), not a figure to quote
 DIGITS = range(4)  # the decimals a template asks of fixed, pct, multiple, gib and ms in practice
+CONTEXT_WORDS = 6  # the words a finding quotes either side of its number: enough to find it
 MAX_NAME = 200  # a longer text in the results is a sentence, not a name a draft repeats
 # A draft is a few kB (a post is at most 3,000 characters); a word alignment of one far larger
 # would take minutes, so such a draft is traced against its results alone.
@@ -106,11 +107,14 @@ class Finding:
     @property
     def words(self) -> str:
         """The words around the number on its line: enough to find it, not the whole paragraph."""
-        before = self.line_text[: self.column].split()
-        after = self.line_text[self.end :].split()
-        head = ("… " if len(before) > 6 else "") + " ".join(before[-6:])
-        tail = " ".join(after[:6]) + (" …" if len(after) > 6 else "")
-        return f"{head} {self.text} {tail}".strip()
+        before, after = self.line_text[: self.column], self.line_text[self.end :]
+        head = [m.start() for m in _WORD.finditer(before)]
+        tail = [m.end() for m in _WORD.finditer(after)]
+        if len(head) > CONTEXT_WORDS:
+            before = "… " + before[head[-CONTEXT_WORDS] :]
+        if len(tail) > CONTEXT_WORDS:
+            after = after[: tail[CONTEXT_WORDS - 1]] + " …"
+        return f"{before}{self.text}{after}".strip()
 
     @property
     def why(self) -> str:

@@ -187,3 +187,37 @@ def test_a_build_warns_of_a_typed_number_and_its_page_marks_it(built_out: Path, 
     assert [w for w in report.warnings if "74.1% typed by hand" in w]
     page = (out / "day37" / "index.html").read_text(encoding="utf-8")
     assert '<mark class="untraced" title="typed by hand: no result prints as 74.1%">74.1%</mark>' in page
+
+
+def test_a_figure_kept_through_a_rebuild_that_changed_it_is_stale(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """New numbers from the spec (16 → 20 slots); the person's edit touched the very words of
+    the utilisation, so the merge conflicts and their file keeps the old 72.3%."""
+    import shutil
+
+    from helpers import DAYS, lean_spec, unlinked
+
+    days = tmp_path / "days"
+    shutil.copytree(DAYS, days, ignore=shutil.ignore_patterns("*.measured"))
+    spec = days / "day37.yaml"
+    spec.write_text(unlinked(lean_spec(spec.read_text())))
+    out = tmp_path / "out"
+    assert main(["build", str(spec), "--out", str(out)]) == 0
+    draft = out / "day37" / "linkedin.md"
+    text = draft.read_text(encoding="utf-8")
+    assert text.count("72.3% GPU utilisation") == 1
+    draft.write_text(text.replace("72.3% GPU utilisation", "72.3%, GPU utilisation"), encoding="utf-8")
+    spec.write_text(spec.read_text().replace("\n  slots: 16\n", "\n  slots: 20\n"))
+    capsys.readouterr()
+    assert main(["build", str(spec), "--out", str(out)]) == 0
+    assert (out / "day37" / "linkedin.new.md").is_file()  # the conflict: their file as they left it
+
+    results = json.loads((out / "day37" / "results.json").read_text())
+    now = audit.spelling(f"{results['batching']['policies']['continuous']['utilisation'] * 100:.1f}%")
+    assert now != "72.3%"
+    err = capsys.readouterr().err
+    assert "warning: linkedin.md line " in err and f"72.3% stale: the results now say {now}" in err
+    assert main(["check", "--strict", str(out / "day37")]) == 2
+    reported = [row for row in capsys.readouterr().out.splitlines() if "NUMBER" in row]
+    assert any(f"72.3% stale: the results now say {now}" in row for row in reported)
