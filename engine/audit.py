@@ -482,41 +482,55 @@ def _kept(kept: dict[str, Any], name: str, key: str) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def read_record(folder: Path) -> dict[str, Any]:
-    """The last build's record (``record``); none if it is missing or unreadable."""
-    from engine.outdir.manifest import AUDIT
+def _load(path: Path) -> dict[str, Any]:
+    """A JSON object the build wrote, within the results' limit; {} if missing or unreadable
+    (a day with no record, or a hand-mangled one, is audited with what is there)."""
+    from engine.errors import UserError
+    from engine.limits import MAX_RESULTS_BYTES, read_text_limited
 
     try:
-        data = json.loads((folder / AUDIT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_text_limited(path, MAX_RESULTS_BYTES, "results"))
+    except (OSError, ValueError, RecursionError, UserError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
+def read_record(folder: Path) -> dict[str, Any]:
+    """The last build's record (``record``); none if it is missing or unreadable."""
+    from engine.outdir.manifest import AUDIT
+
+    return _load(Path(folder) / AUDIT)
+
+
 def folder_findings(folder: Path, drafts: dict[str, str] | None = None) -> list[Finding]:
-    """Every finding in a built day's folder: its drafts against its results.json and the
-    renders the last build recorded (without a record, the renders in ``.base.json``)."""
+    """Every finding in a built day's folder: its drafts (or ``drafts``, read already) against
+    its results.json and the renders the last build recorded (without a record, the renders in
+    ``.base.json``). A folder whose results cannot be read has nothing to trace against: none."""
+    from engine.errors import UserError
+    from engine.limits import MAX_DRAFT_BYTES, read_text_limited
     from engine.outdir.manifest import read_base
     from engine.platforms.registry import platforms
 
     folder = Path(folder)
+    results = _load(folder / "results.json")
     try:
-        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    if not isinstance(results, dict):
+        traced = index(results) if results else None
+    except RecursionError:
+        traced = None  # nested past any results a build writes: a hand-mangled file
+    if traced is None:
         return []
     kept = read_record(folder)
     base = read_base(folder)
-    traced = index(results)
     found: list[Finding] = []
     for platform in platforms():
-        path = folder / platform.draft
         text = (drafts or {}).get(platform.draft)
+        if text is None and (folder / platform.draft).is_file():
+            try:
+                text = read_text_limited(folder / platform.draft, MAX_DRAFT_BYTES, "draft")
+            except UserError:
+                text = None  # the platform check names it
         if text is None:
-            if not path.is_file():
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
+            continue
         fresh = _kept(kept, platform.draft, "render") or base.get(platform.draft)
         previous = _kept(kept, platform.draft, "previous")
         found += audit_draft(

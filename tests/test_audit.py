@@ -3,7 +3,9 @@ render, the results or the spec's metadata, and the rest reported typed or stale
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -73,8 +75,9 @@ def test_a_number_the_person_typed_is_named_with_its_line_and_words() -> None:
 
 
 def test_a_figure_no_filter_writes_is_typed_however_close() -> None:
-    # 72.29% is pct(0.7229, 2), so it traces; 72% and 0.72 are not what any filter prints of it
-    # ... except 72% (pct(0.7229, 0)) and 0.72 (fixed(0.7229, 2)): both do, and trace.
+    # Each traced text is what some filter writes of a value above: 72.29% and 72% are
+    # pct(0.7229, 2) and pct(0.7229, 0), 0.72 is fixed(0.7229, 2), 7.3 ms is duration(0.00732),
+    # 5.05x is multiple(5.0497, 2); a space before the unit, × for x, are spellings of the same.
     for traced in ("72.29%", "72%", "0.72", "7.3 ms", "7.32ms", "5.0×", "5.05x"):
         assert findings(RENDER.replace("72.3%", traced)) == [], traced
     for typed in ("72.4%", "7.4 ms", "5.2x", "16k", "741"):
@@ -187,6 +190,17 @@ def test_a_build_warns_of_a_typed_number_and_its_page_marks_it(built_out: Path, 
     assert [w for w in report.warnings if "74.1% typed by hand" in w]
     page = (out / "day37" / "index.html").read_text(encoding="utf-8")
     assert '<mark class="untraced" title="typed by hand: no result prints as 74.1%">74.1%</mark>' in page
+
+    # Accepted, it is no longer marked, and the page shows and copies it without its marker.
+    from engine.render import review
+
+    draft.write_text(draft.read_text(encoding="utf-8").replace("74.1%", "{=74.1%}"), encoding="utf-8")
+    page = review.write_day_page(out / "day37").read_text(encoding="utf-8")
+    assert "<mark" not in page and "{=" not in page
+    copied = re.search(r'data-kind="linkedin" data-copy="([^"]*)"', page)
+    assert copied is not None and "continuous batching: 74.1% GPU utilisation" in html.unescape(
+        copied.group(1)
+    )
 
 
 def test_a_figure_kept_through_a_rebuild_that_changed_it_is_stale(

@@ -68,16 +68,16 @@ def check_day_dir(path: Path) -> Report:
     counts: dict[str, list[Count]] = {}
     violations: list[Violation] = []
 
+    drafts = {p.draft: _read(path / p.draft) for p in platforms() if (path / p.draft).is_file()}
     for platform in platforms():
-        draft = path / platform.draft
-        if not draft.is_file():
+        if platform.draft not in drafts:
             if platform.required:
                 violations.append(
                     Violation(platform.draft, None, "missing", f"no {platform.draft} in {path}")
                 )
             continue
         files = {p.name for p in path.iterdir() if p.is_file()}
-        per_post, found = platform.check_draft(audit.strip_accepted(_read(draft)), available=files)
+        per_post, found = platform.check_draft(audit.strip_accepted(drafts[platform.draft]), available=files)
         if platform.thread:
             for k, post_counts in enumerate(per_post, start=1):
                 counts[f"{platform.draft} post {k}/{len(per_post)}"] = post_counts
@@ -101,7 +101,6 @@ def check_day_dir(path: Path) -> Report:
     media_counts, media_violations = media.check_folder(path)  # the carousel PDF, GIFs: file limits
     counts.update(media_counts)
     violations += media_violations
-    drafts = {p.draft: _read(path / p.draft) for p in platforms() if (path / p.draft).is_file()}
     return Report(counts=counts, violations=_unique(violations), numbers=audit.folder_findings(path, drafts))
 
 
