@@ -14,7 +14,7 @@ after the results moved would go out looking as real as the rest, so every build
 
 Not numbers at all, and not read: digits inside a URL, a hashtag, a Markdown link's target, a
 thread's "k/n" labels, and the template's idioms (engine.render.posts.IDIOMS: "p99", "H200",
-"Day 4", "24/7", "2 am"). A person accepts a number they typed on purpose by writing it as
+"24/7", "2 am"), but for a day of the series: "Day 37" is read, and traces to the spec's day. A person accepts a number they typed on purpose by writing it as
 ``{=74.1%}``: the audit passes it, and the copy buttons, the platform checks and the review page
 all read it as plain ``74.1%`` (strip_accepted).
 
@@ -62,6 +62,7 @@ _URL = re.compile(r"(?:https?://|www\.)\S+|\b(?:[\w-]+\.)+[A-Za-z]{2,}/\S*")
 _HASHTAG = re.compile(r"(?<![\w&])#\w+")
 _LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
 _WORD = re.compile(r"\S+")
+_DAY = re.compile(r"[Dd]ay \d+")
 # How a person may write what a filter writes: a space before the unit, × for x, μ for µ, us.
 _SPELLINGS = str.maketrans({"×": "x", "μ": "µ", "−": "-", "\u00a0": " ", "\u202f": " "})
 
@@ -167,7 +168,9 @@ def numbers_in(text: str, *, thread: bool = False) -> list[Number]:
     from engine.platforms.thread import label_spans
     from engine.render.posts import IDIOMS
 
-    spans = [m.span() for pattern in (_URL, _HASHTAG, _LINK_TARGET, IDIOMS) for m in pattern.finditer(text)]
+    spans = [m.span() for pattern in (_URL, _HASHTAG, _LINK_TARGET) for m in pattern.finditer(text)]
+    # A day of the series is read: "Day 37" traces to the day, "Day 4" to the day it links back to.
+    spans += [m.span() for m in IDIOMS.finditer(text) if not _DAY.fullmatch(m.group(0))]
     skipped = _Spans(spans + (label_spans(text) if thread else []))
     found = []
     for match in _NUMBER.finditer(text):

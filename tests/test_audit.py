@@ -50,10 +50,10 @@ def findings(draft: str, results: dict = RESULTS, **renders: str | None) -> list
 
 
 def test_every_number_is_read_and_traced_to_the_results() -> None:
-    # Read: every figure; not read: "Day 37" (a day of the series), the hyphenated name's digits,
-    # the URL's and the hashtags' digits.
+    # Read: every figure, and the day and the series length; not read: the hyphenated name's
+    # digits, the URL's and the hashtags' digits.
     read = [n.text for n in audit.numbers_in(RENDER)]
-    assert read == ["60", "14.3%", "5,797", "72.3%", "1,148", "5.0x", "7.32 ms", "80GB", "58"]
+    assert read == ["37", "60", "14.3%", "5,797", "72.3%", "1,148", "5.0x", "7.32 ms", "80GB", "58"]
     edited = RENDER.replace("One step took", "Each decode step took")
     assert findings(edited) == []  # against the results alone: each prints from a value
     assert findings(edited, fresh=RENDER) == []
@@ -72,6 +72,11 @@ def test_a_number_the_person_typed_is_named_with_its_line_and_words() -> None:
     assert finding.words == "continuous: 74.1% busy, 1,148 steps, 5.0x the throughput …"
     # The same without a render on record: the results alone do not print 74.1%.
     assert [f.text for f in findings(typed)] == ["74.1%"]
+
+
+def test_the_day_and_the_series_trace_to_the_spec_and_a_wrong_one_does_not() -> None:
+    assert findings(RENDER.replace("Day 37 of 60", "Day 38 of 60")) != []
+    assert [f.text for f in findings(RENDER.replace("Day 37 of 60", "Day 38 of 61"))] == ["38", "61"]
 
 
 def test_a_figure_no_filter_writes_is_typed_however_close() -> None:
@@ -126,7 +131,7 @@ def test_an_accepted_number_passes_and_is_posted_plain() -> None:
 def test_numbers_in_urls_hashtags_links_and_thread_labels_are_not_read() -> None:
     text = (
         "1/3 See https://example.com/2024/11/30 and www.example.org/v2/12 and github.com/a/b-60-days.\n"
-        "![the p99 chart](chart-2024.png) #Top10 #100DaysOfCode p99 H200 24/7 at 2 am, Day 4\n"
+        "![the p99 chart](chart-2024.png) #Top10 #100DaysOfCode p99 H200 24/7 at 2 am\n"
         "---\n"
         "2/3 nothing here 2/3\n"
         "---\n"
