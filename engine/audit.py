@@ -258,8 +258,11 @@ def index(results: dict[str, Any]) -> Index:
     done: set[Any] = set()
     for leaf in _leaves(results):
         if isinstance(leaf, str):
-            if len(leaf) <= MAX_NAME and re.search(r"\d", leaf) and re.search(r"[A-Za-z]", leaf):
-                names.add(leaf)
+            if len(leaf) <= MAX_NAME and re.search(r"\d", leaf):
+                if re.search(r"[A-Za-z]", leaf):
+                    names.add(leaf)
+                else:
+                    texts.add(spelling(leaf.strip()))  # a number kept as text: a version, "13.0"
             continue
         if isinstance(leaf, dict):
             written: Iterator[str] = _unit_texts(leaf["value"], leaf["unit"])
@@ -439,12 +442,12 @@ def segments(text: str, findings: list[Finding]) -> list[tuple[str, str | None]]
     its line's words, so a piece cut from the draft (a post, the part above the fold) marks it too."""
     by_line: dict[str, list[Finding]] = {}
     for finding in findings:
-        by_line.setdefault(finding.line_text, []).append(finding)
+        by_line.setdefault(finding.line_text.rstrip(), []).append(finding)  # shown lines lose trailing spaces
     out: list[tuple[str, str | None]] = []
     plain: list[str] = []
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\n")
-        marks = sorted(by_line.get(body, []), key=lambda f: f.column)
+        marks = sorted(by_line.get(body.rstrip(), []), key=lambda f: f.column)
         at = 0
         for finding in marks:
             if finding.column < at:

@@ -30,6 +30,7 @@ RESULTS = {
         "step": {"seconds": 0.00732},
     },
     "compare": [{"label": "Llama-2-7B on an H100 80GB", "max_requests": 58}],
+    "measured": {"cuda": "13.0"},  # a number kept as text: printed as it is
     "checks": {"linkedin": [{"name": "length", "value": 741}]},  # counts of the draft: no figure
 }
 
@@ -77,6 +78,13 @@ def test_a_number_the_person_typed_is_named_with_its_line_and_words() -> None:
 def test_the_day_and_the_series_trace_to_the_spec_and_a_wrong_one_does_not() -> None:
     assert findings(RENDER.replace("Day 37 of 60", "Day 38 of 60")) != []
     assert [f.text for f in findings(RENDER.replace("Day 37 of 60", "Day 38 of 61"))] == ["38", "61"]
+
+
+def test_a_number_the_results_keep_as_text_traces_as_written() -> None:
+    assert findings(RENDER.replace("One step took", "On CUDA 13.0 one step took")) == []
+    assert [f.text for f in findings(RENDER.replace("One step took", "On CUDA 12.4 one step took"))] == [
+        "12.4"
+    ]
 
 
 def test_a_figure_no_filter_writes_is_typed_however_close() -> None:
