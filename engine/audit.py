@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -70,6 +71,7 @@ _SPELLINGS = str.maketrans({"×": "x", "μ": "µ", "−": "-", "\u00a0": " ", "\
 IGNORED = frozenset({"checks", "charts", "carousel"})
 MAX_ROWS = 50  # a longer list is a series behind a chart (a timeline, a CDF), not a figure to quote
 DIGITS = range(4)  # the decimals a template asks of fixed, pct, multiple, gib and ms in practice
+MAX_RATIO_FIGURES = 40  # figures ({value, unit}) whose pairs' ratios are indexed, as a lab has
 CONTEXT_WORDS = 6  # the words a finding quotes either side of its number: enough to find it
 MAX_NAME = 200  # a longer text in the results is a sentence, not a name a draft repeats
 # A draft is a few kB (a post is at most 3,000 characters); a word alignment of one far larger
@@ -276,7 +278,24 @@ def index(results: dict[str, Any]) -> Index:
             texts.update(spelling(text) for text in written)
         except (ValueError, TypeError, ArithmeticError, OverflowError):
             continue  # a value no filter can print (infinite, too large) is on no post
+    texts.update(_ratio_texts([leaf for leaf in _leaves(results) if isinstance(leaf, dict)]))
     return Index(frozenset(texts), tuple(sorted(names, key=lambda n: (-len(n), n))))
+
+
+def _ratio_texts(figures: list[dict[str, Any]]) -> Iterator[str]:
+    """What ``ratio`` writes of each pair of figures of one dimension ("110" RAM reads to a
+    round trip); a results file with more figures than a lab's few is left to its values, since
+    every pair of hundreds would let nearly any whole number trace."""
+    if len(figures) > MAX_RATIO_FIGURES:
+        return
+    for top in figures:
+        for bottom in figures:
+            if top is bottom or units.unit(top["unit"]).dimension != units.unit(bottom["unit"]).dimension:
+                continue
+            try:
+                yield spelling(numbers.ratio(top, bottom))
+            except (ValueError, TypeError, ArithmeticError, OverflowError):
+                continue  # a zero figure divides nothing
 
 
 # ---- tracing a draft ----------------------------------------------------------------------------
@@ -501,6 +520,18 @@ def _load(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+@functools.lru_cache(maxsize=4)
+def _index_of(results_text: str) -> Index | None:
+    """The index of one results.json text, kept: a build audits its folder for its warnings and
+    again for its review page, and ``make review`` once per page. None for a text that is not a
+    results object (a hand-mangled file, or one nested past any a build writes)."""
+    try:
+        results = json.loads(results_text)
+        return index(results) if isinstance(results, dict) else None
+    except (ValueError, RecursionError):
+        return None
+
+
 def read_record(folder: Path) -> dict[str, Any]:
     """The last build's record (``record``); none if it is missing or unreadable."""
     from engine.outdir.manifest import AUDIT
@@ -513,16 +544,15 @@ def folder_findings(folder: Path, drafts: dict[str, str] | None = None) -> list[
     its results.json and the renders the last build recorded (without a record, the renders in
     ``.base.json``). A folder whose results cannot be read has nothing to trace against: none."""
     from engine.errors import UserError
-    from engine.limits import MAX_DRAFT_BYTES, read_text_limited
+    from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, read_text_limited
     from engine.outdir.manifest import read_base
     from engine.platforms.registry import platforms
 
     folder = Path(folder)
-    results = _load(folder / "results.json")
     try:
-        traced = index(results) if results else None
-    except RecursionError:
-        traced = None  # nested past any results a build writes: a hand-mangled file
+        traced = _index_of(read_text_limited(folder / "results.json", MAX_RESULTS_BYTES, "results"))
+    except (OSError, UserError):
+        return []
     if traced is None:
         return []
     kept = read_record(folder)

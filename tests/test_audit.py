@@ -87,6 +87,13 @@ def test_a_number_the_results_keep_as_text_traces_as_written() -> None:
     ]
 
 
+def test_a_ratio_of_two_figures_traces_as_the_ratio_filter_writes_it() -> None:
+    # 8.4 µs / 92 ns = 91.3, a ratio of one dimension: written as a count, "91".
+    lab = {**RESULTS, "lab": {"ram": {"value": 92, "unit": "ns"}, "rtt": {"value": 8.4, "unit": "µs"}}}
+    assert findings(RENDER + "A round trip is 91 RAM reads.\n", lab) == []
+    assert [f.text for f in findings(RENDER + "A round trip is 95 RAM reads.\n", lab)] == ["95"]
+
+
 def test_a_figure_no_filter_writes_is_typed_however_close() -> None:
     # Each traced text is what some filter writes of a value above: 72.29% and 72% are
     # pct(0.7229, 2) and pct(0.7229, 0), 0.72 is fixed(0.7229, 2), 7.3 ms is duration(0.00732),
