@@ -71,6 +71,7 @@ _SPELLINGS = str.maketrans({"×": "x", "μ": "µ", "−": "-", "\u00a0": " ", "\
 IGNORED = frozenset({"checks", "charts", "carousel"})
 MAX_ROWS = 50  # a longer list is a series behind a chart (a timeline, a CDF), not a figure to quote
 DIGITS = range(4)  # the decimals a template asks of fixed, pct, multiple, gib and ms in practice
+ALT_SUFFIX = ".alt.txt"  # a chart's alt text, posted with it: audited like a draft
 MAX_RATIO_FIGURES = 40  # figures ({value, unit}) whose pairs' ratios are indexed, as a lab has
 CONTEXT_WORDS = 6  # the words a finding quotes either side of its number: enough to find it
 MAX_NAME = 200  # a longer text in the results is a sentence, not a name a draft repeats
@@ -487,7 +488,7 @@ def segments(text: str, findings: list[Finding]) -> list[tuple[str, str | None]]
 def record(
     drafts: dict[str, str], seen: dict[str, str], earlier: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """What a build keeps for the next audit: each draft's fresh render, and the render the
+    """What a build keeps for the next audit: each draft's (and alt text's) fresh render, and the render the
     person saw before it (``seen``, the folder's previous base). A rebuild that changes nothing
     keeps the earlier previous render, so a number kept from it stays known as stale."""
     out: dict[str, Any] = {}
@@ -540,7 +541,8 @@ def read_record(folder: Path) -> dict[str, Any]:
 
 
 def folder_findings(folder: Path, drafts: dict[str, str] | None = None) -> list[Finding]:
-    """Every finding in a built day's folder: its drafts (or ``drafts``, read already) against
+    """Every finding in a built day's folder: its drafts and its charts' alt texts, which are
+    posted too (or ``drafts``, read already), against
     its results.json and the renders the last build recorded (without a record, the renders in
     ``.base.json``). A folder whose results cannot be read has nothing to trace against: none."""
     from engine.errors import UserError
@@ -557,19 +559,21 @@ def folder_findings(folder: Path, drafts: dict[str, str] | None = None) -> list[
         return []
     kept = read_record(folder)
     base = read_base(folder)
+    threads = {p.draft: p.thread for p in platforms()}
+    names = [*threads, *sorted(p.name for p in folder.glob(f"*{ALT_SUFFIX}"))]
     found: list[Finding] = []
-    for platform in platforms():
-        text = (drafts or {}).get(platform.draft)
-        if text is None and (folder / platform.draft).is_file():
+    for name in names:
+        text = (drafts or {}).get(name)
+        if text is None and (folder / name).is_file():
             try:
-                text = read_text_limited(folder / platform.draft, MAX_DRAFT_BYTES, "draft")
+                text = read_text_limited(folder / name, MAX_DRAFT_BYTES, "draft")
             except UserError:
                 text = None  # the platform check names it
         if text is None:
             continue
-        fresh = _kept(kept, platform.draft, "render") or base.get(platform.draft)
-        previous = _kept(kept, platform.draft, "previous")
+        fresh = _kept(kept, name, "render") or base.get(name)
+        previous = _kept(kept, name, "previous")
         found += audit_draft(
-            platform.draft, text, traced, fresh=fresh, previous=previous, thread=platform.thread
+            name, text, traced, fresh=fresh, previous=previous, thread=threads.get(name, False)
         )
     return found

@@ -198,6 +198,10 @@ def build(
         (staging.path / "index.html").write_text(
             review.render_day_page(staging.path, results, drafts), encoding="utf-8"
         )
+        renders = {
+            **drafts,
+            **{p.name: p.read_text(encoding="utf-8") for p in staging.path.glob("*.alt.txt")},
+        }
         committed = outdir.commit(staging, force=force)
     except OSError as exc:
         staging.discard()
@@ -207,7 +211,7 @@ def build(
         raise
     # Re-render the page from disk: where a hand edit was kept, it shows the edited draft.
     try:
-        write_audit_record(target, drafts, seen, earlier)
+        write_audit_record(target, renders, seen, earlier)
         review.write_day_page(target)
         review.write_index(out_root)
     except OSError as exc:
@@ -233,15 +237,15 @@ def _renders_seen(target: Path) -> tuple[dict[str, str], dict[str, Any]]:
 
 
 def write_audit_record(
-    target: Path, drafts: dict[str, str], seen: dict[str, str], earlier: dict[str, Any]
+    target: Path, renders: dict[str, str], seen: dict[str, str], earlier: dict[str, Any]
 ) -> None:
-    """Keep this build's fresh renders beside the drafts, for the number audit of the edits to
-    come (engine.audit): written once the folder is in place, like its review page."""
+    """Keep this build's fresh renders (drafts and alt texts) beside them, for the number audit
+    of the edits to come (engine.audit): written once the folder is in place, like its review page."""
     from engine.outdir import atomic
     from engine.outdir.manifest import AUDIT
 
     atomic.write_json(
-        audit.record(drafts, seen, earlier), target / AUDIT, what="audit record", ensure_ascii=False
+        audit.record(renders, seen, earlier), target / AUDIT, what="audit record", ensure_ascii=False
     )
 
 

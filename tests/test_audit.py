@@ -255,3 +255,24 @@ def test_a_figure_kept_through_a_rebuild_that_changed_it_is_stale(
     assert main(["check", "--strict", str(out / "day37")]) == 2
     reported = [row for row in capsys.readouterr().out.splitlines() if "NUMBER" in row]
     assert any(f"72.3% stale: the results now say {now}" in row for row in reported)
+
+
+def test_an_edited_alt_text_is_audited_too(
+    built_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    day = copy_built(built_out, tmp_path / "out") / "day37"
+    alt = day / "kv_fit.alt.txt"
+    text = alt.read_text(encoding="utf-8")
+    assert "2,048-token context: 64 fit" in text
+    alt.write_text(
+        text.replace("2,048-token context: 64 fit", "2,048-token context: 65 fit"), encoding="utf-8"
+    )
+    capsys.readouterr()
+    assert main(["check", "--strict", str(day)]) == 2
+    [reported] = [row for row in capsys.readouterr().out.splitlines() if "NUMBER" in row]
+    assert "kv_fit.alt.txt line 1: 65 typed by hand" in reported
+    # Accepted, it passes, and the platform counts and the page read it without its marker.
+    alt.write_text(text.replace("64 fit", "{=65} fit"), encoding="utf-8")
+    assert main(["check", "--strict", str(day)]) == 0
+    out = capsys.readouterr().out
+    assert f"kv_fit.alt.txt: alt text (x) {len(text.strip())}/" in out

@@ -28,7 +28,7 @@ from engine.platforms.alt_text import alt_text_count, check_alt_text
 from engine.platforms.registry import platforms
 from engine.platforms.rules import Count, Violation
 
-ALT_SUFFIX = ".alt.txt"
+ALT_SUFFIX = audit.ALT_SUFFIX
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif")
 
 
@@ -86,7 +86,7 @@ def check_day_dir(path: Path) -> Report:
         violations += found
 
     for alt in sorted(path.glob(f"*{ALT_SUFFIX}")):
-        text = _read(alt)
+        text = audit.strip_accepted(_read(alt))
         counts[alt.name] = []
         for name in alt_text_platforms(alt.name[: -len(ALT_SUFFIX)]):
             counts[alt.name].append(alt_text_count(text, platform=name))

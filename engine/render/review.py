@@ -398,7 +398,7 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
     charts = []
     for chart in recorded:
         alt_path = day_dir / f"{Path(chart['file']).stem}.alt.txt"
-        alt = (
+        alt = audit.strip_accepted(  # as posted: an accepted number ({=74.1%}) plain
             alt_path.read_text(encoding="utf-8").strip() if alt_path.is_file() else chart.get("alt_text", "")
         )
         charts.append(
