@@ -20,7 +20,8 @@ all read it as plain ``74.1%`` (strip_accepted).
 
 What is left is a finding: "typed by hand", or "stale" when the render the person saw before
 held that number at that spot and the fresh render holds another ("the results now say 72.3%").
-Everything here is a pure function of texts and results; folder_findings reads a day's folder.
+Everything here is a pure function of texts and results but read_record and folder_findings,
+which read a day's folder (its drafts, alt texts, results.json and the build's record).
 """
 
 from __future__ import annotations
