@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import given, outdir, quotable
+from engine import audit, given, outdir, quotable
 from engine import inputs as inputs_of
 from engine.errors import UserError
 from engine.outdir import atomic
@@ -163,6 +163,7 @@ def build(
     drafts = render_drafts(results, templates_root)
 
     left_out = unavailable_charts(spec, results)
+    seen, earlier = _renders_seen(target)
     staging = outdir.Staging.create(target)
     try:
         for name, text in drafts.items():
@@ -184,6 +185,10 @@ def build(
 
         page = review.render_day_page(staging.path, results, drafts)
         atomic.write_text(staging.path / "index.html", page, what="review page", root=out_root, durable=False)
+        renders = {
+            **drafts,
+            **{p.name: p.read_text(encoding="utf-8") for p in staging.path.glob("*.alt.txt")},
+        }
         committed = outdir.commit(staging, force=force)
     except OSError as exc:
         staging.discard()
@@ -193,6 +198,7 @@ def build(
         raise
     # Re-render the page from disk: where a hand edit was kept, it shows the edited draft.
     try:
+        write_audit_record(target, renders, seen, earlier, out_root)
         review.write_day_page(target, root=out_root)
         review.write_index(out_root)
     except OSError as exc:
@@ -204,8 +210,32 @@ def build(
         kept_edits=committed.kept_edits,
         summary=headline(results),
         warnings=[f"chart '{name}' not drawn: {why}" for name, why in left_out]
-        + check_kept_edits(target, committed.checked_edits()),
+        + check_kept_edits(target, committed.checked_edits())
+        + [str(finding) for finding in audit.folder_findings(target)],
         commit=committed,
+    )
+
+
+def _renders_seen(target: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    """The renders the person saw before this build, and the audit's last record of them."""
+    from engine.outdir.manifest import read_base
+
+    return (read_base(target), audit.read_record(target)) if target.is_dir() else ({}, {})
+
+
+def write_audit_record(
+    target: Path, renders: dict[str, str], seen: dict[str, str], earlier: dict[str, Any], root: Path
+) -> None:
+    """Keep this build's fresh renders (drafts and alt texts) beside them, for the number audit
+    of the edits to come (engine.audit): written once the folder is in place, like its review page."""
+    from engine.outdir.manifest import AUDIT
+
+    atomic.write_json(
+        audit.record(renders, seen, earlier),
+        target / AUDIT,
+        what="audit record",
+        ensure_ascii=False,
+        root=root,
     )
 
 

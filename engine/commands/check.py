@@ -1,7 +1,9 @@
-"""``python -m engine check out/day37``: every draft's counts against its limits, then what fails.
+"""``python -m engine check out/day37``: every draft's counts against its limits, then what fails,
+then every number in an edited draft that traces to nothing (engine.audit), each with its line.
 
 Exit status: 0 when every rule passes, 1 when any fails (each failure named with its draft and
-post), 2 for a user error such as a missing folder.
+post), 2 for a user error such as a missing folder, and with ``--strict`` 2 for any number that
+traces to nothing: a figure typed by hand or kept from an older render is bad input to post.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from engine.errors import UserError
+from engine.errors import EXIT_USER_ERROR, UserError
 
 EXIT_RULES_FAILED = 1
 
@@ -22,6 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FOLDER|FILE",
         help="a built day's output folder, e.g. out/day37, or one draft in it "
         "(out/day37/linkedin.md): only that draft's counts and failures",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 2) on a number in a draft that traces to no result: typed by hand or "
+        "stale; accept one on purpose by writing it as {=74.1%%}",
     )
 
 
@@ -44,7 +52,7 @@ def _is_draft(name: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     from engine.platforms import check_day_dir, platforms
 
-    failed = 0
+    failed = untraced = 0
     for path in args.folders:
         folder, only = (path.parent, path.name) if path.is_file() else (path, None)
         if only is not None and not _is_draft(only):
@@ -62,7 +70,15 @@ def run(args: argparse.Namespace) -> int:
         for violation in violations:
             print(f"  FAIL {violation}")
         failed += len(violations)
+        findings = [f for f in report.numbers if only is None or f.draft == only]
+        for finding in findings:
+            print(f"  NUMBER {finding}")
+        untraced += len(findings)
     if failed:
         print(f"{failed} rule{'s' if failed != 1 else ''} broken")
-        return EXIT_RULES_FAILED
-    return 0
+    if untraced:
+        noun = "number traces" if untraced == 1 else "numbers trace"
+        print(f"{untraced} {noun} to no result" + ("" if args.strict else " (--strict fails on them)"))
+        if args.strict:
+            return EXIT_USER_ERROR
+    return EXIT_RULES_FAILED if failed else 0

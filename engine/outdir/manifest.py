@@ -4,6 +4,7 @@
 a build consumed (``consumed``: a draft merged with new numbers, an edited chart set aside) and
 the build's number (``build``, which tells the newer of two folders after a crash).
 ``.base.json`` holds the text of each render as the person last saw it: the next merge's base.
+``.audit.json`` holds each draft's fresh render and the render before it, for engine.audit.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from engine.errors import UserError
 MANIFEST = ".manifest.json"
 BASE = ".base.json"  # the render of each text file the person last saw: the next merge's base
 CHANGES = ".changes.json"  # what this build changed (engine.outdir.changes), for the review page
-INTERNAL = frozenset({MANIFEST, BASE, CHANGES})
+# Each draft's fresh render and the one the person saw before it (engine.audit.record): what the
+# number audit traces an edited draft against; written by the build after the folder is in place.
+AUDIT = ".audit.json"
+INTERNAL = frozenset({MANIFEST, BASE, CHANGES, AUDIT})
 # Views rebuilt from the other files (``make review`` rewrites them in place): never a person's
 # edit to protect, so they are always replaced and left out of the manifest.
 DERIVED = frozenset({"index.html"})

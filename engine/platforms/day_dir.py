@@ -10,6 +10,11 @@ Which platform an alt text is for comes from its name: a part that is one of a p
 ``alt_tags`` means that platform (``latency.x.alt.txt``, ``kv-linkedin.alt.txt``); a name with
 none is held to the limit of every platform the day posts to, since such a chart may be posted
 on any of them.
+
+Every number in an edited draft is traced too (engine.audit): a number that traces to nothing
+is a finding (``numbers``), reported beside the rules but no rule broken, since a person may
+mean it; ``check --strict`` fails on one. A draft is counted as it is posted, each accepted
+number (``{=74.1%}``) written plain.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine import audit
 from engine.errors import UserError
 from engine.platforms import media
 from engine.platforms.alt_text import alt_text_count, check_alt_text
@@ -25,16 +31,18 @@ from engine.platforms.posting import in_folder
 from engine.platforms.registry import Platform, required
 from engine.platforms.rules import Count, Violation
 
-ALT_SUFFIX = ".alt.txt"
+ALT_SUFFIX = audit.ALT_SUFFIX
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif")
 
 
 @dataclass(frozen=True)
 class Report:
-    """Counts per draft (in reading order: LinkedIn, X posts, alt texts) and every violation."""
+    """Counts per draft (in reading order: LinkedIn, X posts, alt texts), every violation, and
+    every number in an edited draft that traces to nothing."""
 
     counts: dict[str, list[Count]] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
+    numbers: list[audit.Finding] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -64,16 +72,16 @@ def check_day_dir(path: Path) -> Report:
     violations: list[Violation] = []
 
     posted = in_folder(path)  # the required platforms, and each optional one with its draft
+    drafts = {p.draft: _read(path / p.draft) for p in posted if (path / p.draft).is_file()}
     for platform in posted:
-        draft = path / platform.draft
-        if not draft.is_file():
+        if platform.draft not in drafts:
             if platform.required:
                 violations.append(
                     Violation(platform.draft, None, "missing", f"no {platform.draft} in {path}")
                 )
             continue
         files = {p.name for p in path.iterdir() if p.is_file()}
-        per_post, found = platform.check_draft(_read(draft), available=files)
+        per_post, found = platform.check_draft(audit.strip_accepted(drafts[platform.draft]), available=files)
         if platform.thread:
             for k, post_counts in enumerate(per_post, start=1):
                 counts[f"{platform.draft} post {k}/{len(per_post)}"] = post_counts
@@ -82,7 +90,7 @@ def check_day_dir(path: Path) -> Report:
         violations += found
 
     for alt in sorted(path.glob(f"*{ALT_SUFFIX}")):
-        text = _read(alt)
+        text = audit.strip_accepted(_read(alt))
         counts[alt.name] = []
         for name in alt_text_platforms(alt.name[: -len(ALT_SUFFIX)], posted):
             counts[alt.name].append(alt_text_count(text, platform=name))
@@ -97,7 +105,7 @@ def check_day_dir(path: Path) -> Report:
     media_counts, media_violations = media.check_folder(path)  # the carousel PDF, GIFs: file limits
     counts.update(media_counts)
     violations += media_violations
-    return Report(counts=counts, violations=_unique(violations))
+    return Report(counts=counts, violations=_unique(violations), numbers=audit.folder_findings(path, drafts))
 
 
 def _unique(violations: list[Violation]) -> list[Violation]:

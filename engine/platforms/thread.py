@@ -97,3 +97,17 @@ def numbering_problem(post: str, k: int, total: int) -> str | None:
     if marker != (k, total):
         return f"numbered {marker[0]}/{marker[1]}, expected {k}/{total}"
     return None
+
+
+def label_spans(text: str) -> list[tuple[int, int]]:
+    """Where each post's 'k/n' marker stands in a thread's whole draft, as (start, end) offsets
+    into it: the numbering, which is no figure and must not be read as one."""
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for chunk in re.split(r"^---\n", text, flags=re.M):
+        for pattern in (_MARKER_AT_START, _MARKER_AT_END):
+            match = pattern.search(chunk)
+            if match:
+                spans.append((offset + match.start(1), offset + match.end(2)))
+        offset += len(chunk) + len("---\n")
+    return spans

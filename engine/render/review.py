@@ -22,6 +22,7 @@ from typing import Any
 
 import jinja2
 
+from engine import audit
 from engine.errors import UserError
 from engine.limits import MAX_DRAFT_BYTES, MAX_PAGE_RENDER_CHARS, MAX_RESULTS_BYTES, read_text_limited
 from engine.outdir import atomic
@@ -150,8 +151,11 @@ def _environment() -> jinja2.Environment:
 
 def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) -> dict[str, Any]:
     charts = _charts(results, day_dir)
+    findings = audit.folder_findings(day_dir, drafts)
     columns = [
-        _platform(p, drafts.get(p.draft), day_dir, charts, results)
+        _platform(
+            p, drafts.get(p.draft), day_dir, charts, results, [f for f in findings if f.draft == p.draft]
+        )
         for p in platforms()
         if p.required or p.draft in drafts
     ]
@@ -164,6 +168,7 @@ def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) 
         "hashtags": results.get("hashtags", []),
         "platforms": columns,
         "violations": violations,
+        "numbers": [str(f) for f in findings],
         "warnings": warnings(results),
         "charts": charts,
         "carousel": carousel(results, day_dir),
@@ -220,9 +225,17 @@ def _newer(day_dir: Path, name: str) -> str | None:
 
 
 def _platform(
-    platform: Platform, text: str | None, day_dir: Path, charts: list[dict[str, Any]], results: dict[str, Any]
+    platform: Platform,
+    text: str | None,
+    day_dir: Path,
+    charts: list[dict[str, Any]],
+    results: dict[str, Any],
+    findings: list[audit.Finding] | None = None,
 ) -> dict[str, Any]:
-    """One platform's column: its posts as the feed shows them, each with its counts."""
+    """One platform's column: its posts as the feed shows them, each with its counts, and each
+    number that traces to no result marked (``findings``, engine.audit). The text shown, counted
+    and copied is the posted one: accepted numbers (``{=74.1%}``) written plain."""
+    findings = findings or []
     out: dict[str, Any] = {
         "name": platform.name,
         "title": platform.title,
@@ -237,6 +250,7 @@ def _platform(
     }
     if text is None:
         return out
+    text = audit.strip_accepted(text)
     per_post, violations = platform.check_draft(text)
     out["violations"] = [str(v) for v in violations]
     if platform.thread:
@@ -247,6 +261,7 @@ def _platform(
                     "number": k,
                     "total": len(posts),
                     "text": _without_markers(post),
+                    "marked": audit.segments(_without_markers(post), findings),
                     "images": _attachments(post, day_dir, charts),
                     "counts": _count_dicts(counts),
                 }
@@ -260,13 +275,28 @@ def _platform(
     shown = _without_markers(text) if markers else text
     cut = platform.fold_at(shown) if platform.fold_at is not None else len(shown)
     # Line breaks at the cut are shown by the fold marker itself, not as empty lines around it.
+    visible, rest = shown[:cut].rstrip("\n"), shown[cut:].lstrip("\n")
+    marked = audit.segments(shown, findings)
     out.update(
-        visible=shown[:cut].rstrip("\n"),
-        rest=shown[cut:].lstrip("\n"),
+        visible=visible,
+        rest=rest,
+        visible_marked=_cut(marked, 0, len(visible)),
+        rest_marked=_cut(marked, len(shown) - len(rest), len(shown)),
         fold=FOLD,
         counts=_count_dicts(per_post[0]),
         paste=shown,
     )
+    return out
+
+
+def _cut(pieces: list[tuple[str, str | None]], start: int, end: int) -> list[tuple[str, str | None]]:
+    """The marked pieces of a text (audit.segments) between two of its offsets."""
+    out, at = [], 0
+    for words, why in pieces:
+        lo, hi = max(start, at), min(end, at + len(words))
+        if lo < hi:
+            out.append((words[lo - at : hi - at], why))
+        at += len(words)
     return out
 
 
@@ -369,7 +399,7 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
     charts = []
     for chart in recorded:
         alt_path = day_dir / f"{Path(chart['file']).stem}.alt.txt"
-        alt = (
+        alt = audit.strip_accepted(  # as posted: an accepted number ({=74.1%}) plain
             alt_path.read_text(encoding="utf-8").strip() if alt_path.is_file() else chart.get("alt_text", "")
         )
         charts.append(
