@@ -71,6 +71,7 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     function = drawing_id(name, key, results)
     kept = drawcache.recall(chart_key("chart", function, results), out_dir)
     if kept:
+        _check_alt(name, kept["alt"])  # the platforms' limit is not in the key: checked every build
         return ChartFile(name, path, kept["alt"], kept["width"], kept["height"], kept["platform"])
     with style.theme():
         fig, alt = figure(name, key, results)

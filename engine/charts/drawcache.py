@@ -40,8 +40,8 @@ from typing import Any
 # The libraries whose output is the drawings' bytes, by distribution name (their versions are
 # pinned in pyproject.toml, and each is part of every key).
 LIBRARIES = ("matplotlib", "numpy", "fonttools", "pillow")
-# A Day 37 build keeps about 8 MiB here (its charts, the GIF, five pages and their chart images,
-# the PDF and its fonts): the bound holds a few dozen builds' worth.
+# A Day 37 build keeps about 2.5 MiB here (its charts, the GIF, five pages and their chart images,
+# the PDF and its fonts): the bound holds about a hundred builds.
 MAX_BYTES = 256 * 2**20
 SUFFIX = ".entry"
 FOLDER: Path | None = None  # None: the standard location (see the module's docstring)
@@ -165,7 +165,8 @@ def trim(limit: int) -> None:
     stats = []
     for item in found:
         with contextlib.suppress(OSError):
-            stats.append((item.stat().st_mtime_ns, item.path, item.stat().st_size))
+            stat = item.stat()
+            stats.append((stat.st_mtime_ns, item.path, stat.st_size))
     total = sum(size for _, _, size in stats)
     for _, path, size in sorted(stats):
         if total <= limit:
