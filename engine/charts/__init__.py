@@ -98,11 +98,15 @@ def figure(name: str, size: str, results: dict[str, Any]) -> tuple[Any, str]:
 
 def chart_key(kind: str, function: str | None, results: dict[str, Any], *more: Any) -> str | None:
     """The drawing cache's key for ``function``'s drawing of ``kind`` from ``results``: what it
-    read of them (reads.part), the registered policies' colours in the charts' order (the
-    registry is not part of results), and ``more``; None for a function the cache cannot name."""
+    read of them (reads.part), what a chart draws with that results do not hold (the registered
+    policies' colours in the charts' order, the alt-text limit it fits its description to), and
+    ``more``; None for a function the cache cannot name."""
+    from engine.platforms import registry
+
     if function is None:
         return None
-    return drawcache.key(kind, function, reads.part(function, results), policies(), *more)
+    context = [policies(), registry.strictest_alt_limit()]
+    return drawcache.key(kind, function, reads.part(function, results), context, *more)
 
 
 def policies() -> list[tuple[str, str]]:

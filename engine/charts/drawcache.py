@@ -4,7 +4,7 @@ Why: drawing is most of what a build costs (a warm rebuild of Day 37 spent four 
 time drawing the same charts, animation and carousel pages from the same numbers), and drawing is
 deterministic: the same inputs, the same code and the same libraries give the same bytes. An
 entry's key is a digest of all three (``key``): the inputs the caller names, the source of
-engine/charts/ with engine/numbers.py and engine/units.py (``code_digest``), and the pinned
+engine/charts/ with engine/numbers.py, engine/units.py and engine/quotable.py (``code_digest``), and the pinned
 versions of the libraries that draw (LIBRARIES). Any edit to a chart's code, or an upgrade, is a
 new key: nothing old is ever answered for it.
 
@@ -47,7 +47,12 @@ SUFFIX = ".entry"
 FOLDER: Path | None = None  # None: the standard location (see the module's docstring)
 
 _CHARTS = Path(__file__).resolve().parent
-_SOURCES = (*sorted(_CHARTS.glob("*.py")), _CHARTS.parent / "numbers.py", _CHARTS.parent / "units.py")
+# The code that draws: every chart module, the number and unit formatting they print with, and
+# what a declared chart picks its figures and tables with.
+_SOURCES = (
+    *sorted(_CHARTS.glob("*.py")),
+    *(_CHARTS.parent / f"{name}.py" for name in ("numbers", "units", "quotable")),
+)
 
 
 def folder() -> Path:

@@ -102,7 +102,7 @@ def report(label: str, figure: str, target: str | None, ok: bool, detail: str) -
         column = REFERENCE if ok else "FAIL: results differ"
     else:
         column = f"target {target:<8}{'PASS' if ok else 'FAIL'}"
-    print(f"  {label:<46}{figure:>10}  {column:<27}{detail}")
+    print(f"  {label:<46}{figure:>12}  {column:<27}{detail}")
     return ok
 
 
@@ -232,7 +232,8 @@ def timed() -> bool:
         f"{took} CPU",
         None,
         True,
-        f"makespan {r.makespan_seconds:,.0f} s, TTFT p50 {float(np.median(r.latency.seconds['ttft'])):.3f} s, "
+        f"wall {took.wall:.2f} s; makespan {r.makespan_seconds:,.0f} s, "
+        f"TTFT p50 {float(np.median(r.latency.seconds['ttft'])):.3f} s, "
         f"TPOT p50 {float(np.nanmedian(r.latency.seconds['tpot'])) * 1000:.1f} ms",
     )
     small = conversational(1_000)
