@@ -184,6 +184,28 @@ def test_a_key_holds_the_code_and_refuses_what_is_not_json(monkeypatch) -> None:
     assert drawcache.key("chart", 1) != key
 
 
+def test_the_code_digest_reads_every_drawing_source_and_the_library_versions(monkeypatch) -> None:
+    """Every module of engine/charts/, the formatting it prints with, and the pinned libraries'
+    versions: an edit to any, or an upgrade, is a new digest."""
+    from importlib import metadata
+
+    engine = ROOT / "engine"
+    read = {p.resolve() for p in drawcache._SOURCES}
+    assert {p.resolve() for p in (engine / "charts").glob("*.py")} <= read
+    assert {(engine / f"{n}.py").resolve() for n in ("numbers", "units", "quotable")} <= read
+    before = drawcache.code_digest()
+    version = metadata.version
+    for library in drawcache.LIBRARIES:
+        monkeypatch.setattr(
+            metadata, "version", lambda name, lib=library: "0" if name == lib else version(name)
+        )
+        drawcache.code_digest.cache_clear()
+        assert drawcache.code_digest() != before, library
+    monkeypatch.setattr(metadata, "version", version)
+    drawcache.code_digest.cache_clear()
+    assert drawcache.code_digest() == before
+
+
 def test_the_cache_lives_in_the_xdg_cache_folder_never_the_repository(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(drawcache, "FOLDER", None)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
