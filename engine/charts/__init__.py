@@ -71,7 +71,7 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     function = drawing_id(name, key, results)
     kept = drawcache.recall(chart_key("chart", function, results), out_dir)
     if kept:
-        _check_alt(name, kept["alt"])  # the platforms' limit is not in the key: checked every build
+        _check_alt(name, kept["alt"])  # as a drawn one is: a kept alt text is held to the same rule
         return ChartFile(name, path, kept["alt"], kept["width"], kept["height"], kept["platform"])
     with style.theme():
         fig, alt = figure(name, key, results)
