@@ -17,6 +17,17 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def drawing_cache(tmp_path_factory: pytest.TempPathFactory):
+    """The drawing cache in a folder of the session's, for this process and every `python -m
+    engine` it starts (XDG_CACHE_HOME is where engine.charts.drawcache keeps it): the suite never
+    writes the person's cache, and what one test draws, a later build of the same numbers copies."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    yield
+    patch.undo()
+
+
 @pytest.fixture
 def days_copy(tmp_path: Path) -> Path:
     """A private copy of days/, so a test can edit a spec without touching the real one."""

@@ -21,7 +21,7 @@ import pytest
 from sweep_fixture import sweep_results
 
 from engine import charts
-from engine.charts import memo, style
+from engine.charts import drawcache, style
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
@@ -278,7 +278,7 @@ def portrait(results: dict, tmp_path_factory: pytest.TempPathFactory) -> charts.
 
 
 def _draw_from_scratch(name: str, results: dict, out: Path, size: str | None = None) -> charts.ChartFile:
-    """charts.draw as a build calls it, from scratch (not copied from this process's memory), so
+    """charts.draw as a build calls it, from scratch (not copied from the drawing cache), so
     the bytes tests can compare a second draw with this one. The figure it saved, laid out and
     rasterised by that draw, is the one _built returns for these results and size: a figure is
     built and laid out once in this module, not once more for the tests that read it."""
@@ -289,7 +289,7 @@ def _draw_from_scratch(name: str, results: dict, out: Path, size: str | None = N
         save_png(fig, path)
         kept.append(fig)
 
-    with memo.fresh(), pytest.MonkeyPatch.context() as patch:
+    with drawcache.fresh(), pytest.MonkeyPatch.context() as patch:
         patch.setattr(style, "save_png", save_and_keep)
         chart = charts.draw(name, results, out, size=size)
     (_FIGURES[_figure_key(name, results, size)],) = kept
@@ -359,10 +359,10 @@ def test_same_results_give_the_same_bytes(
         ("slot_timeline", None),
         ("kv_fit", None),
     ):
-        # Both draws from scratch, not the second from this process's memory: the first is the
-        # module's own draw (drawn or portrait, made under memo.fresh too).
+        # Both draws from scratch, not the second from the drawing cache: the first is the
+        # module's own draw (drawn or portrait, made under drawcache.fresh too).
         a = (drawn[name] if size is None else portrait).path.read_bytes()
-        with memo.fresh():
+        with drawcache.fresh():
             b = charts.draw(name, results, tmp_path / "b", size=size).path.read_bytes()
         assert a == b, (name, size)
 
@@ -816,20 +816,6 @@ def test_no_text_spills_off_the_image_or_onto_the_title(results: dict) -> None:
                 )
 
 
-def test_the_memory_of_drawings_is_bounded(tmp_path: Path) -> None:
-    """A long serve session keeps only the latest MAX_DRAWINGS drawings, oldest dropped first."""
-    from engine.charts import memo
-
-    with memo.fresh():
-        (tmp_path / "f.bin").write_bytes(b"x")
-        digests = [memo.key("toy", i) for i in range(memo.MAX_DRAWINGS + 3)]
-        for digest in digests:
-            memo.remember(digest, tmp_path, ["f.bin"])
-        out = tmp_path / "out"
-        assert not memo.recall(digests[0], out) and not memo.recall(digests[2], out)
-        assert memo.recall(digests[3], out) and memo.recall(digests[-1], out)
-
-
 def _toy_figure(shown: str, size):
     fig = style.new_figure(size or "linkedin")
     fig.text(0.1, 0.5, shown)
@@ -849,8 +835,8 @@ def _toy_everything(results, size=None):
 
 
 def test_a_chart_is_drawn_again_exactly_when_what_it_read_changed(tmp_path: Path) -> None:
-    """The memory of drawings keys a chart on the results it read last time: a change elsewhere
-    gives the remembered bytes, a change to anything it read (or whether a key it looked for is
+    """The drawing cache keys a chart on the results it read last time: a change elsewhere
+    gives the kept bytes, a change to anything it read (or whether a key it looked for is
     there) draws again, and every answer, remembered or drawn, shows the numbers asked for."""
     from engine.charts import registry
 
@@ -864,7 +850,12 @@ def test_a_chart_is_drawn_again_exactly_when_what_it_read_changed(tmp_path: Path
     registry.register_chart("toy_reads", needs=(), size="linkedin")(_toy_reads)
     registry.register_chart("toy_everything", needs=(), size="linkedin")(_toy_everything)
     try:
-        with memo.fresh(), pytest.MonkeyPatch.context() as patch:
+        # The cache keys only functions of engine/charts/ (their code is in every key); these
+        # toys stand in for one, as a declared chart's function does.
+        patch_module = pytest.MonkeyPatch()
+        patch_module.setattr(_toy_reads, "__module__", "engine.charts.toy")
+        patch_module.setattr(_toy_everything, "__module__", "engine.charts.toy")
+        with drawcache.fresh(), pytest.MonkeyPatch.context() as patch:
             patch.setattr(style, "save_png", counted)
 
             def alt(name: str, results: dict, drawn: bool) -> str:
@@ -891,6 +882,7 @@ def test_a_chart_is_drawn_again_exactly_when_what_it_read_changed(tmp_path: Path
             assert "a=1, b=2, c=4" == alt("toy_everything", {"a": 1, "b": 2, "c": 4}, drawn=True)
             assert "a=1, b=2, c=4" == alt("toy_everything", {"a": 1, "b": 2, "c": 4}, drawn=False)
     finally:
+        patch_module.undo()
         registry.unregister_chart("toy_reads")
         registry.unregister_chart("toy_everything")
 
@@ -907,7 +899,7 @@ def test_a_carousel_is_drawn_again_when_a_figure_its_slides_show_changed(results
     other_machine["measured"]["source"] = "measured on NVIDIA H100 80GB HBM3"
     elsewhere = copy.deepcopy(results)
     elsewhere["queueing"]["lines"]["wait_ratio"] = 3.0
-    with memo.fresh():
+    with drawcache.fresh():
         assert carousel.drawn_from(deck, elsewhere) != carousel.drawn_from(deck, results)
         carousel.chart_pixels("step_time", results)
         key = carousel.drawn_from(deck, results)
@@ -920,14 +912,17 @@ def test_the_carousels_key_holds_the_covers_policy_colours(results: dict, monkey
     """The cover signs with every registered policy's colour, which results do not hold: a policy
     registered, or the order changed, later in the process must not bring back the old cover."""
     from engine.charts import carousel
-    from engine.render.slides import CarouselSpec
+    from engine.render.slides import CarouselSpec, SlideText
 
     deck = CarouselSpec(slides=["cover", "closing"])
-    key = carousel.memory_key(deck, [], results)
+    texts = [SlideText("Cover", ""), SlideText("Closing", "")]
+    key = carousel.deck_key(deck, texts, results)
+    cover = carousel.page_key(deck.slides[0], texts[0], results, 1, 2)
     order = style.policy_order()
     monkeypatch.setattr(style, "policy_order", lambda: tuple(reversed(order)))
     assert carousel.signature() == [style.policy_colour(name) for name in reversed(order)]
-    assert carousel.memory_key(deck, [], results) != key
+    assert carousel.deck_key(deck, texts, results) != key
+    assert carousel.page_key(deck.slides[0], texts[0], results, 1, 2) != cover
 
 
 # Chart modules that still import matplotlib when imported (not yet drawn from): checking a

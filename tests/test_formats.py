@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 from pypdf import PdfReader
 
-from engine.charts import memo
+from engine.charts import drawcache
 from engine.charts.animation import FRAMES
 from engine.errors import UserError
 from engine.pipeline import ChecksFailed, build
@@ -204,7 +204,7 @@ def test_gif_first_and_last_frames_show_the_run(day37: Path) -> None:
 
 
 def test_same_bytes_when_drawn_again(built_out: Path, tmp_path: Path) -> None:
-    """A second, real draw (the in-process memo emptied first) writes the same bytes as the
+    """A second, real draw (the drawing cache emptied first) writes the same bytes as the
     session's build. Day 4's carousel: every kind of page Day 37's has (cover, chart slides,
     closing) with one chart page fewer and lighter charts, so the second draw costs about half.
     The GIF's second draw is the first one test_frames_are_thinned_until_the_gif_fits_the_margin
@@ -219,7 +219,7 @@ def test_same_bytes_when_drawn_again(built_out: Path, tmp_path: Path) -> None:
         "chart",
         "closing",
     }
-    with memo.fresh():
+    with drawcache.fresh():
         draw_carousel(spec, results, tmp_path, TEMPLATES)
     names = ["carousel.pdf"] + [p["preview"] for p in results["carousel"]["pages"]]
     for name in names:
@@ -387,7 +387,7 @@ def test_frames_are_thinned_until_the_gif_fits_the_margin(
     built = (day37 / "slot_timeline_animation.gif").read_bytes()  # the build's draw of these numbers
     size = len(built)
     monkeypatch.setattr(media, "GIF_TARGET_BYTES", size - 1)
-    with memo.fresh():  # the thinned one drawn for real
+    with drawcache.fresh():  # the thinned one drawn for real
         thin = charts.draw("slot_timeline_animation", results, tmp_path / "thin").path
     assert attempts[0][0] == FRAMES and attempts[0][1] == built  # same bytes when drawn again
     with Image.open(thin) as gif:

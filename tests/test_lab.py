@@ -324,11 +324,11 @@ def test_terminal_chart_is_the_same_bytes_every_time_at_both_sizes(tmp_path: Pat
     from engine import charts
 
     results = terminal_results(8)
-    from engine.charts import memo
+    from engine.charts import drawcache
 
-    with memo.fresh():  # both draws from scratch, not the second from this process's memory
+    with drawcache.fresh():  # both draws from scratch, not the second from the drawing cache
         first = charts.draw("terminal", results, tmp_path / "a")
-    with memo.fresh():
+    with drawcache.fresh():
         again = charts.draw("terminal", results, tmp_path / "b")
     assert first.path.read_bytes() == again.path.read_bytes()
     assert (first.width, first.height) == (1600, 900)

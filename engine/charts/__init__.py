@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from engine.charts import memo, style
+from engine.charts import drawcache, reads, style
 from engine.charts.declared import resolve
 from engine.charts.registry import CHARTS, Chart, register_chart
 from engine.outdir import atomic
@@ -66,58 +66,72 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{stem}.png"
-    # Drawn before in this process from the same numbers by the same function: the same bytes.
-    # The function's identity is in the key, so a replaced chart function never gets old bytes;
-    # the numbers are those of results the function read (memo.read_key), so a build whose other
+    alt_name = f"{stem}.alt.txt"
+    # Drawn before, by this code, from the same numbers: the same bytes, copied from the cache.
+    # The numbers are those of results the function read (reads.part), so a build whose other
     # sections or measurement differ does not draw this chart again.
     function = drawing_id(name, key, results)
-    digest = memo.read_key("chart", function, results)
-    if digest is not None and memo.recall(digest, out_dir):
-        alt, drawn = memo.noted(digest)
-        return ChartFile(name, path, alt, drawn.width, drawn.height, drawn.platform)
+    kept = drawcache.recall(chart_key("chart", function, results), out_dir)
+    if kept:
+        _check_alt(name, kept["alt"])  # as a drawn one is: a kept alt text is held to the same rule
+        return ChartFile(name, path, kept["alt"], kept["width"], kept["height"], kept["platform"])
     with style.theme():
         fig, alt = figure(name, key, results)
         drawn = style.size_of(fig)
         _check_alt(name, alt)
         style.save_png(fig, path)
-    atomic.write_text(out_dir / f"{stem}.alt.txt", alt + "\n", what="alt text", durable=False)
-    digest = memo.read_key("chart", function, results)
-    if digest is not None:
-        memo.remember(digest, out_dir, [path.name, f"{stem}.alt.txt"])
-        memo.note(digest, (alt, drawn))
+    atomic.write_text(out_dir / alt_name, alt + "\n", what="alt text", durable=False)
+    note = {"alt": alt, "width": drawn.width, "height": drawn.height, "platform": drawn.platform}
+    drawcache.keep(chart_key("chart", function, results), out_dir, [path.name, alt_name], note)
     return ChartFile(name, path, alt, drawn.width, drawn.height, drawn.platform)
 
 
 def figure(name: str, size: str, results: dict[str, Any]) -> tuple[Any, str]:
     """Still chart ``name``'s figure at size key ``size`` and its alt text, drawn (inside
-    style.theme) from a view of ``results`` that notes what it read: the memory of drawings keys
-    this drawing on those values (memo.read_key), and a carousel on what its slides' charts read."""
-    reads = memo.Reads(results)
-    fig, alt = resolve(name, results).draw(reads, size=style.SIZES[size])
-    memo.noted_reads(drawing_id(name, size, results), reads)
+    style.theme) from a view of ``results`` that notes what it read: the drawing cache keys this
+    drawing on those values (chart_key), and a carousel page on what its slide's chart read."""
+    seen = reads.Reads(results)
+    fig, alt = resolve(name, results).draw(seen, size=style.SIZES[size])
+    function = drawing_id(name, size, results)
+    if function is not None:
+        reads.noted(function, seen)
     return fig, alt
 
 
-def drawing_id(name: str, size: str, results: dict[str, Any]) -> str:
+def chart_key(kind: str, function: str | None, results: dict[str, Any], *more: Any) -> str | None:
+    """The drawing cache's key for ``function``'s drawing of ``kind`` from ``results``: what it
+    read of them (reads.part), what a chart draws with that results do not hold (the registered
+    policies' colours in the charts' order, the alt-text limit it fits its description to), and
+    ``more``; None for a function the cache cannot name."""
+    from engine.platforms import registry
+
+    if function is None:
+        return None
+    context = [policies(), registry.strictest_alt_limit()]
+    return drawcache.key(kind, function, reads.part(function, results), context, *more)
+
+
+def policies() -> list[tuple[str, str]]:
+    """Every registered batching policy and its colour, in the order every chart draws them."""
+    return [(name, style.policy_colour(name)) for name in style.policy_order()]
+
+
+def drawing_id(name: str, size: str, results: dict[str, Any]) -> str | None:
     """Which drawing: the chart, the size key it is drawn at, and the function that draws it
-    (what memo.read_part keeps what it read under)."""
-    return f"{name}|{size}|{_identity(resolve(name, results).draw)}"
-
-
-def _identity(function: Any) -> str:
-    """Which function drew: its name and, for one swapped in at run time, its object (a
-    declared chart's function is made anew for each build: its name holds its declaration)."""
-    name = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', '')}"
-    if name.startswith("engine.charts.declared.declared."):
-        return name
-    return f"{name}@{id(function)}"
+    (what reads.part keeps what it read under); None for a function not defined in
+    engine/charts/ (one swapped in at run time), whose code is not in the cache's keys."""
+    function = resolve(name, results).draw
+    module = getattr(function, "__module__", "") or ""
+    if not module.startswith("engine.charts."):
+        return None
+    return f"{name}|{size}|{module}.{getattr(function, '__qualname__', '')}"
 
 
 def _animate(chart: Chart, results: dict[str, Any], out_dir: Path) -> ChartFile:
-    """An animation writes its own file; its alt text sits beside it like a chart's."""
+    """An animation writes its own file (drawn inside style.theme, and only where the drawing
+    cache does not have it); its alt text sits beside it like a chart's."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    with style.theme():
-        path, alt, size = cast(Any, chart.draw)(results, out_dir)
+    path, alt, size = cast(Any, chart.draw)(results, out_dir)
     _check_alt(chart.name, alt)
     atomic.write_text(out_dir / f"{path.stem}.alt.txt", alt + "\n", what="alt text", durable=False)
     return ChartFile(chart.name, path, alt, size.width, size.height, size.platform)

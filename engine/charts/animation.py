@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from engine.charts import labels, memo, style
+from engine.charts import drawcache, labels, style
 from engine.charts.policy_comparison import LONG, SHORT, ordered_policies, timeline_fits, title_of
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, Size, policy_colour
@@ -172,16 +172,20 @@ def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Pat
     from engine.platforms.media import GIF_TARGET_BYTES
 
     budget = GIF_TARGET_BYTES
-    digest = memo.key(
-        "slot_timeline_animation", batching, [SIZE.width, SIZE.height, FRAMES, FPS, HOLD_MS, budget]
+    digest = drawcache.key(
+        "slot_timeline_animation",
+        batching,
+        [policy_colour(name) for name, _ in shown],  # the registry's, not part of results
+        [SIZE.width, SIZE.height, FRAMES, FPS, HOLD_MS, budget],
     )
-    if not memo.recall(digest, out_dir):
+    if drawcache.recall(digest, out_dir) is None:
         frames = FRAMES
-        _draw(batching, shown, path, frames)
-        while path.stat().st_size > budget and frames > MIN_FRAMES:  # over the margin: fewer frames
-            frames = max(MIN_FRAMES, frames // 2)
+        with style.theme():
             _draw(batching, shown, path, frames)
-        memo.remember(digest, out_dir, [path.name])
+            while path.stat().st_size > budget and frames > MIN_FRAMES:  # over the margin: fewer frames
+                frames = max(MIN_FRAMES, frames // 2)
+                _draw(batching, shown, path, frames)
+        drawcache.keep(digest, out_dir, [path.name])
     return path, _alt(batching, shown), SIZE
 
 

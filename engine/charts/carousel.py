@@ -14,13 +14,14 @@ images at twice the page's resolution.
 from __future__ import annotations
 
 import io
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from engine.charts import memo, pdffonts, style
+from engine.charts import drawcache, pdffonts, reads, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
 from engine.outdir import atomic
 
@@ -61,41 +62,29 @@ class Page:
 def build(
     carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any], folder: Path
 ) -> dict[str, Any]:
-    """Write folder/carousel.pdf and folder/carousel/page-NN.png; return the results record."""
-    import matplotlib
-    from matplotlib.backends.backend_pdf import PdfPages
-    from matplotlib.image import AxesImage
+    """Write folder/carousel.pdf and folder/carousel/page-NN.png; return the results record.
 
+    Each page's preview is kept in the drawing cache by what that page shows (page_key), and the
+    PDF by all of its pages' keys (deck_key): a build with the same pages copies every file and
+    imports no matplotlib; one whose number shows on one page draws that page's chart and
+    preview again, and lays the other pages into the new PDF from their kept chart images."""
     folder = Path(folder)
     (folder / PREVIEWS).mkdir(parents=True, exist_ok=True)
-    pages: list[Page] = []
     total = len(carousel.slides)
-    meta = {
-        "Title": f"Day {results['day']}: {results['title']}",
-        "Subject": results["series"]["name"],
-        "Creator": "sixty-days-engine",
-        "CreationDate": None,  # no timestamp: same bytes every build
-    }
+    meta = _meta(results)
     previews = [f"{PREVIEWS}/page-{number:02d}.png" for number in range(1, total + 1)]
-
-    if not memo.recall(memory_key(carousel, texts, results), folder):
-        document = io.BytesIO()
-        with (
-            matplotlib.rc_context(cast(Any, RC)),
-            pdffonts.without_layout_tables(),  # the fonts are embedded as the PDF closes
-            PdfPages(document, metadata=meta) as pdf,
-        ):
-            for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
-                fig = _page(slide, text, results, number, total)
-                pdf.savefig(fig)
-                for image in fig.findobj(AxesImage):  # resample for the preview, embed as-is in the PDF
-                    image.set_interpolation("antialiased")
-                    image.set_data(_unit_floats(image))
-                style.write_png(fig, folder / previews[number - 1], DPI, (PAGE_W, PAGE_H))
-        atomic.write_bytes(folder / FILE, document.getvalue(), what="carousel", durable=False)
-        memo.remember(memory_key(carousel, texts, results), folder, [FILE, *previews])  # what they read
-    for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1):
-        pages.append(Page(number, slide.kind, slide.chart, text.headline, text.body, previews[number - 1]))
+    slides = list(zip(carousel.slides, texts))
+    kept = [
+        drawcache.recall(page_key(slide, text, results, number, total), folder) is not None
+        for number, (slide, text) in enumerate(slides, start=1)
+    ]
+    if not all(kept) or drawcache.recall(deck_key(carousel, texts, results), folder) is None:
+        _draw(slides, results, folder, meta, previews, kept)
+        drawcache.keep(deck_key(carousel, texts, results), folder, [FILE])  # what the charts read
+    pages = [
+        Page(number, slide.kind, slide.chart, text.headline, text.body, previews[number - 1])
+        for number, (slide, text) in enumerate(slides, start=1)
+    ]
     return {
         "file": FILE,
         "title": meta["Title"],
@@ -103,6 +92,49 @@ def build(
         "height_pt": PAGE_H,
         "pages": [p.to_dict() for p in pages],
     }
+
+
+def _meta(results: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "Title": f"Day {results['day']}: {results['title']}",
+        "Subject": results["series"]["name"],
+        "Creator": "sixty-days-engine",
+        "CreationDate": None,  # no timestamp: same bytes every build
+    }
+
+
+def _draw(
+    slides: list[tuple[Slide, SlideText]],
+    results: dict[str, Any],
+    folder: Path,
+    meta: dict[str, Any],
+    previews: list[str],
+    kept: list[bool],
+) -> None:
+    """Every page into the PDF; the previews of the pages not ``kept`` drawn and cached."""
+    import matplotlib
+    from matplotlib.backends.backend_pdf import PdfPages
+    from matplotlib.image import AxesImage
+
+    total = len(slides)
+    document = io.BytesIO()  # written into place whole, through the one writer, once it is closed
+    with (
+        matplotlib.rc_context(cast(Any, RC)),
+        pdffonts.without_layout_tables(),  # the fonts are embedded as the PDF closes
+        PdfPages(document, metadata=meta) as pdf,
+    ):
+        for number, (slide, text) in enumerate(slides, start=1):
+            fig = _page(slide, text, results, number, total)
+            pdf.savefig(fig)
+            if kept[number - 1]:
+                continue
+            for image in fig.findobj(AxesImage):  # resample for the preview, embed as-is in the PDF
+                image.set_interpolation("antialiased")
+                image.set_data(_unit_floats(image))
+            style.write_png(fig, folder / previews[number - 1], DPI, (PAGE_W, PAGE_H))
+            key = page_key(slide, text, results, number, total)  # its chart's reads are known now
+            drawcache.keep(key, folder, [previews[number - 1]])
+    atomic.write_bytes(folder / FILE, document.getvalue(), what="carousel", durable=False)
 
 
 def _unit_floats(image: AxesImage) -> np.ndarray:
@@ -113,41 +145,60 @@ def _unit_floats(image: AxesImage) -> np.ndarray:
     return np.divide(np.asarray(image.get_array()), 0xFF, dtype=np.float32)
 
 
-def memory_key(carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any]) -> str:
-    """What the pages are drawn from, as the in-process memory of drawings keys them: the deck,
-    its words, what its charts read (drawn_from) and the cover's signature. Asked again after
-    drawing, since the charts' reads are known only then."""
-    return memo.key(
-        "carousel",
-        carousel.model_dump(),
-        [vars(t) for t in texts],
-        drawn_from(carousel, results),
-        signature(),
+def page_key(slide: Slide, text: SlideText, results: dict[str, Any], number: int, total: int) -> str | None:
+    """The drawing cache's key of one page: its slide and words, its place in the deck, the
+    frame's fields, what its chart read (drawn_from) and the policies' colours (the cover signs
+    with them, a chart draws with them). Asked again after drawing: a chart's reads are known
+    only then. None for a chart the cache cannot name (one swapped in at run time)."""
+    from engine import charts
+
+    shown = drawn_from_chart(slide.chart, results) if slide.chart else None
+    if slide.chart and shown is None:
+        return None
+    frame = {k: results.get(k) for k in ("day", "title", "series", "repository")}
+    return drawcache.key(
+        "carousel-page", slide.model_dump(), vars(text), [number, total], frame, shown, charts.policies()
     )
+
+
+def deck_key(carousel: CarouselSpec, texts: list[SlideText], results: dict[str, Any]) -> str | None:
+    """The PDF's key: its metadata and every page's key (None if a page has none)."""
+    total = len(carousel.slides)
+    keys = [
+        page_key(slide, text, results, number, total)
+        for number, (slide, text) in enumerate(zip(carousel.slides, texts), start=1)
+    ]
+    if None in keys:
+        return None
+    return drawcache.key("carousel-pdf", _meta(results), keys)
+
+
+def drawn_from_chart(name: str, results: dict[str, Any]) -> Any:
+    """What chart ``name`` read when it last drew (reads.part: all of results for one not drawn
+    yet), under its drawing's name; None for an unknown chart or one the cache cannot name."""
+    from engine import charts
+
+    try:
+        function = charts.drawing_id(name, charts.resolve(name, results).size, results)
+    except KeyError:
+        return None
+    return None if function is None else [function, reads.part(function, results)]
 
 
 def drawn_from(carousel: CarouselSpec, results: dict[str, Any]) -> dict[str, Any]:
     """The parts of results the pages show: the frame's fields and what each slide's chart read
-    when it was last drawn (memo.read_part: all of results for one not drawn yet), so a build
-    that differs elsewhere (the inputs' paths, a measurement no slide shows) still finds the
-    pages it drew before, and one whose slide shows a changed figure draws them again."""
-    from engine import charts
-
-    shown = [
-        memo.read_part(
-            charts.drawing_id(slide.chart, charts.resolve(slide.chart, results).size, results), results
-        )
-        for slide in carousel.slides
-        if slide.chart
-    ]
+    when it was last drawn, so a build that differs elsewhere (the inputs' paths, a measurement
+    no slide shows) still finds the pages it drew before, and one whose slide shows a changed
+    figure draws them again."""
+    shown = [drawn_from_chart(slide.chart, results) for slide in carousel.slides if slide.chart]
     frame = {k: results.get(k) for k in ("day", "title", "series", "repository")}
     return {"frame": frame, "charts": shown}
 
 
 def signature() -> list[str]:
     """The cover's quiet signature: every registered policy's colour, in the charts' order. The
-    registry is not part of results, so the carousel's memory key holds these too: a policy
-    registered later in the process (a toy day's) changes the cover."""
+    registry is not part of results, so every page's key holds these too (charts.policies): a
+    policy registered later in the process (a toy day's) changes the cover."""
     return [style.policy_colour(name) for name in style.policy_order()]
 
 
@@ -342,11 +393,22 @@ def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
         raise ValueError(
             f"chart '{name}' cannot go on a slide; slides take: {', '.join(sorted(charts.CHARTS))}"
         ) from None
-    with style.theme():  # what the chart reads is what the carousel's key holds of it
+    function = charts.drawing_id(name, chart.size, results)
+    key = charts.chart_key("chart-pixels", function, results, CHART_PX)
+    entry = drawcache.load(key) if key is not None else None
+    if entry is not None:
+        shape = tuple(entry.note["shape"])
+        return np.frombuffer(bytearray(zlib.decompress(entry.parts["rgba"])), np.uint8).reshape(shape)
+    with style.theme():  # what the chart reads is what the page's key holds of it
         fig, _alt = charts.figure(name, chart.size, results)
         fig.set_dpi(CHART_PX / style.WIDTH_IN)  # the chart's own layout, at twice the page's resolution
         fig.canvas.draw()
-        return np.array(cast(Any, fig.canvas).buffer_rgba())
+        pixels = np.array(cast(Any, fig.canvas).buffer_rgba())
+    key = charts.chart_key("chart-pixels", function, results, CHART_PX)
+    if key is not None:  # level 1: flat colours compress well at once, and this is a miss's cost
+        blob = zlib.compress(pixels.tobytes(), 1)
+        drawcache.save(key, drawcache.Entry({"rgba": blob}, {"shape": list(pixels.shape)}))
+    return pixels
 
 
 # ---- text ---------------------------------------------------------------------------------------

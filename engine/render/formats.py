@@ -55,12 +55,33 @@ def check_media(folder: Path, results: dict[str, Any]) -> dict[str, Any]:
     for name in files:
         path = folder / name
         found = (
-            media.gif_counts(path)
-            if name.endswith(".gif")
-            else media.document_counts(path, media.page_sizes(path))
+            gif_counts(path) if name.endswith(".gif") else media.document_counts(path, media.page_sizes(path))
         )
         checks[name] = [vars(c) for c in found[0]]
         violations += found[1]
     if violations:
         raise ChecksFailed([str(v) for v in violations])
     return checks
+
+
+def gif_counts(path: Path) -> tuple[list[Any], list[Any]]:
+    """media.gif_counts, read once per GIF: Pillow's reading of the same bytes is the same, so it
+    is kept in the drawing cache under the file's digest and the code that reads it, and a build
+    whose GIF came from the cache imports no Pillow to check it again."""
+    import dataclasses
+    import hashlib
+
+    from engine.charts import drawcache
+    from engine.platforms import media, rules
+
+    code = [Path(module.__file__ or "").read_bytes().decode("utf-8") for module in (media, rules)]
+    limits = dataclasses.asdict(media.X_GIF)  # the limits in force, which a caller may change
+    key = drawcache.key("gif-counts", hashlib.sha256(path.read_bytes()).hexdigest(), code, limits)
+    entry = drawcache.load(key) if key is not None else None
+    if entry is not None:
+        counts, violations = entry.note
+        return [rules.Count(**c) for c in counts], [rules.Violation(**v) for v in violations]
+    found = media.gif_counts(path, media.X_GIF)
+    if key is not None:
+        drawcache.save(key, drawcache.Entry({}, [[vars(c) for c in found[0]], [vars(v) for v in found[1]]]))
+    return found

@@ -1,0 +1,245 @@
+"""The drawing cache on disk (engine.charts.drawcache): a warm build copies exactly the bytes a
+cold build draws and draws nothing; a new number draws only the pages that show it; a damaged
+entry is drawn again, never copied; the folder stays under its bound; and a build that draws
+nothing imports no drawing library."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import charts, pipeline
+from engine.charts import animation, carousel, drawcache, style
+from engine.render.slides import SlideText
+
+from helpers import DAYS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def refuse_to_draw(patch: pytest.MonkeyPatch) -> None:
+    """Every way a build draws (a still chart's PNG, the GIF, the carousel's pages) fails."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("drew, where the drawing cache holds these bytes")
+
+    patch.setattr(style, "save_png", refuse)
+    patch.setattr(animation, "_draw", refuse)
+    patch.setattr(carousel, "_draw", refuse)
+
+
+@pytest.fixture(scope="module")
+def cold_and_warm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """Day 37 built with an empty cache (cold), then again from that cache alone (warm), with
+    every drawing function made to fail; and the cache folder both used."""
+    root = tmp_path_factory.mktemp("cold-warm")
+    with drawcache.fresh() as cache, pytest.MonkeyPatch.context() as patch:
+        pipeline.build(DAYS / "day37.yaml", root / "cold")
+        refuse_to_draw(patch)
+        pipeline.build(DAYS / "day37.yaml", root / "warm")
+        kept = root / "cache"
+        kept.mkdir()
+        for entry in cache.iterdir():
+            (kept / entry.name).write_bytes(entry.read_bytes())
+    return root / "cold" / "day37", root / "warm" / "day37", kept
+
+
+def test_a_warm_build_copies_the_cold_builds_bytes_and_draws_nothing(cold_and_warm) -> None:
+    cold, warm, _ = cold_and_warm
+    drawn, copied = files_of(cold), files_of(warm)
+    assert drawn.keys() == copied.keys()
+    kinds = {Path(name).suffix for name in drawn}
+    assert {".png", ".gif", ".pdf", ".txt"} <= kinds  # charts, the animation, the deck, alt texts
+    assert len([n for n in drawn if n.startswith("carousel/page-")]) == 5
+    for name in drawn:
+        assert copied[name] == drawn[name], name
+
+
+def test_the_cache_holds_every_kind_of_drawing(cold_and_warm) -> None:
+    """Charts, the GIF, the deck's pages, their chart images, the PDF, its fonts, and what each
+    chart read: each entry's header names its parts."""
+    _, _, kept = cold_and_warm
+    names = set()
+    for entry in kept.iterdir():
+        header = json.loads(entry.read_bytes().split(b"\n", 1)[0])
+        names |= {name for name, _ in header["parts"]}
+    assert "slot_timeline_animation.gif" in names and "carousel.pdf" in names
+    assert {"rgba", "font", "slot_timeline.png", "carousel/page-02.png"} <= names
+
+
+def test_a_new_number_draws_only_the_page_that_shows_it(cold_and_warm, tmp_path: Path, monkeypatch) -> None:
+    """A compare view's label is on the KV chart's slide alone: that slide's chart and preview are
+    drawn again, the other pages' previews are copied, and every file is what a cold draw of the
+    new numbers writes (the PDF's fonts come from the cache too)."""
+    cold, _, kept = cold_and_warm
+    results = json.loads((cold / "results.json").read_text())
+    spec = pipeline.load_spec(DAYS / "day37.yaml")
+    assert spec.carousel is not None
+    texts = [SlideText(p["headline"], p["body"]) for p in results["carousel"]["pages"]]
+    changed = copy.deepcopy(results)
+    changed["kv_cache"]["compare"][1]["label"] = "Llama-3-8B with grouped-query attention"
+
+    with drawcache.fresh() as cache:
+        for entry in kept.iterdir():
+            (cache / entry.name).write_bytes(entry.read_bytes())
+        figures, previews, subsets = [], [], []
+        figure, write_png = charts.figure, style.write_png
+        from fontTools import subset
+
+        subset_font = subset.Subsetter.subset
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(charts, "figure", lambda name, *a: figures.append(name) or figure(name, *a))
+            patch.setattr(
+                style,
+                "write_png",
+                lambda fig, path, *a: previews.append(path.name) or write_png(fig, path, *a),
+            )
+            patch.setattr(subset.Subsetter, "subset", lambda *a: subsets.append(a) or subset_font(*a))
+            carousel.build(spec.carousel, texts, changed, tmp_path / "again")
+        # The same words: the same glyphs, so every font comes from the cache, unsubsetted.
+        assert figures == ["kv_fit"] and previews == ["page-02.png"] and subsets == []
+    with drawcache.fresh(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subset.Subsetter, "subset", lambda *a: subsets.append(a) or subset_font(*a))
+        carousel.build(spec.carousel, texts, changed, tmp_path / "cold")
+    assert subsets  # a cold draw subsets its fonts (the count above can fail)
+    again, fresh = files_of(tmp_path / "again"), files_of(tmp_path / "cold")
+    assert again == fresh
+    before = files_of(cold)
+    for number in (1, 3, 4, 5):
+        name = f"carousel/page-{number:02d}.png"
+        assert again[name] == before[name]
+    assert again["carousel/page-02.png"] != before["carousel/page-02.png"]
+    assert again["carousel.pdf"] != before["carousel.pdf"]
+
+
+# ---- entries: damaged ones are drawn again, the folder is bounded ----------------------------------
+
+
+def test_a_damaged_entry_is_drawn_again_never_copied(tmp_path: Path, monkeypatch) -> None:
+    with drawcache.fresh() as cache:
+        entry = drawcache.Entry({"a.bin": b"first", "b.bin": b"second"}, {"n": 1})
+        for damage in (
+            lambda data: data[:-1],  # cut short
+            lambda data: data[:-2] + b"X" + data[-1:],  # a byte changed
+            lambda data: b"not json\n" + data.split(b"\n", 1)[1],  # header unreadable
+            lambda data: data.replace(b'"n": 1', b'"n": 2'),  # the note changed
+        ):
+            drawcache.save("k", entry)
+            assert drawcache.load("k") == entry
+            path = cache / f"k{drawcache.SUFFIX}"
+            path.write_bytes(damage(path.read_bytes()))
+            assert drawcache.load("k") is None and not path.exists()
+            assert drawcache.recall("k", tmp_path / "out") is None and not (tmp_path / "out").exists()
+
+
+def test_a_damaged_chart_is_drawn_again_to_the_same_bytes(cold_and_warm, tmp_path: Path) -> None:
+    cold, _, _ = cold_and_warm
+    results = json.loads((cold / "results.json").read_text())
+    saved: list[str] = []
+    save_png = style.save_png
+    with drawcache.fresh() as cache, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(style, "save_png", lambda fig, path: saved.append(path.name) or save_png(fig, path))
+        first = charts.draw("kv_fit", results, tmp_path / "a").path.read_bytes()
+        charts.draw("kv_fit", results, tmp_path / "b")
+        assert saved == ["kv_fit.png"]  # the second came from the cache
+        for entry in cache.iterdir():
+            if b"kv_fit.png" in entry.read_bytes().split(b"\n", 1)[0]:
+                entry.write_bytes(entry.read_bytes()[:-100])  # cut short
+        again = charts.draw("kv_fit", results, tmp_path / "c").path.read_bytes()
+        assert saved == ["kv_fit.png", "kv_fit.png"] and again == first == (cold / "kv_fit.png").read_bytes()
+
+
+def test_the_cache_is_bounded_least_recently_used_out_first(monkeypatch) -> None:
+    with drawcache.fresh() as cache:
+        monkeypatch.setattr(drawcache, "MAX_BYTES", 3 * 1000 + 3 * 200)  # three entries' worth
+        for i in range(3):
+            drawcache.save(f"k{i}", drawcache.Entry({"f": bytes(1000)}))
+            os.utime(cache / f"k{i}{drawcache.SUFFIX}", ns=(i * 10**9, i * 10**9))
+        assert drawcache.load("k0") is not None  # used now: the newest
+        drawcache.save("k3", drawcache.Entry({"f": bytes(1000)}))
+        assert drawcache.load("k1") is None  # the least recently used went first
+        assert all(drawcache.load(k) is not None for k in ("k0", "k2", "k3"))
+        assert sum(p.stat().st_size for p in cache.iterdir()) <= drawcache.MAX_BYTES
+        drawcache.clear()
+        assert not list(cache.iterdir())
+
+
+def test_a_key_holds_the_code_and_refuses_what_is_not_json(monkeypatch) -> None:
+    import numpy as np
+
+    assert drawcache.key("chart", {"a": 1, "b": 2}) == drawcache.key("chart", {"b": 2, "a": 1})
+    assert drawcache.key("chart", np.zeros(2000)) is None  # str() of it would abbreviate
+    key = drawcache.key("chart", 1)
+    monkeypatch.setattr(drawcache, "code_digest", lambda: "other code")
+    assert drawcache.key("chart", 1) != key
+
+
+def test_the_code_digest_reads_every_drawing_source_and_the_library_versions(monkeypatch) -> None:
+    """Every module of engine/charts/, the formatting it prints with, and the pinned libraries'
+    versions: an edit to any, or an upgrade, is a new digest."""
+    from importlib import metadata
+
+    engine = ROOT / "engine"
+    read = {p.resolve() for p in drawcache._SOURCES}
+    assert {p.resolve() for p in (engine / "charts").glob("*.py")} <= read
+    assert {(engine / f"{n}.py").resolve() for n in ("numbers", "units", "quotable")} <= read
+    before = drawcache.code_digest()
+    version = metadata.version
+    for library in drawcache.LIBRARIES:
+        monkeypatch.setattr(
+            metadata, "version", lambda name, lib=library: "0" if name == lib else version(name)
+        )
+        drawcache.code_digest.cache_clear()
+        assert drawcache.code_digest() != before, library
+    monkeypatch.setattr(metadata, "version", version)
+    drawcache.code_digest.cache_clear()
+    assert drawcache.code_digest() == before
+
+
+def test_the_cache_lives_in_the_xdg_cache_folder_never_the_repository(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(drawcache, "FOLDER", None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert drawcache.folder() == tmp_path / "sixty-days-engine" / "drawings"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # not absolute: ignored, as XDG says
+    assert drawcache.folder() == Path.home() / ".cache" / "sixty-days-engine" / "drawings"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert drawcache.folder() == Path.home() / ".cache" / "sixty-days-engine" / "drawings"
+
+
+# ---- a warm build imports no drawing library ----------------------------------------------------------
+
+PROBE = """
+import sys
+from pathlib import Path
+from engine import pipeline
+pipeline.build(Path(sys.argv[1]), Path(sys.argv[2]))
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"matplotlib", "PIL", "fontTools"})
+print(" ".join(loaded) or "none")
+"""
+
+
+def test_a_build_that_draws_nothing_imports_no_drawing_library(cold_and_warm, tmp_path: Path) -> None:
+    """New processes build Day 37 with the cache the cold build filled: the first draws anything
+    the cache lacks (nothing, unless this session registered other policies first), the second
+    finds every drawing there and loads none of matplotlib, Pillow or fontTools."""
+    _, _, kept = cold_and_warm
+    cache = tmp_path / "cache" / "sixty-days-engine" / "drawings"
+    cache.mkdir(parents=True)
+    for entry in kept.iterdir():
+        (cache / entry.name).write_bytes(entry.read_bytes())
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    run = [sys.executable, "-c", PROBE, str(DAYS / "day37.yaml")]
+    subprocess.run([*run, str(tmp_path / "a")], env=env, capture_output=True, text=True, check=True)
+    second = subprocess.run([*run, str(tmp_path / "b")], env=env, capture_output=True, text=True, check=True)
+    assert second.stdout.split() == ["none"], second.stdout
+    assert files_of(tmp_path / "b" / "day37") == files_of(tmp_path / "a" / "day37")
