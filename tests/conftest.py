@@ -39,17 +39,34 @@ def days_copy(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built_cold(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """out/ with days/day37.yaml then days/day04.yaml built into it (Day 37 first: its link back
-    to Day 4 must not need Day 4's folder).
-
-    Read-only for tests: one that edits or rebuilds copies it first (helpers.copy_built).
-    """
+    to Day 4 must not need Day 4's folder) from an empty drawing cache, so every drawing in it
+    was drawn; and the drawing-cache entries that build made (the drawing cache's own tests
+    build again from them). The entries also go into the session's cache: a later build of the
+    same numbers copies them."""
+    from engine.charts import drawcache
     from engine.pipeline import build
 
     from helpers import DAYS
 
     out = tmp_path_factory.mktemp("session-out")
-    build(DAYS / "day37.yaml", out)
-    build(DAYS / "day04.yaml", out)
-    return out
+    kept = tmp_path_factory.mktemp("session-drawings")
+    with drawcache.fresh() as cache:
+        build(DAYS / "day37.yaml", out)
+        build(DAYS / "day04.yaml", out)
+        entries = sorted(cache.iterdir())
+        for entry in entries:
+            shutil.copyfile(entry, kept / entry.name)
+    session = drawcache.folder()
+    session.mkdir(parents=True, exist_ok=True)
+    for entry in entries:
+        shutil.copyfile(kept / entry.name, session / entry.name)
+    return out, kept
+
+
+@pytest.fixture(scope="session")
+def built_out(built_cold: tuple[Path, Path]) -> Path:
+    """out/ with Day 37 and Day 4 built (built_cold). Read-only for tests: one that edits or
+    rebuilds copies it first (helpers.copy_built)."""
+    return built_cold[0]

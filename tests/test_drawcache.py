@@ -39,19 +39,20 @@ def refuse_to_draw(patch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def cold_and_warm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """Day 37 built with an empty cache (cold), then again from that cache alone (warm), with
-    every drawing function made to fail; and the cache folder both used."""
+def cold_and_warm(
+    built_cold: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path, Path]:
+    """Day 37 built with an empty cache (cold: the session's build, conftest.built_cold), then
+    again from that build's cache alone (warm), with every drawing function made to fail; and
+    the cache entries both used."""
+    out, kept = built_cold
     root = tmp_path_factory.mktemp("cold-warm")
     with drawcache.fresh() as cache, pytest.MonkeyPatch.context() as patch:
-        pipeline.build(DAYS / "day37.yaml", root / "cold")
+        for entry in kept.iterdir():
+            (cache / entry.name).write_bytes(entry.read_bytes())
         refuse_to_draw(patch)
         pipeline.build(DAYS / "day37.yaml", root / "warm")
-        kept = root / "cache"
-        kept.mkdir()
-        for entry in cache.iterdir():
-            (kept / entry.name).write_bytes(entry.read_bytes())
-    return root / "cold" / "day37", root / "warm" / "day37", kept
+    return out / "day37", root / "warm" / "day37", kept
 
 
 def test_a_warm_build_copies_the_cold_builds_bytes_and_draws_nothing(cold_and_warm) -> None:
@@ -229,17 +230,16 @@ print(" ".join(loaded) or "none")
 
 
 def test_a_build_that_draws_nothing_imports_no_drawing_library(cold_and_warm, tmp_path: Path) -> None:
-    """New processes build Day 37 with the cache the cold build filled: the first draws anything
-    the cache lacks (nothing, unless this session registered other policies first), the second
-    finds every drawing there and loads none of matplotlib, Pillow or fontTools."""
-    _, _, kept = cold_and_warm
+    """A new process builds Day 37 with the cache the cold build filled: it finds every drawing
+    there, loads none of matplotlib, Pillow or fontTools, and writes the cold build's bytes."""
+    cold, _, kept = cold_and_warm
     cache = tmp_path / "cache" / "sixty-days-engine" / "drawings"
     cache.mkdir(parents=True)
     for entry in kept.iterdir():
         (cache / entry.name).write_bytes(entry.read_bytes())
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     run = [sys.executable, "-c", PROBE, str(DAYS / "day37.yaml")]
-    subprocess.run([*run, str(tmp_path / "a")], env=env, capture_output=True, text=True, check=True)
-    second = subprocess.run([*run, str(tmp_path / "b")], env=env, capture_output=True, text=True, check=True)
-    assert second.stdout.split() == ["none"], second.stdout
-    assert files_of(tmp_path / "b" / "day37") == files_of(tmp_path / "a" / "day37")
+    warm = subprocess.run([*run, str(tmp_path / "b")], env=env, capture_output=True, text=True, check=True)
+    assert warm.stdout.split() == ["none"], warm.stdout
+    cold_files = files_of(cold)
+    assert files_of(tmp_path / "b" / "day37") == cold_files
