@@ -29,7 +29,7 @@ import pytest
 from engine.commands import serve
 from engine.commands.serve import affected
 from engine.errors import UserError
-from engine.preview.builder import Builder
+from engine.preview.builder import Builder, render_drafts
 from engine.preview.server import HOST, PreviewServer, handler
 from engine.preview.state import State
 
@@ -185,6 +185,7 @@ def serving(out: Path, state: State | None = None, **limits: Any) -> Iterator[Pr
         server.server_close()
         thread.join(timeout=2)
         assert not thread.is_alive()
+        wait_for(lambda: handler_threads() == 0)  # every connection's thread ended too
 
 
 def ask(port: int, path: str = "/", host: str | None = "127.0.0.1") -> tuple[int, dict[str, str], bytes]:
@@ -517,3 +518,44 @@ def test_serve_answers_before_any_build(tmp_path: Path, monkeypatch: pytest.Monk
     assert answers["version at first"] == b"0\nrebuilding\xe2\x80\xa6"  # nothing built yet
     assert answers["drafts"].startswith(b"Day 37 of 60 days of system design.")
     assert (out / "day37" / "linkedin.md").read_bytes().startswith(b"Day 37 of 60 days of system design.")
+
+
+def test_the_drafts_step_writes_nothing_and_leaves_an_edited_draft_as_the_person_left_it(
+    tmp_path: Path,
+) -> None:
+    from engine.outdir.manifest import read_manifest
+    from engine.pipeline import build
+
+    (tmp_path / "days").mkdir()
+    spec = tmp_path / "days" / "day37.yaml"
+    spec.write_text(unlinked(lean_spec((ROOT / "days" / "day37.yaml").read_text())))
+    shutil.copy(ROOT / "days" / "day37.workload.csv", tmp_path / "days")
+    out = tmp_path / "out"
+
+    fresh = render_drafts(spec, out)  # never built: every draft, and the page rendered with them
+    assert not out.exists()
+    assert set(fresh) == {"day37/linkedin.md", "day37/x-thread.md", "day37/index.html"}
+    build(spec, out)
+    for name in ("linkedin.md", "x-thread.md"):  # the same text the build writes
+        assert fresh[f"day37/{name}"] == (out / "day37" / name).read_bytes()
+
+    edited = out / "day37" / "x-thread.md"
+    assert "x-thread.md" in read_manifest(out / "day37")
+    edited.write_text("My own thread, Day 37.\n")
+    before = {p: p.read_bytes() for p in (out / "day37").iterdir() if p.is_file()}
+    again = render_drafts(spec, out)
+    assert set(again) == {"day37/linkedin.md", "day37/index.html"}  # their edit is not overlaid
+    assert b"My own thread, Day 37." in again["day37/index.html"]
+    assert {p: p.read_bytes() for p in (out / "day37").iterdir() if p.is_file()} == before
+
+
+def test_the_front_page_before_any_build_links_the_days_with_fresh_drafts(tmp_path: Path) -> None:
+    state = State()
+    state.drafted(
+        Path("days/day37.yaml"), {"day37/linkedin.md": b"draft\n", "day37/index.html": b"<body>p</body>"}
+    )
+    with serving(tmp_path, state) as server:
+        status, _, page = ask(server.server_address[1], "/")
+        assert status == 200 and b"Nothing built yet" in page and b'<a href="day37/">' in page
+        assert ask(server.server_address[1], "/day37/")[2].endswith(b"p</body>")
+        assert ask(server.server_address[1], "/day05/")[0] == 404

@@ -27,7 +27,8 @@ __all__ = ["HOST", "VERSION_PATH", "State", "add_arguments", "affected", "handle
 
 _DAY = re.compile(r"day(\d+)")
 # Ctrl-C lets the step under way finish (out/ would survive a cut, as after a crash, but the
-# next build would have to tidy up); a day's whole build takes seconds, so this is a long wait.
+# next build would have to tidy up). A day's whole build takes seconds; a second Ctrl-C, or
+# this long, and the process leaves without it.
 BUILD_STOP_WAIT_S = 60.0
 WATCHER = Path("(file watcher)")  # where the watcher's own errors are shown, as a day's are
 
@@ -178,9 +179,20 @@ def run(args: argparse.Namespace) -> int:
         builder.stop()
         server.server_close()
         watcher.join(timeout=5)
-        building.join(timeout=BUILD_STOP_WAIT_S)
+        _finish(building)
     print("stopped", flush=True)
     return 0
+
+
+def _finish(building: threading.Thread) -> None:
+    """Let the build under way land; a second Ctrl-C leaves it unfinished."""
+    if not building.is_alive():
+        return
+    print("finishing the build under way (Ctrl-C again leaves it for the next build to tidy up)", flush=True)
+    try:
+        building.join(timeout=BUILD_STOP_WAIT_S)
+    except KeyboardInterrupt:
+        print("left the build unfinished; the next build of that day tidies up", flush=True)
 
 
 def _watch_all(

@@ -67,7 +67,7 @@ padding:8px 24px">{busy}</div>
 
 NOTHING_YET = (
     "<!doctype html><html><head><title>{title}</title></head><body>"
-    '<p style="font-family:sans-serif;margin:24px">{title}</p></body></html>'
+    '<div style="font-family:sans-serif;margin:24px"><p>{title}</p>{links}</div></body></html>'
 )
 
 
@@ -193,11 +193,16 @@ def handler(
                     shutil.copyfileobj(file, self.wfile)
 
         def _missing(self, relative: str, body: bool) -> None:
-            """404, as a page that reloads itself: the day may be being built right now."""
-            title = "Nothing built yet; building…" if relative in ("", "index.html") else "Not found (yet)"
-            page = NOTHING_YET.format(title=title).encode("utf-8")
-            status = HTTPStatus.OK if relative in ("", "index.html") else HTTPStatus.NOT_FOUND
-            self._send(status, self._decorated(page), "text/html; charset=utf-8", body)
+            """Not in out/: a page that reloads itself, as the day may be being built now. For
+            the front page, a 200 linking to the days whose fresh drafts are already served."""
+            front = relative in ("", "index.html")
+            days = sorted({name.split("/")[0] for name in state.overlaid_names()})
+            links = "".join(f'<p><a href="{html.escape(d)}/">{html.escape(d)}</a> (drafts)</p>' for d in days)
+            page = NOTHING_YET.format(
+                title="Nothing built yet" if front else "Not found", links=links if front else ""
+            )
+            status = HTTPStatus.OK if front else HTTPStatus.NOT_FOUND
+            self._send(status, self._decorated(page.encode("utf-8")), "text/html; charset=utf-8", body)
 
         def _send_file(self, name: str, data: bytes, body: bool) -> None:
             kind, text = _kind(name)

@@ -63,3 +63,7 @@ class State:
                 if relative in files:
                     return files[relative]
         return None
+
+    def overlaid_names(self) -> list[str]:
+        with self.lock:
+            return [name for files in self.overlay.values() for name in files]
