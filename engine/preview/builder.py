@@ -32,6 +32,7 @@ def render_drafts(spec_path: Path, out: Path) -> dict[str, bytes]:
     nothing is written. A draft in out/ that is not the engine's last render (the person edited
     it) is left out, and the page shows their version, as the build will keep it."""
     from engine import pipeline
+    from engine.limits import MAX_DRAFT_BYTES, read_text_limited
     from engine.outdir.manifest import read_manifest_quiet, sha256
     from engine.render import review
     from engine.sections import SpecLocation
@@ -48,7 +49,7 @@ def render_drafts(spec_path: Path, out: Path) -> dict[str, bytes]:
     for name, text in drafts.items():
         kept = day_dir / name
         if kept.is_file() and recorded.get(name) != sha256(kept):
-            shown[name] = kept.read_bytes().decode("utf-8", errors="replace")
+            shown[name] = read_text_limited(kept, MAX_DRAFT_BYTES, "draft")  # as the build reads it
         else:
             files[f"{folder}/{name}"] = text.encode("utf-8")
     files[f"{folder}/index.html"] = review.render_day_page(day_dir, results, shown).encode("utf-8")
