@@ -23,8 +23,8 @@ import html
 import mimetypes
 import os
 import re
-import shutil
 import stat
+import sys
 import threading
 import urllib.parse
 from http import HTTPStatus
@@ -109,7 +109,10 @@ class PreviewServer(ThreadingHTTPServer):
             self.slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that went away mid-answer is not worth a traceback in the terminal
+        """One line, not a traceback; nothing for a client that went away mid-answer."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, (ConnectionError, TimeoutError)):
+            print(f"serve: a request failed: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
 
     def shutdown(self) -> None:
         self.closing.set()
@@ -146,7 +149,7 @@ def handler(
                 text = f"{now.version}\n{now.busy}" if now.busy else str(now.version)
                 self._send(HTTPStatus.OK, text.encode("utf-8"), "text/plain; charset=utf-8", body)
                 return
-            folder = state.overlaid(_index_of(relative)) is not None or (root / relative).is_dir()
+            folder = state.overlaid(_index_of(relative)) is not None or os.path.isdir(root / relative)
             if relative and folder and not urllib.parse.urlsplit(self.path).path.endswith("/"):
                 self._redirect("/" + relative + "/")  # so the page's relative image links resolve
                 return
@@ -189,8 +192,10 @@ def handler(
                     self._send_file(target.name, file.read(), body)
                     return
                 self._head(HTTPStatus.OK, _kind(target.name)[0], info.st_size)
-                if body:
-                    shutil.copyfileobj(file, self.wfile)
+                left = info.st_size if body else 0
+                while left > 0 and (chunk := file.read(min(left, 1 << 16))):  # no more than it said
+                    self.wfile.write(chunk)
+                    left -= len(chunk)
 
         def _missing(self, relative: str, body: bool) -> None:
             """Not in out/: a page that reloads itself, as the day may be being built now. For
