@@ -127,8 +127,8 @@ def watch(
         except Exception as exc:  # the watcher's own trouble: say so, and watch again
             line = f"the file watcher stopped ({type(exc).__name__}: {exc}); watching again"
             print(line, file=sys.stderr, flush=True)
-            if state is not None:
-                state.built(WATCHER, line)
+            if state is not None and state.errors.get(WATCHER) != line:
+                state.built(WATCHER, line)  # a new version only when there is something new to read
             stop.wait(1.0)
 
 
@@ -149,7 +149,10 @@ def run(args: argparse.Namespace) -> int:
         if not spec.is_file():
             raise UserError("no such spec file", file=spec)
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot make the output folder: {exc.strerror}", file=out, field="--out") from exc
     state = State()
     try:
         server = PreviewServer((HOST, args.port), handler(out, state))  # listening from here on

@@ -12,9 +12,10 @@
   that leads out of out/.
 - Files are served as the bytes they are: a page that is not UTF-8 is served, not a traceback.
 
-Served HTML pages carry a status banner and a small script that polls VERSION_PATH: it shows
-what is being rebuilt and reloads the page when new content is there. The files in out/ never
-contain either.
+Served HTML pages carry a status banner and a small script that polls VERSION_PATH, which
+answers the content version and, on a second line while a build runs, what is being rebuilt:
+the script shows that line and reloads the page when the version changes. The files in out/
+never contain either. A page or day folder not in out/ yet is a page that reloads itself.
 """
 
 from __future__ import annotations
