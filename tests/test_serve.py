@@ -314,9 +314,8 @@ def test_a_fifo_or_a_link_out_of_out_is_refused_without_being_read(tmp_path: Pat
     (out / "day37" / "chart.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     with serving(out) as server:
         port = server.server_address[1]
-        started = time.monotonic()
-        status, _, body = ask(port, "/pipe.html")
-        assert status == 403 and time.monotonic() - started < 1
+        status, _, body = ask(port, "/pipe.html")  # had it been opened to be read: no answer, a timeout
+        assert status == 403
         assert ask(port, "/secret.txt")[0] == 403
         assert ask(port, "/../secret.txt")[0] == 404
         assert ask(port, "/%2e%2e/secret.txt")[0] == 404
@@ -429,8 +428,8 @@ def test_the_watcher_survives_a_failing_rebuild(tmp_path: Path) -> None:
     seen: list[str] = []
 
     def drafts(spec: Path, out: Path) -> dict[str, bytes]:
-        seen.append(spec.read_text())
-        if len(seen) == 1:
+        seen.append(spec.read_text())  # one save may come as two events: the text decides
+        if seen[-1].endswith("# first edit\n"):
             raise RuntimeError("the first rebuild breaks")
         return {}
 
@@ -446,15 +445,13 @@ def test_the_watcher_survives_a_failing_rebuild(tmp_path: Path) -> None:
     with building(builder):
         watcher.start()
         try:
-            assert ready.wait(3)
+            assert ready.wait(5)
             spec.write_text("day: 37\n# first edit\n")
-            wait_for(lambda: len(seen) == 1 and state.snapshot().errors != [])
+            wait_for(lambda: state.snapshot().errors != [], within=5)
             assert "the first rebuild breaks" in state.snapshot().errors[0]
             spec.write_text("day: 37\n# second edit\n")
-            wait_for(lambda: len(seen) == 2 and not state.snapshot().busy)
-            assert (
-                watcher.is_alive() and seen[1].endswith("# second edit\n") and state.snapshot().errors == []
-            )
+            wait_for(lambda: seen[-1].endswith("# second edit\n") and not state.snapshot().busy, within=5)
+            assert watcher.is_alive() and state.snapshot().errors == []
         finally:
             stop.set()
             watcher.join(timeout=3)
