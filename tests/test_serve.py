@@ -10,6 +10,7 @@ import _thread
 import argparse
 import contextlib
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -539,10 +540,21 @@ def test_the_drafts_step_writes_nothing_and_leaves_an_edited_draft_as_the_person
     edited = out / "day37" / "x-thread.md"
     assert "x-thread.md" in read_manifest(out / "day37")
     edited.write_text("My own thread, Day 37.\n")
+    last = json.loads((out / "day37" / "results.json").read_text())  # as if it had drawn a chart
+    chart = {
+        "name": "scoreboard",
+        "file": "scoreboard.png",
+        "platform": "linkedin",
+        "alt_text": "The scores.",
+    }
+    last["charts"] = [{**chart, "width": 8, "height": 8}]
+    (out / "day37" / "results.json").write_text(json.dumps(last))
+    (out / "day37" / "scoreboard.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     before = {p: p.read_bytes() for p in (out / "day37").iterdir() if p.is_file()}
     again = render_drafts(spec, out)
     assert set(again) == {"day37/linkedin.md", "day37/index.html"}  # their edit is not overlaid
     assert b"My own thread, Day 37." in again["day37/index.html"]
+    assert b"The scores." in again["day37/index.html"]  # the last build's image, as it recorded it
     assert {p: p.read_bytes() for p in (out / "day37").iterdir() if p.is_file()} == before
 
 

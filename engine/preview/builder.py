@@ -15,12 +15,15 @@ goes on to the next request.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
+from engine.errors import UserError
 from engine.preview.state import State
 
 Drafts = Callable[[Path, Path], dict[str, bytes]]  # (spec, out) → files relative to out/
@@ -30,7 +33,8 @@ Build = Callable[[Path, Path], None]  # (spec, out): the whole build into out/
 def render_drafts(spec_path: Path, out: Path) -> dict[str, bytes]:
     """The day's fresh drafts and its review page rendered with them, by path relative to out/;
     nothing is written. A draft in out/ that is not the engine's last render (the person edited
-    it) is left out, and the page shows their version, as the build will keep it."""
+    it) is left out, and the page shows their version, as the build will keep it. The page shows
+    the images of the day's last build (they are redrawn next), as that build recorded them."""
     from engine import pipeline
     from engine.limits import MAX_DRAFT_BYTES, read_text_limited
     from engine.outdir.manifest import read_manifest_quiet, sha256
@@ -52,8 +56,24 @@ def render_drafts(spec_path: Path, out: Path) -> dict[str, bytes]:
             shown[name] = read_text_limited(kept, MAX_DRAFT_BYTES, "draft")  # as the build reads it
         else:
             files[f"{folder}/{name}"] = text.encode("utf-8")
+    results.update(_last_images(day_dir))
     files[f"{folder}/index.html"] = review.render_day_page(day_dir, results, shown).encode("utf-8")
     return files
+
+
+def _last_images(day_dir: Path) -> dict[str, Any]:
+    """The charts and carousel the day's last build recorded in its results.json; none when it
+    has none or cannot be read (the page then lists the images it finds)."""
+    from engine.limits import MAX_RESULTS_BYTES, read_text_limited
+    from engine.render.review import RESULTS
+
+    try:
+        last = json.loads(read_text_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results"))
+    except (OSError, ValueError, UserError):
+        return {}
+    if not isinstance(last, dict):
+        return {}
+    return {key: last[key] for key in ("charts", "carousel") if key in last}
 
 
 def build_into_out(spec: Path, out: Path) -> None:
@@ -72,7 +92,6 @@ def build_into_out(spec: Path, out: Path) -> None:
 
 def error_line(spec: Path, exc: Exception) -> str:
     """One line for a failed step; an unexpected error's traceback goes to the terminal only."""
-    from engine.errors import UserError
     from engine.pipeline import ChecksFailed
 
     if isinstance(exc, UserError):
