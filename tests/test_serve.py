@@ -568,3 +568,14 @@ def test_the_front_page_before_any_build_links_the_days_with_fresh_drafts(tmp_pa
         assert status == 200 and b"Nothing built yet" in page and b'<a href="day37/">' in page
         assert ask(server.server_address[1], "/day37/")[2].endswith(b"p</body>")
         assert ask(server.server_address[1], "/day05/")[0] == 404
+
+
+def test_ctrl_c_and_sigterm_are_counted_not_raised_and_the_handlers_are_put_back() -> None:
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with serve.Stops() as stops:
+        os.kill(os.getpid(), signal.SIGTERM)  # with Python's default, this process would end here
+        stops.wait(1)
+        os.kill(os.getpid(), signal.SIGINT)  # and this would raise KeyboardInterrupt
+        stops.wait(2)
+        assert stops.received == [signal.SIGTERM, signal.SIGINT]
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

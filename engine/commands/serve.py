@@ -16,6 +16,8 @@ import re
 import signal
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -132,11 +134,36 @@ def watch(
             stop.wait(1.0)
 
 
-def _stop_on_sigterm() -> None:
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+class Stops:
+    """Ctrl-C and SIGTERM, counted by a signal handler that only appends to a list.
 
-    signal.signal(signal.SIGTERM, interrupt)
+    Raising KeyboardInterrupt from the handler (Python's default for Ctrl-C) can land inside a
+    finalizer the main thread happens to be running (a closed socket's), where Python prints
+    and drops it: the server would go on serving. A count the main thread polls cannot be lost.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._before: dict[int, Any] = {}
+
+    def __enter__(self) -> Stops:
+        for signum in self.SIGNALS:
+            self._before[signum] = signal.signal(signum, self._count)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, before in self._before.items():
+            signal.signal(signum, before)
+
+    def _count(self, signum: int, frame: Any) -> None:
+        self.received.append(signum)
+
+    def wait(self, count: int, alive: Callable[[], bool] = lambda: True) -> None:
+        """Until ``count`` stops have come, or ``alive`` turns false."""
+        while len(self.received) < count and alive():
+            time.sleep(0.1)  # a signal cuts the sleep short; the handler has counted it
 
 
 def run(args: argparse.Namespace) -> int:
@@ -172,29 +199,31 @@ def run(args: argparse.Namespace) -> int:
         target=_watch_all, name="watch", daemon=True, args=(specs, out, builder, state, stop, ready)
     )
     watcher.start()
-    _stop_on_sigterm()
-    try:
-        server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        stop.set()
-        builder.stop()
-        server.server_close()
-        watcher.join(timeout=5)
-        _finish(building)
+    serving = threading.Thread(target=server.serve_forever, name="serve", kwargs={"poll_interval": 0.2})
+    with Stops() as stops:
+        serving.start()
+        try:
+            stops.wait(1, alive=serving.is_alive)
+        finally:
+            server.shutdown()
+            serving.join()
+            server.server_close()
+            stop.set()
+            builder.stop()
+            watcher.join(timeout=5)
+            _finish(building, stops)
     print("stopped", flush=True)
     return 0
 
 
-def _finish(building: threading.Thread) -> None:
+def _finish(building: threading.Thread, stops: Stops) -> None:
     """Let the build under way land; a second Ctrl-C leaves it unfinished."""
     if not building.is_alive():
         return
     print("finishing the build under way (Ctrl-C again leaves it for the next build to tidy up)", flush=True)
-    try:
-        building.join(timeout=BUILD_STOP_WAIT_S)
-    except KeyboardInterrupt:
+    deadline = time.monotonic() + BUILD_STOP_WAIT_S
+    stops.wait(2, alive=lambda: building.is_alive() and time.monotonic() < deadline)
+    if building.is_alive():
         print("left the build unfinished; the next build of that day tidies up", flush=True)
 
 
