@@ -1,35 +1,38 @@
 """``python -m engine serve [days/dayNN.yaml …]``: a live preview of out/, as MkDocs' serve.
 
-Builds the days once, serves out/ on 127.0.0.1 only (the drafts are not public yet), and
-rebuilds a day when its spec, its templates, its workload or its measurement files change;
-a change to shared templates rebuilds every day. Served pages carry a small polling script
-that reloads them after a rebuild; the files in out/ never contain it. A failed rebuild is one
-line in the terminal and a banner on the page, and the last good build stays in place.
-Ctrl-C (or SIGTERM) stops the server and the watcher and exits 0.
+It listens at once and serves the last build in out/ (engine.preview.server: loopback only);
+the days are built in the background, each day's drafts first and its images after
+(engine.preview.builder), and rebuilt when their spec, templates, workload or measurement files
+change; a change to shared templates rebuilds every day. An open page shows what is being
+rebuilt and reloads when the drafts are there, and again when the images are. A failed rebuild
+is one line in the terminal and a banner on the page, and the last good build stays in place.
+Ctrl-C (or SIGTERM) stops the server, the watcher and the builder, and exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import html
 import re
 import signal
 import sys
 import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HOST = "127.0.0.1"  # never another interface: drafts and unpublished numbers stay on this machine
-VERSION_PATH = "/__version"
+from engine.preview.builder import Builder
+from engine.preview.server import HOST, VERSION_PATH, PreviewServer, handler
+from engine.preview.state import State
+
+__all__ = ["HOST", "VERSION_PATH", "State", "add_arguments", "affected", "handler", "run", "watch"]
+
 _DAY = re.compile(r"day(\d+)")
-RELOAD = """<script>
-(() => {{ let seen = "{version}";
-  const poll = () => fetch("{path}").then((r) => r.text()).then((v) => {{ if (v !== seen) location.reload(); }})
-    .catch(() => {{}}).finally(() => setTimeout(poll, 500));
-  setTimeout(poll, 500); }})();
-</script>"""
+# Ctrl-C lets the step under way finish (out/ would survive a cut, as after a crash, but the
+# next build would have to tidy up). A day's whole build takes seconds; a second Ctrl-C, or
+# this long, and the process leaves without it.
+BUILD_STOP_WAIT_S = 60.0
+WATCHER = Path("(file watcher)")  # where the watcher's own errors are shown, as a day's are
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,47 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=8000,
         help="port on 127.0.0.1 (0: any free one)",
     )
-
-
-class State:
-    """What the server shows: a build counter the pages poll, and the last build's errors."""
-
-    def __init__(self) -> None:
-        self.version = 0
-        self.errors: dict[Path, str] = {}
-        self.lock = threading.Lock()
-
-    def built(self, spec: Path, error: str | None) -> None:
-        with self.lock:
-            if error is None:
-                self.errors.pop(spec, None)
-            else:
-                self.errors[spec] = error
-            self.version += 1
-
-
-def rebuild(spec: Path, out: Path, state: State) -> None:
-    """One day, as `build` does it; a mistake is reported and the server goes on."""
-    from engine.errors import UserError
-    from engine.pipeline import ChecksFailed, build
-
-    try:
-        report = build(spec, out)
-    except UserError as err:
-        error = err.line()
-    except ChecksFailed as failed:
-        error = f"{spec}: " + "; ".join(failed.violations)
-    else:
-        print(f"rebuilt Day {report.day} → {report.folder}/", flush=True)
-        if report.commit is not None:
-            from engine.outdir import report_lines
-
-            for line in report_lines(report.commit):
-                print(f"  {line}", flush=True)
-        state.built(spec, None)
-        return
-    print(f"build failed, the last good build stays: {error}", file=sys.stderr, flush=True)
-    state.built(spec, error)
 
 
 def affected(
@@ -128,82 +90,85 @@ def _text(spec: Path) -> str:
         return ""
 
 
-def handler(out: Path, state: State) -> type[SimpleHTTPRequestHandler]:
-    class Handler(SimpleHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path == VERSION_PATH:
-                self._send(str(state.version).encode(), "text/plain")
-                return
-            target = Path(self.translate_path(self.path))
-            if target.is_dir():
-                target = target / "index.html"
-            if target.suffix == ".html" and target.is_file():
-                self._send(self._with_reload(target.read_text(encoding="utf-8")), "text/html; charset=utf-8")
-                return
-            super().do_GET()
-
-        def _with_reload(self, page: str) -> bytes:
-            with state.lock:
-                script = RELOAD.format(version=state.version, path=VERSION_PATH)
-                errors = list(state.errors.values())
-            banner = "".join(
-                f'<p class="serve-error" style="background:#b3261e;color:#fff;margin:0;'
-                f'padding:8px 24px">{html.escape(e)}</p>'
-                for e in errors
-            )
-            page = page.replace("<body>", "<body>" + banner, 1)
-            return (page.replace("</body>", script + "</body>", 1)).encode("utf-8")
-
-        def _send(self, body: bytes, kind: str) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # one line per page poll would bury the rebuild messages
-
-    return functools.partial(Handler, directory=str(out))  # type: ignore[return-value]
-
-
 def watch(
     paths: list[Path],
     specs: list[Path],
     out: Path,
     templates: Path,
-    state: State,
+    builder: Builder,
     stop: threading.Event,
     ready: threading.Event,
     shared: tuple[Path, ...] = (),
+    state: State | None = None,
 ) -> None:
+    """Hand each batch of changed files' days to the builder until ``stop``. Builds run on the
+    builder's thread, so no error in one reaches here; an error of the watcher's own (a watched
+    folder removed) is shown and it watches again."""
     import watchfiles
 
-    # yield_on_timeout: an empty batch every rust_timeout ms, the first of which says "watching".
-    for changes in watchfiles.watch(
-        *paths, stop_event=stop, debounce=300, raise_interrupt=False, yield_on_timeout=True, rust_timeout=200
-    ):
-        ready.set()
-        if not changes:
-            continue
-        changed = [Path(p).resolve() for _, p in changes]
-        out_root = out.resolve()
-        changed = [p for p in changed if out_root not in p.parents]
-        for spec in affected(changed, specs, templates, shared):
-            rebuild(spec, out, state)
+    out_root = out.resolve()
+    while not stop.is_set():
+        try:
+            # yield_on_timeout: an empty batch every rust_timeout ms, the first saying "watching".
+            for changes in watchfiles.watch(
+                *paths,
+                stop_event=stop,
+                debounce=300,
+                raise_interrupt=False,
+                yield_on_timeout=True,
+                rust_timeout=200,
+            ):
+                ready.set()
+                if not changes:
+                    continue
+                changed = [Path(p).resolve() for _, p in changes]
+                changed = [p for p in changed if out_root not in p.parents]
+                builder.request(affected(changed, specs, templates, shared))
+                if state is not None and WATCHER in state.errors:
+                    state.built(WATCHER, None)
+        except Exception as exc:  # the watcher's own trouble: say so, and watch again
+            line = f"the file watcher stopped ({type(exc).__name__}: {exc}); watching again"
+            print(line, file=sys.stderr, flush=True)
+            if state is not None and state.errors.get(WATCHER) != line:
+                state.built(WATCHER, line)  # a new version only when there is something new to read
+            stop.wait(1.0)
 
 
-def _stop_on_sigterm() -> None:
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+class Stops:
+    """Ctrl-C and SIGTERM, counted by a signal handler that only appends to a list.
 
-    signal.signal(signal.SIGTERM, interrupt)
+    A handler that raises KeyboardInterrupt (Python's default for Ctrl-C) raises it wherever the
+    main thread is; inside a finalizer the garbage collector runs there, Python prints and drops
+    it. Once in twelve measured runs a server went on serving after its SIGTERM. A count the
+    main thread polls cannot be lost that way.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._before: dict[int, Any] = {}
+
+    def __enter__(self) -> Stops:
+        for signum in self.SIGNALS:
+            self._before[signum] = signal.signal(signum, self._count)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, before in self._before.items():
+            signal.signal(signum, before)
+
+    def _count(self, signum: int, frame: Any) -> None:
+        self.received.append(signum)
+
+    def wait(self, count: int, alive: Callable[[], bool] = lambda: True) -> None:
+        """Until ``count`` stops have come, or ``alive`` turns false."""
+        while len(self.received) < count and alive():
+            time.sleep(0.1)  # a signal cuts the sleep short; the handler has counted it
 
 
 def run(args: argparse.Namespace) -> int:
     from engine.errors import UserError
-    from engine.pipeline import TEMPLATES
 
     specs = [Path(s) for s in args.specs] or sorted(Path("days").glob("day[0-9]*.yaml"))
     if not specs:
@@ -212,40 +177,72 @@ def run(args: argparse.Namespace) -> int:
         if not spec.is_file():
             raise UserError("no such spec file", file=spec)
     out: Path = args.out
-    state = State()
-    for spec in specs:
-        rebuild(spec, out, state)
-    out.mkdir(parents=True, exist_ok=True)
     try:
-        server = ThreadingHTTPServer((HOST, args.port), handler(out, state))
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot make the output folder: {exc.strerror}", file=out, field="--out") from exc
+    state = State()
+    try:
+        server = PreviewServer((HOST, args.port), handler(out, state))  # listening from here on
     except OSError as exc:
         raise UserError(f"cannot listen on {HOST}:{args.port}: {exc.strerror}", field="--port") from exc
+    port = server.server_address[1]
+    print(
+        f"serving {out}/ at http://{HOST}:{port}/ ; building {len(specs)} day(s) in the background (Ctrl-C stops)",
+        flush=True,
+    )
+    builder = Builder(out, state)
+    builder.request(specs)
+    stop, ready = threading.Event(), threading.Event()
+    building = threading.Thread(target=builder.run, name="build", daemon=True, args=(ready,))
+    watcher = threading.Thread(
+        target=_watch_all, name="watch", daemon=True, args=(specs, out, builder, state, stop, ready)
+    )
+    serving = threading.Thread(target=server.serve_forever, name="serve", kwargs={"poll_interval": 0.2})
+    with Stops() as stops:
+        building.start()
+        watcher.start()
+        serving.start()
+        try:
+            stops.wait(1, alive=serving.is_alive)
+        finally:
+            server.shutdown()
+            serving.join()
+            server.server_close()
+            stop.set()
+            builder.stop()
+            watcher.join(timeout=5)
+            _finish(building, stops)
+    print("stopped", flush=True)
+    return 0
+
+
+def _finish(building: threading.Thread, stops: Stops) -> None:
+    """Let the build under way land; a second Ctrl-C leaves it unfinished."""
+    if not building.is_alive():
+        return
+    print("finishing the build under way (Ctrl-C again leaves it for the next build to tidy up)", flush=True)
+    deadline = time.monotonic() + BUILD_STOP_WAIT_S
+    stops.wait(2, alive=lambda: building.is_alive() and time.monotonic() < deadline)
+    if building.is_alive():
+        print("left the build unfinished; the next build of that day tidies up", flush=True)
+
+
+def _watch_all(
+    specs: list[Path],
+    out: Path,
+    builder: Builder,
+    state: State,
+    stop: threading.Event,
+    ready: threading.Event,
+) -> None:
+    """The watcher over the specs' folders, the templates and the catalog (engine.pipeline's
+    import, half a second, happens here, after the server is listening)."""
+    from engine.pipeline import TEMPLATES
+
     templates = TEMPLATES.resolve()
     catalog = Path(__file__).resolve().parent.parent / "catalog"  # models and GPUs: every day
     shared = (catalog,) if catalog.is_dir() else ()
     watched = sorted({s.resolve().parent for s in specs} | {templates, *shared})
-    stop, ready = threading.Event(), threading.Event()
-    watcher = threading.Thread(
-        target=watch,
-        name="watch",
-        daemon=True,
-        args=(watched, list(specs), out, templates, state, stop, ready, shared),
-    )
-    watcher.start()
-    ready.wait(timeout=10)  # a change saved right after "serving" is not missed
-    _stop_on_sigterm()
-    port = server.server_address[1]
-    print(
-        f"serving {out}/ at http://{HOST}:{port}/ ; watching {', '.join(map(str, watched))} (Ctrl-C stops)",
-        flush=True,
-    )
-    try:
-        server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        stop.set()
-        server.server_close()
-        watcher.join(timeout=5)
-    print("stopped", flush=True)
-    return 0
+    print(f"watching {', '.join(map(str, watched))}", flush=True)
+    watch(watched, list(specs), out, templates, builder, stop, ready, shared, state)
