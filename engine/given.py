@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from engine import numbers, units
 from engine.errors import UserError
 from engine.sections import sections
-from engine.validation import Strict
+from engine.validation import Label, Name, OneLine, Strict
 
-GivenName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
-OneLine = Annotated[str, Field(min_length=1, max_length=160, pattern=r"^[^\n\r]*$")]
-Label = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")]
+GivenName = Name
 MAX_GIVEN = 40
 # Set values are inputs a person typed: a budget of 10^15 of anything is a typo.
 MAX_MAGNITUDE = 1e15
@@ -30,15 +28,9 @@ class GivenValue(Strict):
     """One value the person chose, with its unit and, optionally, what it is."""
 
     value: Annotated[float, Field(ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE, allow_inf_nan=False)]
-    unit: str
+    unit: units.UnitName
     about: OneLine | None = None
     label: Label | None = None
-
-    @field_validator("unit")
-    @classmethod
-    def _known_unit(cls, value: str) -> str:
-        units.unit(value)  # ValueError names the known units
-        return value
 
 
 GivenBlock = Annotated[dict[GivenName, GivenValue], Field(max_length=MAX_GIVEN)]

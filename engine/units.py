@@ -15,7 +15,9 @@ in any unit is engine.numbers'.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,15 @@ _UNITS = [
     Unit("%", "percent", 0.01),
 ]
 UNITS: dict[str, Unit] = {u.name: u for u in _UNITS}
+
+
+def _known(name: str) -> str:
+    unit(name)  # a ValueError naming the known units
+    return name
+
+
+# A unit as a spec, a measurement or a set value writes it: one of the table's.
+UnitName = Annotated[str, AfterValidator(_known)]
 
 
 def unit(name: str) -> Unit:

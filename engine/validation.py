@@ -32,6 +32,12 @@ PositiveInt = Annotated[int, Field(ge=1, strict=True)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 # Memory sizes in GiB: no device holds a pebibyte, so anything larger is a typo.
 GiB = Annotated[float, Field(ge=0, le=2**20, allow_inf_nan=False)]
+# A name a template, a chart or a headline quotes a number by (a figure, a set value, a table,
+# a column, a declared chart): a Python-style lower-case name, short enough to type.
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+# Words a post or a table shows: one line each, bounded (a description; a short label).
+OneLine = Annotated[str, Field(min_length=1, max_length=160, pattern=r"^[^\n\r]*$")]
+Label = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")]
 
 
 class Strict(BaseModel):

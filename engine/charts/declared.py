@@ -30,12 +30,11 @@ from engine.charts import style
 from engine.charts.registry import CHARTS, Chart
 from engine.charts.style import FONT, OKABE_ITO, Size
 from engine.errors import UserError
-from engine.validation import Strict
+from engine.validation import Name, Strict
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 ChartTitle = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[^\n\r\x00-\x1f$\\]*$")]
 MAX_BARS = 12
 MAX_SERIES = 6

@@ -17,15 +17,13 @@ from pydantic import Field, field_validator, model_validator
 
 from engine import units
 from engine.lab import output
-from engine.validation import Strict
+from engine.validation import Label, Name, OneLine, Strict
 
-FigureName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
-OneLine = Annotated[str, Field(min_length=1, max_length=160, pattern=r"^[^\n\r]*$")]
+FigureName = Name
 Arg = Annotated[str, Field(max_length=200, pattern=r"^[^\n\r\x00]*$")]
 MAX_TIMEOUT_S = 1800  # half an hour: a lab is a short experiment, not a batch job
 
 
-Label = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")]
 Pattern = Annotated[str, Field(min_length=1, max_length=300)]
 MAX_FIGURES = 60
 MAX_TABLES = 12
@@ -36,16 +34,10 @@ class LabFigure(Strict):
     """One figure the lab must record: its unit and what it is, in one line (here, or where the
     lab records it), or the regular expression that reads it off the lab's printed output."""
 
-    unit: str
+    unit: units.UnitName
     about: OneLine | None = None
     label: Label | None = None  # short, for tables
     from_output: Pattern | None = None
-
-    @field_validator("unit")
-    @classmethod
-    def _known_unit(cls, value: str) -> str:
-        units.unit(value)  # ValueError names the known units
-        return value
 
     @field_validator("from_output")
     @classmethod

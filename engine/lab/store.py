@@ -56,7 +56,7 @@ class LabFiles(Strict):
 
 class Figure(Strict):
     value: float
-    unit: str
+    unit: units.UnitName
     about: str
     label: str | None = Field(default=None, max_length=40)
     line: str | None = Field(default=None, max_length=200)  # the printed line it was read from
@@ -66,12 +66,6 @@ class Figure(Strict):
     def _finite(cls, value: float) -> float:
         if not math.isfinite(value):
             raise ValueError("must be a finite number")
-        return value
-
-    @field_validator("unit")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        units.unit(value)
         return value
 
 
