@@ -241,7 +241,7 @@ def vllm_setups(draw):
     return (output, prompt, eligible), slots, policy, rules
 
 
-@settings(max_examples=examples(120, 1000), deadline=None)
+@settings(max_examples=examples(60, 1000), deadline=None)  # the recorded vLLM traces check these rules too
 @given(setup=vllm_setups())
 def test_paged_matches_naive_under_vllm_rules(setup):
     """The full-prompt gate, async scheduling's late release and the null block, walked step
