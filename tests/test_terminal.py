@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.charts import ansi, style
-from engine.charts.ansi import BOLD_DEFAULT, PALETTE, render
+from engine import ansi
+from engine.ansi import BOLD_DEFAULT, PALETTE, render
+from engine.charts import style
 from engine.charts.terminal import (
     CHAR_WIDTH_EM,
     MIN_TERMINAL_FONT_PT,

@@ -5,7 +5,7 @@ window size, changes on every run, and cannot be rebuilt from the stored measure
 is drawn from the transcript kept with the figures, at each platform's size, in a monospace
 font that ships with matplotlib, so the same measurement gives the same bytes on any machine.
 
-What it shows is what a terminal would have shown (engine.charts.ansi: progress lines
+What it shows is what a terminal would have shown (engine.ansi: progress lines
 collapsed, colours kept, escapes never drawn), the line ranges the spec picks, with a line
 saying how many were left out between two ranges. Long output is elided in the middle,
 visibly ("⋯ 9 lines not shown ⋯"), never silently. A line up to 100 columns is never wrapped:
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine import numbers, units
-from engine.charts import ansi, labels, style
-from engine.charts.ansi import Run
+from engine import ansi, numbers, units
+from engine.ansi import Run
+from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, MIN_FONT_PT, Size
 from engine.errors import UserError
@@ -178,7 +178,7 @@ def line_ranges(selection: dict[str, Any], count: int, file: str = "") -> list[t
 
 
 def selected_rows(lab: dict[str, Any]) -> list[Row]:
-    """The transcript's rows as a terminal would show them (engine.charts.ansi), the spec's
+    """The transcript's rows as a terminal would show them (engine.ansi), the spec's
     ranges of them with an elision row between two ranges, trailing blank rows dropped."""
     screen = ansi.render(lab["transcript"]["text"])
     ranges = line_ranges(lab.get("terminal") or {}, len(screen), str(lab.get("file") or ""))

@@ -17,8 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine import ansi
+
 MAX_QUOTED_LINES = 3  # lines an error quotes, each cut short
-MAX_ROWS = 1000  # rows a printed table may have
+MAX_ROWS = 1000  # rows a table may have, printed or recorded
+MAX_LINE_CHARS = 200  # a printed line kept beside what was read from it
+MAX_CELL_CHARS = 60  # a table's label cell, as kept
 _NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?$|^[+-]?\.\d+$")
 _RULER = re.compile(r"^[\s\-=+|:_]+$")
 
@@ -33,16 +37,10 @@ class Found:
 
 
 def lines_of(transcript: str) -> list[str]:
-    """The transcript's lines as a terminal shows them: carriage-return progress overwritten,
-    colour escapes dropped, so a pattern matches the text a person saw."""
-    shown = []
-    for raw in transcript.replace("\r\n", "\n").split("\n"):
-        line = raw.rsplit("\r", 1)[-1]
-        shown.append(_ESCAPES.sub("", line))
-    return shown
-
-
-_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.")
+    """The transcript's lines as a terminal shows them (engine.ansi, the replay the terminal
+    screenshot draws): progress lines at their last state, escapes gone, so a pattern matches
+    the text a person saw, and the line a figure was read from is the line the picture shows."""
+    return [ansi.line_text(line) for line in ansi.render(transcript)]
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str]:
