@@ -36,8 +36,10 @@ GiB = Annotated[float, Field(ge=0, le=2**20, allow_inf_nan=False)]
 # a column, a declared chart): a Python-style lower-case name, short enough to type.
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 # Words a post or a table shows: one line each, bounded (a description; a short label).
-OneLine = Annotated[str, Field(min_length=1, max_length=160, pattern=r"^[^\n\r]*$")]
-Label = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\n\r]*$")]
+MAX_ONE_LINE_CHARS = 160
+OneLine = Annotated[str, Field(min_length=1, max_length=MAX_ONE_LINE_CHARS, pattern=r"^[^\n\r]*$")]
+MAX_LABEL_CHARS = 40
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^\n\r]*$")]
 
 
 class Strict(BaseModel):

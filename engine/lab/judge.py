@@ -13,9 +13,11 @@ from typing import Any
 
 from engine import units
 from engine.errors import UserError
+from engine.given import MAX_GIVEN
 from engine.lab import output
 from engine.lab.runner import LabRun
 from engine.lab.spec import LabFigure, LabSection
+from engine.validation import MAX_LABEL_CHARS, MAX_ONE_LINE_CHARS
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,11 @@ def judge(run: LabRun, section: LabSection, spec_path: Path) -> Judged:
             hit = output.figure_from_output(run.text, fig.from_output)
         except ValueError as err:
             raise fail(str(err), f"lab.figures.{name}.from_output") from None
-        found[name] = {"value": hit.value, "unit": fig.unit, "line": hit.line.strip()[:MAX_LINE_CHARS]}
+        found[name] = {
+            "value": hit.value,
+            "unit": fig.unit,
+            "line": hit.line.strip()[: output.MAX_LINE_CHARS],
+        }
     if not found:
         raise fail("the lab recorded no figures")
     if section.figures:
@@ -136,11 +142,9 @@ def judge(run: LabRun, section: LabSection, spec_path: Path) -> Judged:
 
 KNOWN_VERSIONS = (1, 2)  # labkit file formats a run may write: 1 has figures and notes alone
 VERSION = 2
-MAX_LINE_CHARS = 200  # a figure's source line, as kept
-MAX_LABEL_CHARS = 40
 
 
-def _text(value: Any, limit: int = 160) -> str | None:
+def _text(value: Any, limit: int = MAX_ONE_LINE_CHARS) -> str | None:
     """A recorded description or label: one line, bounded; None when absent or not text."""
     if not isinstance(value, str) or not value.strip():
         return None
@@ -171,9 +175,6 @@ def _given(recorded: Any, fail: Callable[..., UserError]) -> dict[str, dict[str,
     return given
 
 
-MAX_GIVEN = 40
-
-
 def _tables(
     recorded: Any, section: LabSection, transcript: str, fail: Callable[..., UserError]
 ) -> dict[str, dict[str, Any]]:
@@ -199,7 +200,7 @@ def _tables(
         found[name] = {
             "columns": dict(wanted.columns),
             "rows": rows,
-            "line": header.line.strip()[:MAX_LINE_CHARS],
+            "line": header.line.strip()[: output.MAX_LINE_CHARS],
         }
     if section.tables:
         unknown = sorted(set(found) - set(section.tables))
@@ -255,7 +256,7 @@ def _cell(
 ) -> float | str:
     """One table cell in its column's unit: a label kept as text, a number converted."""
     if unit == output.TEXT:
-        return " ".join(str(cell).split())[:60]
+        return " ".join(str(cell).split())[: output.MAX_CELL_CHARS]
     if isinstance(cell, bool) or not isinstance(cell, (int, float)) or not math.isfinite(cell):
         raise fail(f"{_shown(cell)} is not a finite number", where)
     try:

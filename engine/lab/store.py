@@ -29,8 +29,10 @@ from pydantic import Field, field_validator
 
 from engine import units, validation
 from engine.errors import UserError
+from engine.lab import output
+from engine.lab.spec import MAX_COLUMNS
 from engine.outdir.atomic import write_text
-from engine.validation import Strict
+from engine.validation import MAX_LABEL_CHARS, Strict
 
 SCHEMA = "lab/1"
 MAX_TRANSCRIPT_CHARS = 200_000
@@ -58,8 +60,10 @@ class Figure(Strict):
     value: float
     unit: units.UnitName
     about: str
-    label: str | None = Field(default=None, max_length=40)
-    line: str | None = Field(default=None, max_length=200)  # the printed line it was read from
+    label: str | None = Field(default=None, max_length=MAX_LABEL_CHARS)
+    line: str | None = Field(
+        default=None, max_length=output.MAX_LINE_CHARS
+    )  # the printed line it was read from
 
     @field_validator("value")
     @classmethod
@@ -73,14 +77,16 @@ class Given(Figure):
     """A value the person set (labkit.given): posted as set, never as measured."""
 
 
-Cell = Annotated[str, Field(max_length=60)] | float
+Cell = Annotated[str, Field(max_length=output.MAX_CELL_CHARS)] | float
 
 
 class Table(Strict):
-    columns: Annotated[list[tuple[str, str]], Field(min_length=1, max_length=12)]  # [name, unit], in order
-    rows: Annotated[list[list[Cell]], Field(min_length=1, max_length=1000)]
+    columns: Annotated[
+        list[tuple[str, str]], Field(min_length=1, max_length=MAX_COLUMNS)
+    ]  # [name, unit], in order
+    rows: Annotated[list[list[Cell]], Field(min_length=1, max_length=output.MAX_ROWS)]
     about: str = ""
-    line: str | None = Field(default=None, max_length=200)
+    line: str | None = Field(default=None, max_length=output.MAX_LINE_CHARS)
 
     @field_validator("rows")
     @classmethod
