@@ -447,7 +447,7 @@ class DaySpec(Strict):
     @property
     def chart_names(self) -> list[str]:
         """Every chart the day draws, by name (a declared chart's name is its file name)."""
-        return [c if isinstance(c, str) else declared.name_of(c) for c in self.charts]
+        return [declared.entry_name(c) for c in self.charts]
 
     @property
     def declared_charts(self) -> list[str]:

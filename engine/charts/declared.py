@@ -132,6 +132,12 @@ def names_in(spec_data: Any) -> list[str]:
     return found
 
 
+def entry_name(entry: Any) -> str:
+    """The name a ``charts:`` entry draws under: a registered chart's own, a declared one's
+    ``name`` (its file name)."""
+    return entry if isinstance(entry, str) else name_of(entry)
+
+
 def name_of(entry: Any) -> str:
     return spec_of(entry)[1].name
 

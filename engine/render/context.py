@@ -34,4 +34,4 @@ def template_context(results: dict[str, Any]) -> dict[str, Any]:
 
 def chart_names(results: dict[str, Any]) -> list[str]:
     """The charts the spec asked for, by name (a declared chart's name is its file name)."""
-    return [c if isinstance(c, str) else declared.name_of(c) for c in results["inputs"]["charts"]]
+    return [declared.entry_name(c) for c in results["inputs"]["charts"]]

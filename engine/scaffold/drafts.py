@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from engine import units
+from engine.charts import declared, registry
 from engine.scaffold.detect import Found, FoundFigure, FoundTable
 
 VOICE = "{# YOUR VOICE: %s #}"
@@ -26,8 +28,6 @@ def _voice(text: str) -> str:
 def declared_charts(found: Found) -> list[dict[str, Any]]:
     """A chart per table (lines over a numeric first column, grouped bars over labels), and a
     bar chart of the figures that share the commonest kind of unit, when there are two or more."""
-    from engine import units
-
     charts: list[dict[str, Any]] = []
     for table in found.tables:
         columns = list(table.columns.items())
@@ -73,9 +73,7 @@ def declared_charts(found: Found) -> list[dict[str, Any]]:
 
 
 def _chart_name(base: str, charts: list[dict[str, Any]]) -> str:
-    from engine.charts import registry
-
-    taken = {next(iter(c.values()))["name"] for c in charts} | set(registry.names())
+    taken = {declared.entry_name(c) for c in charts} | set(registry.names())
     # No digits: the name is also a carousel section's heading in a template, where a digit
     # reads as a typed number.
     name = re.sub(r"_+", "_", re.sub(r"\d", "", f"{base}_chart")).strip("_")[:40]
@@ -120,13 +118,9 @@ def spec_data(
         "charts": charts,
         "linkedin_image": "terminal",
         "measured": "latest",
-        "carousel": {"slides": ["cover", *({"chart": _name(c)} for c in charts), "closing"]},
+        "carousel": {"slides": ["cover", *({"chart": declared.entry_name(c)} for c in charts), "closing"]},
     }
     return spec
-
-
-def _name(chart: Any) -> str:
-    return chart if isinstance(chart, str) else next(iter(chart.values()))["name"]
 
 
 def spec_yaml(data: dict[str, Any], lab_name: str, printed: bool) -> str:
