@@ -21,9 +21,18 @@ from typing import Any
 
 import yaml
 
+from engine import yamlfile
+from engine.charts import declared
 from engine.errors import UserError
 from engine.lab import labfiles, runner
 from engine.lab.runner import KIT_DIR
+from engine.limits import (
+    MAX_SPEC_BYTES,
+    MAX_TEMPLATE_BYTES,
+    MAX_TRACE_BYTES,
+    read_bytes_limited,
+    read_text_limited,
+)
 from engine.outdir import atomic
 from engine.scaffold import detect, drafts
 
@@ -53,9 +62,6 @@ def _check_free(paths: list[Path]) -> None:
 
 
 def _latest_spec(days: Path) -> dict[str, Any] | None:
-    from engine import yamlfile
-    from engine.limits import MAX_SPEC_BYTES
-
     specs = sorted(days.glob("day[0-9]*.yaml"), key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
     if not specs:
         return None
@@ -94,9 +100,8 @@ def _lab_files(source: Path) -> tuple[dict[str, bytes], str]:
 
 
 def _read(path: Path) -> bytes:
-    if not path.is_file() or path.stat().st_size > MAX_LAB_BYTES:
-        raise UserError("not a regular file under the size limit", file=path, field="--lab")
-    return path.read_bytes()
+    """One of the lab's files, through the one bounded reader: a regular file within the limit."""
+    return read_bytes_limited(path, MAX_LAB_BYTES, "lab", field="--lab")
 
 
 def _scan_output(files: dict[str, bytes], script: str, status: Any) -> str:
@@ -145,7 +150,7 @@ def plan_from_lab(
         day, found.title or f"Day {day} lab", found, script=f"{folder}.lab/{script}", like=_latest_spec(days)
     )
     _validate(spec, days / f"{folder}.yaml")
-    chart_names = [c if isinstance(c, str) else next(iter(c.values()))["name"] for c in spec["charts"]]
+    chart_names = [declared.entry_name(c) for c in spec["charts"]]
     planned = {lab_dir / name: data for name, data in files.items()}
     planned[lab_dir / "labkit.py"] = (KIT_DIR / "labkit.py").read_bytes()
     planned[days / f"{folder}.yaml"] = drafts.spec_yaml(spec, lab_dir.name, printed=not kit).encode()
@@ -177,7 +182,7 @@ def plan_from_day(day: int, source_day: int, *, days: Path, templates: Path, tit
     spec_path = days / f"{src}.yaml"
     if not spec_path.is_file():
         raise UserError("no such day to start from", file=spec_path, field="--from")
-    text = spec_path.read_text(encoding="utf-8")
+    text = read_text_limited(spec_path, MAX_SPEC_BYTES, "spec", field="--from")
     text, count = re.subn(r"(?m)^day:\s*\d+\s*$", f"day: {day}", text, count=1)
     if count != 1:
         raise UserError("has no 'day: N' line to renumber", file=spec_path, field="day")
@@ -189,18 +194,22 @@ def plan_from_day(day: int, source_day: int, *, days: Path, templates: Path, tit
             text,
             count=1,
         )
-    _validate(yaml.safe_load(text), days / f"{dst}.yaml")
+    _validate(yamlfile.parse(text, spec_path), days / f"{dst}.yaml")
     planned: dict[Path, bytes] = {days / f"{dst}.yaml": text.encode()}
     for path in sorted((templates / src).rglob("*")):
         if path.is_file():
-            planned[templates / dst / path.relative_to(templates / src)] = path.read_bytes()
+            planned[templates / dst / path.relative_to(templates / src)] = read_bytes_limited(
+                path, MAX_TEMPLATE_BYTES, "template", field="--from"
+            )
     lab = days / f"{src}.lab"
     if lab.is_dir():
         for path in labfiles.lab_files(lab):
-            planned[days / f"{dst}.lab" / path.relative_to(lab)] = path.read_bytes()
+            planned[days / f"{dst}.lab" / path.relative_to(lab)] = _read(path)
     workload = days / f"{src}.workload.csv"
     if workload.is_file():
-        planned[days / f"{dst}.workload.csv"] = workload.read_bytes()
+        planned[days / f"{dst}.workload.csv"] = read_bytes_limited(
+            workload, MAX_TRACE_BYTES, "workload", field="--from"
+        )
     has_lab = (days / f"{src}.lab").is_dir()
     step = f"make lab-{dst}   (then: make {dst})" if has_lab else f"make {dst}"
     return Plan(planned, step)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from engine import units
 from engine.lab import output
@@ -246,9 +245,3 @@ def _all_numbers(cells: list[str]) -> bool:
     except ValueError:
         return False
     return True
-
-
-def read_lab(script: Path) -> tuple[Found, bool]:
-    """(what the source's labkit calls record, whether it uses labkit at all)."""
-    source = script.read_text(encoding="utf-8", errors="replace") if script.suffix == ".py" else ""
-    return (read_calls(source), True) if uses_labkit(source) else (Found(), False)
