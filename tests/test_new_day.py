@@ -270,3 +270,14 @@ def test_a_spec_given_block_is_quoted_as_set(tmp_path):
     assert results["given"]["interval"]["text"] == "200 ms"
     assert results["given"]["interval"]["source"] == "set"
     assert results["given"]["clients"]["label"] == "Clients"
+
+
+def test_a_pattern_that_backtracks_without_end_is_stopped_within_its_limit():
+    """`((?:a+)+$)` over a long line of a's takes Python's re minutes; the reader stops it."""
+    import time
+
+    printed = "a" * 5000 + "b\n"
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="took over 2 s to match"):
+        output.figure_from_output(printed, r"((?:a+)+$)")
+    assert time.monotonic() - start < output.MAX_MATCH_SECONDS + 2

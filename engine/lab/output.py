@@ -15,7 +15,11 @@ names the spec's field.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
+from typing import Any
+
+import regex
 
 from engine import ansi
 
@@ -23,6 +27,9 @@ MAX_QUOTED_LINES = 3  # lines an error quotes, each cut short
 MAX_ROWS = 1000  # rows a table may have, printed or recorded
 MAX_LINE_CHARS = 200  # a printed line kept beside what was read from it
 MAX_CELL_CHARS = 60  # a table's label cell, as kept
+# A spec's pattern may backtrack without end on a long line ("(a+)+$"): matched with the regex
+# module, which can stop, within this many seconds for the whole transcript.
+MAX_MATCH_SECONDS = 2.0
 _NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?$|^[+-]?\.\d+$")
 _RULER = re.compile(r"^[\s\-=+|:_]+$")
 
@@ -43,22 +50,22 @@ def lines_of(transcript: str) -> list[str]:
     return [ansi.line_text(line) for line in ansi.render(transcript)]
 
 
-def compile_pattern(pattern: str) -> re.Pattern[str]:
+def compile_pattern(pattern: str) -> Any:
     """The spec's pattern, checked to have exactly one capture group."""
     try:
-        compiled = re.compile(pattern)
-    except re.error as err:
+        compiled = regex.compile(pattern)
+    except regex.error as err:
         raise ValueError(f"not a regular expression ({err})") from None
     if compiled.groups != 1:
         raise ValueError(f"needs exactly one capture group (the number), has {compiled.groups}")
     return compiled
 
 
-def compile_header(pattern: str) -> re.Pattern[str]:
+def compile_header(pattern: str) -> Any:
     """A table's header pattern: any regular expression (its groups are not read)."""
     try:
-        return re.compile(pattern)
-    except re.error as err:
+        return regex.compile(pattern)
+    except regex.error as err:
         raise ValueError(f"not a regular expression ({err})") from None
 
 
@@ -77,8 +84,19 @@ def _quote(lines: list[tuple[int, str]]) -> str:
     return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
 
 
-def _one_line(lines: list[str], pattern: re.Pattern[str]) -> tuple[int, str, re.Match[str]]:
-    hits = [(n, line, m) for n, line in enumerate(lines, start=1) if (m := pattern.search(line))]
+def _one_line(lines: list[str], pattern: Any) -> tuple[int, str, Any]:
+    deadline = time.monotonic() + MAX_MATCH_SECONDS
+    hits = []
+    for n, line in enumerate(lines, start=1):
+        try:
+            match = pattern.search(line, timeout=max(deadline - time.monotonic(), 0.001))
+        except TimeoutError:
+            raise ValueError(
+                f"{pattern.pattern!r} took over {MAX_MATCH_SECONDS:g} s to match the lab's output, "
+                "the stated limit: write it without nested repeats such as (a+)+"
+            ) from None
+        if match:
+            hits.append((n, line, match))
     if not hits:
         raise ValueError(f"{pattern.pattern!r} matches no line of the lab's output")
     if len(hits) > 1:
