@@ -4,8 +4,9 @@ tests/vllm_oracle/record.py ran the real vLLM V1 Scheduler and AsyncScheduler on
 small workloads and the lab trace, under vLLM's shipped defaults and with each of its two
 settings turned off, and wrote what each step scheduled (tokens per request, preemptions,
 finishes) to tests/data/vllm_oracle_<setting>.json.gz. Here each workload is replayed through
-`paged` with the flags of that setting and the same three lists are rebuilt from its Schedule;
-the first step that differs fails the test, naming the trace, the setting and the step.
+`paged` with the flags of that setting and the same three tables are rebuilt from its Schedule
+(with arrays, held to the step-by-step reading steps_of writes out); the first step that
+differs fails the test, naming the trace, the setting and the step.
 
 vLLM itself is not imported: the traces are the independent truth.
 """
@@ -29,8 +30,15 @@ SETTINGS = ("shipped", "gate_off", "sync", "gate_off_sync")
 
 @cache
 def recording(setting: str) -> dict:
+    """The recording, each trace's three tables (record.events) as arrays of rows."""
     with gzip.open(DATA / f"vllm_oracle_{setting}.json.gz", "rt") as handle:
-        return json.load(handle)
+        document = json.load(handle)
+    for trace in document["traces"]:
+        trace["events"] = tuple(
+            np.asarray(trace.pop(name), dtype=np.int64).reshape(-1, width)
+            for name, width in (("scheduled", 3), ("preempted", 2), ("finished", 2))
+        )
+    return document
 
 
 def policy_for(trace: dict, document: dict, **rules) -> PagedPolicy:
@@ -95,23 +103,83 @@ def steps_of(schedule: Schedule) -> list[list]:
     ]
 
 
-def first_difference(expected: list[list], got: list[list]) -> str | None:
-    for t in range(max(len(expected), len(got))):
-        want = expected[t] if t < len(expected) else [[], [], []]
-        have = got[t] if t < len(got) else [[], [], []]
+Events = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def recorded_events(steps: list[list]) -> Events:
+    """A recording's steps as three sorted tables: (step, request, tokens) for every request
+    scheduled, (step, request) for every preemption and every finish. Two runs scheduled the
+    same, step for step, exactly when their tables are equal (an empty step is in neither)."""
+    scheduled, preempted, finished = [], [], []
+    for t, (tokens, pre, fin) in enumerate(steps):
+        scheduled.extend((t, r, n) for r, n in tokens)
+        preempted.extend((t, r) for r in pre)
+        finished.extend((t, r) for r in fin)
+    return _sorted(scheduled, 3), _sorted(preempted, 2), _sorted(finished, 2)
+
+
+def schedule_events(schedule: Schedule) -> Events:
+    """steps_of's three lists as recorded_events' tables, computed with arrays: the same rules
+    (chunks at their steps, a token per decode step, a stay ending before its finish preempted
+    there, the last token sampled at finish − 1), without a Python loop over steps."""
+    chunks = schedule.chunk_tokens > 0
+    chunk_step = schedule.chunk_step[chunks]
+    chunk_request = schedule.request[schedule.chunk_stay[chunks]]
+    decodes = schedule.end - schedule.decode_start
+    decode_request = np.repeat(schedule.request, decodes)
+    first = np.repeat(schedule.decode_start - np.cumsum(decodes) + decodes, decodes)
+    decode_step = first + np.arange(len(decode_request))
+    steps = np.concatenate([chunk_step, decode_step]).astype(np.int64)
+    requests = np.concatenate([chunk_request, decode_request]).astype(np.int64)
+    counts = np.concatenate([schedule.chunk_tokens[chunks], np.ones(len(decode_request), np.int64)])
+    pairs, where = np.unique(np.stack([steps, requests], axis=1), axis=0, return_inverse=True)
+    tokens = np.bincount(where.ravel(), weights=counts, minlength=len(pairs)).astype(np.int64)
+    scheduled = np.concatenate([pairs, tokens[:, None]], axis=1) if len(pairs) else np.zeros((0, 3), np.int64)
+    late = np.zeros(len(schedule.request), bool)
+    if schedule.late_preempted is not None:
+        late[schedule.late_preempted] = True
+    cut = (schedule.end != schedule.finish[schedule.request]) | late
+    preempted = np.stack([schedule.end[cut], schedule.request[cut]], axis=1)
+    finished = np.stack([schedule.finish - 1, np.arange(len(schedule.finish))], axis=1)
+    return scheduled, _sorted(preempted.tolist(), 2), _sorted(finished.tolist(), 2)
+
+
+def _sorted(rows: list, width: int) -> np.ndarray:
+    table = np.asarray(rows, dtype=np.int64).reshape(-1, width)
+    return table[np.lexsort(table.T[::-1])] if len(table) else table
+
+
+def same_events(a: Events, b: Events) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def first_difference(expected: Events, got: Events) -> str | None:
+    """The first step at which the two runs' tables differ, said as both runs' step."""
+
+    if same_events(expected, got):
+        return None
+
+    def at(events: Events, t: int) -> list[list]:
+        return [table[table[:, 0] == t, 1:].tolist() for table in events]
+
+    steps = np.unique(np.concatenate([table[:, 0] for table in (*expected, *got)]))
+    for t in steps.tolist():
+        want, have = at(expected, t), at(got, t)
         if want != have:
             return (
-                f"step {t}: vLLM scheduled {want[0]}, preempted {want[1]}, finished {want[2]}; "
-                f"paged scheduled {have[0]}, preempted {have[1]}, finished {have[2]}"
+                f"step {t}: vLLM scheduled {want[0]}, preempted {sum(want[1], [])}, finished "
+                f"{sum(want[2], [])}; paged scheduled {have[0]}, preempted {sum(have[1], [])}, "
+                f"finished {sum(have[2], [])}"
             )
     return None
 
 
 def check(setting: str, **rules) -> None:
+    """Every trace replayed and its tables compared; the first step that differs is named."""
     document = recording(setting)
     for trace in document["traces"]:
         schedule = replay(trace, policy_for(trace, document, **rules))
-        found = first_difference(trace["steps"], steps_of(schedule))
+        found = first_difference(trace["events"], schedule_events(schedule))
         if found is not None:
             pytest.fail(f"trace {trace['name']}, setting {setting} (vLLM {document['vllm']}): {found}")
 
@@ -129,7 +197,7 @@ def test_the_old_rules_are_vllm_without_its_null_block() -> None:
         policy = policy_for(
             {**trace, "num_gpu_blocks": trace["num_gpu_blocks"] - 1}, document, null_block=False
         )
-        found = first_difference(trace["steps"], steps_of(replay(trace, policy)))
+        found = first_difference(trace["events"], schedule_events(replay(trace, policy)))
         assert found is None, f"trace {trace['name']}, old rules: {found}"
 
 
@@ -160,3 +228,18 @@ def test_a_run_says_which_vllm_it_reproduces():
     assert "before the full-prompt admission gate" in old.reproduces
     sync = PagedPolicy(num_blocks=10, async_scheduling=False)
     assert "synchronous scheduling" in sync.reproduces and "gate off" not in sync.reproduces
+
+
+def test_the_tables_and_the_step_lists_are_one_reading() -> None:
+    """The fast comparison (schedule_events) reads a schedule as steps_of does, on the recorded
+    traces, and a schedule that differs from its recording in one step differs in the tables."""
+    document = recording("shipped")
+    for trace in document["traces"][:24]:
+        schedule = replay(trace, policy_for(trace, document))
+        assert same_events(recorded_events(steps_of(schedule)), schedule_events(schedule)), trace["name"]
+    trace = document["traces"][-1]
+    schedule = replay(trace, policy_for(trace, document))
+    step = int(schedule.finish[0]) - 1
+    schedule.finish[0] += 1  # the first request finishes a step late
+    found = first_difference(trace["events"], schedule_events(schedule))
+    assert found is not None and found.startswith(f"step {step}: ")

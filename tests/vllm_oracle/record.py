@@ -280,6 +280,21 @@ def lab_cases() -> list[dict]:
     return cases
 
 
+def events(steps: list[list]) -> dict[str, list[int]]:
+    """The steps as three flat tables, rows in order: ``scheduled`` (step, request, tokens),
+    ``preempted`` and ``finished`` (step, request). The test reads each as one array, where a
+    list a step would be millions of small objects to decode and to hold."""
+    scheduled, preempted, finished = [], [], []
+    for t, (tokens, pre, fin) in enumerate(steps):
+        for request, count in sorted(tokens):
+            scheduled += [t, request, count]
+        for request in sorted(pre):
+            preempted += [t, request]
+        for request in sorted(fin):
+            finished += [t, request]
+    return {"scheduled": scheduled, "preempted": preempted, "finished": finished}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "data")
@@ -300,8 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                 + max(a for a, _, _ in case["requests"])
                 + 100
             )
-            steps = run(config, case["requests"], limit)
-            traces.append({**case, "steps": steps})
+            traces.append({**case, **events(run(config, case["requests"], limit))})
         document = {
             "vllm": vllm.__version__,
             "setting": setting,
