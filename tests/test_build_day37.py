@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from engine import platforms
 from engine.cli import main
 from engine.pipeline import build
 
-from helpers import DAYS, Lab, copy_built, lean_spec, unlinked
+from helpers import DAYS, Lab, copy_built
 
 
 @pytest.fixture(scope="module")
@@ -99,39 +98,6 @@ def test_same_spec_same_bytes_whatever_path_the_spec_was_given_by(built, tmp_pat
     assert "carousel/page-01.png" in first
     for name in first:
         assert first[name] == again[name], name
-
-
-def test_cli_build_prints_a_summary_and_does_not_import_torch(days_copy, tmp_path):
-    """A real process (this one has torch loaded by the bench's tests) builds Day 37 and never
-    imports torch. The spec is lean (no charts or carousel: most of a build's time) and unlinked
-    (helpers.unlinked); that no drawing or linking code imports torch either is the static check
-    below, over every path.
-
-    The same process then checks the other modules that must stay torch-free, each import on its
-    own so a failure names it: reading measurements (engine.measured) imports no part of
-    engine.gpubench, and the bench command's module and the model shapes its argument checks
-    read import no torch. One process for the three: each new one is a fifth of a second of
-    numpy and pydantic imports before it checks anything."""
-    import subprocess
-
-    spec = days_copy / "day37.yaml"
-    spec.write_text(unlinked(lean_spec(spec.read_text())))
-    code = (
-        "import sys; from engine.cli import main; "
-        f"rc = main(['build', {str(spec)!r}, '--out', {str(tmp_path)!r}]); "
-        "assert 'torch' not in sys.modules, 'the build imported torch'\n"
-        "import engine.measured\n"
-        "assert 'torch' not in sys.modules and 'engine.gpubench' not in sys.modules, "
-        "'reading measurements imported torch or engine.gpubench'\n"
-        "import engine.commands.bench, engine.gpubench.shapes\n"
-        "assert 'torch' not in sys.modules, 'the bench command or the shapes imported torch'\n"
-        "sys.exit(rc)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], cwd=DAYS.parent, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    printed = done.stdout
-    assert f"{Lab.static_steps:,} steps" in printed and f"{Lab.continuous_steps:,} steps" in printed
-    assert str(tmp_path / "day37") in printed
 
 
 def test_only_the_bench_imports_torch():

@@ -977,3 +977,25 @@ def test_checking_a_specs_chart_names_does_not_import_matplotlib(new_process) ->
     assert checked["charts"], "the spec lists no charts"
     assert len(checked["names"]) > 5, checked["names"]
     assert not checked["matplotlib"], checked["matplotlib"][:5]
+
+
+def test_the_png_writer_is_read_back_by_pillow_pixel_for_pixel() -> None:
+    """engine.charts.png against Pillow's decoder: random pixels (the worst case for filter 0),
+    odd sizes, and the dpi as Pillow reads it from pHYs."""
+    import io
+
+    from PIL import Image
+
+    from engine.charts import png
+
+    rng = np.random.default_rng(7)
+    for height, width, dpi in ((1, 1, 72), (3, 5, 200), (627, 1200, 100), (17, 1080, 400)):
+        rgb = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        data = png.encode(rgb, dpi)
+        with Image.open(io.BytesIO(data)) as image:
+            assert image.mode == "RGB" and image.size == (width, height)
+            assert np.array_equal(np.asarray(image), rgb)
+            assert image.info["dpi"] == pytest.approx((dpi, dpi), abs=0.01)
+        assert [kind for kind, _ in png_chunks(data)] == [b"IHDR", b"pHYs", b"IDAT", b"IEND"]
+    with pytest.raises(ValueError, match="height × width × 3"):
+        png.encode(np.zeros((2, 2, 4), np.uint8), 100)

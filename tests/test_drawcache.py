@@ -18,7 +18,7 @@ from engine import charts, pipeline
 from engine.charts import animation, carousel, drawcache, style
 from engine.render.slides import SlideText
 
-from helpers import DAYS
+from helpers import DAYS, Lab
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -221,25 +221,38 @@ def test_the_cache_lives_in_the_xdg_cache_folder_never_the_repository(monkeypatc
 
 PROBE = """
 import sys
-from pathlib import Path
-from engine import pipeline
-pipeline.build(Path(sys.argv[1]), Path(sys.argv[2]))
-loaded = sorted({m.split(".")[0] for m in sys.modules} & {"matplotlib", "PIL", "fontTools"})
-print(" ".join(loaded) or "none")
+from engine.cli import main
+rc = main(["build", sys.argv[1], "--out", sys.argv[2]])
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"matplotlib", "PIL", "fontTools", "torch"})
+print("loaded:", " ".join(loaded) or "none")
+import engine.measured
+assert "engine.gpubench" not in sys.modules, "reading measurements imported engine.gpubench"
+import engine.commands.bench, engine.gpubench.shapes
+assert "torch" not in sys.modules, "the bench command or the model shapes imported torch"
+sys.exit(rc)
 """
 
 
 def test_a_build_that_draws_nothing_imports_no_drawing_library(cold_and_warm, tmp_path: Path) -> None:
-    """A new process builds Day 37 with the cache the cold build filled: it finds every drawing
-    there, loads none of matplotlib, Pillow or fontTools, and writes the cold build's bytes."""
+    """A new process (this one has torch loaded by the bench's tests) runs `engine build` on
+    Day 37 with the cache the cold build filled: it finds every drawing there, loads none of
+    matplotlib, Pillow, fontTools or torch, prints the summary and writes the cold build's bytes.
+
+    The same process then checks the other modules that must stay torch-free, each import on
+    its own so a failure names it: reading measurements (engine.measured) imports no part of
+    engine.gpubench, and the bench command's module and the model shapes its argument checks
+    read import no torch. One process for all of it: each new one is a fifth of a second of
+    imports before it checks anything."""
     cold, _, kept = cold_and_warm
     cache = tmp_path / "cache" / "sixty-days-engine" / "drawings"
     cache.mkdir(parents=True)
     for entry in kept.iterdir():
         (cache / entry.name).write_bytes(entry.read_bytes())
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    run = [sys.executable, "-c", PROBE, str(DAYS / "day37.yaml")]
-    warm = subprocess.run([*run, str(tmp_path / "b")], env=env, capture_output=True, text=True, check=True)
-    assert warm.stdout.split() == ["none"], warm.stdout
-    cold_files = files_of(cold)
-    assert files_of(tmp_path / "b" / "day37") == cold_files
+    run = [sys.executable, "-c", PROBE, str(DAYS / "day37.yaml"), str(tmp_path / "b")]
+    warm = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True)
+    assert warm.returncode == 0, warm.stderr
+    assert "loaded: none" in warm.stdout.splitlines(), warm.stdout
+    assert f"{Lab.static_steps:,} steps" in warm.stdout and f"{Lab.continuous_steps:,} steps" in warm.stdout
+    assert str(tmp_path / "b" / "day37") in warm.stdout
+    assert files_of(tmp_path / "b" / "day37") == files_of(cold)

@@ -1,0 +1,46 @@
+"""An RGB image as PNG bytes: signature, IHDR, pHYs, one IDAT, IEND (the PNG specification,
+sections 5 and 11), and nothing else: no timestamp, no Software tag, so the same pixels give the
+same bytes.
+
+Why not Pillow's writer: it tries all five row filters on every row and keeps the best, and it
+offers no way to choose. On these flat-coloured charts filter 0 (each row as it is) compresses
+smaller than its choice and takes about 2.5 times less time (16 ms against 40 ms a 1080×1350
+page), and a cold build writes two dozen. zlib, the standard library's, does the compression;
+this module only lays out the chunks, and the tests read every file back with Pillow.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+
+SIGNATURE = b"\x89PNG\r\n\x1a\n"
+LEVEL = 3  # zlib level: 6 makes files about 10 % smaller in twice the time
+_RGB_8_BIT = (8, 2, 0, 0, 0)  # bit depth, colour type (truecolour), compression, filter, interlace
+_METRE_PER_INCH = 0.0254
+
+
+def encode(rgb: np.ndarray, dpi: float) -> bytes:
+    """``rgb`` (height × width × 3, uint8) as a PNG that says ``dpi`` (pixels per metre, rounded,
+    as pHYs stores it)."""
+    if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
+        raise ValueError(f"expected height × width × 3 bytes, got {rgb.shape} {rgb.dtype}")
+    height, width = rgb.shape[:2]
+    rows = np.zeros((height, 1 + 3 * width), np.uint8)  # filter type 0 leads each row
+    rows[:, 1:] = rgb.reshape(height, 3 * width)
+    per_metre = round(dpi / _METRE_PER_INCH)
+    return b"".join(
+        (
+            SIGNATURE,
+            _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, *_RGB_8_BIT)),
+            _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),  # unit 1: the metre
+            _chunk(b"IDAT", zlib.compress(rows.tobytes(), LEVEL)),
+            _chunk(b"IEND", b""),
+        )
+    )
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
