@@ -64,10 +64,11 @@ lint: $(DEV_STAMP)
 	$(PY) -m ruff format --check engine tests
 	$(PY) -m mypy
 
-# The hostile-input properties, and the simulator against its naive loop, with many more
-# generated inputs than `make test` runs (minutes).
+# Every property that draws its examples through helpers.examples (the hostile inputs, the
+# simulators against their naive loops, the readers, the thread re-flow…), with many more
+# generated inputs than `make test` runs, new ones each time (minutes).
 soak: $(DEV_STAMP)
-	HYPOTHESIS_PROFILE=explore HOSTILE_EXAMPLES=$${HOSTILE_EXAMPLES:-2000} $(PY) -m pytest tests/test_hostile.py tests/test_limits.py tests/test_batching_naive.py -q -p no:randomly
+	HYPOTHESIS_PROFILE=explore HOSTILE_EXAMPLES=$${HOSTILE_EXAMPLES:-2000} $(PY) -m pytest $(shell grep -l "examples(" tests/test_*.py) -q -p no:randomly
 
 # CPU seconds are the judge (wall time and the load average are printed beside them): on a shared
 # machine wall time grows with the neighbours' load. bench_build: cold, warm and one-number-changed

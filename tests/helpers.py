@@ -4,6 +4,8 @@ from conftest.py or from one another."""
 
 from __future__ import annotations
 
+import ast
+import functools
 import os
 import re
 import shutil
@@ -23,6 +25,14 @@ DAYS = REPO / "days"
 # (tests/test_reference_copy.py checks the two agree wherever shared/ is beside the checkout).
 LAB_TRACE = DAYS / "day37.workload.csv"
 REFERENCE = REPO.parent / "shared" / "reference"
+
+
+@functools.cache
+def syntax_tree(path: Path) -> ast.Module:
+    """A source file parsed once a session: the tests that read the engine's imports and format
+    specs from its source (imports, torch, matplotlib, number formats) share the parse. The tree
+    is read, never changed."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 # `make soak` runs the properties with new examples every time (conftest's "explore" profile).

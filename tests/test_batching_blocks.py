@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 from engine.batching.blocks import DecodeBlocks, ceil_div
 from engine.batching.distinct import distinct
 
+from helpers import examples
 
-@settings(max_examples=150, deadline=None)
+
+@settings(max_examples=examples(60, 1000), deadline=None)
 @given(
     bs=st.integers(1, 9),
     offsets=st.lists(st.integers(-60, 40), max_size=7),

@@ -179,7 +179,7 @@ def paged_setups(draw):
     return (output, prompt, eligible), slots, policy
 
 
-@settings(max_examples=examples(120, 1000), deadline=None)
+@settings(max_examples=examples(60, 1000), deadline=None)
 @given(setup=paged_setups())
 def test_paged_matches_naive(setup):
     load, slots, policy = setup
@@ -241,7 +241,7 @@ def vllm_setups(draw):
     return (output, prompt, eligible), slots, policy, rules
 
 
-@settings(max_examples=examples(60, 1000), deadline=None)  # the recorded vLLM traces check these rules too
+@settings(max_examples=examples(40, 1000), deadline=None)  # the recorded vLLM traces check these rules too
 @given(setup=vllm_setups())
 def test_paged_matches_naive_under_vllm_rules(setup):
     """The full-prompt gate, async scheduling's late release and the null block, walked step
@@ -326,7 +326,7 @@ def test_continuous_seconds_match_the_naive_clock(load, slots):
     assert_clock_matches(result, naive, np.zeros(len(output)))
 
 
-@settings(max_examples=examples(60, 600), deadline=None)
+@settings(max_examples=examples(40, 600), deadline=None)
 @given(setup=paged_setups())
 def test_paged_seconds_match_the_naive_clock(setup):
     (output, prompt, _), slots, policy = setup
@@ -428,7 +428,7 @@ def naive_prefill_first(load, slots, policy):
     )
 
 
-@settings(max_examples=examples(80, 800), deadline=None)
+@settings(max_examples=examples(50, 800), deadline=None)
 @given(setup=prefill_first_setups())
 def test_prefill_first_matches_naive(setup):
     load, slots, policy = setup

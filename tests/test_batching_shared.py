@@ -27,6 +27,7 @@ from engine.batching.replicas import simulate_replicas
 from engine.errors import UserError
 from engine.workload import Workload
 
+from helpers import examples
 from naive_batching import naive_shared_queue
 
 ONE_SECOND = UnitStepTime(1.0)
@@ -106,13 +107,13 @@ def run_both(load, slots, policy, replicas, model):
     return fast, naive
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(50, 1000), deadline=None)
 @given(setup=clusters())
 def test_shared_queue_matches_the_naive_cluster(setup):
     check_against_the_naive_cluster(setup)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(50, 1000), deadline=None)
 @given(setup=st.one_of(clusters(vllm=True), clusters(tight=True, vllm=True)))
 def test_shared_queue_matches_the_naive_cluster_under_vllm_rules(setup):
     """Async scheduling's late release, the gate and the null block, behind one shared queue."""
@@ -237,7 +238,7 @@ def test_a_replica_blocked_on_the_head_looks_again_when_another_takes_it():
     assert c.latency_seconds["e2e"].tolist() == [4, 2, 3.5, 3.5]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(40, 600), deadline=None)
 @given(setup=clusters(tight=True))
 def test_shared_queue_matches_the_naive_cluster_when_blocks_are_short(setup):
     """Several replicas with room for several requests each and the tightest pool: heads that

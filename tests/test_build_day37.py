@@ -11,7 +11,7 @@ from engine import platforms
 from engine.cli import main
 from engine.pipeline import build
 
-from helpers import DAYS, Lab, copy_built
+from helpers import DAYS, Lab, copy_built, syntax_tree
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def test_only_the_bench_imports_torch():
         source = path.read_text(encoding="utf-8")
         if "torch" not in source and "gpubench" not in source:
             continue  # no import statement can name either: not worth parsing
-        for node in ast.walk(ast.parse(source)):
+        for node in ast.walk(syntax_tree(path)):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

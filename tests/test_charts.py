@@ -23,6 +23,8 @@ from sweep_fixture import sweep_results
 from engine import charts
 from engine.charts import drawcache, style
 
+from helpers import syntax_tree
+
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
 SLOTS = 16
@@ -955,7 +957,7 @@ def _imports_matplotlib_at_module_level(path: Path) -> bool:
                 return True
         return False
 
-    return walk(ast.parse(path.read_text(encoding="utf-8")).body)
+    return walk(syntax_tree(path).body)
 
 
 def test_chart_modules_import_matplotlib_only_where_they_draw() -> None:

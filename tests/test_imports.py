@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from helpers import syntax_tree
+
 ENGINE = Path(__file__).resolve().parent.parent / "engine"
 
 
@@ -34,7 +36,7 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
 
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The engine modules ``name`` imports anywhere in its body."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = syntax_tree(path)
     skipped = _type_checking_only(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()

@@ -21,6 +21,8 @@ from engine.kvcache import (
     weight_bytes,
 )
 
+from helpers import examples
+
 GIB = 1 << 30
 MIB = 1 << 20
 FIXTURES = Path(__file__).parent / "fixtures" / "kv"
@@ -137,7 +139,7 @@ def _naive_requests(num_blocks: int, context: int, block_size: int) -> int:
     return count
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(30, 600), deadline=None)
 @given(
     layers=st.integers(1, 48),
     kv_heads=st.sampled_from([1, 2, 4, 8]),

@@ -23,7 +23,7 @@ from engine.limits import read_bytes_limited, read_text_limited
 from engine.workload import load_trace
 from engine.workload import trace as trace_module
 
-from helpers import LAB_TRACE
+from helpers import LAB_TRACE, examples
 
 DEV_ZERO = Path("/dev/zero")
 
@@ -184,7 +184,7 @@ _cell = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(30, 600), deadline=None)
 @given(rows=st.lists(st.tuples(_cell, _cell, _cell), min_size=1, max_size=6))
 def test_fast_and_careful_readers_agree(tmp_path_factory, rows):
     """On any table of cells, the two readers give the same workload or the same refusal."""

@@ -16,6 +16,8 @@ from engine.errors import UserError
 from engine.lab import labfiles
 from engine.render import posts
 
+from helpers import syntax_tree
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -419,7 +421,7 @@ def rounding_format_specs(path: Path) -> list[str]:
     import re
 
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(syntax_tree(path)):
         if isinstance(node, ast.FormattedValue) and isinstance(node.format_spec, ast.JoinedStr):
             spec = "".join(str(v.value) for v in node.format_spec.values if isinstance(v, ast.Constant))
             if re.search(r"[eEfFgG%]$", spec):

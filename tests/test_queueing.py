@@ -48,6 +48,8 @@ from engine.queueing.simulate import (
 from engine.queueing.summary import Row, batch_se
 from engine.queueing.traffic import ServiceLaw, draw
 
+from helpers import examples
+
 S = 0.010  # 10 ms mean service, as in the lab
 Z = 4.0  # standard errors allowed (see module docstring)
 BIG = 1_000_000  # requests per row for the mean checks
@@ -169,7 +171,7 @@ grid = st.one_of(st.integers(0, 30).map(lambda k: k / 10), st.floats(0.0, 5.0))
 times = st.lists(grid, min_size=1, max_size=60)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(40, 800), deadline=None)
 @given(gaps=times, data=st.data(), servers=st.integers(1, 4))
 def test_simulators_match_naive_loop(gaps, data, servers):
     n = len(gaps)

@@ -214,7 +214,7 @@ def _assert_fits_x(text: str) -> None:
     ]
 
 
-@settings(max_examples=examples(20, 400), deadline=None)
+@settings(max_examples=examples(10, 400), deadline=None)
 @given(_thread(_ASCII | _URL))
 def test_every_post_fits_x_and_no_word_moves(text: str) -> None:
     _assert_fits_x(text)
@@ -226,7 +226,7 @@ def test_every_post_fits_x_by_weight(text: str) -> None:
     _assert_fits_x(text)
 
 
-@settings(max_examples=examples(60, 600), deadline=None)
+@settings(max_examples=examples(30, 600), deadline=None)
 @given(_thread(_ASCII), st.integers(min_value=22, max_value=60))
 def test_every_post_fits_a_small_limit(text: str, limit: int) -> None:
     # A word is at most 13 characters with its full stop, and a thread of at most 720 words

@@ -106,7 +106,7 @@ PIECES = st.sampled_from(
 )
 
 
-@settings(max_examples=examples(300, 5000), deadline=None)
+@settings(max_examples=examples(120, 5000), deadline=None)
 @given(st.lists(PIECES, max_size=60).map("".join))
 def test_any_bytes_give_printable_rows_one_per_newline(written: str) -> None:
     rows = render(written)
