@@ -87,3 +87,4 @@ clean:
 # the next build draws everything again, to the same bytes.
 clean-cache: $(STAMP)
 	@$(PY) -c "from engine.charts import drawcache; drawcache.clear(); print('emptied', drawcache.folder())"
+	@$(PY) -c "from engine.render import template_cache; print('emptied', template_cache.clear())"

@@ -93,3 +93,50 @@ def test_idioms_with_digits_are_words_not_figures(words):
 )
 def test_a_typed_figure_beside_an_idiom_is_still_refused(words):
     assert digits_outside_jinja(f"at 2 am: {words}") == [(1, f"at 2 am: {words}")]
+
+
+# ---- compiled templates kept on disk ------------------------------------------------------------
+
+
+def test_a_new_process_renders_from_the_kept_compiled_template(tmp_path, monkeypatch):
+    """What a second `make day37` sees (memory cleared, the cache folder kept): no template is
+    compiled again and the draft is the same text; an edited template, a damaged entry or other
+    sandbox code is compiled afresh, to the new text."""
+    from engine.render import render_env, template_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "templates"
+    (root / "day99").mkdir(parents=True)
+    draft = root / "day99" / "post.j2"
+    draft.write_text("{{ title }} in {{ n | thousands }} steps\n", encoding="utf-8")
+    compiled: list[str | None] = []
+    real = render_env.Sandbox.compile
+
+    def counted(self, source, name=None, filename=None, raw=False, defer_init=False):
+        compiled.append(name)
+        return real(self, source, name, filename, raw, defer_init)
+
+    monkeypatch.setattr(render_env.Sandbox, "compile", counted)
+
+    def fresh_process_render() -> str:
+        template_cache.DRAFTS.clear()  # a new process starts with nothing in memory
+        return posts.render(posts.environment(root), "day99/post.j2", {"title": "Day 99", "n": 5797})
+
+    assert fresh_process_render() == "Day 99 in 5,797 steps\n" and compiled == ["day99/post.j2"]
+    (entry,) = template_cache.DRAFTS.folder().iterdir()
+    compiled.clear()
+    assert fresh_process_render() == "Day 99 in 5,797 steps\n" and compiled == []  # read from disk
+
+    draft.write_text("{{ title }}: {{ n | thousands }}\n", encoding="utf-8")
+    assert fresh_process_render() == "Day 99: 5,797\n" and compiled == ["day99/post.j2"]
+
+    entry.write_bytes(entry.read_bytes()[:-7])  # cut short: marshal cannot read it
+    compiled.clear()
+    assert fresh_process_render() == "Day 99: 5,797\n" and compiled == ["day99/post.j2"]
+
+    old_folder = template_cache.DRAFTS.folder()
+    monkeypatch.setattr(template_cache, "code_digest", lambda: "another-sandbox")
+    monkeypatch.setattr(template_cache.DRAFTS, "_pruned", False)
+    compiled.clear()
+    assert fresh_process_render() == "Day 99: 5,797\n" and compiled == ["day99/post.j2"]
+    assert template_cache.DRAFTS.folder().name == "drafts-another-sandbox" and not old_folder.exists()

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine import cachedir
 from engine.outdir import atomic
 
 # The libraries whose output is the drawings' bytes, by distribution name (their versions are
@@ -61,9 +62,7 @@ def folder() -> Path:
     """Where the entries are: FOLDER, else the XDG cache folder's ``sixty-days-engine/drawings``."""
     if FOLDER is not None:
         return Path(FOLDER)
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
-    return root / "sixty-days-engine" / "drawings"
+    return cachedir.root() / "drawings"
 
 
 @functools.cache
