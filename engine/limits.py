@@ -23,7 +23,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from engine.errors import UserError
 
@@ -199,6 +199,17 @@ def size_text(n: float) -> str:
 
 def _too_big(size: int, limit: int, what: str) -> str:
     return f"{size:,} bytes, over the limit of {size_text(limit)} for a {what} file"
+
+
+def open_limited(
+    path: str | Path, limit: int, what: str, *, field: str | None = None, follow_symlinks: bool = True
+) -> BinaryIO:
+    """A binary file object on a regular file of at most ``limit`` bytes, checked as
+    ``read_bytes_limited`` checks it, for a reader that goes through a large file a line at a
+    time (it bounds each line itself: ``readline(n)``)."""
+    fd = _open_regular(Path(path), limit, what, field=field, follow_symlinks=follow_symlinks)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def sha256_limited(path: str | Path, limit: int, what: str, *, field: str | None = None) -> str:

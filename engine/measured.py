@@ -39,7 +39,6 @@ contexts of achieved / peak bandwidth at batch = slots.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -53,7 +52,7 @@ from engine.limits import (
     MAX_MEASUREMENT_BYTES,
     MAX_REQUESTS,
     MAX_SLOTS,
-    read_text_limited,
+    read_json_limited,
 )
 from engine.outdir.atomic import write_json
 from engine.validation import Strict, validate
@@ -223,48 +222,10 @@ def read_document(path: Path | str) -> dict:
     """The JSON object in a measurement file; a missing, unreadable or corrupt file is a
     UserError naming it. Shared by every reader of these files (the build, the simulator)."""
     path = Path(path)
-    text = read_text_limited(path, MAX_MEASUREMENT_BYTES, "measurement")
-    try:
-        doc = json.loads(text, parse_constant=_no_constant)
-    except RecursionError:
-        raise UserError("not valid JSON: nested too deep; a corrupt measurement file", file=path) from None
-    except json.JSONDecodeError as err:
-        raise UserError(
-            f"not valid JSON (line {err.lineno}, column {err.colno}): "
-            "a corrupt measurement file; re-run the bench",
-            file=path,
-        ) from None
-    found = _find_constant(doc)
-    if found:
-        raise UserError(
-            f"{found[1]} is not a JSON number (a measured figure is finite)", file=path, field=found[0]
-        )
+    doc = read_json_limited(path, MAX_MEASUREMENT_BYTES, "measurement")
     if not isinstance(doc, dict):
         raise UserError("a measurement file holds one JSON object", file=path)
     return doc
-
-
-class _NotANumber:
-    """Where the file wrote NaN or Infinity: JSON has neither, and Python's reader accepts both
-    unless told not to. Kept as a marker so the error can name the field."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-def _no_constant(name: str) -> _NotANumber:
-    return _NotANumber(name)
-
-
-def _find_constant(node: object, where: str = "") -> tuple[str, str] | None:
-    if isinstance(node, _NotANumber):
-        return where or "-", node.name
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, value in items:
-        found = _find_constant(value, f"{where}.{key}" if where else str(key))
-        if found:
-            return found
-    return None
 
 
 def load_measurement(path: Path | str, *, day: int) -> dict:

@@ -14,7 +14,6 @@ re-derive these (head_dim = hidden / heads, ignoring num_key_value_heads) get re
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -25,7 +24,7 @@ from engine import yamlfile
 from engine.catalog.params import count_params, moe_layout, ties_embeddings
 from engine.catalog.shapes import check_shapes
 from engine.errors import UserError
-from engine.limits import MAX_CONFIG_BYTES, read_text_limited
+from engine.limits import MAX_CONFIG_BYTES, read_json_limited
 
 CATALOG_DIR = Path(__file__).parent
 MODEL_DTYPES = ("bfloat16", "float16", "float32")
@@ -465,15 +464,7 @@ def load_model(name_or_path: str) -> ModelArch:
     if path.is_dir():
         path = path / "config.json"
     if path.exists():
-        text = read_text_limited(path, MAX_CONFIG_BYTES, "config.json")
-        try:
-            config = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UserError(
-                f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", file=path
-            ) from None
-        except RecursionError:
-            raise UserError("not valid JSON: nested too deep", file=path) from None
+        config = read_json_limited(path, MAX_CONFIG_BYTES, "config.json")
         if not isinstance(config, dict):
             raise UserError("a config.json must hold one JSON object", file=path)
         name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem

@@ -24,7 +24,13 @@ import jinja2
 
 from engine import audit
 from engine.errors import UserError
-from engine.limits import MAX_DRAFT_BYTES, MAX_PAGE_RENDER_CHARS, MAX_RESULTS_BYTES, read_text_limited
+from engine.limits import (
+    MAX_DRAFT_BYTES,
+    MAX_PAGE_RENDER_CHARS,
+    MAX_RESULTS_BYTES,
+    read_json_limited,
+    read_text_limited,
+)
 from engine.outdir import atomic
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
@@ -86,11 +92,13 @@ def write_day_page(day_dir: Path, *, root: Path | None = None) -> Path:
     root = day_dir.parent if root is None else root
     atomic.check_target(path, what="review page", root=root)  # a link on the way: refused unread
     try:
-        results = json.loads(read_text_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results"))
-    except ValueError as exc:
+        results = read_json_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results")
+    except UserError as err:
         raise UserError(
-            f"not readable JSON ({exc}); rebuild the day to replace it", file=day_dir / RESULTS
-        ) from exc
+            f"not readable JSON ({err.message}); rebuild the day to replace it",
+            file=day_dir / RESULTS,
+            field=err.field,
+        ) from None
     drafts = drafts_of(day_dir)
     page = render_day_page(day_dir, results, drafts)
     return atomic.write_text(path, page, what="review page", root=root)
@@ -186,8 +194,8 @@ def index_context(out_root: Path) -> dict[str, Any]:
     days = []
     for day, folder in built_days(out_root):
         try:  # another day's file: a corrupt or hand-edited one must not break this build
-            results = json.loads(read_text_limited(folder / RESULTS, MAX_RESULTS_BYTES, "results"))
-        except (ValueError, RecursionError, UserError):
+            results = read_json_limited(folder / RESULTS, MAX_RESULTS_BYTES, "results")
+        except UserError:
             results = {}
         if not isinstance(results, dict):
             results = {}
