@@ -100,7 +100,7 @@ def _check_accepted(doc: dict, path: Path, section: LabSection, spec_path: Path,
     import json
 
     try:
-        back = store.accept(json.loads(store.dumps(doc)), file=path, day=day)
+        back = store.accept(json.loads(store.dumps(doc)), file=path, day=day)  # in memory, no file
         lab_section.from_document(section, spec_path, day, back, path)
     except UserError as err:
         raise UserError(

@@ -253,6 +253,7 @@ def _carry(src: Path, dest: Path) -> None:
         except FileExistsError:
             raise
         except OSError:
+            # A copy, a chunk at a time, of a regular file (links and folders are handled above).
             with src.open("rb") as data, dest.open("xb") as copy:  # "x": never over a file
                 shutil.copyfileobj(data, copy)
             shutil.copystat(src, dest)

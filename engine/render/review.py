@@ -399,7 +399,7 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
                     "name": png.stem,
                     "file": png.name,
                     "platform": "",
-                    "alt_text": alt_file.read_text(encoding="utf-8").strip() if alt_file.is_file() else "",
+                    "alt_text": _alt_text(alt_file, ""),
                     "width": None,
                     "height": None,
                 }
@@ -408,12 +408,20 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
     for chart in recorded:
         alt_path = day_dir / f"{Path(chart['file']).stem}.alt.txt"
         alt = audit.strip_accepted(  # as posted: an accepted number ({=74.1%}) plain
-            alt_path.read_text(encoding="utf-8").strip() if alt_path.is_file() else chart.get("alt_text", "")
+            _alt_text(alt_path, chart.get("alt_text", ""))
         )
         charts.append(
             {**chart, "alt_text": alt, "alt_length": len(alt), "exists": (day_dir / chart["file"]).is_file()}
         )
     return charts
+
+
+def _alt_text(path: Path, otherwise: str) -> str:
+    """A chart's alt text as the folder has it (the person may have edited it), read as a draft
+    is; ``otherwise`` where there is no such file."""
+    if not (path.exists() or path.is_symlink()):
+        return otherwise
+    return read_text_limited(path, MAX_DRAFT_BYTES, "alt text").strip()
 
 
 def carousel(results: dict[str, Any], day_dir: Path) -> dict[str, Any] | None:
