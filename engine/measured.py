@@ -55,7 +55,7 @@ from engine.limits import (
     read_json_limited,
 )
 from engine.outdir.atomic import write_json
-from engine.validation import Strict, validate
+from engine.validation import Strict, recorded_date, validate
 
 SCHEMA = 1
 
@@ -185,13 +185,18 @@ class Measurement(_Strict):
     step_time: StepTimings
     batching: Batching
 
-    @field_validator("date")
-    @classmethod
-    def _utc_iso(cls, value: str) -> str:
-        offset = datetime.fromisoformat(value).utcoffset()  # ValueError → a validation error
-        if offset is None or offset.total_seconds() != 0:
-            raise ValueError("must be ISO-8601 in UTC, e.g. 2026-01-31T12:00:00Z")
-        return value
+    _date = field_validator("date")(recorded_date)
+
+    @model_validator(mode="after")
+    def _weights_fit(self) -> Measurement:
+        # A card holds its weights: weights larger than the device's memory were not measured
+        # on it (a CPU run's device memory is the machine's, and holds them too).
+        if self.memory.weights_bytes > self.device.memory_bytes:
+            raise ValueError(
+                f"memory.weights_bytes ({self.memory.weights_bytes:,}) is more than the device's "
+                f"memory_bytes ({self.device.memory_bytes:,}): weights that do not fit were not measured"
+            )
+        return self
 
 
 def validate_measurement(doc: object, *, file: str | Path) -> dict:

@@ -42,6 +42,27 @@ MAX_LABEL_CHARS = 40
 Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^\n\r]*$")]
 
 
+def recorded_date(value: str) -> str:
+    """A measurement's date as it must be written: ISO-8601 in UTC, and not in the future. A
+    date ahead of this machine's clock by more than limits.CLOCK_SKEW_SECONDS (another machine's
+    clock off by hours) was typed, not recorded. A ValueError says which (a validation error)."""
+    from datetime import UTC, datetime, timedelta
+
+    from engine.limits import CLOCK_SKEW_SECONDS
+
+    when = datetime.fromisoformat(value)
+    offset = when.utcoffset()
+    if offset is None or offset.total_seconds() != 0:
+        raise ValueError("must be ISO-8601 in UTC, e.g. 2026-01-31T12:00:00Z")
+    latest = datetime.now(UTC) + timedelta(seconds=CLOCK_SKEW_SECONDS)
+    if when > latest:
+        raise ValueError(
+            f"is in the future (after {latest:%Y-%m-%d %H:%M} UTC, this machine's clock plus "
+            f"{CLOCK_SKEW_SECONDS // 3600} h): a measurement is dated when it was made"
+        )
+    return value
+
+
 class Strict(BaseModel):
     """Unknown keys are errors, and models are immutable once loaded."""
 

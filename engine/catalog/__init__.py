@@ -493,13 +493,41 @@ def load_gpu(name: str) -> GpuSpec:
         return GpuSpec(
             name=path.stem,
             display_name=str(entry["display_name"]),
-            memory_bytes=int(entry["memory_bytes"]),
-            hbm_bandwidth_bytes_per_s=float(entry["hbm_bandwidth_bytes_per_s"]),
-            bf16_dense_flops=float(entry["bf16_dense_flops"]),
+            memory_bytes=int(
+                _gpu_number(entry, "memory_bytes", path, least=MIN_GPU_MEMORY_BYTES, whole=True)
+            ),
+            hbm_bandwidth_bytes_per_s=_gpu_number(entry, "hbm_bandwidth_bytes_per_s", path),
+            bf16_dense_flops=_gpu_number(entry, "bf16_dense_flops", path),
             sources=_sources_of(entry),
-            marketed_memory_gb=float(entry.get("marketed_memory_gb") or 0),
+            marketed_memory_gb=_gpu_number(entry, "marketed_memory_gb", path, least=0, default=0),
             aliases=found[1],
-            interconnect_bytes_per_s=float(entry.get("interconnect_bytes_per_s") or 0),
+            interconnect_bytes_per_s=_gpu_number(entry, "interconnect_bytes_per_s", path, least=0, default=0),
         )
     except KeyError as exc:
         raise UserError("missing field", file=path, field=str(exc.args[0])) from None
+
+
+# A card holds at least its own kernels and one model's weights: no accelerator a model is served
+# on has under 1 GiB (the smallest in the catalog has 16); a smaller figure is a typo or a unit slip.
+MIN_GPU_MEMORY_BYTES = 2**30
+MAX_GPU_FIGURE = 1e18  # bytes, bytes per second, FLOPs: past an exa- is not one card
+
+
+def _gpu_number(
+    entry: Mapping[str, Any],
+    key: str,
+    path: Path,
+    *,
+    least: float = 1,
+    whole: bool = False,
+    default: float | None = None,
+) -> float:
+    """A GPU entry's figure: a finite number in [least, MAX_GPU_FIGURE], else one line."""
+    value = entry[key] if default is None else (entry.get(key) or default)
+    ok = isinstance(value, int) if whole else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or not least <= value <= MAX_GPU_FIGURE:
+        kind = "a whole number" if whole else "a number"
+        raise UserError(
+            f"must be {kind} from {least:,g} to {MAX_GPU_FIGURE:g}, got {value!r}", file=path, field=key
+        )
+    return float(value)

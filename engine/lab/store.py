@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from engine import units, validation
 from engine.errors import UserError
@@ -72,6 +71,11 @@ class Figure(Strict):
             raise ValueError("must be a finite number")
         return value
 
+    @model_validator(mode="after")
+    def _plausible(self) -> Figure:
+        units.check_plausible(self.value, self.unit)
+        return self
+
 
 class Given(Figure):
     """A value the person set (labkit.given): posted as set, never as measured."""
@@ -96,6 +100,17 @@ class Table(Strict):
                 raise ValueError("a cell is not a finite number")
         return rows
 
+    @model_validator(mode="after")
+    def _plausible_cells(self) -> Table:
+        for i, row in enumerate(self.rows):
+            for (name, unit_name), cell in zip(self.columns, row, strict=False):
+                if isinstance(cell, float) and unit_name in units.UNITS:
+                    try:
+                        units.check_plausible(cell, unit_name)
+                    except ValueError as err:
+                        raise ValueError(f"row {i + 1}, column {name}: {err}") from None
+        return self
+
 
 class Transcript(Strict):
     text: str = Field(max_length=MAX_TRANSCRIPT_CHARS)
@@ -118,14 +133,7 @@ class LabMeasurement(Strict):
     notes: list[str] = []
     transcript: Transcript
 
-    @field_validator("date")
-    @classmethod
-    def _utc(cls, value: str) -> str:
-        when = datetime.fromisoformat(value)
-        offset = when.utcoffset()
-        if offset is None or offset.total_seconds() != 0:
-            raise ValueError("must be ISO-8601 in UTC, e.g. 2026-01-31T12:00:00Z")
-        return value
+    _date = field_validator("date")(validation.recorded_date)
 
 
 def validate(doc: object, *, file: str | Path) -> dict:
