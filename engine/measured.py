@@ -187,17 +187,6 @@ class Measurement(_Strict):
 
     _date = field_validator("date")(recorded_date)
 
-    @model_validator(mode="after")
-    def _weights_fit(self) -> Measurement:
-        # A card holds its weights: weights larger than the device's memory were not measured
-        # on it (a CPU run's device memory is the machine's, and holds them too).
-        if self.memory.weights_bytes > self.device.memory_bytes:
-            raise ValueError(
-                f"memory.weights_bytes ({self.memory.weights_bytes:,}) is more than the device's "
-                f"memory_bytes ({self.device.memory_bytes:,}): weights that do not fit were not measured"
-            )
-        return self
-
 
 def validate_measurement(doc: object, *, file: str | Path) -> dict:
     """The document as a plain dict if it is a valid schema-1 measurement, else a UserError
@@ -219,6 +208,15 @@ def validate_measurement(doc: object, *, file: str | Path) -> dict:
             "memory budget: it was not measured on a GPU",
             file=file,
             field="device.kind",
+        )
+    # A card holds its weights: weights larger than the device's memory were not measured on
+    # it (a CPU run's device memory is the machine's, which holds them too).
+    if model.memory.weights_bytes > model.device.memory_bytes:
+        raise UserError(
+            f"{model.memory.weights_bytes:,} bytes of weights do not fit in the device's "
+            f"{model.device.memory_bytes:,} bytes (device.memory_bytes): they were not measured on it",
+            file=file,
+            field="memory.weights_bytes",
         )
     return model.model_dump(by_alias=True)
 
