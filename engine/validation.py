@@ -36,10 +36,27 @@ GiB = Annotated[float, Field(ge=0, le=2**20, allow_inf_nan=False)]
 # a column, a declared chart): a Python-style lower-case name, short enough to type.
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 # Words a post or a table shows: one line each, bounded (a description; a short label).
+# One line: none of the characters str.splitlines breaks at (a line feed in a series name or a
+# machine name would start a new post of an X thread).
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_ONE_LINE = r"^[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]*$"
 MAX_ONE_LINE_CHARS = 160
-OneLine = Annotated[str, Field(min_length=1, max_length=MAX_ONE_LINE_CHARS, pattern=r"^[^\n\r]*$")]
+OneLine = Annotated[str, Field(min_length=1, max_length=MAX_ONE_LINE_CHARS, pattern=_ONE_LINE)]
 MAX_LABEL_CHARS = 40
-Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^\n\r]*$")]
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=_ONE_LINE)]
+
+
+def one_line_flag(value: str, flag: str) -> str:
+    """A flag's text that reaches a post (``--machine``): one line of at most
+    MAX_ONE_LINE_CHARS, checked before any work, or a UserError naming the flag."""
+    if not value.strip():
+        raise UserError("must not be empty", field=flag)
+    if len(value) > MAX_ONE_LINE_CHARS:
+        raise UserError(f"must be at most {MAX_ONE_LINE_CHARS} characters, got {len(value):,}", field=flag)
+    found = next((c for c in value if c in LINE_BREAKS), None)
+    if found is not None:
+        raise UserError(f"must be one line; it holds a line break (U+{ord(found):04X})", field=flag)
+    return value
 
 
 def recorded_date(value: str) -> str:
@@ -169,6 +186,9 @@ def _message(err: Mapping[str, Any], model: type[BaseModel], loc: list[str]) -> 
         return f"must be at most {ctx.get('max_length')} characters, the stated limit; got {len(got or ''):,}"
     if kind == "string_too_short":
         return f"must have at least {ctx.get('min_length')} character(s)"
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == _ONE_LINE:
+        found = next((c for c in str(got) if c in LINE_BREAKS), "\n")
+        return f"must be one line; {_shown(got)} holds a line break (U+{ord(found):04X})"
     if kind == "string_pattern_mismatch":
         return f"{_shown(got)} is not one word (letters, digits, underscores; CamelCase reads best)"
     if kind == "literal_error":

@@ -38,7 +38,7 @@ MAX_TRANSCRIPT_CHARS = 200_000
 
 
 class Machine(Strict):
-    name: str = Field(min_length=1, max_length=200)
+    name: validation.OneLine  # what the posts call the machine
     slug: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     cpu: str
     cores: int = Field(ge=0)
