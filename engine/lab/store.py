@@ -31,7 +31,7 @@ from engine.errors import UserError
 from engine.lab import output
 from engine.lab.spec import MAX_COLUMNS
 from engine.outdir.atomic import write_text
-from engine.validation import MAX_LABEL_CHARS, Strict
+from engine.validation import Strict
 
 SCHEMA = "lab/1"
 MAX_TRANSCRIPT_CHARS = 200_000
@@ -59,7 +59,7 @@ class Figure(Strict):
     value: float
     unit: units.UnitName
     about: str
-    label: str | None = Field(default=None, max_length=MAX_LABEL_CHARS)
+    label: validation.Label | None = None
     line: str | None = Field(
         default=None, max_length=output.MAX_LINE_CHARS
     )  # the printed line it was read from
