@@ -99,8 +99,22 @@ def write_day_page(day_dir: Path, *, root: Path | None = None) -> Path:
             file=day_dir / RESULTS,
             field=err.field,
         ) from None
+    if not isinstance(results, dict):
+        raise UserError(
+            "not a build's results (not a JSON object); rebuild the day to replace it", file=day_dir / RESULTS
+        )
     drafts = drafts_of(day_dir)
-    page = render_day_page(day_dir, results, drafts)
+    try:
+        page = render_day_page(day_dir, results, drafts)
+    except UserError:
+        raise
+    except (AttributeError, KeyError, TypeError, ValueError, jinja2.UndefinedError) as exc:
+        # The file on disk is not what a build writes (edited by hand, or by another version):
+        # the page cannot be made from it; the build that writes it again can.
+        raise UserError(
+            f"not a build's results ({type(exc).__name__}: {str(exc)[:80]}); rebuild the day to replace it",
+            file=day_dir / RESULTS,
+        ) from None
     return atomic.write_text(path, page, what="review page", root=root)
 
 
@@ -199,16 +213,19 @@ def index_context(out_root: Path) -> dict[str, Any]:
             results = {}
         if not isinstance(results, dict):
             results = {}
-        checks = results.get("checks") or {}
+        # Each part checked for its type: a hand-edited file shows what is readable of it.
+        checks = results.get("checks") if isinstance(results.get("checks"), dict) else {}
+        title = results.get("title")
+        charts, violations = results.get("charts"), checks.get("violations")
         days.append(
             {
                 "day": day,
                 "folder": folder.name,
-                "title": results.get("title", "(results.json unreadable)"),
+                "title": title if isinstance(title, str) else "(results.json unreadable)",
                 "page": f"{folder.name}/{PAGE}",
                 "drafts": [p.draft for p in platforms() if (folder / p.draft).is_file()],
-                "charts": len(results.get("charts") or []),
-                "violations": len(checks.get("violations") or []),
+                "charts": len(charts) if isinstance(charts, list) else 0,
+                "violations": len(violations) if isinstance(violations, list) else 0,
                 "sources": sources(results),
             }
         )
@@ -460,7 +477,7 @@ def sources(results: dict[str, Any]) -> list[dict[str, str]]:
     found = []
     for section in sections():
         result = results.get(section.key)
-        if result and result.get("source"):
+        if isinstance(result, dict) and result.get("source"):
             found.append(
                 {
                     "section": section.title,
