@@ -214,7 +214,8 @@ def index_context(out_root: Path) -> dict[str, Any]:
         if not isinstance(results, dict):
             results = {}
         # Each part checked for its type: a hand-edited file shows what is readable of it.
-        checks = results.get("checks") if isinstance(results.get("checks"), dict) else {}
+        found = results.get("checks")
+        checks: dict[str, Any] = found if isinstance(found, dict) else {}
         title = results.get("title")
         charts, violations = results.get("charts"), checks.get("violations")
         days.append(
