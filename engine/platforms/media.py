@@ -142,9 +142,8 @@ def gif_counts(path: Path, rules: GifRules | None = None) -> tuple[list[Count], 
             loop = image.info.get("loop")
     except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
         # Pillow's ways of saying a file is not a readable image: truncated, corrupt, or not one.
-        raise UserError(
-            f"not a readable image ({type(exc).__name__}: {str(exc)[:80]})".replace("\n", " "), file=path
-        ) from None
+        said = re.sub(r"\s*<_io\.BytesIO object at 0x[0-9a-f]+>|\s+", " ", str(exc)).strip()[:80]
+        raise UserError(f"not a readable image ({type(exc).__name__}: {said})", file=path) from None
     pixels = width * height * frames
     counts = [
         Count("GIF bytes", size, rules.max_bytes, size <= rules.max_bytes),
