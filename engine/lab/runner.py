@@ -90,6 +90,7 @@ def run_lab(
         env[processes.MARKER_ENV] = token
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(KIT_DIR)) if p)
         start = time.monotonic()
+        # The engine's own file in its own temporary folder, written by the lab and capped as it is.
         with open(Path(tmp) / "transcript.txt", "w+b") as log:
             proc = subprocess.Popen(
                 command,

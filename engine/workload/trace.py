@@ -51,10 +51,11 @@ def load_trace(path: str | Path) -> Workload:
     if fast is not None:
         return fast
     text = decode_utf8(data, path)
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        return _parse_trace(csv.reader(io.StringIO(text, newline="")), path)
+        return _parse_trace(reader, path)
     except csv.Error as exc:
-        raise UserError(f"malformed CSV: {exc}", file=path) from None
+        raise UserError(f"malformed CSV: {exc}", file=path, field=f"row {reader.line_num}") from None
 
 
 def _fast_trace(data: bytes, path: Path) -> Workload | None:
