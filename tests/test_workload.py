@@ -72,8 +72,16 @@ def test_optional_columns_and_blank_lines(tmp_path):
     "header, column, words",
     [
         ("output_tokens,promt_tokens", 2, "unknown column 'promt_tokens'; did you mean 'prompt_tokens'?"),
-        ("id,output_tokens", 1, "unknown column 'id'; the columns are output_tokens, prompt_tokens, arrival_time"),
-        ("output_tokens,", 2, "a column with no name; the columns are output_tokens, prompt_tokens, arrival_time"),
+        (
+            "id,output_tokens",
+            1,
+            "unknown column 'id'; the columns are output_tokens, prompt_tokens, arrival_time",
+        ),
+        (
+            "output_tokens,",
+            2,
+            "a column with no name; the columns are output_tokens, prompt_tokens, arrival_time",
+        ),
     ],
 )
 def test_an_unknown_column_is_refused_with_the_nearest_name(tmp_path, header, column, words):
