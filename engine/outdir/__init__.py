@@ -219,7 +219,7 @@ def _read_text(path: Path) -> str:
     """A person's edited draft (its size checked by the caller against MAX_MERGE_BYTES)."""
     data = read_bytes_limited(path, MAX_MERGE_BYTES, "draft")
     try:
-        return data.decode("utf-8")
+        return _universal(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise UserError(
             f"your edit is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}), "
@@ -234,7 +234,12 @@ def _read_before(path: Path) -> str | None:
     a file over the merge limit (no diff shown: it is kept whole regardless)."""
     if path.stat().st_size > MAX_MERGE_BYTES:
         return None
-    return read_bytes_limited(path, MAX_MERGE_BYTES, "draft").decode("utf-8", errors="replace")
+    return _universal(read_bytes_limited(path, MAX_MERGE_BYTES, "draft").decode("utf-8", errors="replace"))
+
+
+def _universal(text: str) -> str:
+    """Line ends as Python's text mode reads them: an edit saved with CRLF merges line by line."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _carry(src: Path, dest: Path) -> None:

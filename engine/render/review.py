@@ -439,7 +439,8 @@ def _alt_text(path: Path, otherwise: str) -> str:
     is; ``otherwise`` where there is no such file."""
     if not (path.exists() or path.is_symlink()):
         return otherwise
-    return read_text_limited(path, MAX_DRAFT_BYTES, "alt text").strip()
+    text = read_text_limited(path, MAX_DRAFT_BYTES, "alt text")
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()  # line ends as text mode reads them
 
 
 def carousel(results: dict[str, Any], day_dir: Path) -> dict[str, Any] | None:
