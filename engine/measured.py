@@ -92,6 +92,16 @@ class ModelShapeSettings(_Strict):
     intermediate_size: int = Field(gt=0)
     vocab_size: int = Field(gt=0)
 
+    @model_validator(mode="after")
+    def _heads_divide(self) -> ModelShapeSettings:
+        # Grouped-query attention shares each KV head among a whole number of query heads.
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads}): "
+                "no model has that shape"
+            )
+        return self
+
 
 class Settings(BaseModel):
     model_config = ConfigDict(extra="allow")  # a newer bench may record more settings

@@ -908,6 +908,10 @@ _PDF_BAD_BOX = b"%PDF-1.4\n1 0 obj << /Type /Page /MediaBox [0 0 1.2.3 1350] >> 
         (lambda t: _results(t, '{"day": 37, "inputs": {"x": NaN}}'), "NaN is not a JSON number"),
         (lambda t: _results(t, '{"day": 37, "charts": 5, "inputs": {}}'), "not a build's results"),
         (lambda t: _trace(t, "output_tokens,promt_tokens\n40,100\n"), "did you mean 'prompt_tokens'?"),
+        (
+            lambda t: ["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--gpu-memory-gib", "0.000001"],
+            "llama-3-8b leaves no memory for the KV cache on this GPU",
+        ),
         (lambda t: _media(t, "anim.gif", b"GIF89a" + b"\x00" * 20), "not a readable image"),
         (lambda t: _media(t, "carousel.pdf", _PDF_BAD_BOX), "MediaBox of page 1 is not four numbers"),
     ],
@@ -921,6 +925,7 @@ _PDF_BAD_BOX = b"%PDF-1.4\n1 0 obj << /Type /Page /MediaBox [0 0 1.2.3 1350] >> 
         "results-nan",
         "results-wrong-types",
         "csv-misspelt-column",
+        "kv-weights-bigger-than-the-card",
         "check-corrupt-gif",
         "check-pdf-bad-mediabox",
     ],
@@ -1030,8 +1035,13 @@ def test_the_lab_folder_hash_refuses_a_huge_file_unread(tmp_path):
             "memory.weights_bytes",
             "do not fit in the device's 1 bytes",
         ),
+        (
+            lambda d: d["settings"]["model"].update(num_heads=32, num_kv_heads=5),
+            "settings.model",
+            "num_kv_heads (5) must divide num_heads (32)",
+        ),
     ],
-    ids=["date-2999", "weights-bigger-than-the-card"],
+    ids=["date-2999", "weights-bigger-than-the-card", "heads-do-not-divide"],
 )
 def test_a_measurement_that_could_not_have_happened_is_one_line(tmp_path, edit, field, words):
     from engine.measured import load_measurement
