@@ -1069,7 +1069,7 @@ def test_a_date_within_the_clock_skew_is_accepted():
         recorded_date(later)
 
 
-def test_a_negative_duration_size_or_rate_is_refused_but_a_negative_change_is_not():
+def test_a_negative_duration_size_or_rate_is_refused_but_a_negative_change_is_not(tmp_path):
     from engine.lab import store
     from engine.validation import validate
 
@@ -1080,6 +1080,10 @@ def test_a_negative_duration_size_or_rate_is_refused_but_a_negative_change_is_no
         with pytest.raises(UserError):
             validate(store.Figure, {"value": -1, "unit": unit, "about": "x"}, file="lab.json")
     assert validate(store.Figure, {"value": -5, "unit": "%", "about": "change"}, file="lab.json").value == -5
+    set_value = spec_error(
+        spec_with(tmp_path, lambda d: d.setdefault("given", {}).update(wait={"value": -5, "unit": "ms"}))
+    )
+    assert (set_value.field, set_value.message) == ("given.wait", "a time cannot be negative, got -5 ms")
     table = {"columns": [["depth", "count"], ["p50", "us"]], "rows": [[1, 4.5], [2, -7.9]]}
     with pytest.raises(UserError, match="row 2, column p50: a time cannot be negative"):
         validate(store.Table, table, file="lab.json")
