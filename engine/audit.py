@@ -29,7 +29,6 @@ from __future__ import annotations
 import bisect
 import difflib
 import functools
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -513,11 +512,11 @@ def _load(path: Path) -> dict[str, Any]:
     """A JSON object the build wrote, within the results' limit; {} if missing or unreadable
     (a day with no record, or a hand-mangled one, is audited with what is there)."""
     from engine.errors import UserError
-    from engine.limits import MAX_RESULTS_BYTES, read_text_limited
+    from engine.limits import MAX_RESULTS_BYTES, read_json_limited
 
     try:
-        data = json.loads(read_text_limited(path, MAX_RESULTS_BYTES, "results"))
-    except (OSError, ValueError, RecursionError, UserError):
+        data = read_json_limited(path, MAX_RESULTS_BYTES, "results")
+    except UserError:
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -527,11 +526,14 @@ def _index_of(results_text: str) -> Index | None:
     """The index of one results.json text, kept: a build audits its folder for its warnings and
     again for its review page, and ``make review`` once per page. None for a text that is not a
     results object (a hand-mangled file, or one nested past any a build writes)."""
+    from engine.errors import UserError
+    from engine.limits import load_json
+
     try:
-        results = json.loads(results_text)
-        return index(results) if isinstance(results, dict) else None
-    except (ValueError, RecursionError):
+        results = load_json(results_text, "results.json", "results")
+    except UserError:
         return None
+    return index(results) if isinstance(results, dict) else None
 
 
 def read_record(folder: Path) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from engine import numbers, units
 from engine.errors import UserError
@@ -31,6 +31,11 @@ class GivenValue(Strict):
     unit: units.UnitName
     about: OneLine | None = None
     label: Label | None = None
+
+    @model_validator(mode="after")
+    def _plausible(self) -> GivenValue:
+        units.check_plausible(self.value, self.unit)  # a set duration, size or rate is not negative
+        return self
 
 
 GivenBlock = Annotated[dict[GivenName, GivenValue], Field(max_length=MAX_GIVEN)]

@@ -8,15 +8,22 @@ any work starts. Each limit is far above any real use and is listed in the READM
 Why one reader: every file the engine reads goes through ``read_bytes_limited``, which opens
 without blocking (a FIFO would wait forever for a writer), refuses anything that is not a
 regular file (FIFOs, devices such as /dev/zero, folders), and never reads more than the limit
-plus one byte, so a file that grows while it is read cannot get past the check.
+plus one byte, so a file that grows while it is read cannot get past the check. A file is hashed
+by ``sha256_limited`` with the same checks, a chunk at a time. JSON is parsed by ``load_json``,
+with limits on integers, numbers and nesting that Python's parser does not have.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
+import math
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from engine.errors import UserError
 
@@ -31,7 +38,23 @@ MAX_CONFIG_BYTES = 4 * MIB  # a Hugging Face config.json (or a catalog YAML): a 
 MAX_TEMPLATE_BYTES = 256 * KIB  # a Jinja template of a post
 MAX_DRAFT_BYTES = 256 * KIB  # a kept draft (X thread, LinkedIn post): posts are ≤ 3,000 chars
 MAX_RESULTS_BYTES = 64 * MIB  # another day's results.json, read for links back and the index
+# A day folder's own records (.manifest.json, .base.json, .changes.json, .audit.json): the base
+# holds the text of each render, results.json among them, so it may be the results' size and more.
+MAX_RECORD_BYTES = 2 * MAX_RESULTS_BYTES
+# A file in out/dayNN hashed to tell the person's edits from the engine's: a person may put a
+# video beside the drafts (LinkedIn takes up to 5 GB); it is hashed a chunk at a time.
+MAX_DAY_FILE_BYTES = 8 * 1024 * MIB
 MAX_YAML_DEPTH = 64  # nesting of mappings and lists in a spec or catalog YAML
+MAX_JSON_DEPTH = 64  # nesting of objects and arrays in any JSON file the engine reads
+# Digits of one integer in a JSON or YAML file: 10^14 parameters is 15 digits, a nanosecond
+# timestamp 19; Python itself stops converting at 4,300 digits with an error naming no file.
+MAX_INT_DIGITS = 64
+# Values a YAML file may stand for once its aliases are followed: a real spec holds a few
+# hundred; nine aliases of nine aliases of … (a "billion laughs", under 1 KiB) stand for 9^9.
+MAX_YAML_VALUES = 100_000
+# How far past this machine's clock a measurement's date may be: another machine's clock, or a
+# time zone ahead, is off by hours; a date further ahead was typed, not recorded.
+CLOCK_SKEW_SECONDS = 24 * 3600
 # A lab's output streams to a file on disk capped here: the first 15 MiB, a marker, and the last
 # 1 MiB (its closing summary, which a from_output pattern may read). The measurement keeps
 # 200,000 characters of it (engine/lab/store.py).
@@ -91,6 +114,26 @@ def read_bytes_limited(
     wrote, such as a lab's figures, which could point it at /dev/zero or a file elsewhere).
     """
     path = Path(path)
+    fd = _open_regular(path, limit, what, field=field, follow_symlinks=follow_symlinks)
+    try:
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(limit + 1 - total, 16 * MIB))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:  # it grew while being read, or stat could not tell its size
+            raise UserError(f"over the limit of {size_text(limit)} for a {what} file", file=path, field=field)
+        return b"".join(chunks)
+    except OSError as err:
+        raise UserError(f"cannot read: {err.strerror or err}", file=path, field=field) from None
+    finally:
+        os.close(fd)
+
+
+def _open_regular(path: Path, limit: int, what: str, *, field: str | None, follow_symlinks: bool) -> int:
+    """A descriptor open on ``path``, checked to be a regular file of at most ``limit`` bytes."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow_symlinks:
         flags |= getattr(os, "O_NOFOLLOW", 0)
@@ -120,20 +163,10 @@ def read_bytes_limited(
             )
         if info.st_size > limit:
             raise UserError(_too_big(info.st_size, limit, what), file=path, field=field)
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, min(limit + 1 - total, 16 * MIB))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:  # it grew while being read, or stat could not tell its size
-            raise UserError(f"over the limit of {size_text(limit)} for a {what} file", file=path, field=field)
-        return b"".join(chunks)
-    except OSError as err:
-        raise UserError(f"cannot read: {err.strerror or err}", file=path, field=field) from None
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def read_text_limited(path: str | Path, limit: int, what: str, *, field: str | None = None) -> str:
@@ -166,3 +199,135 @@ def size_text(n: float) -> str:
 
 def _too_big(size: int, limit: int, what: str) -> str:
     return f"{size:,} bytes, over the limit of {size_text(limit)} for a {what} file"
+
+
+def open_limited(
+    path: str | Path, limit: int, what: str, *, field: str | None = None, follow_symlinks: bool = True
+) -> BinaryIO:
+    """A binary file object on a regular file of at most ``limit`` bytes, checked as
+    ``read_bytes_limited`` checks it, for a reader that goes through a large file a line at a
+    time (it bounds each line itself: ``readline(n)``)."""
+    fd = _open_regular(Path(path), limit, what, field=field, follow_symlinks=follow_symlinks)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def sha256_limited(path: str | Path, limit: int, what: str, *, field: str | None = None) -> str:
+    """The SHA-256 of a regular file of at most ``limit`` bytes, read in chunks: the size is
+    checked before the first byte is read, and no more than one chunk is held at a time."""
+    digest = hashlib.sha256()
+    for chunk in iter_bytes_limited(path, limit, what, field=field):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def iter_bytes_limited(
+    path: str | Path, limit: int, what: str, *, field: str | None = None, chunk: int = 1 * MIB
+) -> Iterator[bytes]:
+    """The bytes of a regular file of at most ``limit`` bytes, in chunks, with the checks of
+    ``read_bytes_limited`` (made before the first chunk is yielded)."""
+    path = Path(path)
+    fd = _open_regular(path, limit, what, field=field, follow_symlinks=True)
+    try:
+        total = 0
+        while total <= limit:
+            data = os.read(fd, min(limit + 1 - total, chunk))
+            if not data:
+                return
+            total += len(data)
+            if total > limit:
+                break
+            yield data
+        raise UserError(f"over the limit of {size_text(limit)} for a {what} file", file=path, field=field)
+    except OSError as err:
+        raise UserError(f"cannot read: {err.strerror or err}", file=path, field=field) from None
+    finally:
+        os.close(fd)
+
+
+# ---- JSON ----------------------------------------------------------------------------------------
+
+
+class _Refused:
+    """Where the text wrote a number the engine does not take: kept as a marker while parsing
+    (the parser's hooks cannot raise with a position), so the error names the field."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+def _parse_int(text: str) -> int | _Refused:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        return _Refused(f"a {digits:,}-digit integer, over the limit of {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+def _parse_float(text: str) -> float | _Refused:
+    value = float(text)
+    if not math.isfinite(value):
+        return _Refused(f"{text[:20]} is past the largest number a float holds")
+    return value
+
+
+def _parse_constant(name: str) -> _Refused:
+    return _Refused(f"{name} is not a JSON number")
+
+
+def load_json(data: str | bytes, path: str | Path, what: str, *, field: str | None = None) -> Any:
+    """The JSON value in ``data`` (read from ``path``), or one UserError naming the file and,
+    where it is inside the value, the field: malformed text (with its line and column), an
+    integer over MAX_INT_DIGITS digits, NaN, Infinity or a number past a float (1e400), or
+    nesting past MAX_JSON_DEPTH. ``what`` names the kind of file ("results", "manifest" …)."""
+    if isinstance(data, bytes):
+        data = decode_utf8(data, path, field=field)
+    try:
+        value = json.loads(
+            data, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
+        )
+    except json.JSONDecodeError as err:
+        raise UserError(
+            f"not valid JSON (line {err.lineno}, column {err.colno}): {err.msg}; a corrupt {what} file",
+            file=path,
+            field=field,
+        ) from None
+    except RecursionError:
+        raise UserError(
+            f"not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep", file=path, field=field
+        ) from None
+    problem = _json_problem(value)
+    if problem is not None:
+        where, why = problem
+        inner = ".".join(where)
+        shown = ".".join(p for p in (field, inner) if p) or None
+        raise UserError(why, file=path, field=shown)
+    return value
+
+
+def read_json_limited(path: str | Path, limit: int, what: str, *, field: str | None = None) -> Any:
+    """The JSON value in a regular file of at most ``limit`` bytes (``load_json``'s limits)."""
+    return load_json(read_bytes_limited(path, limit, what, field=field), path, what, field=field)
+
+
+def _json_problem(value: Any) -> tuple[list[str], str] | None:
+    """The first refused number, or the first place nested past the limit, with its path.
+    Each entry links to its parent's, so the path is spelt only when there is something to say."""
+    stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
+    while stack:
+        node, depth, at = stack.pop()
+        if isinstance(node, _Refused):
+            return _spelt(at), node.why
+        if isinstance(node, (dict, list)) and node:
+            if depth >= MAX_JSON_DEPTH:
+                return _spelt(at)[:1], f"nested more than {MAX_JSON_DEPTH} levels deep"  # where it starts
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            stack.extend((child, depth + 1, (key, at)) for key, child in items)
+    return None
+
+
+def _spelt(at: Any) -> list[str]:
+    parts: list[str] = []
+    while at is not None:
+        key, at = at
+        parts.append(str(key))
+    return parts[::-1]

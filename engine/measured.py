@@ -39,7 +39,6 @@ contexts of achieved / peak bandwidth at batch = slots.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -53,10 +52,10 @@ from engine.limits import (
     MAX_MEASUREMENT_BYTES,
     MAX_REQUESTS,
     MAX_SLOTS,
-    read_text_limited,
+    read_json_limited,
 )
 from engine.outdir.atomic import write_json
-from engine.validation import Strict, validate
+from engine.validation import Strict, recorded_date, validate
 
 SCHEMA = 1
 
@@ -92,6 +91,16 @@ class ModelShapeSettings(_Strict):
     head_dim: int = Field(gt=0)
     intermediate_size: int = Field(gt=0)
     vocab_size: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> ModelShapeSettings:
+        # Grouped-query attention shares each KV head among a whole number of query heads.
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads}): "
+                "no model has that shape"
+            )
+        return self
 
 
 class Settings(BaseModel):
@@ -186,13 +195,7 @@ class Measurement(_Strict):
     step_time: StepTimings
     batching: Batching
 
-    @field_validator("date")
-    @classmethod
-    def _utc_iso(cls, value: str) -> str:
-        offset = datetime.fromisoformat(value).utcoffset()  # ValueError → a validation error
-        if offset is None or offset.total_seconds() != 0:
-            raise ValueError("must be ISO-8601 in UTC, e.g. 2026-01-31T12:00:00Z")
-        return value
+    _date = field_validator("date")(recorded_date)
 
 
 def validate_measurement(doc: object, *, file: str | Path) -> dict:
@@ -216,6 +219,15 @@ def validate_measurement(doc: object, *, file: str | Path) -> dict:
             file=file,
             field="device.kind",
         )
+    # A card holds its weights: weights larger than the device's memory were not measured on
+    # it (a CPU run's device memory is the machine's, which holds them too).
+    if model.memory.weights_bytes > model.device.memory_bytes:
+        raise UserError(
+            f"{model.memory.weights_bytes:,} bytes of weights do not fit in the device's "
+            f"{model.device.memory_bytes:,} bytes (device.memory_bytes): they were not measured on it",
+            file=file,
+            field="memory.weights_bytes",
+        )
     return model.model_dump(by_alias=True)
 
 
@@ -223,48 +235,10 @@ def read_document(path: Path | str) -> dict:
     """The JSON object in a measurement file; a missing, unreadable or corrupt file is a
     UserError naming it. Shared by every reader of these files (the build, the simulator)."""
     path = Path(path)
-    text = read_text_limited(path, MAX_MEASUREMENT_BYTES, "measurement")
-    try:
-        doc = json.loads(text, parse_constant=_no_constant)
-    except RecursionError:
-        raise UserError("not valid JSON: nested too deep; a corrupt measurement file", file=path) from None
-    except json.JSONDecodeError as err:
-        raise UserError(
-            f"not valid JSON (line {err.lineno}, column {err.colno}): "
-            "a corrupt measurement file; re-run the bench",
-            file=path,
-        ) from None
-    found = _find_constant(doc)
-    if found:
-        raise UserError(
-            f"{found[1]} is not a JSON number (a measured figure is finite)", file=path, field=found[0]
-        )
+    doc = read_json_limited(path, MAX_MEASUREMENT_BYTES, "measurement")
     if not isinstance(doc, dict):
         raise UserError("a measurement file holds one JSON object", file=path)
     return doc
-
-
-class _NotANumber:
-    """Where the file wrote NaN or Infinity: JSON has neither, and Python's reader accepts both
-    unless told not to. Kept as a marker so the error can name the field."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-def _no_constant(name: str) -> _NotANumber:
-    return _NotANumber(name)
-
-
-def _find_constant(node: object, where: str = "") -> tuple[str, str] | None:
-    if isinstance(node, _NotANumber):
-        return where or "-", node.name
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, value in items:
-        found = _find_constant(value, f"{where}.{key}" if where else str(key))
-        if found:
-            return found
-    return None
 
 
 def load_measurement(path: Path | str, *, day: int) -> dict:

@@ -18,6 +18,7 @@ from typing import Any
 from engine import audit, given, outdir, quotable
 from engine import inputs as inputs_of
 from engine.errors import UserError
+from engine.limits import MAX_DRAFT_BYTES, read_text_limited
 from engine.outdir import atomic
 from engine.platforms.rules import ChecksFailed
 from engine.render import formats, posts
@@ -187,7 +188,10 @@ def build(
         atomic.write_text(staging.path / "index.html", page, what="review page", root=out_root, durable=False)
         renders = {
             **drafts,
-            **{p.name: p.read_text(encoding="utf-8") for p in staging.path.glob("*.alt.txt")},
+            **{
+                p.name: read_text_limited(p, MAX_DRAFT_BYTES, "alt text")
+                for p in staging.path.glob("*.alt.txt")
+            },
         }
         committed = outdir.commit(staging, force=force)
     except OSError as exc:

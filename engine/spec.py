@@ -32,7 +32,7 @@ from engine.errors import UserError
 from engine.given import GivenBlock, GivenName
 from engine.kvcache import KvDtype
 from engine.render.slides import CarouselSpec
-from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
+from engine.validation import GiB, Label, OneLine, PositiveFloat, PositiveInt, Strict, validate
 from engine.workload import WorkloadSpec
 
 __all__ = ["DaySpec", "GiB", "PositiveFloat", "PositiveInt", "day_spec_model", "load_spec"]
@@ -56,7 +56,7 @@ Unset: Any = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class Series(Strict):
-    name: str
+    name: OneLine  # on every post ("Day 37 of 60 days of …"): one line, or it splits a thread
     length: DayNumber
 
 
@@ -64,7 +64,7 @@ class LinkBack(Strict):
     """An earlier day this post refers to; its spec, when given, supplies a figure to cite."""
 
     day: DayNumber
-    claim: str
+    claim: OneLine
     spec: str | None = None  # path relative to this spec's folder, e.g. day04.yaml
 
 
@@ -74,7 +74,7 @@ class LinkBack(Strict):
 class InlineModel(Strict):
     """A model described by its shape alone, as the lab's '7B-class' model is."""
 
-    name: str
+    name: OneLine
     num_layers: Layers
     num_kv_heads: ModelDim
     head_dim: ModelDim
@@ -123,7 +123,7 @@ class ModelRef(Strict):
 
 
 class InlineGpu(Strict):
-    name: str
+    name: OneLine
     memory_gib: Annotated[GiB, Field(gt=0)]
 
 
@@ -203,7 +203,7 @@ class KvView(Strict):
     default prefill budget; ``weight_dtype`` (default: the checkpoint's) sizes the weights.
     """
 
-    label: str | None = None
+    label: Label | None = None
     model: ModelRef
     gpu: GpuRef
     budget: BudgetSpec
@@ -423,7 +423,7 @@ class DaySpec(Strict):
     day: DayNumber
     series: Series
     title: Title
-    repository: str
+    repository: OneLine
     hashtags: Annotated[list[Hashtag], Field(min_length=3, max_length=5)]
     links_back: list[LinkBack] = []
     # Registered chart names, and charts declared here (engine.charts.declared).

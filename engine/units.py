@@ -61,6 +61,18 @@ _UNITS = [
 UNITS: dict[str, Unit] = {u.name: u for u in _UNITS}
 
 
+# What cannot be below zero when it is measured: a duration, a size, a rate. A ratio, a count
+# or a percentage may be a change, which can be negative.
+NON_NEGATIVE = frozenset({"time", "bytes", "rate", "count_rate"})
+
+
+def check_plausible(value: float, unit_name: str) -> None:
+    """A ValueError for a value its unit makes impossible: a negative duration, size or rate."""
+    found = UNITS.get(unit_name)
+    if found is not None and found.dimension in NON_NEGATIVE and value < 0:
+        raise ValueError(f"a {found.dimension} cannot be negative, got {value:g} {unit_name}")
+
+
 def _known(name: str) -> str:
     unit(name)  # a ValueError naming the known units
     return name

@@ -15,6 +15,7 @@ its spec key, and an error names the flag (``--block-size: must be at most 1024,
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,10 +37,55 @@ GiB = Annotated[float, Field(ge=0, le=2**20, allow_inf_nan=False)]
 # a column, a declared chart): a Python-style lower-case name, short enough to type.
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 # Words a post or a table shows: one line each, bounded (a description; a short label).
+# One line: none of the characters str.splitlines breaks at (a line feed in a series name or a
+# machine name would start a new post of an X thread), and no other control character (a
+# terminal escape would reach the alt text and draw as a missing glyph on a chart).
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
 MAX_ONE_LINE_CHARS = 160
-OneLine = Annotated[str, Field(min_length=1, max_length=MAX_ONE_LINE_CHARS, pattern=r"^[^\n\r]*$")]
+OneLine = Annotated[str, Field(min_length=1, max_length=MAX_ONE_LINE_CHARS, pattern=_ONE_LINE)]
 MAX_LABEL_CHARS = 40
-Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^\n\r]*$")]
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=_ONE_LINE)]
+
+
+def one_line_flag(value: str, flag: str) -> str:
+    """A flag's text that reaches a post (``--machine``): one line of at most
+    MAX_ONE_LINE_CHARS, checked before any work, or a UserError naming the flag."""
+    if not value.strip():
+        raise UserError("must not be empty", field=flag)
+    if len(value) > MAX_ONE_LINE_CHARS:
+        raise UserError(f"must be at most {MAX_ONE_LINE_CHARS} characters, got {len(value):,}", field=flag)
+    if re.fullmatch(_ONE_LINE, value) is None:
+        raise UserError(f"must be one line of text; it holds {_control(value)}", field=flag)
+    return value
+
+
+def _control(text: str) -> str:
+    """The first character a one-line text may not hold, named."""
+    found = next((c for c in text if re.fullmatch(_ONE_LINE, c) is None), "\n")
+    kind = "a line break" if found in LINE_BREAKS else "a control character"
+    return f"{kind} (U+{ord(found):04X})"
+
+
+def recorded_date(value: str) -> str:
+    """A measurement's date as it must be written: ISO-8601 in UTC, and not in the future. A
+    date ahead of this machine's clock by more than limits.CLOCK_SKEW_SECONDS (another machine's
+    clock off by hours) was typed, not recorded. A ValueError says which (a validation error)."""
+    from datetime import UTC, datetime, timedelta
+
+    from engine.limits import CLOCK_SKEW_SECONDS
+
+    when = datetime.fromisoformat(value)
+    offset = when.utcoffset()
+    if offset is None or offset.total_seconds() != 0:
+        raise ValueError("must be ISO-8601 in UTC, e.g. 2026-01-31T12:00:00Z")
+    latest = datetime.now(UTC) + timedelta(seconds=CLOCK_SKEW_SECONDS)
+    if when > latest:
+        raise ValueError(
+            f"is in the future (after {latest:%Y-%m-%d %H:%M} UTC, this machine's clock plus "
+            f"{CLOCK_SKEW_SECONDS // 3600} h): a measurement is dated when it was made"
+        )
+    return value
 
 
 class Strict(BaseModel):
@@ -148,6 +194,8 @@ def _message(err: Mapping[str, Any], model: type[BaseModel], loc: list[str]) -> 
         return f"must be at most {ctx.get('max_length')} characters, the stated limit; got {len(got or ''):,}"
     if kind == "string_too_short":
         return f"must have at least {ctx.get('min_length')} character(s)"
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == _ONE_LINE:
+        return f"must be one line of text; {_shown(got)} holds {_control(str(got))}"
     if kind == "string_pattern_mismatch":
         return f"{_shown(got)} is not one word (letters, digits, underscores; CamelCase reads best)"
     if kind == "literal_error":

@@ -22,17 +22,36 @@ from typing import Any
 import yaml
 
 from engine.errors import UserError
-from engine.limits import MAX_YAML_DEPTH, read_text_limited
+from engine.limits import MAX_INT_DIGITS, MAX_YAML_DEPTH, MAX_YAML_VALUES, read_text_limited
 
 Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 class UniqueKeyLoader(Loader):  # type: ignore[valid-type,misc]
-    """The safe loader, refusing a key given twice or a key that is a list or mapping."""
+    """The safe loader, refusing a key given twice, a key that is a list or mapping, or an
+    integer of more than MAX_INT_DIGITS digits. Merge keys (``<<: *base``) work as YAML 1.1
+    says: the mapping's own keys win over merged ones, and only its own keys must be unique."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        digits = sum(c.isdigit() for c in str(node.value))
+        if digits > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"a {digits:,}-digit integer, over the limit of {MAX_INT_DIGITS} digits",
+                node.start_mark,
+            )
+        value: int = super().construct_yaml_int(node)
+        return value
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == MERGE_TAG:
+                continue  # SafeConstructor.flatten_mapping merges these below
             key = self.construct_object(key_node, deep=deep)
             try:
                 hash(key)
@@ -46,6 +65,9 @@ class UniqueKeyLoader(Loader):  # type: ignore[valid-type,misc]
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", UniqueKeyLoader.construct_yaml_int)
 
 
 LIBYAML_CEILING = "exceeded maximum nesting depth"  # libyaml's problem at its 1,000 levels
@@ -91,13 +113,56 @@ def _scan_depth(text: str, path: str | Path, limit: int, scanner: type[yaml.Safe
 def parse(text: str, path: str | Path) -> Any:
     """The document in ``text`` (read from ``path``), or a UserError naming where it breaks."""
     check_depth(text, path)
+    loader = UniqueKeyLoader(text)
     try:
-        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader's constructors)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_expansion(node, path)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise UserError(f"malformed YAML: {problem}", file=path, field=where) from None
+    finally:
+        loader.dispose()
+
+
+def check_expansion(root: yaml.Node, path: str | Path, limit: int = MAX_YAML_VALUES) -> None:
+    """Refuse a document that stands for more than ``limit`` values once its aliases are
+    followed. PyYAML shares an aliased node rather than copying it, so the document itself is
+    small; but anything that walks it (validation, an error message quoting a value, the review
+    page's copy of the spec) walks every copy. Each node's expanded size is counted once."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if not children_done and children:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        size = 1 + sum(sizes.get(id(child), 0) for child in children)
+        sizes[id(node)] = size
+        if size > limit:
+            mark = node.start_mark
+            raise UserError(
+                f"its aliases stand for more than {limit:,} values, the stated limit (an alias of "
+                "aliases repeated); write the values out or use fewer aliases",
+                file=path,
+                field=f"line {mark.line + 1}, column {mark.column + 1}",
+            )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
 
 
 def read(path: str | Path, limit: int, what: str) -> Any:

@@ -830,3 +830,315 @@ def test_soak_any_valid_number_builds_a_post_without_nan_or_inf(tmp_path_factory
     for draft in (folder / "out").glob("day*/*.md"):
         text = draft.read_text()
         assert not re.search(r"\b(nan|NaN|inf|Infinity)\b", text), (where, scale, text)
+
+
+# ---- part 3: every reader bounded, and plausible values --------------------------------------
+# Each case is one defect class: a file the engine reads, written as an attacker or a careless
+# person would, and the one line (exit status 2) it must get instead of a traceback, a hang or a
+# silent wrong number. All run in-process, each in a few milliseconds.
+
+BILLION_LAUGHS = "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9 if prev else ['lol'] * 9)}]\n"
+    for prev, name in zip([None, *"abcdefgh"], "abcdefghi")
+)
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def _spec_text(tmp_path: Path, text: str, name: str = "day05") -> list[str]:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return ["build", str(path), "--out", str(tmp_path / "out")]
+
+
+def _config(tmp_path: Path, text: str) -> list[str]:
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    return ["kv", "--model", str(path), "--gpu", "h100-80gb"]
+
+
+def _measured(tmp_path: Path, text: str) -> list[str]:
+    path = tmp_path / "gpu.json"
+    path.write_text(text)
+    return ["simulate", "--workload", str(LAB_TRACE), "--slots", "4", "--step-time", f"measured:{path}"]
+
+
+def _results(tmp_path: Path, text: str) -> list[str]:
+    (tmp_path / "out" / "day37").mkdir(parents=True)
+    (tmp_path / "out" / "day37" / "results.json").write_text(text)
+    return ["review", "--out", str(tmp_path / "out")]
+
+
+def _trace(tmp_path: Path, text: str) -> list[str]:
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    return ["simulate", "--workload", str(path), "--slots", "4"]
+
+
+def _media(tmp_path: Path, name: str, data: bytes) -> list[str]:
+    day = tmp_path / "out" / "day37"
+    day.mkdir(parents=True)
+    (day / "linkedin.md").write_text("Hook line.\n\n#A #B #C\n")
+    (day / name).write_bytes(data)
+    return ["check", str(day)]
+
+
+_PDF_BAD_BOX = b"%PDF-1.4\n1 0 obj << /Type /Page /MediaBox [0 0 1.2.3 1350] >> endobj\n%%EOF\n"
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda t: _spec_text(t, "day: " + "9" * 5000 + "\n"), "a 5,000-digit integer, over the limit of 64"),
+        (lambda t: _spec_text(t, BILLION_LAUGHS), "its aliases stand for more than 100,000 values"),
+        (
+            lambda t: _config(t, json.dumps(CONFIG)[:-1] + ', "vocab_size": ' + "7" * 5000 + "}"),
+            "5,000-digit",
+        ),
+        (lambda t: _config(t, '{"a": ' + "[" * 200 + "]" * 200 + "}"), "nested more than 64 levels deep"),
+        (
+            lambda t: _measured(t, '{"step_time": {"points": [{"seconds": 1e400}]}}'),
+            "past the largest number",
+        ),
+        (lambda t: _measured(t, '{"day": ' + "3" * 5000 + "}"), "5,000-digit integer"),
+        (lambda t: _results(t, '{"day": 37, "inputs": {"x": NaN}}'), "NaN is not a JSON number"),
+        (lambda t: _results(t, '{"day": 37, "charts": 5, "inputs": {}}'), "not a build's results"),
+        (lambda t: _trace(t, "output_tokens,promt_tokens\n40,100\n"), "did you mean 'prompt_tokens'?"),
+        (
+            lambda t: ["kv", "--model", "llama-3-8b", "--gpu", "h100-80gb", "--gpu-memory-gib", "0.000001"],
+            "llama-3-8b leaves no memory for the KV cache on this GPU",
+        ),
+        (lambda t: _media(t, "anim.gif", b"GIF89a" + b"\x00" * 20), "not a readable image"),
+        (lambda t: _media(t, "carousel.pdf", _PDF_BAD_BOX), "MediaBox of page 1 is not four numbers"),
+    ],
+    ids=[
+        "yaml-5000-digit-day",
+        "yaml-alias-bomb",
+        "config-5000-digit-int",
+        "config-deep-nesting",
+        "measurement-1e400",
+        "measurement-5000-digit-int",
+        "results-nan",
+        "results-wrong-types",
+        "csv-misspelt-column",
+        "kv-weights-bigger-than-the-card",
+        "check-corrupt-gif",
+        "check-pdf-bad-mediabox",
+    ],
+)
+def test_hostile_files_are_one_line_and_change_nothing(tmp_path, make, words):
+    import time
+
+    argv = make(tmp_path)
+    out = tmp_path / "out"
+    before = _tree(out) if out.exists() else {}
+    started = time.perf_counter()
+    code, _, err = run_cli(*argv)
+    assert code == 2, err
+    assert words in one_line(err)
+    assert time.perf_counter() - started < 2
+    assert (_tree(out) if out.exists() else {}) == before
+
+
+def test_yaml_merge_keys_work_and_own_keys_stay_unique():
+    from engine import yamlfile
+
+    text = "base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n"
+    assert yamlfile.parse(text, "m.yaml")["other"] == {"x": 1, "y": 3}  # its own key wins
+    with pytest.raises(UserError, match="key 'y' is given twice"):
+        yamlfile.parse("base: &b {x: 1}\nother:\n  <<: *b\n  y: 3\n  y: 4\n", "m.yaml")
+
+
+def test_json_limits_name_the_field():
+    cases = {
+        '{"a": [1, ' + "9" * 100 + "]}": "f.json: a.1: a 100-digit integer, over the limit of 64 digits",
+        '{"a": {"b": -Infinity}}': "f.json: a.b: -Infinity is not a JSON number",
+        '{"a": 1e400}': "f.json: a: 1e400 is past the largest number a float holds",
+        '{"a": ' + "[" * 65 + "]" * 65 + "}": "f.json: a: nested more than 64 levels deep",
+    }
+    for text, line in cases.items():
+        with pytest.raises(UserError) as caught:
+            limits.load_json(text, "f.json", "results")
+        assert caught.value.line() == line
+    assert limits.load_json('{"a": [1, 2.5, "' + "9" * 100 + '"]}', "f.json", "results")["a"][1] == 2.5
+
+
+def test_the_day_folders_records_are_read_within_limits(tmp_path):
+    """A deep .manifest.json stops the build with one line; a .base.json with 1e400 is no base
+    (the edit is kept whole); a sweep line nested past the limit is a point computed again."""
+    from engine import outdir
+    from engine.outdir.manifest import read_base
+    from engine.sweep.store import ResultStore
+
+    target = tmp_path / "day37"
+    staging = outdir.Staging.create(target)
+    (staging.path / "linkedin.md").write_text("v1\n")
+    outdir.commit(staging)
+    (target / outdir.MANIFEST).write_text('{"files": ' + "[" * 100 + "]" * 100 + "}")
+    staging = outdir.Staging.create(target)
+    (staging.path / "linkedin.md").write_text("v2\n")
+    with pytest.raises(UserError, match=r"unreadable \(nested more than 64 levels deep\)"):
+        outdir.commit(staging)
+    assert (target / "linkedin.md").read_text() == "v1\n"
+    (target / outdir.BASE).write_text('{"linkedin.md": 1e400}')
+    assert read_base(target) == {}
+    points = tmp_path / "points.jsonl"
+    good = json.dumps({"key": "k", "point": {}, "metrics": {"m": 1.0}})
+    points.write_text(
+        '{"key": "d", "metrics": ' + "[" * 100 + "\n" + '{"key": "n", "metrics": {"m": NaN}}\n' + good + "\n"
+    )
+    assert ResultStore(points).results == {"k": {"m": 1.0}}
+
+
+def test_a_figures_file_nested_past_the_limit_is_the_judges_error(tmp_path):
+    from engine.lab.runner import _read_figures
+
+    path = tmp_path / "figures.json"
+    path.write_text('{"labkit": 1, "figures": {"t": {"value": ' + "1" * 70 + ', "unit": "s"}}}')
+    assert _read_figures(path) == {
+        "error": "figures.t.value: a 70-digit integer, over the limit of 64 digits"
+    }
+
+
+def test_the_lab_folder_hash_refuses_a_huge_file_unread(tmp_path):
+    import time
+
+    from engine.lab import labfiles
+
+    (tmp_path / "lab.py").write_text("print(1)\n")
+    with (tmp_path / "data.bin").open("wb") as f:
+        f.truncate(7 * 2**30)  # sparse: 7 GiB on paper, nothing on disk; reading it would take minutes
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="holds over 64 MiB"):
+        labfiles.content_hash(tmp_path)
+    assert time.perf_counter() - started < 1
+    (tmp_path / "data.bin").unlink()
+    import hashlib
+
+    name, data = b"lab.py", b"print(1)\n"  # the digest, worked by hand: length-prefixed path and bytes
+    want = hashlib.sha256(
+        len(name).to_bytes(8, "big") + name + len(data).to_bytes(8, "big") + data
+    ).hexdigest()
+    assert labfiles.content_hash(tmp_path) == want
+
+
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        (lambda d: d.update(date="2999-01-01T00:00:00Z"), "date", "is in the future"),
+        (
+            lambda d: d["device"].update(memory_bytes=1),
+            "memory.weights_bytes",
+            "do not fit in the device's 1 bytes",
+        ),
+        (
+            lambda d: d["settings"]["model"].update(num_heads=32, num_kv_heads=5),
+            "settings.model",
+            "num_kv_heads (5) must divide num_heads (32)",
+        ),
+    ],
+    ids=["date-2999", "weights-bigger-than-the-card", "heads-do-not-divide"],
+)
+def test_a_measurement_that_could_not_have_happened_is_one_line(tmp_path, edit, field, words):
+    from engine.measured import load_measurement
+
+    path = _measurement(tmp_path, edit)
+    with pytest.raises(UserError) as caught:
+        load_measurement(path, day=37)
+    assert (caught.value.file, caught.value.field) == (str(path), field)
+    assert words in caught.value.message and "\n" not in caught.value.line()
+
+
+def test_a_date_within_the_clock_skew_is_accepted():
+    from datetime import UTC, datetime, timedelta
+
+    from engine.validation import recorded_date
+
+    soon = (datetime.now(UTC) + timedelta(seconds=limits.CLOCK_SKEW_SECONDS - 3600)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    assert recorded_date(soon) == soon
+    later = (datetime.now(UTC) + timedelta(seconds=limits.CLOCK_SKEW_SECONDS + 3600)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    with pytest.raises(ValueError, match="is in the future"):
+        recorded_date(later)
+
+
+def test_a_negative_duration_size_or_rate_is_refused_but_a_negative_change_is_not(tmp_path):
+    from engine.lab import store
+    from engine.validation import validate
+
+    with pytest.raises(UserError) as caught:
+        validate(store.Figure, {"value": -92, "unit": "ns", "about": "latency"}, file="lab.json")
+    assert caught.value.line() == "lab.json: a time cannot be negative, got -92 ns"
+    for unit in ("MiB", "GB/s", "ops/s"):
+        with pytest.raises(UserError):
+            validate(store.Figure, {"value": -1, "unit": unit, "about": "x"}, file="lab.json")
+    assert validate(store.Figure, {"value": -5, "unit": "%", "about": "change"}, file="lab.json").value == -5
+    set_value = spec_error(
+        spec_with(tmp_path, lambda d: d.setdefault("given", {}).update(wait={"value": -5, "unit": "ms"}))
+    )
+    assert (set_value.field, set_value.message) == ("given.wait", "a time cannot be negative, got -5 ms")
+    table = {"columns": [["depth", "count"], ["p50", "us"]], "rows": [[1, 4.5], [2, -7.9]]}
+    with pytest.raises(UserError, match="row 2, column p50: a time cannot be negative"):
+        validate(store.Table, table, file="lab.json")
+
+
+def test_a_gpu_of_one_byte_is_not_a_card(tmp_path, monkeypatch):
+    from engine import catalog
+
+    (tmp_path / "gpus").mkdir()
+    entry = {
+        "display_name": "Tiny",
+        "memory_bytes": 1,
+        "hbm_bandwidth_bytes_per_s": 1e12,
+        "bf16_dense_flops": 1e15,
+    }
+    (tmp_path / "gpus" / "tiny-test-card.yaml").write_text(dump_yaml(entry))
+    monkeypatch.setattr(catalog, "CATALOG_DIR", tmp_path)
+    catalog._gpu_entries.cache_clear()
+    try:
+        with pytest.raises(UserError) as caught:
+            catalog.load_gpu("tiny-test-card")
+    finally:
+        catalog._gpu_entries.cache_clear()
+        catalog.load_gpu.cache_clear()
+    assert caught.value.field == "memory_bytes" and "got 1" in caught.value.message
+
+
+def test_free_text_that_reaches_a_post_is_one_line(tmp_path):
+    err = spec_error(spec_with(tmp_path, lambda d: d["series"].update(name="60 days\n---\nSPAM")))
+    assert err.field == "series.name" and "holds a line break (U+000A)" in err.message
+    err = spec_error(spec_with(tmp_path, lambda d: d["series"].update(name="x" * 161)))
+    assert err.field == "series.name" and "at most 160 characters" in err.message
+    spec = spec_with(tmp_path, lambda d: None, "day01")
+    before = _tree(spec.parent)
+    code, _, err_text = run_cli("lab", str(spec), "--machine", "box\n---\nSPAM")
+    assert (
+        code == 2
+        and one_line(err_text) == "--machine: must be one line of text; it holds a line break (U+000A)"
+    )
+    assert _tree(spec.parent) == before  # the lab did not run, nothing was written
+
+
+def test_chart_text_is_drawn_as_written_and_alt_text_has_no_escapes():
+    """Mathtext would draw '$2 per hour vs $3 per hour' as '2perhourvs3' and fail on '$\\foo$';
+    with it off both are drawn as text, and an escape in a label leaves no byte in the alt text."""
+    from engine.charts import declared, literal_alt, style
+    from engine.validation import validate
+
+    title = "$2 per hour vs $3 per hour"
+    bar = {"name": "cost", "title": title, "figures": ["a", "b"]}
+    assert validate(declared.BarChart, bar, file="day.yaml").title == title
+    alt = "Bar chart: costs. \x1b[31mred\x1b[0m: 3. \x1b]0;title\x07blue\x08e: 4."
+    assert literal_alt(alt) == "Bar chart: costs. red: 3. blue: 4."
+    with style.theme():
+        fig = style.new_figure("x")
+        texts = [fig.text(0.1, 0.5, title), fig.text(0.1, 0.2, "$\\foo$")]
+        fig.canvas.draw()  # with mathtext on, '$\\foo$' stops the drawing: Unknown symbol
+    assert [t.get_parse_math() for t in texts] == [False, False]

@@ -110,7 +110,7 @@ def test_a_write_that_fails_half_way_leaves_the_old_file(tmp_path, monkeypatch):
         out.write('{"schema": 1, ')
         raise OSError("disk full")
 
-    monkeypatch.setattr(measured.json, "dump", dump_half)
+    monkeypatch.setattr(json, "dump", dump_half)
     with pytest.raises(UserError, match="cannot write the measurement: disk full"):  # one line
         write_measurement(valid_doc(), path)
     assert path.read_text() == before

@@ -361,3 +361,13 @@ def test_a_huge_edit_is_kept_not_merged(tmp_path, monkeypatch):
     assert (target / "linkedin.md").read_text() == "x" * 101
     assert (target / "linkedin.new.md").read_text() == "v2\n"
     assert "linkedin.md is over 100 bytes, too large to merge: kept as it is" in report.notes
+
+
+def test_an_edit_saved_with_crlf_line_ends_merges_line_by_line(tmp_path):
+    """A draft edited on Windows: its CRLF line ends are read as text mode reads them, so the
+    person's line and the build's new line each land where they belong."""
+    target = tmp_path / "day37"
+    outdir.commit(stage(target, {"linkedin.md": "line one\nline two\n"}))
+    (target / "linkedin.md").write_bytes(b"line one, edited\r\nline two\r\n")
+    outdir.commit(stage(target, {"linkedin.md": "line one\nline two, new\n"}))
+    assert (target / "linkedin.md").read_bytes() == b"line one, edited\nline two, new\n"

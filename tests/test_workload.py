@@ -57,15 +57,38 @@ def test_lab_trace_is_the_reference_draw():
     assert w.output_tokens.tolist()[:4] == [13, 40, 589, 14]  # arrival order kept
 
 
-def test_optional_columns_blank_lines_and_extra_columns(tmp_path):
-    path = write(
-        tmp_path, "id,output_tokens,prompt_tokens,arrival_time\na,5,100,0\n\nb,7,0,0.5\nc,13.0,3,0.5\n"
-    )
+def test_optional_columns_and_blank_lines(tmp_path):
+    """A column the reader does not know is refused (a misspelt one ignored would replay the
+    wrong lengths), so the extra `id` column this file once carried is gone."""
+    path = write(tmp_path, "output_tokens,prompt_tokens,arrival_time\n5,100,0\n\n7,0,0.5\n13.0,3,0.5\n")
     w = load_trace(path)
     assert w.output_tokens.tolist() == [5, 7, 13]
     assert w.prompt_tokens.tolist() == [100, 0, 3]
     assert w.arrival_time.tolist() == [0.0, 0.5, 0.5]
     assert w.source == f"trace {path}"
+
+
+@pytest.mark.parametrize(
+    "header, column, words",
+    [
+        ("output_tokens,promt_tokens", 2, "unknown column 'promt_tokens'; did you mean 'prompt_tokens'?"),
+        (
+            "id,output_tokens",
+            1,
+            "unknown column 'id'; the columns are output_tokens, prompt_tokens, arrival_time",
+        ),
+        (
+            "output_tokens,",
+            2,
+            "a column with no name; the columns are output_tokens, prompt_tokens, arrival_time",
+        ),
+    ],
+)
+def test_an_unknown_column_is_refused_with_the_nearest_name(tmp_path, header, column, words):
+    path = write(tmp_path, header + "\n5,100\n")
+    with pytest.raises(UserError) as caught:
+        load_trace(path)
+    assert (caught.value.message, caught.value.field) == (words, f"row 1, column {column}")
 
 
 def test_summary_is_plain_json():

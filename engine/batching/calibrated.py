@@ -276,11 +276,16 @@ def points_from_file(path: str | Path) -> list[Point]:
 
 
 def _points_from_csv(path: Path) -> list[Point]:
+    import io
+
+    from engine.limits import MAX_MEASUREMENT_BYTES, read_text_limited
+
+    text = read_text_limited(path, MAX_MEASUREMENT_BYTES, "profile")
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
-        with path.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", file=path) from None
+        rows = list(reader)
+    except csv.Error as exc:
+        raise UserError(f"not a readable CSV (line {reader.line_num}): {exc}", file=path) from None
     if not rows:
         raise UserError("no rows: need columns batch, context, prefill, seconds", file=path)
     if len(rows) > MAX_CSV_ROWS:

@@ -14,7 +14,6 @@ re-derive these (head_dim = hidden / heads, ignoring num_key_value_heads) get re
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -25,7 +24,7 @@ from engine import yamlfile
 from engine.catalog.params import count_params, moe_layout, ties_embeddings
 from engine.catalog.shapes import check_shapes
 from engine.errors import UserError
-from engine.limits import MAX_CONFIG_BYTES, read_text_limited
+from engine.limits import MAX_CONFIG_BYTES, read_json_limited
 
 CATALOG_DIR = Path(__file__).parent
 MODEL_DTYPES = ("bfloat16", "float16", "float32")
@@ -465,15 +464,7 @@ def load_model(name_or_path: str) -> ModelArch:
     if path.is_dir():
         path = path / "config.json"
     if path.exists():
-        text = read_text_limited(path, MAX_CONFIG_BYTES, "config.json")
-        try:
-            config = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UserError(
-                f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", file=path
-            ) from None
-        except RecursionError:
-            raise UserError("not valid JSON: nested too deep", file=path) from None
+        config = read_json_limited(path, MAX_CONFIG_BYTES, "config.json")
         if not isinstance(config, dict):
             raise UserError("a config.json must hold one JSON object", file=path)
         name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
@@ -502,13 +493,41 @@ def load_gpu(name: str) -> GpuSpec:
         return GpuSpec(
             name=path.stem,
             display_name=str(entry["display_name"]),
-            memory_bytes=int(entry["memory_bytes"]),
-            hbm_bandwidth_bytes_per_s=float(entry["hbm_bandwidth_bytes_per_s"]),
-            bf16_dense_flops=float(entry["bf16_dense_flops"]),
+            memory_bytes=int(
+                _gpu_number(entry, "memory_bytes", path, least=MIN_GPU_MEMORY_BYTES, whole=True)
+            ),
+            hbm_bandwidth_bytes_per_s=_gpu_number(entry, "hbm_bandwidth_bytes_per_s", path),
+            bf16_dense_flops=_gpu_number(entry, "bf16_dense_flops", path),
             sources=_sources_of(entry),
-            marketed_memory_gb=float(entry.get("marketed_memory_gb") or 0),
+            marketed_memory_gb=_gpu_number(entry, "marketed_memory_gb", path, least=0, default=0),
             aliases=found[1],
-            interconnect_bytes_per_s=float(entry.get("interconnect_bytes_per_s") or 0),
+            interconnect_bytes_per_s=_gpu_number(entry, "interconnect_bytes_per_s", path, least=0, default=0),
         )
     except KeyError as exc:
         raise UserError("missing field", file=path, field=str(exc.args[0])) from None
+
+
+# A card holds at least its own kernels and one model's weights: no accelerator a model is served
+# on has under 1 GiB (the smallest in the catalog has 16); a smaller figure is a typo or a unit slip.
+MIN_GPU_MEMORY_BYTES = 2**30
+MAX_GPU_FIGURE = 1e18  # bytes, bytes per second, FLOPs: past an exa- is not one card
+
+
+def _gpu_number(
+    entry: Mapping[str, Any],
+    key: str,
+    path: Path,
+    *,
+    least: float = 1,
+    whole: bool = False,
+    default: float | None = None,
+) -> float:
+    """A GPU entry's figure: a finite number in [least, MAX_GPU_FIGURE], else one line."""
+    value = entry[key] if default is None else (entry.get(key) or default)
+    ok = isinstance(value, int) if whole else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or not least <= value <= MAX_GPU_FIGURE:
+        kind = "a whole number" if whole else "a number"
+        raise UserError(
+            f"must be {kind} from {least:,g} to {MAX_GPU_FIGURE:g}, got {value!r}", file=path, field=key
+        )
+    return float(value)

@@ -95,7 +95,16 @@ def figure(name: str, size: str, results: dict[str, Any]) -> tuple[Any, str]:
     function = drawing_id(name, size, results)
     if function is not None:
         reads.noted(function, seen)
-    return fig, alt
+    return fig, literal_alt(alt)
+
+
+def literal_alt(alt: str) -> str:
+    """Alt text as a reader's screen reader gets it: the text a terminal would show of it, so an
+    escape sequence in a lab's label (a colour, a title change) or a control character is not
+    posted (engine.ansi drops every escape and control character)."""
+    from engine import ansi
+
+    return ansi.plain(alt) if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in alt) else alt
 
 
 def chart_key(kind: str, function: str | None, results: dict[str, Any], *more: Any) -> str | None:
@@ -132,6 +141,7 @@ def _animate(chart: Chart, results: dict[str, Any], out_dir: Path) -> ChartFile:
     cache does not have it); its alt text sits beside it like a chart's."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path, alt, size = cast(Any, chart.draw)(results, out_dir)
+    alt = literal_alt(alt)
     _check_alt(chart.name, alt)
     atomic.write_text(out_dir / f"{path.stem}.alt.txt", alt + "\n", what="alt text", durable=False)
     return ChartFile(chart.name, path, alt, size.width, size.height, size.platform)

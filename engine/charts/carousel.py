@@ -41,7 +41,7 @@ CHART_PX = 2 * (PAGE_W - 2 * MARGIN)  # chart images at twice the page's resolut
 
 # Type sizes in points on a 1080-point page: read on a phone at ~375 px wide, 30 pt ≈ 10 px.
 TYPE = {"kicker": 26, "day": 120, "title": 64, "headline": 50, "body": 34, "footer": 24}
-RC = {"pdf.fonttype": 42, "font.family": "DejaVu Sans", "text.color": INK}
+RC = {"pdf.fonttype": 42, "font.family": "DejaVu Sans", "text.color": INK, "text.parse_math": False}
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ from engine.validation import Name, Strict
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-ChartTitle = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[^\n\r\x00-\x1f$\\]*$")]
+# One line of text, drawn as written ("$" and "\\" too: the theme turns mathtext off).
+ChartTitle = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$")]
 MAX_BARS = 12
 MAX_SERIES = 6
 COLOURS = [OKABE_ITO[k] for k in ("blue", "vermillion", "green", "orange", "purple", "sky_blue")]

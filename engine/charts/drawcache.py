@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from engine import cachedir
+from engine.errors import UserError
+from engine.limits import load_json, read_bytes_limited
 from engine.outdir import atomic
 
 # The libraries whose output is the drawings' bytes, by distribution name (their versions are
@@ -71,7 +73,7 @@ def code_digest() -> str:
     from importlib import metadata
 
     digest = hashlib.sha256()
-    for path in _SOURCES:
+    for path in _SOURCES:  # the engine's own modules, not an input: read as they are
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     for name in LIBRARIES:
         digest.update(f"{name}=={metadata.version(name)}\0".encode())
@@ -114,18 +116,17 @@ def _path(digest: str) -> Path:
 def load(digest: str) -> Entry | None:
     """The entry under ``digest``, or None: absent, or damaged (then it is deleted)."""
     path = _path(digest)
-    try:
-        data = path.read_bytes()
-    except OSError:
+    if not (path.exists() or path.is_symlink()):
         return None
     try:
+        data = read_bytes_limited(path, MAX_BYTES, "drawing cache", follow_symlinks=False)
         line, payload = data.split(b"\n", 1)
-        header = json.loads(line)
+        header = load_json(line, path, "drawing cache")
         names, note, sha = header["parts"], header["note"], header["sha256"]
         sizes = [int(size) for _, size in names]
         if sum(sizes) != len(payload) or _digest(names, note, payload) != sha:
             raise ValueError("damaged")
-    except (ValueError, KeyError, TypeError):
+    except (UserError, ValueError, KeyError, TypeError):
         with contextlib.suppress(OSError):
             path.unlink()
         return None
@@ -198,7 +199,8 @@ def recall(digest: str | None, out_dir: Path) -> Any:
 def keep(digest: str | None, out_dir: Path, names: list[str], note: Any = None) -> None:
     """Store the bytes of out_dir/<name> for each name (relative paths) under ``digest``."""
     if digest is not None:
-        save(digest, Entry({name: (Path(out_dir) / name).read_bytes() for name in names}, note))
+        drawn = {name: read_bytes_limited(Path(out_dir) / name, MAX_BYTES, "drawing") for name in names}
+        save(digest, Entry(drawn, note))
 
 
 def clear() -> None:

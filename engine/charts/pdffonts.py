@@ -48,6 +48,7 @@ class KeptFont:
 
 @functools.cache
 def _file_digest(path: str) -> str:
+    # A font matplotlib found and drew with (the engine's packaged fonts), not an input.
     with open(path, "rb") as font:
         return hashlib.sha256(font.read()).hexdigest()
 

@@ -84,9 +84,14 @@ def affected(
 
 
 def _text(spec: Path) -> str:
+    """A spec's text, to see which templates it names; "" for one that cannot be read (its
+    build says why)."""
+    from engine.errors import UserError
+    from engine.limits import MAX_SPEC_BYTES, read_text_limited
+
     try:
-        return spec.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_text_limited(spec, MAX_SPEC_BYTES, "spec")
+    except UserError:
         return ""
 
 

@@ -51,6 +51,7 @@ def slugify(text: str) -> str:
 def _cpu_name() -> str:
     """The processor's marketing name where Linux tells it, else what platform knows."""
     try:
+        # The kernel's own file (its size reads as 0, no cap applies), not a person's input.
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.lower().startswith("model name"):
                 return " ".join(line.split(":", 1)[1].split())

@@ -136,7 +136,10 @@ def judge(run: LabRun, section: LabSection, spec_path: Path) -> Judged:
             raise fail(
                 f"'{name}' is not among the figures the lab reported ({', '.join(sorted(figures))})", "lab"
             )
-    notes = [str(n) for n in recorded.get("notes", [])][:50]
+    recorded_notes = recorded.get("notes", [])
+    if not isinstance(recorded_notes, list):
+        raise fail("the lab's 'notes' is not a list of lines", "lab")
+    notes = [str(n) for n in recorded_notes][:50]
     return Judged(figures, given, tables, notes)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 def cpu_model() -> str:
     """'AMD EPYC 7B13', 'Apple M2', … or the platform's processor string."""
     try:
+        # The kernel's own file (its size reads as 0, no cap applies), not a person's input.
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             key, _, value = line.partition(":")
             if key.strip() in {"model name", "Model", "Hardware"} and value.strip():

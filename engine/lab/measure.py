@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+from engine import validation
 from engine.errors import UserError
 from engine.lab import judge, labfiles, machine, runner, store, watch
 from engine.lab import section as lab_section
@@ -40,6 +41,8 @@ def measure(
     script = spec_path.parent / section.script
     if not script.is_file():
         raise UserError(f"no such file {script}", file=spec_path, field="lab.script")
+    if machine_name is not None:
+        validation.one_line_flag(machine_name, "--machine")  # before the lab runs, not after
     folder = labfiles.lab_dir(spec_path.parent, section.script)
     try:
         before = labfiles.content_hash(folder)
@@ -100,7 +103,7 @@ def _check_accepted(doc: dict, path: Path, section: LabSection, spec_path: Path,
     import json
 
     try:
-        back = store.accept(json.loads(store.dumps(doc)), file=path, day=day)
+        back = store.accept(json.loads(store.dumps(doc)), file=path, day=day)  # in memory, no file
         lab_section.from_document(section, spec_path, day, back, path)
     except UserError as err:
         raise UserError(

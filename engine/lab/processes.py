@@ -44,6 +44,7 @@ class Proc:
 
 def _stat(pid: int) -> Proc | None:
     try:
+        # The kernel's own files here and below, not a person's input; each a few hundred bytes.
         text = (PROC / str(pid) / "stat").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None

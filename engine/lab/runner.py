@@ -15,7 +15,6 @@ Contained, because a lab is code someone else may have written:
 from __future__ import annotations
 
 import codecs
-import json
 import os
 import secrets
 import selectors
@@ -31,7 +30,13 @@ from typing import Any, BinaryIO, TextIO
 from engine.errors import UserError
 from engine.lab import processes
 from engine.lab.store import MAX_TRANSCRIPT_CHARS
-from engine.limits import MAX_FIGURES_BYTES, MAX_TRANSCRIPT_BYTES, TRANSCRIPT_TAIL_BYTES, read_bytes_limited
+from engine.limits import (
+    MAX_FIGURES_BYTES,
+    MAX_TRANSCRIPT_BYTES,
+    TRANSCRIPT_TAIL_BYTES,
+    load_json,
+    read_bytes_limited,
+)
 
 KIT_DIR = Path(__file__).resolve().parent / "kit"
 FIGURES_ENV = "LABKIT_FIGURES"
@@ -85,6 +90,7 @@ def run_lab(
         env[processes.MARKER_ENV] = token
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(KIT_DIR)) if p)
         start = time.monotonic()
+        # The engine's own file in its own temporary folder, written by the lab and capped as it is.
         with open(Path(tmp) / "transcript.txt", "w+b") as log:
             proc = subprocess.Popen(
                 command,
@@ -254,11 +260,9 @@ def _read_figures(path: Path) -> Any:
         return None
     try:
         data = read_bytes_limited(path, MAX_FIGURES_BYTES, "figures", follow_symlinks=False)
-        return json.loads(data.decode("utf-8"))
+        return load_json(data, path, "figures")
     except UserError as err:
-        return {"error": err.message}
-    except ValueError as err:
-        return {"error": str(err)}
+        return {"error": f"{err.field}: {err.message}" if err.field else err.message}
 
 
 def clip_transcript(text: str, limit: int = MAX_TRANSCRIPT_CHARS) -> tuple[str, bool]:

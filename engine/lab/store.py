@@ -21,25 +21,24 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from engine import units, validation
 from engine.errors import UserError
 from engine.lab import output
 from engine.lab.spec import MAX_COLUMNS
 from engine.outdir.atomic import write_text
-from engine.validation import MAX_LABEL_CHARS, Strict
+from engine.validation import Strict
 
 SCHEMA = "lab/1"
 MAX_TRANSCRIPT_CHARS = 200_000
 
 
 class Machine(Strict):
-    name: str = Field(min_length=1, max_length=200)
+    name: validation.OneLine  # what the posts call the machine
     slug: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     cpu: str
     cores: int = Field(ge=0)
@@ -60,7 +59,7 @@ class Figure(Strict):
     value: float
     unit: units.UnitName
     about: str
-    label: str | None = Field(default=None, max_length=MAX_LABEL_CHARS)
+    label: validation.Label | None = None
     line: str | None = Field(
         default=None, max_length=output.MAX_LINE_CHARS
     )  # the printed line it was read from
@@ -71,6 +70,11 @@ class Figure(Strict):
         if not math.isfinite(value):
             raise ValueError("must be a finite number")
         return value
+
+    @model_validator(mode="after")
+    def _plausible(self) -> Figure:
+        units.check_plausible(self.value, self.unit)
+        return self
 
 
 class Given(Figure):
@@ -96,6 +100,17 @@ class Table(Strict):
                 raise ValueError("a cell is not a finite number")
         return rows
 
+    @model_validator(mode="after")
+    def _plausible_cells(self) -> Table:
+        for i, row in enumerate(self.rows):
+            for (name, unit_name), cell in zip(self.columns, row, strict=False):
+                if isinstance(cell, float) and unit_name in units.UNITS:
+                    try:
+                        units.check_plausible(cell, unit_name)
+                    except ValueError as err:
+                        raise ValueError(f"row {i + 1}, column {name}: {err}") from None
+        return self
+
 
 class Transcript(Strict):
     text: str = Field(max_length=MAX_TRANSCRIPT_CHARS)
@@ -118,14 +133,7 @@ class LabMeasurement(Strict):
     notes: list[str] = []
     transcript: Transcript
 
-    @field_validator("date")
-    @classmethod
-    def _utc(cls, value: str) -> str:
-        when = datetime.fromisoformat(value)
-        offset = when.utcoffset()
-        if offset is None or offset.total_seconds() != 0:
-            raise ValueError("must be ISO-8601 in UTC, e.g. 2026-01-31T12:00:00Z")
-        return value
+    _date = field_validator("date")(validation.recorded_date)
 
 
 def validate(doc: object, *, file: str | Path) -> dict:

@@ -28,6 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import UserError
+from engine.limits import (
+    MAX_RESULTS_BYTES,
+    load_json,
+    read_bytes_limited,
+    read_json_limited,
+    read_text_limited,
+)
 from engine.outdir import atomic, swap
 from engine.outdir import lock as day_lock
 from engine.outdir.manifest import (
@@ -209,8 +216,10 @@ def _write(path: Path, text: str) -> None:
 
 
 def _read_text(path: Path) -> str:
+    """A person's edited draft (its size checked by the caller against MAX_MERGE_BYTES)."""
+    data = read_bytes_limited(path, MAX_MERGE_BYTES, "draft")
     try:
-        return path.read_text(encoding="utf-8")
+        return _universal(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise UserError(
             f"your edit is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}), "
@@ -218,6 +227,19 @@ def _read_text(path: Path) -> str:
             "to replace it",
             file=path,
         ) from exc
+
+
+def _read_before(path: Path) -> str | None:
+    """A draft as the person had it, for the review page's word diff, in any bytes; none for
+    a file over the merge limit (no diff shown: it is kept whole regardless)."""
+    if path.stat().st_size > MAX_MERGE_BYTES:
+        return None
+    return _universal(read_bytes_limited(path, MAX_MERGE_BYTES, "draft").decode("utf-8", errors="replace"))
+
+
+def _universal(text: str) -> str:
+    """Line ends as Python's text mode reads them: an edit saved with CRLF merges line by line."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _carry(src: Path, dest: Path) -> None:
@@ -236,6 +258,7 @@ def _carry(src: Path, dest: Path) -> None:
         except FileExistsError:
             raise
         except OSError:
+            # A copy, a chunk at a time, of a regular file (links and folders are handled above).
             with src.open("rb") as data, dest.open("xb") as copy:  # "x": never over a file
                 shutil.copyfileobj(data, copy)
             shutil.copystat(src, dest)
@@ -273,8 +296,8 @@ def _walk(folder: Path) -> Iterator[Path]:
 def _same_json(a: Path, b: str) -> bool:
     """results.json only re-indented or re-ordered is not an edit."""
     try:
-        return bool(json.loads(a.read_text(encoding="utf-8")) == json.loads(b))
-    except (OSError, ValueError):
+        return bool(read_json_limited(a, MAX_RESULTS_BYTES, "results") == load_json(b, a, "results"))
+    except UserError:
         return False
 
 
@@ -303,7 +326,7 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
         _refuse_odd_kinds(target, rendered)
     previous = read_manifest(target) if exists else {}
     base = {
-        name: (stage / name).read_text(encoding="utf-8")
+        name: read_text_limited(stage / name, MAX_RESULTS_BYTES, "staged")  # the build's own files
         for name in rendered
         if name.endswith((*MERGEABLE, ".json"))
     }
@@ -326,7 +349,9 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
             continue
         current = sha256(old)
         if name.endswith(".md") and name in rendered:
-            plan.before[name] = old.read_text(encoding="utf-8", errors="replace")
+            before = _read_before(old)
+            if before is not None:
+                plan.before[name] = before
         ours = previous.get(name) == current or (
             _is_new_render(name) and previous.get(name.replace(".new.", ".", 1)) == current
         )
@@ -425,7 +450,7 @@ class _Plan:
         from engine.outdir import merge
 
         stage, target = self.stage, self.target
-        result = merge.three_way(base, theirs, (stage / name).read_text(encoding="utf-8"))
+        result = merge.three_way(base, theirs, read_text_limited(stage / name, MAX_RESULTS_BYTES, "staged"))
         if result.clean:
             _write(stage / name, result.text)
             self.consumed[name] = current

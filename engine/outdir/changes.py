@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from engine import numbers
+from engine.errors import UserError
+from engine.limits import MAX_RESULTS_BYTES, load_json, read_bytes_limited, read_json_limited
 from engine.outdir.manifest import CHANGES
 
 RESULTS = "results.json"
@@ -154,15 +156,20 @@ def word_diff(old: str, new: str) -> list[list[str]]:
 
 def _load_json(path: Path) -> dict[str, Any] | None:
     try:
-        return _parse(path.read_text(encoding="utf-8"))
-    except OSError:
+        data = read_json_limited(path, MAX_RESULTS_BYTES, "results")
+    except UserError:
         return None
+    return data if isinstance(data, dict) else None
 
 
 def _parse(text: str | None) -> dict[str, Any] | None:
+    """The previous build's results as the person last saw them; none if unreadable (the
+    review page then shows no figure changes, and the build goes on)."""
+    if text is None:
+        return None
     try:
-        data = json.loads(text) if text is not None else None
-    except ValueError:
+        data = load_json(text, RESULTS, "results")
+    except UserError:
         return None
     return data if isinstance(data, dict) else None
 
@@ -174,7 +181,7 @@ def compare(old_results: str | None, new_folder: Path, before: dict[str, str]) -
     for name in sorted(before):
         path = new_folder / name
         if path.is_file() and max(len(before[name]), path.stat().st_size) <= MAX_DIFF_CHARS:
-            now = path.read_text(encoding="utf-8", errors="replace")
+            now = read_bytes_limited(path, MAX_DIFF_CHARS, "draft").decode("utf-8", errors="replace")
             if now != before[name]:
                 drafts[name] = word_diff(before[name], now)
     old = _parse(old_results)

@@ -23,6 +23,7 @@ class DayLock:
     def acquire(self) -> DayLock:
         told = False
         while True:
+            # Not a read: the descriptor holds the lock (never read), so it is opened here.
             # O_NOFOLLOW: a link planted at the lock's name must not create or open a file elsewhere.
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             try:

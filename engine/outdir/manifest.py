@@ -9,11 +9,10 @@ the build's number (``build``, which tells the newer of two folders after a cras
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 from engine.errors import UserError
+from engine.limits import MAX_DAY_FILE_BYTES, MAX_RECORD_BYTES, read_json_limited, sha256_limited
 
 MANIFEST = ".manifest.json"
 BASE = ".base.json"  # the render of each text file the person last saw: the next merge's base
@@ -29,7 +28,8 @@ MERGEABLE = (".md", ".txt")  # text a person edits on purpose: merged, not set a
 
 
 def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """A file of the day folder, hashed a chunk at a time (a person's video is not read whole)."""
+    return sha256_limited(path, MAX_DAY_FILE_BYTES, "day folder")
 
 
 def read_manifest(folder: Path) -> dict[str, str]:
@@ -37,16 +37,18 @@ def read_manifest(folder: Path) -> dict[str, str]:
     path = folder / MANIFEST
     if not path.is_file():
         return {}
+    advice = (
+        "so the build cannot tell your edits from its own files; restore it, or delete it to "
+        "have every file there kept as yours"
+    )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        files = data["files"]
-        return {str(k): str(v) for k, v in files.items()}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UserError(
-            f"unreadable ({type(exc).__name__}), so the build cannot tell your edits from its own "
-            "files; restore it, or delete it to have every file there kept as yours",
-            file=path,
-        ) from exc
+        data = read_json_limited(path, MAX_RECORD_BYTES, "manifest")
+    except UserError as err:
+        raise UserError(f"unreadable ({err.message}), {advice}", file=path, field=err.field) from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise UserError(f"unreadable ('files' is not a table of hashes), {advice}", file=path)
+    return {str(k): v for k, v in files.items()}
 
 
 def read_manifest_quiet(folder: Path) -> dict[str, str]:
@@ -63,10 +65,10 @@ def consumed(folder: Path) -> dict[str, str]:
 
 def field(folder: Path, key: str) -> object:
     try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        return data.get(key) if isinstance(data, dict) else None
-    except (OSError, ValueError):
+        data = read_json_limited(folder / MANIFEST, MAX_RECORD_BYTES, "manifest")
+    except UserError:
         return None
+    return data.get(key) if isinstance(data, dict) else None
 
 
 def build_number(folder: Path) -> int | None:
@@ -78,8 +80,8 @@ def build_number(folder: Path) -> int | None:
 def read_base(folder: Path) -> dict[str, str]:
     """The renders the person last saw; none (no merge, their edit kept whole) if unreadable."""
     try:
-        data = json.loads((folder / BASE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json_limited(folder / BASE, MAX_RECORD_BYTES, "base")
+    except UserError:
         return {}
     if not isinstance(data, dict):
         return {}

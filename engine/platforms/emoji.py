@@ -40,7 +40,7 @@ def utf16_units(text: str) -> str:
 @lru_cache(maxsize=1)
 def twemoji() -> re.Pattern[str]:
     """The official library's emoji expression, over UTF-16 units."""
-    source = (
+    source = (  # the engine's packaged data, not an input
         importlib.resources.files("engine").joinpath("data", TWEMOJI_REGEX_FILE).read_text(encoding="ascii")
     )
     return re.compile(source.strip())

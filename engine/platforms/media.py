@@ -20,6 +20,8 @@ Each check returns Violations naming the file, as the draft checks do; the build
 
 from __future__ import annotations
 
+import io
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -49,6 +51,9 @@ class GifRules:
 LINKEDIN_DOCUMENT = DocumentRules()
 X_GIF = GifRules()
 GIF_TARGET_BYTES = 5 * MB  # what X's mobile apps take: the size the build aims under
+# A file is read (for its pages, or by Pillow) only up to this size, above both platforms'
+# limits: a larger one is over them anyway, and its size is the violation reported.
+MAX_MEDIA_BYTES = 128 * MB
 
 
 _MEDIABOX = re.compile(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]")
@@ -59,9 +64,25 @@ def page_sizes(path: Path) -> list[tuple[float, float]]:
 
     matplotlib writes one uncompressed MediaBox per page object, so a pattern finds them without
     a PDF library at build time (the tests read the same file with pypdf). A PDF that keeps its
-    page objects compressed yields no sizes: the check then says it cannot read them."""
-    found = _MEDIABOX.findall(Path(path).read_bytes())
-    return [(float(x1) - float(x0), float(y1) - float(y0)) for x0, y0, x1, y1 in found]
+    page objects compressed yields no sizes: the check then says it cannot read them. A file
+    over MAX_MEDIA_BYTES is not read (its size is its violation); a MediaBox that is not four
+    finite numbers is one line naming the file and the page."""
+    from engine.errors import UserError
+    from engine.limits import read_bytes_limited
+
+    if Path(path).stat().st_size > MAX_MEDIA_BYTES:
+        return []
+    sizes = []
+    for page, box in enumerate(_MEDIABOX.findall(read_bytes_limited(path, MAX_MEDIA_BYTES, "PDF")), 1):
+        try:
+            x0, y0, x1, y1 = (float(v) for v in box)
+        except ValueError:
+            x0 = y0 = x1 = y1 = math.nan
+        if not all(math.isfinite(v) for v in (x0, y0, x1, y1)):
+            shown = b" ".join(box).decode("ascii", errors="replace")[:80]
+            raise UserError(f"the MediaBox of page {page} is not four numbers: [{shown}]", file=path)
+        sizes.append((x1 - x0, y1 - y0))
+    return sizes
 
 
 def check_folder(folder: Path) -> tuple[dict[str, list[Count]], list[Violation]]:
@@ -105,12 +126,24 @@ def gif_counts(path: Path, rules: GifRules | None = None) -> tuple[list[Count], 
     rules = rules or X_GIF
     from PIL import Image
 
+    from engine.errors import UserError
+    from engine.limits import read_bytes_limited
+
     path = Path(path)
     size = path.stat().st_size
-    with Image.open(path) as image:
-        fmt, (width, height) = image.format, image.size
-        frames = getattr(image, "n_frames", 1)
-        loop = image.info.get("loop")
+    if size > MAX_MEDIA_BYTES:  # over X's limit whatever it holds: not read
+        count = Count("GIF bytes", size, rules.max_bytes, False)
+        return [count], [Violation(path.name, None, "animated GIF", f"{count}")]
+    data = read_bytes_limited(path, MAX_MEDIA_BYTES, "GIF")
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            fmt, (width, height) = image.format, image.size
+            frames = getattr(image, "n_frames", 1)
+            loop = image.info.get("loop")
+    except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
+        # Pillow's ways of saying a file is not a readable image: truncated, corrupt, or not one.
+        said = re.sub(r"\s*<_io\.BytesIO object at 0x[0-9a-f]+>|\s+", " ", str(exc)).strip()[:80]
+        raise UserError(f"not a readable image ({type(exc).__name__}: {said})", file=path) from None
     pixels = width * height * frames
     counts = [
         Count("GIF bytes", size, rules.max_bytes, size <= rules.max_bytes),

@@ -15,7 +15,6 @@ goes on to the next request.
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import traceback
@@ -64,12 +63,12 @@ def render_drafts(spec_path: Path, out: Path) -> dict[str, bytes]:
 def _last_images(day_dir: Path) -> dict[str, Any]:
     """The charts and carousel the day's last build recorded in its results.json; none when it
     has none or cannot be read (the page then lists the images it finds)."""
-    from engine.limits import MAX_RESULTS_BYTES, read_text_limited
+    from engine.limits import MAX_RESULTS_BYTES, read_json_limited
     from engine.render.review import RESULTS
 
     try:
-        last = json.loads(read_text_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results"))
-    except (OSError, ValueError, UserError):
+        last = read_json_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results")
+    except UserError:
         return {}
     if not isinstance(last, dict):
         return {}

@@ -24,7 +24,6 @@ import html
 import mimetypes
 import os
 import re
-import stat
 import sys
 import threading
 import urllib.parse
@@ -33,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from engine.errors import UserError
+from engine.limits import MAX_DAY_FILE_BYTES, MAX_PAGE_RENDER_CHARS, open_limited
 from engine.preview.state import State
 
 HOST = "127.0.0.1"  # never another interface: drafts and unpublished numbers stay on this machine
@@ -47,6 +48,8 @@ CONNECTION_TIMEOUT_S = 10.0
 # and the page's poll one more; two or three tabs fit. Each connection is a thread and a file
 # descriptor, so beyond this they wait in the listen queue instead of each starting a thread.
 MAX_CONNECTIONS = 24
+# A page or text file is read whole to be decorated: at most what a review page may render.
+MAX_SERVED_PAGE_BYTES = MAX_PAGE_RENDER_CHARS
 
 _LOOPBACK_HOST = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?", re.IGNORECASE)
 
@@ -176,21 +179,23 @@ def handler(
             if real != real_root and not real.startswith(real_root + os.sep):
                 self._send(HTTPStatus.FORBIDDEN, b"forbidden: outside out/\n", "text/plain", body)
                 return
-            try:
-                fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting
-            except FileNotFoundError:
-                self._missing(relative, body)
+            decorated = _kind(target.name)[1]  # a page or text: read whole, to decorate or label it
+            try:  # a regular file only, within its limit; a FIFO is refused without waiting
+                file = open_limited(
+                    real, MAX_SERVED_PAGE_BYTES if decorated else MAX_DAY_FILE_BYTES, "served"
+                )
+            except UserError as err:
+                if not os.path.lexists(real):
+                    self._missing(relative, body)
+                else:
+                    self._send(
+                        HTTPStatus.FORBIDDEN, f"forbidden: {err.message}\n".encode(), "text/plain", body
+                    )
                 return
-            except OSError:
-                self._send(HTTPStatus.FORBIDDEN, b"forbidden: not a readable file\n", "text/plain", body)
-                return
-            with os.fdopen(fd, "rb") as file:
+            with file:
                 info = os.fstat(file.fileno())
-                if not stat.S_ISREG(info.st_mode):
-                    self._send(HTTPStatus.FORBIDDEN, b"forbidden: not a regular file\n", "text/plain", body)
-                    return
-                if _kind(target.name)[1]:  # a page or text: read whole, to decorate or label it
-                    self._send_file(target.name, file.read(), body)
+                if decorated:
+                    self._send_file(target.name, file.read(info.st_size), body)
                     return
                 self._head(HTTPStatus.OK, _kind(target.name)[0], info.st_size)
                 left = info.st_size if body else 0

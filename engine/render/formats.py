@@ -69,14 +69,16 @@ def gif_counts(path: Path) -> tuple[list[Any], list[Any]]:
     is kept in the drawing cache under the file's digest and the code that reads it, and a build
     whose GIF came from the cache imports no Pillow to check it again."""
     import dataclasses
-    import hashlib
 
     from engine.charts import drawcache
+    from engine.limits import sha256_limited
     from engine.platforms import media, rules
 
+    # The engine's own modules, not an input: read as they are.
     code = [Path(module.__file__ or "").read_bytes().decode("utf-8") for module in (media, rules)]
     limits = dataclasses.asdict(media.X_GIF)  # the limits in force, which a caller may change
-    key = drawcache.key("gif-counts", hashlib.sha256(path.read_bytes()).hexdigest(), code, limits)
+    digest = sha256_limited(path, media.MAX_MEDIA_BYTES, "image")
+    key = drawcache.key("gif-counts", digest, code, limits)
     entry = drawcache.load(key) if key is not None else None
     if entry is not None:
         counts, violations = entry.note

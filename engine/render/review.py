@@ -24,7 +24,13 @@ import jinja2
 
 from engine import audit
 from engine.errors import UserError
-from engine.limits import MAX_DRAFT_BYTES, MAX_PAGE_RENDER_CHARS, MAX_RESULTS_BYTES, read_text_limited
+from engine.limits import (
+    MAX_DRAFT_BYTES,
+    MAX_PAGE_RENDER_CHARS,
+    MAX_RESULTS_BYTES,
+    read_json_limited,
+    read_text_limited,
+)
 from engine.outdir import atomic
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
@@ -86,13 +92,29 @@ def write_day_page(day_dir: Path, *, root: Path | None = None) -> Path:
     root = day_dir.parent if root is None else root
     atomic.check_target(path, what="review page", root=root)  # a link on the way: refused unread
     try:
-        results = json.loads(read_text_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results"))
-    except ValueError as exc:
+        results = read_json_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results")
+    except UserError as err:
         raise UserError(
-            f"not readable JSON ({exc}); rebuild the day to replace it", file=day_dir / RESULTS
-        ) from exc
+            f"not readable JSON ({err.message}); rebuild the day to replace it",
+            file=day_dir / RESULTS,
+            field=err.field,
+        ) from None
+    if not isinstance(results, dict):
+        raise UserError(
+            "not a build's results (not a JSON object); rebuild the day to replace it", file=day_dir / RESULTS
+        )
     drafts = drafts_of(day_dir)
-    page = render_day_page(day_dir, results, drafts)
+    try:
+        page = render_day_page(day_dir, results, drafts)
+    except UserError:
+        raise
+    except (AttributeError, KeyError, TypeError, ValueError, jinja2.UndefinedError) as exc:
+        # The file on disk is not what a build writes (edited by hand, or by another version):
+        # the page cannot be made from it; the build that writes it again can.
+        raise UserError(
+            f"not a build's results ({type(exc).__name__}: {str(exc)[:80]}); rebuild the day to replace it",
+            file=day_dir / RESULTS,
+        ) from None
     return atomic.write_text(path, page, what="review page", root=root)
 
 
@@ -186,21 +208,25 @@ def index_context(out_root: Path) -> dict[str, Any]:
     days = []
     for day, folder in built_days(out_root):
         try:  # another day's file: a corrupt or hand-edited one must not break this build
-            results = json.loads(read_text_limited(folder / RESULTS, MAX_RESULTS_BYTES, "results"))
-        except (ValueError, RecursionError, UserError):
+            results = read_json_limited(folder / RESULTS, MAX_RESULTS_BYTES, "results")
+        except UserError:
             results = {}
         if not isinstance(results, dict):
             results = {}
-        checks = results.get("checks") or {}
+        # Each part checked for its type: a hand-edited file shows what is readable of it.
+        found = results.get("checks")
+        checks: dict[str, Any] = found if isinstance(found, dict) else {}
+        title = results.get("title")
+        charts, violations = results.get("charts"), checks.get("violations")
         days.append(
             {
                 "day": day,
                 "folder": folder.name,
-                "title": results.get("title", "(results.json unreadable)"),
+                "title": title if isinstance(title, str) else "(results.json unreadable)",
                 "page": f"{folder.name}/{PAGE}",
                 "drafts": [p.draft for p in platforms() if (folder / p.draft).is_file()],
-                "charts": len(results.get("charts") or []),
-                "violations": len(checks.get("violations") or []),
+                "charts": len(charts) if isinstance(charts, list) else 0,
+                "violations": len(violations) if isinstance(violations, list) else 0,
                 "sources": sources(results),
             }
         )
@@ -391,7 +417,7 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
                     "name": png.stem,
                     "file": png.name,
                     "platform": "",
-                    "alt_text": alt_file.read_text(encoding="utf-8").strip() if alt_file.is_file() else "",
+                    "alt_text": _alt_text(alt_file, ""),
                     "width": None,
                     "height": None,
                 }
@@ -400,12 +426,21 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
     for chart in recorded:
         alt_path = day_dir / f"{Path(chart['file']).stem}.alt.txt"
         alt = audit.strip_accepted(  # as posted: an accepted number ({=74.1%}) plain
-            alt_path.read_text(encoding="utf-8").strip() if alt_path.is_file() else chart.get("alt_text", "")
+            _alt_text(alt_path, chart.get("alt_text", ""))
         )
         charts.append(
             {**chart, "alt_text": alt, "alt_length": len(alt), "exists": (day_dir / chart["file"]).is_file()}
         )
     return charts
+
+
+def _alt_text(path: Path, otherwise: str) -> str:
+    """A chart's alt text as the folder has it (the person may have edited it), read as a draft
+    is; ``otherwise`` where there is no such file."""
+    if not (path.exists() or path.is_symlink()):
+        return otherwise
+    text = read_text_limited(path, MAX_DRAFT_BYTES, "alt text")
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()  # line ends as text mode reads them
 
 
 def carousel(results: dict[str, Any], day_dir: Path) -> dict[str, Any] | None:
@@ -444,7 +479,7 @@ def sources(results: dict[str, Any]) -> list[dict[str, str]]:
     found = []
     for section in sections():
         result = results.get(section.key)
-        if result and result.get("source"):
+        if isinstance(result, dict) and result.get("source"):
             found.append(
                 {
                     "section": section.title,

@@ -152,7 +152,7 @@ def plan_from_lab(
     _validate(spec, days / f"{folder}.yaml")
     chart_names = [declared.entry_name(c) for c in spec["charts"]]
     planned = {lab_dir / name: data for name, data in files.items()}
-    planned[lab_dir / "labkit.py"] = (KIT_DIR / "labkit.py").read_bytes()
+    planned[lab_dir / "labkit.py"] = (KIT_DIR / "labkit.py").read_bytes()  # the engine's own file
     planned[days / f"{folder}.yaml"] = drafts.spec_yaml(spec, lab_dir.name, printed=not kit).encode()
     planned.update(_templates(templates / folder, found, chart_names, spec))
     return Plan(planned, f"make lab-{folder}   (runs the lab once; then: make {folder})")
@@ -222,7 +222,7 @@ def write(plan: Plan) -> list[Path]:
     try:
         for path, data in plan.files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "xb") as out:
+            with open(path, "xb") as out:  # a write ("x": never over a file), not a read
                 made.append(path)
                 out.write(data)
     except OSError:

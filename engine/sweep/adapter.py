@@ -282,15 +282,12 @@ def workload_doc(spec: Any, base_dir: Path) -> dict[str, Any]:
 
 def workload_fingerprint(spec: Any, base_dir: Path) -> dict[str, Any]:
     """What the workload's results depend on: the spec, and a trace's bytes (not its path)."""
-    import hashlib
+    from engine.limits import MAX_TRACE_BYTES, sha256_limited
 
     doc: dict[str, Any] = {"spec": spec.model_dump(mode="json")}
     trace = getattr(spec, "trace", None)
     if trace is not None:
         path = Path(trace) if Path(trace).is_absolute() else Path(base_dir) / trace
-        try:
-            doc["trace_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError as exc:
-            raise UserError(f"cannot read {path}: {exc.strerror}", field="workload.trace") from None
+        doc["trace_sha256"] = sha256_limited(path, MAX_TRACE_BYTES, "workload", field="workload.trace")
         doc["spec"] = {"trace": path.name}
     return doc

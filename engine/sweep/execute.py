@@ -12,7 +12,6 @@ the store, so the two paths give identical tables in the same order.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import UserError
+from engine.limits import MAX_MEASUREMENT_BYTES, sha256_limited
 from engine.sweep import adapter
 from engine.sweep.grid import Point, SweepSection, expand, parse_step_time, point_key
 from engine.sweep.store import ResultStore
@@ -81,10 +81,7 @@ def _measured_files(step_times: Iterable[str], base_dir: Path) -> dict[str, str]
         kind, rest = parse_step_time(text)
         if kind in ("measured", "calibrated"):
             path = base_dir / rest
-            try:
-                out[text] = hashlib.sha256(path.read_bytes()).hexdigest()
-            except OSError as exc:
-                raise UserError(f"cannot read {path}: {exc.strerror}", field="grid.step_time") from None
+            out[text] = sha256_limited(path, MAX_MEASUREMENT_BYTES, "step-time", field="grid.step_time")
             if kind == "measured":
                 adapter.measured_step_time(str(path), out[text])
             else:  # the fit is per model and card, at each point; the file's steps are read now

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine.errors import UserError
+from engine.limits import load_json, open_limited
 
 MAX_STORE_BYTES = 2 * 2**30  # a results file past 2 GiB is not one this sweep wrote
+MAX_LINE_BYTES = 1 * 2**20  # one point's line: its key, its point and its metrics, a few hundred bytes
 
 
 class ResultStore:
@@ -33,16 +35,16 @@ class ResultStore:
             self._load(self.path)
 
     def _load(self, path: Path) -> None:
-        if path.stat().st_size > MAX_STORE_BYTES:
-            raise UserError(
-                f"larger than {MAX_STORE_BYTES // 2**30} GiB; not a sweep results file", file=path
-            )
-        with path.open(encoding="utf-8") as f:
-            for line in f:
+        with open_limited(path, MAX_STORE_BYTES, "sweep results") as f:
+            while line := f.readline(MAX_LINE_BYTES + 1):
+                if len(line) > MAX_LINE_BYTES:  # no point's line is this long: skip to the next
+                    while line and not line.endswith(b"\n"):
+                        line = f.readline(MAX_LINE_BYTES)
+                    continue
                 try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut short by an interrupted run: recompute that point
+                    row = load_json(line, path, "sweep results")
+                except UserError:
+                    continue  # cut short by an interrupted run, or mangled: recompute that point
                 if (
                     isinstance(row, dict)
                     and isinstance(row.get("key"), str)

@@ -12,6 +12,7 @@ digits, no hexadecimal), and both convert a cell as Python's ``float`` does.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
 import re
@@ -38,6 +39,7 @@ _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 REQUIRED_COLUMN = "output_tokens"
 OPTIONAL_COLUMNS = ("prompt_tokens", "arrival_time")
+COLUMNS = (REQUIRED_COLUMN, *OPTIONAL_COLUMNS)
 
 
 def load_trace(path: str | Path) -> Workload:
@@ -49,10 +51,11 @@ def load_trace(path: str | Path) -> Workload:
     if fast is not None:
         return fast
     text = decode_utf8(data, path)
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        return _parse_trace(csv.reader(io.StringIO(text, newline="")), path)
+        return _parse_trace(reader, path)
     except csv.Error as exc:
-        raise UserError(f"malformed CSV: {exc}", file=path) from None
+        raise UserError(f"malformed CSV: {exc}", file=path, field=f"row {reader.line_num}") from None
 
 
 def _fast_trace(data: bytes, path: Path) -> Workload | None:
@@ -69,8 +72,8 @@ def _fast_trace(data: bytes, path: Path) -> Workload | None:
     if end < 0 or not data[start:end].isascii():
         return None
     names = [c.strip() for c in data[start:end].decode("ascii").split(",")]
-    if REQUIRED_COLUMN not in names or len(set(names)) != len(names):
-        return None
+    if REQUIRED_COLUMN not in names or len(set(names)) != len(names) or not set(names) <= set(COLUMNS):
+        return None  # the careful reader names the mistake
     wanted = [name for name in (REQUIRED_COLUMN, *OPTIONAL_COLUMNS) if name in names]
     if b'"' in data or not data.isascii():
         return None  # quoted cells, or digits numpy would not read as the careful reader does
@@ -114,6 +117,14 @@ def _fast_trace(data: bytes, path: Path) -> Workload | None:
     return Workload.of(arrays[0], arrays[1], arrival, source=f"trace {path}")
 
 
+def _unknown_column(name: str, number: int) -> str:
+    if not name:
+        return f"a column with no name; the columns are {', '.join(COLUMNS)}"
+    close = difflib.get_close_matches(name, COLUMNS, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"the columns are {', '.join(COLUMNS)}"
+    return f"unknown column {name[:40]!r}; {hint}"
+
+
 def _parse_trace(reader: Any, path: Path) -> Workload:
     header = next(reader, None)
     while header is not None and not any(cell.strip() for cell in header):
@@ -133,6 +144,11 @@ def _parse_trace(reader: Any, path: Path) -> Workload:
                 f"the column is given twice (columns {first} and {second}): which one is meant?",
                 file=path,
                 field=f"row {header_row}, column {name}",
+            )
+    for number, name in enumerate(names, start=1):
+        if name not in COLUMNS:  # a misspelt column ignored would replay the wrong lengths
+            raise UserError(
+                _unknown_column(name, number), file=path, field=f"row {header_row}, column {number}"
             )
     if REQUIRED_COLUMN not in names:
         raise UserError(

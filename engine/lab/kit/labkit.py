@@ -112,6 +112,6 @@ def _save(plain_line: str) -> None:
         return
     doc = {"labkit": VERSION, "figures": _figures, "given": _given, "tables": _tables, "notes": _notes}
     tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as out:
+    with open(tmp, "w", encoding="utf-8") as out:  # a write, in the lab's process
         json.dump(doc, out, indent=1)
     os.replace(tmp, path)
