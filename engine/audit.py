@@ -408,6 +408,12 @@ class _Renders:
         return True, now[min(before.index(spot) if spot in before else 0, len(now) - 1)]
 
 
+def is_the_render(text: str, fresh: str | None) -> bool:
+    """Whether a draft is the build's render of it (accepted marks aside): the engine's own
+    words, with nothing in it to trace."""
+    return fresh is not None and _accepted(text)[0] == strip_accepted(fresh)
+
+
 def audit_draft(
     draft: str,
     text: str,
@@ -423,9 +429,9 @@ def audit_draft(
     none. ``previous`` is the render the person saw before the fresh one: a number it held at
     the spot is reported stale, with what the fresh render says there, even where some other
     result happens to print the same."""
-    clean, accepted_at = _accepted(text)
-    if fresh is not None and clean == strip_accepted(fresh):
+    if is_the_render(text, fresh):
         return []
+    clean, accepted_at = _accepted(text)
     accepted = _Spans(accepted_at)
     names = _Spans([m.span() for name in results.names for m in re.finditer(re.escape(name), clean)])
     renders = _Renders(clean, strip_accepted(fresh) if fresh is not None else None, previous, thread)
@@ -554,12 +560,7 @@ def folder_findings(folder: Path, drafts: dict[str, str] | None = None) -> list[
     from engine.platforms.registry import platforms
 
     folder = Path(folder)
-    try:
-        traced = _index_of(read_text_limited(folder / "results.json", MAX_RESULTS_BYTES, "results"))
-    except (OSError, UserError):
-        return []
-    if traced is None:
-        return []
+    traced: Index | None = None  # read when a draft is not the engine's own: most builds, never
     kept = read_record(folder)
     base = read_base(folder)
     threads = {p.draft: p.thread for p in platforms()}
@@ -576,6 +577,15 @@ def folder_findings(folder: Path, drafts: dict[str, str] | None = None) -> list[
             continue
         fresh = _kept(kept, name, "render") or base.get(name)
         previous = _kept(kept, name, "previous")
+        if is_the_render(text, fresh):
+            continue
+        if traced is None:
+            try:
+                traced = _index_of(read_text_limited(folder / "results.json", MAX_RESULTS_BYTES, "results"))
+            except (OSError, UserError):
+                return []
+            if traced is None:
+                return []
         found += audit_draft(
             name, text, traced, fresh=fresh, previous=previous, thread=threads.get(name, False)
         )

@@ -184,7 +184,7 @@ def build(
         write_json(staging.path / "results.json", results, root=out_root)
         from engine.render import review
 
-        page = review.render_day_page(staging.path, results, drafts)
+        page = review.render_day_page(staging.path, results, drafts, fresh=True)
         atomic.write_text(staging.path / "index.html", page, what="review page", root=out_root, durable=False)
         renders = {
             **drafts,

@@ -198,16 +198,26 @@ def test_check_names_a_typed_number_and_strict_fails(
     assert main(["check", "--strict", str(day)]) == 0
 
 
-def test_a_build_warns_of_a_typed_number_and_its_page_marks_it(built_out: Path, tmp_path: Path) -> None:
+def test_a_build_warns_of_a_typed_number_and_its_page_marks_it(
+    built_out: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """A rebuild with no edit makes no audit index (most of a warm build's audit); one with a
+    typed number warns of it, and the page marks it."""
     from engine.pipeline import build
 
     from helpers import DAYS
 
     out = copy_built(built_out, tmp_path / "out")
+    indexed = []
+    real_index = audit.index
+    monkeypatch.setattr(audit, "index", lambda results: indexed.append(1) or real_index(results))
+    audit._index_of.cache_clear()
+    build(DAYS / "day37.yaml", out)
+    assert indexed == []  # every draft is the engine's own: nothing to trace, no index made
     draft = out / "day37" / "linkedin.md"
     draft.write_text(draft.read_text(encoding="utf-8").replace("72.3%", "74.1%"), encoding="utf-8")
     report = build(DAYS / "day37.yaml", out)
-    assert [w for w in report.warnings if "74.1% typed by hand" in w]
+    assert indexed and [w for w in report.warnings if "74.1% typed by hand" in w]
     page = (out / "day37" / "index.html").read_text(encoding="utf-8")
     assert '<mark class="untraced" title="typed by hand: no result prints as 74.1%">74.1%</mark>' in page
 

@@ -74,9 +74,13 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)\)")  # a Markdown image in a draf
 # ---- public API -------------------------------------------------------------------------------
 
 
-def render_day_page(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) -> str:
-    """The day's review page as HTML; image paths are relative to day_dir, where it is written."""
-    return _render("day.html.j2", day_context(Path(day_dir), results, drafts))
+def render_day_page(
+    day_dir: Path, results: dict[str, Any], drafts: dict[str, str], *, fresh: bool = False
+) -> str:
+    """The day's review page as HTML; image paths are relative to day_dir, where it is written.
+    ``fresh``: the drafts are this build's renders (the staged page), so the number audit has
+    nothing to find in them and is not run."""
+    return _render("day.html.j2", day_context(Path(day_dir), results, drafts, fresh=fresh))
 
 
 def render_index(out_root: Path) -> str:
@@ -171,9 +175,11 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def day_context(day_dir: Path, results: dict[str, Any], drafts: dict[str, str]) -> dict[str, Any]:
+def day_context(
+    day_dir: Path, results: dict[str, Any], drafts: dict[str, str], *, fresh: bool = False
+) -> dict[str, Any]:
     charts = _charts(results, day_dir)
-    findings = audit.folder_findings(day_dir, drafts)
+    findings = [] if fresh else audit.folder_findings(day_dir, drafts)
     columns = [
         _platform(
             p, drafts.get(p.draft), day_dir, charts, results, [f for f in findings if f.draft == p.draft]
