@@ -5,7 +5,11 @@ invocation, the CPU seconds of:
 - a warm build of Day 37 with nothing changed (every drawing copied from the cache);
 - a build of a copy of Day 37 with one number changed (the batching slots: 16 → 12), which
   draws again only the charts, animation and carousel pages that show the batching results;
-- a warm build of every day (after a cold one, also printed).
+- a warm build of every day (after a cold one, also printed);
+- `serve`: from its start to the first page served (it serves the last built pages before it
+  builds anything), and from a template edit to the edited draft served (the drafts come
+  before the images). The server is a long-running process, so its CPU seconds are read from
+  /proc/<pid>/stat (user + system of all its threads) at each moment.
 
 Each build is a new `python -m engine build` process, as `make day37` starts one, so imports
 count as they do for the person. CPU seconds are the children's user + system time
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +70,65 @@ def one_number_changed(days: Path) -> Path:
     return spec
 
 
+def process_cpu(pid: int) -> float:
+    """User + system seconds a running process (all its threads) has used, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fetch(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # the loopback server started here
+            return response.read().decode("utf-8")
+    except OSError:
+        return None
+
+
+def serve_rows(project: Path, cache: Path, cold: Took) -> None:
+    """Start `serve` on a project built once already; time the first page, then an edit."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(ROOT)}
+    build([project / "days" / "day37.yaml"], project / "out", cache)
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "engine", "serve", "days/day37.yaml", "--port", "0"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = ""
+        while "serving" not in line:
+            line = proc.stdout.readline()
+            if not line:
+                raise SystemExit("bench_build: serve stopped before it listened")
+        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        if url is None:
+            raise SystemExit(f"bench_build: no address in {line!r}")
+        while fetch(url.group(0) + "day37/index.html") is None:
+            time.sleep(0.01)
+        row(
+            "serve: start → first page served", Took(process_cpu(proc.pid), time.perf_counter() - start), cold
+        )
+        while "\n" in (fetch(url.group(0) + "__version") or "\n"):  # let its start-up build finish
+            time.sleep(0.05)
+        template = project / "templates" / "day37" / "linkedin.md.j2"
+        text, marker = template.read_text(encoding="utf-8"), "Benchmarked live: I finally read"
+        if "I finally read" not in text:
+            raise SystemExit("bench_build: templates/day37/linkedin.md.j2 no longer says 'I finally read'")
+        before, start = process_cpu(proc.pid), time.perf_counter()
+        template.write_text(text.replace("I finally read", marker, 1), encoding="utf-8")
+        while marker not in (fetch(url.group(0) + "day37/linkedin.md") or ""):
+            time.sleep(0.01)
+        took = Took(process_cpu(proc.pid) - before, time.perf_counter() - start)
+        row("serve: template edit → new draft served", took, cold)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def row(label: str, took: Took, cold: Took | None) -> None:
     ratio = f"{cold.cpu / took.cpu:5.1f}× less CPU than cold" if cold is not None else ""
     print(f"  {label:<44}{took.cpu:7.2f} s CPU  {took.wall:7.2f} s wall  {ratio}")
@@ -89,6 +153,10 @@ def main() -> int:
         row("warm, nothing changed", build([day37], root / "out-37", cache), cold)
         changed = one_number_changed(root / "days-changed")
         row("one number changed (slots 16 → 12)", build([changed], root / "out-37", cache), cold)
+        project = root / "project"
+        shutil.copytree(DAYS, project / "days")
+        shutil.copytree(ROOT / "templates", project / "templates")
+        serve_rows(project, cache, cold)
         print(f"\nevery day ({', '.join(p.stem for p in every_day)})")
         cache = root / "cache-all"
         cold_all = build(every_day, root / "out-all", cache)
