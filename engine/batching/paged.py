@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -279,7 +280,16 @@ def schedule_paged(
     policy.check(prompt, output, cap)
     sim = policy.simulation()(eligible, prompt, output, cap, policy, clock)
     sim.run()
+    sim.end_run()
     return sim.schedule()
+
+
+def _packed(code: str, values: np.ndarray) -> array:
+    """values as an array.array of `code` ('q': int64, 'd': float64), which indexes to plain ints
+    and floats as a list does."""
+    out = array(code)
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64 if code == "q" else np.float64).tobytes())
+    return out
 
 
 class _Simulation:
@@ -287,9 +297,11 @@ class _Simulation:
 
     def __init__(self, eligible, prompt, output, cap: int, policy: PagedPolicy, clock=None) -> None:
         self.n = n = len(output)
-        self.eligible = eligible.tolist()
-        self.prompt = prompt.tolist()
-        self.output = output.tolist()
+        # the inputs, read about once per request each: packed machine numbers (8 bytes a
+        # request, where a list of ints holds about 40)
+        self.eligible = _packed("q", eligible)
+        self.prompt = _packed("q", prompt)
+        self.output = _packed("q", output)
         self.cap = cap
         self.bs = policy.block_size
         self.limited = policy.num_blocks is not None
@@ -343,7 +355,7 @@ class _Simulation:
         self.timing: StepTime | None = None
         if clock is not None:
             self.timing, arrival = clock
-            self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
+            self.arrival = _packed("d", arrival)
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.advance = clock_functions(self.timing, cap).advance  # plain floats, made once
         self.now = 0.0  # seconds when step t begins
@@ -413,7 +425,7 @@ class _Simulation:
         heappop, heappush = heapq.heappop, heapq.heappush
         shift, mask = EVENT_SHIFT, EVENT_MASK
         timed = self.timing is not None
-        arrival: list[Any] = self.arrival if timed else eligible  # seconds, or steps
+        arrival: Any = self.arrival if timed else eligible  # seconds, or steps
         tolerance = 0.0
         if timed:
             tolerance = self.tolerance
@@ -1050,6 +1062,30 @@ class _Simulation:
         return t + 1 + more
 
     # ---- result -------------------------------------------------------------------------------
+
+    def end_run(self) -> None:
+        """Let go of what only the loop reads (per request: its inputs, its place in the queue
+        and the pool), keeping the stays and chunks that schedule() reads: at a million requests
+        the loop's lists are most of the run's memory, and the stays' arrays are then built
+        beside the stays alone. The run cannot go on after this."""
+        for name in (
+            "eligible",
+            "prompt",
+            "output",
+            "arrival",
+            "generated",
+            "stay",
+            "context",
+            "prefilled",
+            "decode_from",
+            "held",
+            "offset",
+            "counted",
+            "due",
+            "events",
+        ):
+            if hasattr(self, name):
+                setattr(self, name, [])
 
     def schedule(self) -> Schedule:
         ints = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731
