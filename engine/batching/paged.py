@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -284,24 +283,14 @@ def schedule_paged(
     return sim.schedule()
 
 
-def _packed(code: str, values: np.ndarray) -> array:
-    """values as an array.array of `code` ('q': int64, 'd': float64), which indexes to plain ints
-    and floats as a list does."""
-    out = array(code)
-    out.frombytes(np.ascontiguousarray(values, dtype=np.int64 if code == "q" else np.float64).tobytes())
-    return out
-
-
 class _Simulation:
     """The scheduler's state. Per-request state lives in plain lists (fast to index)."""
 
     def __init__(self, eligible, prompt, output, cap: int, policy: PagedPolicy, clock=None) -> None:
         self.n = n = len(output)
-        # the inputs, read about once per request each: packed machine numbers (8 bytes a
-        # request, where a list of ints holds about 40)
-        self.eligible = _packed("q", eligible)
-        self.prompt = _packed("q", prompt)
-        self.output = _packed("q", output)
+        self.eligible = eligible.tolist()
+        self.prompt = prompt.tolist()
+        self.output = output.tolist()
         self.cap = cap
         self.bs = policy.block_size
         self.limited = policy.num_blocks is not None
@@ -355,7 +344,7 @@ class _Simulation:
         self.timing: StepTime | None = None
         if clock is not None:
             self.timing, arrival = clock
-            self.arrival = _packed("d", arrival)
+            self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.advance = clock_functions(self.timing, cap).advance  # plain floats, made once
         self.now = 0.0  # seconds when step t begins
@@ -425,7 +414,7 @@ class _Simulation:
         heappop, heappush = heapq.heappop, heapq.heappush
         shift, mask = EVENT_SHIFT, EVENT_MASK
         timed = self.timing is not None
-        arrival: Any = self.arrival if timed else eligible  # seconds, or steps
+        arrival: list[Any] = self.arrival if timed else eligible  # seconds, or steps
         tolerance = 0.0
         if timed:
             tolerance = self.tolerance

@@ -532,13 +532,20 @@ class RooflineStepTime(StepTime):
             if base < gamma:
                 ahead, span = stop(next_batch, first_context, steps, need)
                 return ahead, this + span
+            # Here the run is memory-bound from its first step: run_sum with flat = 0, its exact
+            # zero terms dropped, written out (the same floats): a call costs more than the sum,
+            # and nearly every event of a timed run comes this way
             slope, comm = slopes[next_batch], comms[next_batch]
             if steps is not None:
-                span = run_sum(steps + 0.0, 0.0, gamma, base, slope, comm)
+                k = steps + 0.0
+                span = k * base + slope * (k * (k - 1) / 2)
+                if comm:
+                    span = span + k * comm
                 if need is None or span < need:
                     return steps, this + span
             assert need is not None, "a run with nothing ahead has no end"
-            # the fewest steps lasting ≥ need: from the root of the sum's quadratic
+            # the fewest steps lasting ≥ need: the root of the sum's quadratic, settled by two
+            # sums when it is right (else settle() searches)
             per_step = base + comm
             if slope > 0:
                 half = per_step - slope / 2
@@ -546,6 +553,19 @@ class RooflineStepTime(StepTime):
             else:
                 root = need / per_step
             start = ceil(root) if 1 < root < 1e15 else 1
+            k = start + 0.0
+            at = k * base + slope * (k * (k - 1) / 2)
+            if comm:
+                at = at + k * comm
+            if at >= need:
+                if start == 1:
+                    return 1, this + at
+                k -= 1.0
+                below = k * base + slope * (k * (k - 1) / 2)
+                if comm:
+                    below = below + k * comm
+                if below < need:
+                    return start, this + at
             ahead, span = settle(next_batch, first_context, gamma, base, slope, 0.0, comm, need, start)
             return ahead, this + span
 
