@@ -322,7 +322,7 @@ def test_same_inputs_same_bytes():
     assert not math.isnan(json.loads(a)["latency"]["seconds"]["e2e"]["p99"])
 
 
-# ---- no per-step arrays ----------------------------------------------------------------------------
+# ---- no per-step arrays, and memory ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("step_time", [None, *MODELS])
@@ -348,6 +348,92 @@ def test_a_thousand_requests_at_the_token_cap_on_one_slot(step_time):
             assert r.latency.seconds["e2e"].max() == pytest.approx(r.makespan_seconds)
         if isinstance(policy, PagedPolicy):  # a 20M-token request holds 1,250,000 blocks of 16
             assert r.kv_blocks["peak"] == 2 * MAX_TOKENS // 16
+
+
+def _timed_paged_run():
+    w = generate(
+        GeneratedWorkload.model_validate(
+            {
+                "requests": 1_500,
+                "seed": 9,
+                "output_tokens": {"kind": "lognormal", "median": 60, "sigma": 1, "high": 600},
+                "prompt_tokens": {"kind": "lognormal", "median": 200, "sigma": 1, "high": 1500},
+                "arrivals": {"kind": "poisson", "rate": 30.0},
+            }
+        )
+    )
+    return w, PagedPolicy(num_blocks=400, block_size=16, max_num_seqs=24, max_num_batched_tokens=2048)
+
+
+def test_a_clock_over_many_points_works_a_block_at_a_time(monkeypatch):
+    """SegmentClock.at and step_of over 60,000 points, 2,000 at a time: the same values as one
+    call over all of them, with temporaries of one block (a step-time model's sums make a dozen
+    arrays as long as their input: all at once, over a million requests' times, they were most
+    of a run's memory). The peak stays within the points, the answer and a MiB."""
+    from engine.batching import clock as clocks
+
+    w, policy = _timed_paged_run()
+    r = simulate(w, policy, slots=24, step_time=SEVEN_B)
+    clock = clocks.clock_for(r.schedule, SEVEN_B)
+    rng = np.random.default_rng(4)
+    steps = rng.integers(0, r.steps + 50, 60_000)
+    seconds = rng.uniform(-1.0, 1.01 * r.makespan_seconds, 60_000)
+    monkeypatch.setattr(clocks, "BLOCK", 2_000)
+    tracemalloc.start()
+    try:
+        at = clock.at(steps)
+        at_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        joins = clock.step_of(seconds)
+        join_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert at_peak < 2 * steps.nbytes + 2**20 and join_peak < 2 * seconds.nbytes + 2**20, (at_peak, join_peak)
+    monkeypatch.setattr(clocks, "BLOCK", 10**9)  # one call over every point
+    assert np.array_equal(at, clock.at(steps)) and np.array_equal(joins, clock.step_of(seconds))
+
+
+def test_a_run_gives_the_same_results_in_blocks_of_any_size(monkeypatch):
+    """The whole timed paged run, its clock and metrics evaluated 97 points at a time, gives the
+    same results.json bytes as in one call each."""
+    from engine.batching import clock as clocks
+
+    w, policy = _timed_paged_run()
+    whole = json.dumps(simulate(w, policy, slots=24, step_time=SEVEN_B).to_dict(), sort_keys=True)
+    monkeypatch.setattr(clocks, "BLOCK", 97)
+    assert json.dumps(simulate(w, policy, slots=24, step_time=SEVEN_B).to_dict(), sort_keys=True) == whole
+
+
+def test_the_paged_loop_lets_go_of_its_working_lists_before_its_schedule():
+    """After the run, the loop's per-request lists (inputs, queue and pool state) are dropped
+    before the stays become arrays; the schedule is the one built with them still there."""
+    from engine.batching.paged import _Simulation
+
+    w, policy = _timed_paged_run()
+    runs = []
+    for end in (False, True):
+        sim = _Simulation(
+            np.zeros(w.n, dtype=np.int64),
+            w.prompt_tokens,
+            w.output_tokens,
+            24,
+            policy,
+            (SEVEN_B, w.arrival_time),
+        )
+        policy.check(w.prompt_tokens, w.output_tokens, 24)
+        sim.run()
+        if end:
+            sim.end_run()
+            assert not any(
+                len(getattr(sim, name)) for name in ("prompt", "output", "arrival", "offset", "due")
+            )
+        runs.append(sim.schedule())
+    kept, ended = runs
+    for name, value in vars(kept).items():
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, getattr(ended, name)), name
+        else:
+            assert value == getattr(ended, name), name
 
 
 def test_arrivals_too_many_steps_away_are_refused():

@@ -159,7 +159,8 @@ def _prefill_blocks_at(schedule: Schedule, bs: int, steps: np.ndarray) -> np.nda
     return _count_at_or_before(step, held, steps) - _count_at_or_before(until, held, steps)
 
 
-CROSSINGS_PER_CHUNK = 1 << 22  # new-block steps listed at once: memory stays near 32 MiB
+CROSSINGS_PER_CHUNK = 1 << 20  # new-block steps listed at once: half a dozen arrays of 8 MiB (a larger
+# chunk costs memory and saves no time: each is one sort and one search of the steps asked)
 
 
 def _decode_blocks_by_crossings(ds, end, cached, first, count, bs, steps) -> np.ndarray:

@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from engine.batching.steptime import RooflineStepTime, _quadratic_steps
+from engine.batching.steptime import RooflineStepTime, StepTime, _quadratic_steps
 from engine.errors import UserError
 
 
 @dataclass(frozen=True)
-class CalibratedStepTime:
+class CalibratedStepTime(StepTime):
     weights_bytes: float
     kv_bytes_per_token: float
     flops_per_token: float

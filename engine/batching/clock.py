@@ -19,7 +19,9 @@ until its group's end, its KV reads still growing by one token per step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +80,9 @@ class SegmentClock:
 
     def at(self, steps: np.ndarray) -> np.ndarray:
         """Seconds when step `steps` begins (equivalently, when step steps−1 ends)."""
-        steps = np.asarray(steps).astype(np.int64)
+        return blockwise(self._at, np.asarray(steps).astype(np.int64), dtype=np.float64)
+
+    def _at(self, steps: np.ndarray) -> np.ndarray:
         last = int(self.edges[-1])
         inside = np.minimum(steps, last)
         segment = np.clip(np.searchsorted(self.edges, inside, side="right") - 1, 0, len(self.edges) - 2)
@@ -87,7 +91,9 @@ class SegmentClock:
 
     def step_of(self, seconds: np.ndarray) -> np.ndarray:
         """The first step that begins at or after each time: when an arrival can join."""
-        seconds = np.asarray(seconds, dtype=np.float64)
+        return blockwise(self._step_of, np.asarray(seconds, dtype=np.float64), dtype=np.int64)
+
+    def _step_of(self, seconds: np.ndarray) -> np.ndarray:
         shape = seconds.shape
         seconds = seconds.ravel()
         target = seconds - _EPS * self.idle
@@ -132,6 +138,22 @@ class SegmentClock:
 
 
 Clock = GridClock | SegmentClock  # a constant step time, or one that depends on the batch
+
+BLOCK = 1 << 16  # elements worked at once by an element-wise evaluation over many points
+
+
+def blockwise(fn: Callable[..., np.ndarray], *arrays: np.ndarray, dtype: Any = None) -> np.ndarray:
+    """fn over aligned arrays, BLOCK elements at a time: the same values as one call when fn works
+    element by element, with its temporaries (a dozen arrays each as long as its input, in a
+    step-time model's sums) a few MiB at any length instead of hundreds at a million requests."""
+    first = arrays[0]
+    if first.size <= BLOCK:
+        return fn(*arrays)
+    flat = [np.ravel(a) for a in arrays]
+    out = np.empty(first.size, dtype=dtype)
+    for lo in range(0, first.size, BLOCK):
+        out[lo : lo + BLOCK] = fn(*(a[lo : lo + BLOCK] for a in flat))
+    return out.reshape(first.shape)
 
 
 def priced_end(schedule: Schedule) -> np.ndarray:
@@ -220,10 +242,10 @@ def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
     load = segment_load(schedule)
     idle = step_time.idle_seconds
     nothing = (load.batch == 0) & (load.prefill == 0)
-    first = np.where(nothing, idle, step_time.seconds(load.batch, load.context, load.prefill))
+    first = np.where(nothing, idle, blockwise(step_time.seconds, load.batch, load.context, load.prefill))
     flat = nothing | (load.prefill > 0)
     lengths = load.lengths
-    summed = step_time.segment_seconds(load.batch, load.context, lengths)
+    summed = blockwise(step_time.segment_seconds, load.batch, load.context, lengths, dtype=np.float64)
     seconds = np.where(flat, lengths * first, summed)
     return SegmentClock(
         idle=idle,

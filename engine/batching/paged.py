@@ -279,6 +279,7 @@ def schedule_paged(
     policy.check(prompt, output, cap)
     sim = policy.simulation()(eligible, prompt, output, cap, policy, clock)
     sim.run()
+    sim.end_run()
     return sim.schedule()
 
 
@@ -1050,6 +1051,30 @@ class _Simulation:
         return t + 1 + more
 
     # ---- result -------------------------------------------------------------------------------
+
+    def end_run(self) -> None:
+        """Let go of what only the loop reads (per request: its inputs, its place in the queue
+        and the pool), keeping the stays and chunks that schedule() reads: at a million requests
+        the loop's lists are most of the run's memory, and the stays' arrays are then built
+        beside the stays alone. The run cannot go on after this."""
+        for name in (
+            "eligible",
+            "prompt",
+            "output",
+            "arrival",
+            "generated",
+            "stay",
+            "context",
+            "prefilled",
+            "decode_from",
+            "held",
+            "offset",
+            "counted",
+            "due",
+            "events",
+        ):
+            if hasattr(self, name):
+                setattr(self, name, [])
 
     def schedule(self) -> Schedule:
         ints = lambda values: np.asarray(values, dtype=np.int64)  # noqa: E731

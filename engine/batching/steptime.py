@@ -31,7 +31,13 @@ import numpy as np
 
 
 class StepTime(Protocol):
-    """What the simulator needs from a step-time model."""
+    """What the simulator needs from a step-time model.
+
+    The first five are the model. The rest are its fast paths: the same figures in plain
+    floats, which the simulator's loop asks once per event (a numpy call per scalar would cost
+    more than the rest of the loop). Each has a default here, from the array methods, so a
+    model subclassing this protocol need give only the five; the models in this module give
+    their own, with the same operations in the same order (the same floats)."""
 
     @property
     def constant(self) -> float | None: ...
@@ -45,18 +51,35 @@ class StepTime(Protocol):
 
     def describe(self) -> dict: ...
 
+    def step(self, batch: int, context: float, prefill: int) -> float:
+        """seconds() of one step that runs something."""
+        return float(self.seconds(np.array([batch]), np.array([context]), np.array([prefill]))[0])
+
+    def run(self, batch: int, first_context: float, steps: int) -> float:
+        """segment_seconds() of one run of `steps` ≥ 1 decode steps of a batch ≥ 1."""
+        return float(self.segment_seconds(batch, first_context, steps))
+
+    def runner(self, batch: int, first_context: float) -> Callable[[int], float]:
+        """run() of this batch as a function of the steps alone (0.0 at 0 steps), for a caller
+        that asks one run's seconds at several lengths: a model works its terms out once."""
+        return lambda steps: self.run(batch, first_context, steps) if steps > 0 else 0.0
+
+    def guess(self, batch: int, first_context: float, seconds: float) -> int:
+        """A first guess at the fewest steps of such a run that last `seconds` (reach settles
+        it exactly, so any guess ≥ 1 gives the same answer; a good one saves the search)."""
+        return 1
+
+    def clock_functions(self, batch_limit: int = 0) -> ClockFunctions:
+        """The simulator's per-event clock (steptime.clock_functions): by default the generic
+        one, from step, the runner and reach."""
+        return generic_clock_functions(self)
+
 
 def step_seconds(model: StepTime, batch: int, context: float, prefill: int) -> float:
-    """One step's seconds; a step where nothing runs is an idle step.
-
-    In plain floats when the model offers `step` (the simulator's loop calls this once per
-    event; a numpy call per scalar would cost more than the rest of the loop)."""
+    """One step's seconds; a step where nothing runs is an idle step."""
     if batch == 0 and prefill == 0:
         return model.idle_seconds
-    scalar = getattr(model, "step", None)
-    if scalar is not None:
-        return float(scalar(batch, context, prefill))
-    return float(model.seconds(np.array([batch]), np.array([context]), np.array([prefill]))[0])
+    return float(model.step(batch, context, prefill))
 
 
 def run_seconds(model: StepTime, batch: int, first_context: float, steps: int) -> float:
@@ -65,22 +88,16 @@ def run_seconds(model: StepTime, batch: int, first_context: float, steps: int) -
         return 0.0
     if batch == 0:
         return steps * model.idle_seconds
-    scalar = getattr(model, "run", None)
-    if scalar is not None:
-        return float(scalar(batch, first_context, steps))
-    return float(model.segment_seconds(batch, first_context, steps))
+    return float(model.run(batch, first_context, steps))
 
 
 def runner(model: StepTime, batch: int, first_context: float) -> Callable[[int], float]:
     """run_seconds for this batch as a function of the steps alone: the simulator's clock asks
     a run's seconds at several lengths, and the model's terms are worked out once."""
-    own = getattr(model, "runner", None)
     if batch == 0:
         idle = model.idle_seconds
         return lambda steps: steps * idle if steps > 0 else 0.0
-    if own is None:
-        return lambda steps: run_seconds(model, batch, first_context, steps)
-    return own(batch, first_context)  # the models' own sums are 0.0 at 0 steps
+    return model.runner(batch, first_context)  # the models' own sums are 0.0 at 0 steps
 
 
 def steps_to_reach(model: StepTime, batch: int, first_context: float, seconds: float) -> int:
@@ -99,7 +116,7 @@ def reach(
 
     The model's closed-form `guess` (its sum is a quadratic in the steps) lands within a step
     or two; the answer is then settled exactly against run_seconds, so it is the same integer
-    a bisection over run_seconds finds. Without a guess: doubling and bisection. Every step
+    a bisection over run_seconds finds (the default guess, 1: doubling and bisection). Every step
     lasts at least the idle time, so the answer is bounded. `run`: runner(model, batch,
     first_context), when the caller has it already.
     """
@@ -107,13 +124,10 @@ def reach(
         return 0, 0.0
     if run is None:
         run = runner(model, batch, first_context)
-    guess = getattr(model, "guess", None)
     if batch == 0:
         start = math.ceil(seconds / model.idle_seconds)
-    elif guess is not None:
-        start = guess(batch, first_context, seconds)
     else:
-        start = 1
+        start = model.guess(batch, first_context, seconds)
     return _fewest(run, seconds, max(1, start))
 
 
@@ -142,25 +156,21 @@ class ClockFunctions(NamedTuple):
 
 
 def clock_functions(model: StepTime, batch_limit: int = 0) -> ClockFunctions:
-    """A model that offers `clock_functions` gives closures over its constants, in plain floats
-    (a million events make attribute look-ups and scalar numpy calls the simulator's cost);
-    they answer with the same integers and floats as `step`, the runner and reach(), which
-    the generic ones here call. batch_limit: the largest batch the run will have, if known
-    (terms per batch size may be worked out ahead up to it)."""
-    own = getattr(model, "clock_functions", None)
-    if own is not None:
-        return own(batch_limit)
-    idle = model.idle_seconds
+    """The model's per-event clock (StepTime.clock_functions). A model may give closures over
+    its constants, in plain floats (a million events make attribute look-ups and scalar numpy
+    calls the simulator's cost); they answer with the same integers and floats as `step`, the
+    runner and reach(), which the generic ones call. batch_limit: the largest batch the run
+    will have, if known (terms per batch size may be worked out ahead up to it)."""
+    return model.clock_functions(batch_limit)
 
-    def step(batch: int, context: float, prefill: int) -> float:
-        return step_seconds(model, batch, context, prefill)
+
+def generic_clock_functions(model: StepTime) -> ClockFunctions:
+    """The clock from the model's step, runner and guess, through reach()."""
 
     def stop(batch: int, first_context: float, steps: int | None, need: float | None) -> tuple[int, float]:
         return _stop(model, batch, first_context, steps, need)
 
-    scalar = getattr(model, "step", None)
-    seconds = scalar if scalar is not None else step
-    return ClockFunctions(stop, _advance_from(seconds, stop, idle))
+    return ClockFunctions(stop, _advance_from(model.step, stop, model.idle_seconds))
 
 
 def _advance_from(step: StepFunction, stop: StopFunction, idle: float) -> AdvanceFunction:
@@ -244,8 +254,33 @@ def _quadratic_steps(first: float, slope: float, seconds: float) -> int:
     return max(1, math.ceil(root)) if math.isfinite(root) else 1
 
 
+def run_sum(steps: Any, flat: Any, gamma: Any, base: Any, slope: Any, comm: Any) -> Any:
+    """Seconds of a roofline decode run of `steps` steps: its first `flat` steps compute-bound at
+    γ each, the rest memory-bound, base + slope·j at its j-th step (an arithmetic series), and
+    every step waiting `comm` for its all-reduces. Plain floats or aligned arrays, the same
+    operations either way, so the simulator's per-event clock and a finished schedule's clock
+    give the same floats; flat = 0 or comm = 0 add only exact zeros."""
+    rest = steps - flat
+    return gamma * flat + rest * base + slope * (rest * (flat + steps - 1) / 2) + steps * comm
+
+
+def _roofline_guess(
+    gamma: float, base: float, slope: float, crossing: float, comm: float, seconds: float
+) -> int:
+    """About the fewest steps of a roofline run (its _terms, and comm per step) that last
+    `seconds`: the compute-bound stretch by division, the memory-bound one by the quadratic's
+    root. Only a start: reach() settles it."""
+    if comm:  # a rough start is enough
+        return _quadratic_steps(max(gamma, base) + comm, slope, seconds)
+    if gamma > 0 and seconds <= gamma * crossing:
+        return math.ceil(seconds / gamma)
+    flat = 0.0 if crossing == math.inf else crossing  # (crossing is inf only if γ·∞ ≥ seconds)
+    left = seconds - gamma * flat
+    return int(flat) + _quadratic_steps(base + slope * flat, slope, left)
+
+
 @dataclass(frozen=True)
-class UnitStepTime:
+class UnitStepTime(StepTime):
     """Every step takes the same time: the lab's 20 ms."""
 
     seconds_per_step: float
@@ -283,7 +318,7 @@ class UnitStepTime:
 
 
 @dataclass(frozen=True)
-class RooflineStepTime:
+class RooflineStepTime(StepTime):
     """A step is bound by memory or by compute, whichever is slower.
 
     bytes = weights (read once per step) + the batch's KV reads + the prompt KV written;
@@ -341,11 +376,7 @@ class RooflineStepTime:
         with np.errstate(divide="ignore", invalid="ignore"):
             crossing = np.ceil((gamma - base) / slope)
         flat = np.where(base >= gamma, 0.0, np.where(slope == 0, steps, np.minimum(steps, crossing)))
-        rest = steps - flat
-        summed = gamma * flat + rest * base + slope * (rest * (flat + steps - 1) / 2)
-        if self.comm_seconds_per_token:
-            return summed + steps * (self.comm_seconds_per_token * batch)
-        return summed
+        return run_sum(steps, flat, gamma, base, slope, self.comm_seconds_per_token * batch)
 
     # plain-float twins of seconds / segment_seconds (the same operations in the same order, so
     # the same floats), for the simulator's per-event clock
@@ -379,27 +410,28 @@ class RooflineStepTime:
         comm = self.comm_seconds_per_token * float(batch)
 
         def summed(steps: int) -> float:
-            steps_f = float(steps)
-            flat = min(steps_f, crossing)
-            rest = steps_f - flat
-            total = gamma * flat + rest * base + slope * (rest * (flat + steps_f - 1) / 2)
-            return total + steps_f * comm if comm else total
+            k = float(steps)
+            return run_sum(k, min(k, crossing), gamma, base, slope, comm)
 
         return summed
 
+    def guess(self, batch: int, first_context: float, seconds: float) -> int:
+        gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
+        return _roofline_guess(gamma, base, slope, crossing, self.comm_seconds_per_token * batch, seconds)
+
     def clock_functions(self, batch_limit: int = 0) -> ClockFunctions:
         """steptime.clock_functions: `step` (as advance() prices step t), and the runner's sum with
-        guess() and reach(), written out over constants worked out once, with the same operations,
-        so the same floats (a memory-bound run's sum is the runner's with no compute-bound steps:
-        0.0 terms dropped, exactly). The guess is settled by two sums when it is right (the usual
-        case), else by _fewest. No builtin calls (max, min, float) on the common path: each costs
-        several arithmetic operations on an interpreter built without optimisations, and an int
-        meets a float exactly as float() converts it."""
+        guess() and reach(), over constants worked out once, through the same run_sum (so the
+        same floats; a memory-bound run is run_sum with no compute-bound steps, its 0.0 terms
+        exact). A guess is settled by two sums when it is right (the usual case), else by
+        _fewest. No builtin calls (max, min, float) on the common path: each costs several
+        arithmetic operations on an interpreter built without optimisations, and an int meets
+        a float exactly as float() converts it."""
         weights, kv, flops_per_token = self.weights_bytes, self.kv_bytes_per_token, self.flops_per_token
         hbm, peak, per_token = self.hbm_bytes_per_s, self.peak_flops, self.comm_seconds_per_token
         alpha, beta = weights / hbm, kv / hbm
         idle, runner = self.idle_seconds, self.runner
-        inf, ceil, sqrt, isfinite = math.inf, math.ceil, math.sqrt, math.isfinite
+        inf, ceil, sqrt = math.inf, math.ceil, math.sqrt
 
         def settle(
             batch: int,
@@ -410,46 +442,17 @@ class RooflineStepTime:
             crossing: float,
             comm: float,
             need: float,
+            start: int,
         ) -> tuple[int, float]:
-            """The fewest steps lasting ≥ need (> 0): a guess (any start gives the same
-            answer), settled. The terms are _terms's."""
-            if comm:
-                start = _quadratic_steps((gamma if gamma > base else base) + comm, slope, need)
-            elif gamma > 0 and need <= gamma * crossing:
-                start = ceil(need / gamma)
-            else:
-                flat = 0.0 if crossing == inf else crossing
-                first, left = base + slope * flat, need - gamma * flat
-                if slope > 0:
-                    half = first - slope / 2
-                    root = (-half + sqrt(half * half + 2 * slope * left)) / slope
-                    start = int(flat) + (ceil(root) if isfinite(root) else 1)
-                else:
-                    start = int(flat) + _quadratic_steps(first, slope, left)
-            if start < 1:
-                start = 1
+            """The fewest steps lasting ≥ need (> 0), from a guess `start` ≥ 1 (any start gives
+            the same answer); the terms are _terms's."""
             k = start + 0.0
-            if crossing == 0.0:
-                at = k * base + slope * (k * (k - 1) / 2)
-            else:
-                flat = crossing if crossing < k else k
-                rest = k - flat
-                at = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
-            if comm:
-                at = at + k * comm
+            at = run_sum(k, crossing if crossing < k else k, gamma, base, slope, comm)
             if at >= need:
                 if start == 1:
                     return 1, at
                 k -= 1.0
-                if crossing == 0.0:
-                    below = k * base + slope * (k * (k - 1) / 2)
-                else:
-                    flat = crossing if crossing < k else k
-                    rest = k - flat
-                    below = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
-                if comm:
-                    below = below + k * comm
-                if below < need:
+                if run_sum(k, crossing if crossing < k else k, gamma, base, slope, comm) < need:
                     return start, at
             return _fewest(runner(batch, first_context), need, start)
 
@@ -472,18 +475,12 @@ class RooflineStepTime:
                 crossing = ceil((gamma - base) / slope) + 0.0
             if steps is not None:
                 k = steps + 0.0
-                if crossing == 0.0:
-                    span = k * base + slope * (k * (k - 1) / 2)
-                else:
-                    flat = crossing if crossing < k else k
-                    rest = k - flat
-                    span = gamma * flat + rest * base + slope * (rest * (flat + k - 1) / 2)
-                if comm:
-                    span = span + k * comm
+                span = run_sum(k, crossing if crossing < k else k, gamma, base, slope, comm)
                 if need is None or span < need:
                     return steps, span
             assert need is not None, "a run with nothing ahead has no end"
-            return settle(batch, first_context, gamma, base, slope, crossing, comm, need)
+            start = _roofline_guess(gamma, base, slope, crossing, comm, need)
+            return settle(batch, first_context, gamma, base, slope, crossing, comm, need, start)
 
         # γ, the growth per step and the all-reduce time of a batch, for the run's sizes
         table = min(batch_limit, 4096) + 1
@@ -526,7 +523,7 @@ class RooflineStepTime:
                     return 0, this + 0.0
             if steps == 0:
                 return 0, this + 0.0
-            # then stop(), its memory-bound case written out here
+            # then stop(), its memory-bound case (no crossing) written out here
             if not next_batch or next_batch >= table:
                 ahead, span = stop(next_batch, first_context, steps, need)
                 return ahead, this + span
@@ -535,6 +532,9 @@ class RooflineStepTime:
             if base < gamma:
                 ahead, span = stop(next_batch, first_context, steps, need)
                 return ahead, this + span
+            # Here the run is memory-bound from its first step: run_sum with flat = 0, its exact
+            # zero terms dropped, written out (the same floats): a call costs more than the sum,
+            # and nearly every event of a timed run comes this way
             slope, comm = slopes[next_batch], comms[next_batch]
             if steps is not None:
                 k = steps + 0.0
@@ -552,9 +552,7 @@ class RooflineStepTime:
                 root = (sqrt(half * half + 2 * slope * need) - half) / slope
             else:
                 root = need / per_step
-            start = ceil(root) if 0 < root < 1e15 else 1
-            if start < 1:
-                start = 1
+            start = ceil(root) if 1 < root < 1e15 else 1
             k = start + 0.0
             at = k * base + slope * (k * (k - 1) / 2)
             if comm:
@@ -568,20 +566,10 @@ class RooflineStepTime:
                     below = below + k * comm
                 if below < need:
                     return start, this + at
-            ahead, span = settle(next_batch, first_context, gamma, base, slope, 0.0, comm, need)
+            ahead, span = settle(next_batch, first_context, gamma, base, slope, 0.0, comm, need, start)
             return ahead, this + span
 
         return ClockFunctions(stop, advance)
-
-    def guess(self, batch: int, first_context: float, seconds: float) -> int:
-        gamma, base, slope, crossing = self._terms(float(batch), float(first_context))
-        if self.comm_seconds_per_token:  # a rough start is enough: the caller settles it
-            return _quadratic_steps(max(gamma, base) + self.comm_seconds_per_token * batch, slope, seconds)
-        if gamma > 0 and seconds <= gamma * crossing:
-            return math.ceil(seconds / gamma)
-        flat = 0.0 if crossing == math.inf else crossing  # (crossing is inf only if γ·∞ ≥ seconds)
-        left = seconds - gamma * flat
-        return int(flat) + _quadratic_steps(base + slope * flat, slope, left)
 
     def describe(self) -> dict:
         return {
@@ -598,7 +586,7 @@ class RooflineStepTime:
 
 
 @dataclass(frozen=True)
-class MeasuredStepTime:
+class MeasuredStepTime(StepTime):
     """A fit of measured decode steps: seconds = a + b·tokens + c·(KV tokens read).
 
     From a benchmark point (batch B, per-request context C, seconds) the fit sees tokens = B and

@@ -10,7 +10,12 @@ Prints, in one run, each figure beside its target:
   Llama-2-7B on one A100 80GB under the roofline, 7,424 blocks of 16, at most 128 sequences and
   4,096 batched tokens), generated from a seed: 10,000 requests < 0.2 s, 1,000,000 < 20 s; and
   1,000 of them beside the naive loop (the same steps, preemptions and finishes, and the same
-  seconds when the naive loop prices its steps one by one).
+  seconds when the naive loop prices its steps one by one);
+- the peak memory of that timed run at 1,000,000 requests, each in a fresh child process: a
+  summary run (target ≤ 250 MB, the whole process) beside one that also prices every stay's
+  start, decode and end, as --trace and --requests-csv do.
+
+`--rows timed memory` (any of timed, million, paged, naive, lab, memory) runs only those rows.
 
 The targets are measured on chat-like traffic: output lengths lognormal (median 128 tokens,
 σ 1, at most 2,048; mean about 210), prompts lognormal (median 256, at most 4,096). The naive
@@ -25,7 +30,10 @@ CPU time much less, so a verdict does not depend on who else is running.
 
 from __future__ import annotations
 
+import argparse
 import os
+import resource
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -101,7 +109,7 @@ def report(label: str, figure: str, target: str | None, ok: bool, detail: str) -
     if target is None:
         column = REFERENCE if ok else "FAIL: results differ"
     else:
-        column = f"target {target:<8}{'PASS' if ok else 'FAIL'}"
+        column = f"target {target:<9}{'PASS' if ok else 'FAIL'}"
     print(f"  {label:<46}{figure:>12}  {column:<27}{detail}")
     return ok
 
@@ -281,19 +289,98 @@ def timed() -> bool:
     return ok
 
 
+MEMORY_REQUESTS = 1_000_000
+MEMORY_TARGET_MB = 250  # the summary run's peak, the whole process (interpreter and workload too)
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory, MiB: Linux's VmHWM, which starts afresh at exec
+    (ru_maxrss keeps the parent's peak at the fork, so a child started late reads high);
+    ru_maxrss where there is no /proc."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024  # kB
+
+
+def peak_memory(keep: str, requests: int = MEMORY_REQUESTS) -> None:
+    """In this (child) process: the timed paged run of `timed` on `requests` requests, then what
+    the run is kept for; prints the process's peak resident memory in MiB, then its peak before
+    the workload was made and before the run."""
+    roofline = batching.roofline_from_catalog("llama-2-7b", "a100-80gb")
+    before = peak_rss_mib()
+    load = conversational(requests)
+    loaded = peak_rss_mib()
+    r = batching.simulate(load, VIDUR_CASE, slots=128, step_time=roofline)
+    if keep == "per-step":  # what --trace and --requests-csv read: every stay's times
+        clock = clock_for(r.schedule, roofline)
+        s = r.schedule
+        times = [clock.at(a) for a in (s.start, s.decode_start, s.end, s.first_start, s.finish)]
+        assert all(len(t) for t in times)
+    else:
+        assert r.latency.seconds is not None and r.makespan_seconds
+    print(f"{peak_rss_mib():.1f} {before:.1f} {loaded:.1f}")
+
+
+def memory() -> bool:
+    """The simulator's peak memory at a million requests, each run in a fresh child process (so
+    no earlier row's memory counts): a summary run beside one that keeps every stay's times."""
+    ok = True
+    for keep in ("summary", "per-step"):
+        began = time.perf_counter()
+        child = subprocess.run(
+            [sys.executable, __file__, "--peak-memory", keep], capture_output=True, text=True, check=True
+        )
+        peak, before, loaded = (float(x) for x in child.stdout.split())
+        summary = keep == "summary"
+        ok &= report(
+            f"peak memory, {MEMORY_REQUESTS:,} chat, {keep}",
+            f"{peak:,.0f} MiB",
+            f"≤ {MEMORY_TARGET_MB} MB" if summary else None,
+            peak * 2**20 <= MEMORY_TARGET_MB * 1e6 if summary else True,
+            f"paged + roofline + arrivals; the process had {before:,.0f} MiB before the workload, "
+            f"{loaded:,.0f} MiB with it; {(peak - loaded) * 2**20 / MEMORY_REQUESTS:,.0f} B per request "
+            f"above that; wall {time.perf_counter() - began:.1f} s",
+        )
+    return ok
+
+
+ROWS = ("timed", "million", "paged", "naive", "lab", "memory")
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description="The batching simulator's speed against its targets.")
+    parser.add_argument(
+        "--rows", nargs="+", choices=ROWS, default=list(ROWS), help="run only these groups of rows"
+    )
+    parser.add_argument("--peak-memory", choices=("summary", "per-step"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.peak_memory:
+        peak_memory(args.peak_memory)
+        return 0
+    rows = set(args.rows)
     print("batching simulator benchmark: CPU seconds of simulate() (user + system), best of several runs")
     print(f"wall seconds beside them; {load_average()}\n")
     print("chat-like traffic (the targets)")
-    ok = timed()
-    ok &= million("chat", CHAT_OUTPUT, target=True)
-    ok &= paged()
-    ok &= against_naive("chat", CHAT_OUTPUT, 5_000, target=True)
+    ok = True
+    if "timed" in rows:
+        ok &= timed()
+    if "million" in rows:
+        ok &= million("chat", CHAT_OUTPUT, target=True)
+    if "paged" in rows:
+        ok &= paged()
+    if "naive" in rows:
+        ok &= against_naive("chat", CHAT_OUTPUT, 5_000, target=True)
+    if "memory" in rows:
+        ok &= memory()
     chat_mean = workload(20_000, CHAT_OUTPUT).output_tokens.mean()
     lab_mean = workload(20_000, LAB_OUTPUT).output_tokens.mean()
-    print(f"\nthe lab's mix, {lab_mean:.0f} tokens per request (for reference)")
-    ok &= million("lab-mix", LAB_OUTPUT, target=False)
-    ok &= against_naive("lab-mix", LAB_OUTPUT, 20_000, target=False)
+    if "lab" in rows:
+        print(f"\nthe lab's mix, {lab_mean:.0f} tokens per request (for reference)")
+        ok &= million("lab-mix", LAB_OUTPUT, target=False)
+        ok &= against_naive("lab-mix", LAB_OUTPUT, 20_000, target=False)
     print("\nall targets met" if ok else "\nSOME TARGETS MISSED")
     print(f"(judged on CPU seconds; {load_average()})")
     print(
