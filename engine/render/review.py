@@ -25,7 +25,7 @@ import jinja2
 from engine import audit
 from engine.errors import UserError
 from engine.limits import MAX_DRAFT_BYTES, MAX_PAGE_RENDER_CHARS, MAX_RESULTS_BYTES, read_text_limited
-from engine.outdir import atomic
+from engine.outdir import atomic, changes
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
 from engine.render import template_cache
@@ -208,8 +208,6 @@ def index_context(out_root: Path) -> dict[str, Any]:
 
 
 def _changes() -> Any:
-    from engine.outdir import changes
-
     return changes
 
 
