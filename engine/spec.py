@@ -25,12 +25,15 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from engine import limits, yamlfile
+from engine import limits, sections, yamlfile
+from engine.batching import registry as policy_registry
 from engine.charts import declared
+from engine.charts import registry as chart_registry
 from engine.charts.declared import Declared
 from engine.errors import UserError
 from engine.given import GivenBlock, GivenName
 from engine.kvcache import KvDtype
+from engine.platforms import posting
 from engine.render.slides import CarouselSpec
 from engine.validation import GiB, PositiveFloat, PositiveInt, Strict, validate
 from engine.workload import WorkloadSpec
@@ -281,10 +284,8 @@ StepTimeSpec = Annotated[StepTimeModel, Field(discriminator="kind")]
 def _registered_policy(name: str) -> str:
     """A policy name the registry knows (engine.batching.registry), checked when the spec is
     read, so a policy registered by a plugin or a test is accepted and a typo is not."""
-    from engine.batching import registry
-
-    if registry.find(name) is None:
-        choices = [repr(n) for n in registry.names()]
+    if policy_registry.find(name) is None:
+        choices = [repr(n) for n in policy_registry.names()]
         listed = ", ".join(choices[:-1]) + " or " + choices[-1] if len(choices) > 1 else choices[0]
         raise ValueError(f"must be one of {listed}, got {name!r}")
     return name
@@ -323,10 +324,9 @@ class BatchingSection(Strict):
     def _paged_needs_blocks(self) -> BatchingSection:
         if len(set(self.policies)) != len(self.policies):
             raise ValueError(f"policies {self.policies} name a policy twice")
-        from engine.batching import registry
 
         for name in self.policies:
-            if registry.kind(name).needs_blocks and self.paged is None:
+            if policy_registry.kind(name).needs_blocks and self.paged is None:
                 raise ValueError(f"policy '{name}' needs a 'paged' section with num_blocks")
         return self
 
@@ -366,9 +366,7 @@ class QueueingSection(Strict):
 
 def _known_chart(name: str) -> str:
     """A chart name must be registered (engine.charts); the list of names lives there alone."""
-    from engine.charts import registry
-
-    known = registry.names()
+    known = chart_registry.names()
     if name not in known:
         expected = ", ".join(repr(k) for k in known[:-1]) + f" or {known[-1]!r}" if known else "none"
         raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
@@ -377,8 +375,6 @@ def _known_chart(name: str) -> str:
 
 def _registered_platform(name: str) -> str:
     """A platform name the registry knows (engine.platforms), so a typo is refused."""
-    from engine.platforms import posting
-
     return posting.known(name)
 
 
@@ -467,8 +463,6 @@ class DaySpec(Strict):
     @classmethod
     def _platforms_listed(cls, names: list[str] | None) -> list[str] | None:
         if names is not None:
-            from engine.platforms import posting
-
             posting.check_listed(names)
         return names
 
@@ -493,16 +487,14 @@ class DaySpec(Strict):
         if twice is not None:
             raise ValueError(f"chart '{twice}' is listed twice (a declared chart's name is its file name)")
         if self.charts:
-            from engine.charts import registry
-
             for name in self.declared_charts:
-                if name in registry.CHARTS:
+                if name in chart_registry.CHARTS:
                     raise ValueError(f"declared chart '{name}' has the name of a built-in chart: rename it")
             for entry in self.charts:
                 if not isinstance(entry, str):
                     continue
                 name = entry
-                chart = registry.get(name)
+                chart = chart_registry.get(name)
                 missing = [need for need in chart.needs if self.section(need) is None]
                 if missing:
                     raise ValueError(f"chart '{name}' needs a '{missing[0]}' section")
@@ -522,8 +514,6 @@ _MODEL: tuple[int, type[DaySpec]] | None = None
 def day_spec_model() -> type[DaySpec]:
     """DaySpec with one optional field per registered section, rebuilt when the registry changes."""
     global _MODEL
-    from engine import sections
-
     registered = sections.sections()
     if _MODEL is None or _MODEL[0] != sections.SECTIONS.generation:
         fields: dict[str, Any] = {s.key: (s.model | None, None) for s in registered}

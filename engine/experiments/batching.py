@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from engine import batching, numbers, workload
+from engine.batching.calibrated import calibrate_from_catalog
+from engine.batching.loaders import load_measured_step_time
 from engine.errors import UserError
 from engine.limits import MAX_TIMELINE_REQUESTS
 from engine.render.review_tables import num_cell, pct_cell, source_kind
@@ -64,14 +66,11 @@ def step_time_from(spec: StepTimeModel, folder: Path | None, measurement: Path |
     if isinstance(spec, RooflineStepTimeSpec):
         return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype, tp=spec.tp)
     if isinstance(spec, CalibratedStepTimeSpec):
-        from engine.batching.calibrated import calibrate_from_catalog
-
         source = (
             measurement if spec.file is None else Path(spec.file) if folder is None else folder / spec.file
         )
         assert source is not None  # the caller refuses a calibration with nothing to fit
         return calibrate_from_catalog(spec.model, spec.gpu, source, kv_dtype=spec.kv_dtype, tp=spec.tp)
-    from engine.batching.loaders import load_measured_step_time
 
     assert measurement is not None  # the caller refuses a measured step time without a file
     return load_measured_step_time(measurement)

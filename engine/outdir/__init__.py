@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import UserError
-from engine.outdir import atomic, swap
+from engine.outdir import atomic, changes, merge, swap
 from engine.outdir import lock as day_lock
 from engine.outdir.manifest import (
     BASE,
@@ -165,8 +165,6 @@ class CommitReport:
 
 def report_lines(report: CommitReport) -> list[str]:
     """What the commit did with the person's files and what changed, for the terminal."""
-    from engine.outdir import changes
-
     lines = list(report.notes)
     summary = changes.summary(report.changes)
     if summary:
@@ -289,8 +287,6 @@ def commit(staging: Staging, *, force: bool = False) -> CommitReport:
 
 
 def _commit(staging: Staging, *, force: bool) -> CommitReport:
-    from engine.outdir import changes
-
     target, stage = staging.target, staging.path
     report = CommitReport(notes=list(staging.recovered))
     rendered = {
@@ -422,8 +418,6 @@ class _Plan:
         self._merge(name, old, current, theirs, base)
 
     def _merge(self, name: str, old: Path, current: str, theirs: str, base: str) -> None:
-        from engine.outdir import merge
-
         stage, target = self.stage, self.target
         result = merge.three_way(base, theirs, (stage / name).read_text(encoding="utf-8"))
         if result.clean:

@@ -25,6 +25,8 @@ import importlib.resources
 import re
 from functools import lru_cache
 
+import emoji as emoji_data
+
 TWEMOJI_REGEX_FILE = "twemoji-parser-11.0.2.regex"
 
 
@@ -50,8 +52,6 @@ def twemoji() -> re.Pattern[str]:
 def newer_standard_sequences() -> tuple[str, ...]:
     """Standard (RGI) emoji sequences of two or more code points that twemoji 11 does not
     match whole, longest first, each as UTF-16 units."""
-    import emoji as emoji_data
-
     qualified = {emoji_data.STATUS["fully_qualified"], emoji_data.STATUS["minimally_qualified"]}
     pattern = twemoji()
     found = set()
