@@ -144,3 +144,62 @@ def test_no_engine_module_imports_its_way_back_to_itself():
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
     assert cycles(graph) == []
 
+
+# Imported inside the functions that use them (see the module's docstring).
+HEAVY = {"matplotlib", "PIL", "fontTools", "torch", "ray"}
+
+# Function-level imports in a file another branch is editing, moved when it merges: each entry
+# must still be there (so the list cannot go stale), and nothing else may be.
+PENDING = {"engine/batching/continuous.py: engine.batching.paged"}
+
+
+def _allowed_late(name: str) -> bool:
+    """A module a function may import: a heavy library, or the torch side of engine.gpubench
+    (its shapes are plain data and come from the top, as everything else does)."""
+    torch_side = name.startswith("engine.gpubench.") and not name.startswith("engine.gpubench.shapes")
+    return name.split(".")[0] in HEAVY or torch_side
+
+
+def late_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of each import statement inside a function body of the file, but those
+    under ``if TYPE_CHECKING:``."""
+    found: list[tuple[int, str]] = []
+    for node, inside in import_statements(path):
+        if not inside:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        else:
+            found.append((node.lineno, "." * node.level + (node.module or "")))
+    return found
+
+
+def test_the_late_import_finder_sees_imports_in_nested_functions_only(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import os\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import json\n"
+        "def f():\n    import re\n    def g():\n        from engine import units\n"
+        "    if TYPE_CHECKING:\n        import csv\n"
+        "class C:\n    def m(self):\n        import matplotlib.pyplot as plt\n"
+    )
+    assert late_imports(source) == [(6, "re"), (8, "engine"), (13, "matplotlib.pyplot")]
+    assert _allowed_late("matplotlib.pyplot") and _allowed_late("engine.gpubench.runner")
+    assert not _allowed_late("engine.gpubench.shapes") and not _allowed_late("re")
+
+
+def test_engine_modules_import_at_the_top_but_the_heavy_libraries():
+    found = set()
+    offenders = []
+    for path in sorted(ENGINE.rglob("*.py")):
+        where = path.relative_to(ENGINE.parent).as_posix()
+        for line, name in late_imports(path):
+            if _allowed_late(name):
+                continue
+            if f"{where}: {name}" in PENDING:
+                found.add(f"{where}: {name}")
+                continue
+            offenders.append(f"{where}:{line} imports {name} inside a function")
+    assert offenders == []
+    assert found == PENDING
