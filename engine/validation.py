@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine import limits
 from engine.errors import UserError
 
 if TYPE_CHECKING:  # only annotated: a spec-only process need not load argparse
@@ -40,6 +41,14 @@ MAX_ONE_LINE_CHARS = 160
 OneLine = Annotated[str, Field(min_length=1, max_length=MAX_ONE_LINE_CHARS, pattern=r"^[^\n\r]*$")]
 MAX_LABEL_CHARS = 40
 Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^\n\r]*$")]
+# Counts more than one section asks for, each with a stated limit (engine/limits.py): a typo
+# must not ask for a billion of anything.
+Slots = Annotated[int, Field(ge=1, le=limits.MAX_SLOTS, strict=True)]
+ContextTokens = Annotated[int, Field(ge=1, le=limits.MAX_CONTEXT_TOKENS, strict=True)]
+TensorParallel = Annotated[int, Field(ge=1, le=limits.MAX_TP, strict=True)]  # GPUs per replica
+# A key added after days were built: None when not given, and then left out of results.json's
+# record of the spec, so the results of those days keep their bytes.
+Unset: Any = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class Strict(BaseModel):

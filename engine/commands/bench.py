@@ -18,10 +18,12 @@ from pathlib import Path
 
 from engine import catalog
 from engine.errors import UserError
+from engine.experiments.batching import BatchingSection
+from engine.experiments.kv_cache import KvCacheSection
 from engine.gpubench.shapes import BUILTIN, SEVEN_B, TINY, shape_from_arch
 from engine.measured import measured_dir, write_measurement
 from engine.sections import SpecLocation, blame
-from engine.spec import BatchingSection, KvCacheSection, load_spec
+from engine.spec import load_spec
 from engine.workload import build_workload
 
 # On a CPU the benchmark measures memory against this budget instead of the machine's RAM:

@@ -10,9 +10,8 @@ import json
 import sys
 from typing import Any, get_args
 
-from engine.experiments.kv_cache import gpu_of, model_of, plan_of
+from engine.experiments.kv_cache import BUDGET_SPECS, KvCacheSection, WeightDtype, gpu_of, model_of, plan_of
 from engine.kvcache import DEFAULT_BLOCK_SIZE, DEFAULT_CONTEXTS, KV_DTYPES
-from engine.spec import BUDGET_SPECS, KvCacheSection, WeightDtype
 from engine.units import GIB
 from engine.validation import blame_flag, given, number, validate_flags, whole_number
 

@@ -26,8 +26,7 @@ from engine.batching.loaders import num_blocks_from_catalog
 from engine.batching.paged import VLLM_VERSION
 from engine.batching.replicas import simulate_replicas
 from engine.errors import UserError
-from engine.experiments.batching import policy_of, step_time_from
-from engine.spec import BatchingSection
+from engine.experiments.batching import BatchingSection, policy_of, step_time_from
 from engine.validation import blame_flag, given, number, validate_flags, whole_flag, whole_number
 from engine.workload import DISTRIBUTION_SYNTAX
 
