@@ -7,9 +7,10 @@ Importing ``engine.a.b`` runs ``engine/a/__init__.py`` first, so that is an edge
 
 A module says what it needs in its first lines. The exceptions are the heavy optional libraries
 (matplotlib, PIL, fontTools, torch, ray), imported inside the functions that use them so that a
-build that draws nothing, the other commands and a spec check never pay for them, and the torch
-side of engine.gpubench, which is torch. Plug-in discovery (engine/registry.py, the command
-line) goes through importlib, not an import statement.
+build that draws nothing, the other commands and a spec check never pay for them; emoji, whose
+import reads a table of every emoji; and the torch side of engine.gpubench, which is torch.
+Plug-in discovery (engine/registry.py, the command line) goes through importlib, not an import
+statement.
 """
 
 from __future__ import annotations
@@ -145,8 +146,10 @@ def test_no_engine_module_imports_its_way_back_to_itself():
     assert cycles(graph) == []
 
 
-# Imported inside the functions that use them (see the module's docstring).
-HEAVY = {"matplotlib", "PIL", "fontTools", "torch", "ray"}
+# Imported inside the functions that use them (see the module's docstring). emoji too: its
+# import reads a table of every emoji, 20 ms that a build pays only for an X draft that is not
+# all ASCII.
+HEAVY = {"matplotlib", "PIL", "fontTools", "torch", "ray", "emoji"}
 
 # Function-level imports in a file another branch is editing, moved when it merges: each entry
 # must still be there (so the list cannot go stale), and nothing else may be.
