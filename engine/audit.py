@@ -36,6 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from engine import numbers, units
+from engine.errors import UserError
+from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, load_json, read_json_limited, read_text_limited
+from engine.outdir.manifest import AUDIT, read_base
+from engine.platforms.registry import platforms
+from engine.platforms.thread import label_spans
+from engine.render.posts import IDIOMS
 
 # An accepted number: ``{=74.1%}``. Braces and an equals sign survive Markdown untouched, are on
 # every keyboard, and never occur in a draft the engine renders.
@@ -168,9 +174,6 @@ def spelling(text: str) -> str:
 def numbers_in(text: str, *, thread: bool = False) -> list[Number]:
     """Every number written in ``text`` that could be a figure, in order (see the module's
     docstring for what is not read)."""
-    from engine.platforms.thread import label_spans
-    from engine.render.posts import IDIOMS
-
     spans = [m.span() for pattern in (_URL, _HASHTAG, _LINK_TARGET) for m in pattern.finditer(text)]
     # A day of the series is read: "Day 37" traces to the day, "Day 4" to the day it links back to.
     spans += [m.span() for m in IDIOMS.finditer(text) if not _DAY.fullmatch(m.group(0))]
@@ -517,9 +520,6 @@ def _kept(kept: dict[str, Any], name: str, key: str) -> str | None:
 def _load(path: Path) -> dict[str, Any]:
     """A JSON object the build wrote, within the results' limit; {} if missing or unreadable
     (a day with no record, or a hand-mangled one, is audited with what is there)."""
-    from engine.errors import UserError
-    from engine.limits import MAX_RESULTS_BYTES, read_json_limited
-
     try:
         data = read_json_limited(path, MAX_RESULTS_BYTES, "results")
     except UserError:
@@ -532,9 +532,6 @@ def _index_of(results_text: str) -> Index | None:
     """The index of one results.json text, kept: a build audits its folder for its warnings and
     again for its review page, and ``make review`` once per page. None for a text that is not a
     results object (a hand-mangled file, or one nested past any a build writes)."""
-    from engine.errors import UserError
-    from engine.limits import load_json
-
     try:
         results = load_json(results_text, "results.json", "results")
     except UserError:
@@ -544,8 +541,6 @@ def _index_of(results_text: str) -> Index | None:
 
 def read_record(folder: Path) -> dict[str, Any]:
     """The last build's record (``record``); none if it is missing or unreadable."""
-    from engine.outdir.manifest import AUDIT
-
     return _load(Path(folder) / AUDIT)
 
 
@@ -554,11 +549,6 @@ def folder_findings(folder: Path, drafts: dict[str, str] | None = None) -> list[
     posted too (or ``drafts``, read already), against
     its results.json and the renders the last build recorded (without a record, the renders in
     ``.base.json``). A folder whose results cannot be read has nothing to trace against: none."""
-    from engine.errors import UserError
-    from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, read_text_limited
-    from engine.outdir.manifest import read_base
-    from engine.platforms.registry import platforms
-
     folder = Path(folder)
     traced: Index | None = None  # read when a draft is not the engine's own: most builds, never
     kept = read_record(folder)

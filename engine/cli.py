@@ -1,8 +1,9 @@
 """The command line: python -m engine COMMAND …
 
 Each command lives in its own module under engine/commands with two functions,
-``add_arguments(parser)`` and ``run(args) -> int``. Command modules keep heavy imports (torch,
-matplotlib) inside ``run`` so that ``--help`` and the other commands stay fast.
+``add_arguments(parser)`` and ``run(args) -> int``. Only the chosen command's module is imported,
+so each imports what it needs at its top and the others cost nothing; the heavy optional
+libraries (torch, matplotlib) are imported inside the functions that use them.
 """
 
 from __future__ import annotations
@@ -42,11 +43,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command by name and one-line help; the arguments of ``only`` alone, so only its
+    module is imported (a command's module imports what its run needs, at its top). With no
+    command, as for the top-level help, no command module is imported at all."""
     parser = _Parser(prog="python -m engine", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text, description=help_text)
-        if only in (None, name):
+        if only == name:
             importlib.import_module(module_name).add_arguments(cmd)
     return parser
 

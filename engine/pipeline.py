@@ -15,13 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import audit, given, outdir, quotable
+from engine import audit, charts, given, outdir, quotable
 from engine import inputs as inputs_of
+from engine.charts.declared import resolve
 from engine.errors import UserError
 from engine.limits import MAX_DRAFT_BYTES, read_text_limited
 from engine.outdir import atomic
+from engine.outdir.manifest import AUDIT, read_base
+from engine.platforms import check_alt_text, posting
+from engine.platforms import registry as platforms
+from engine.platforms.day_dir import check_day_dir
 from engine.platforms.rules import ChecksFailed
-from engine.render import formats, posts
+from engine.render import formats, posts, review
 from engine.render.context import day_folder_name, template_context
 from engine.sections import Inputs, SpecLocation, blame, sections
 from engine.spec import DaySpec, load_spec
@@ -72,9 +77,6 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
     posts that fit their platform and numbered. A thread platform the spec's ``platforms:``
     lists that has no template of its own re-flows the thread it names (``reflow_from``: X's)
     under its own limits, so one thread template feeds every thread platform."""
-    from engine.platforms import posting
-    from engine.platforms import registry as platforms
-
     env = posts.environment(templates_root)
     folder = day_folder_name(results["day"])
     context = template_context(results)
@@ -119,8 +121,6 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
 
 def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[str, Any]:
     """Run the platform rules on the drafts; raise ChecksFailed naming each offending post."""
-    from engine.platforms import check_alt_text, posting
-
     posted = posting.in_drafts(list(drafts))  # the required platforms and each drafted one
     checks: dict[str, Any] = {}
     violations: list[Any] = []
@@ -182,8 +182,6 @@ def build(
         results["checks"] = check_drafts(drafts, results["charts"])
         results["checks"]["media"] = formats.check_media(staging.path, results)
         write_json(staging.path / "results.json", results, root=out_root)
-        from engine.render import review
-
         page = review.render_day_page(staging.path, results, drafts, fresh=True)
         atomic.write_text(staging.path / "index.html", page, what="review page", root=out_root, durable=False)
         renders = {
@@ -222,8 +220,6 @@ def build(
 
 def _renders_seen(target: Path) -> tuple[dict[str, str], dict[str, Any]]:
     """The renders the person saw before this build, and the audit's last record of them."""
-    from engine.outdir.manifest import read_base
-
     return (read_base(target), audit.read_record(target)) if target.is_dir() else ({}, {})
 
 
@@ -232,8 +228,6 @@ def write_audit_record(
 ) -> None:
     """Keep this build's fresh renders (drafts and alt texts) beside them, for the number audit
     of the edits to come (engine.audit): written once the folder is in place, like its review page."""
-    from engine.outdir.manifest import AUDIT
-
     atomic.write_json(
         audit.record(renders, seen, earlier),
         target / AUDIT,
@@ -251,10 +245,9 @@ def check_kept_edits(folder: Path, kept: list[tuple[Path, Path]]) -> list[str]:
     """
     if not kept:
         return []
-    from engine import platforms
 
     names = {path.name for path, _ in kept}
-    report = platforms.check_day_dir(folder)
+    report = check_day_dir(folder)
     return [f"your edited {v}" for v in report.violations if v.draft in names]
 
 
@@ -265,8 +258,6 @@ def draw_charts(
     the day does not have yet: unavailable_charts); the LinkedIn image again at LinkedIn's."""
     if not spec.charts:
         return []
-    from engine import charts
-    from engine.platforms import registry as platforms
 
     jobs: list[tuple[str, str | None]] = [(name, None) for name in spec.chart_names if name not in skipped]
     if spec.linkedin_image is not None and spec.linkedin_image not in skipped:
@@ -282,7 +273,6 @@ def unavailable_charts(spec: DaySpec, results: dict[str, Any]) -> list[tuple[str
     names = list(dict.fromkeys([*spec.chart_names, *(slide.chart for slide in slides if slide.chart)]))
     if not names:
         return []
-    from engine.charts.declared import resolve
 
     reasons = [(name, resolve(name, results).unavailable(results)) for name in names]
     return [(name, why) for name, why in reasons if why is not None]

@@ -4,7 +4,8 @@ Why pydantic: every mistake must come back as one line naming the file and the f
 (``days/day37.yaml: batching.slots: must be at least 1, got 0``; engine.validation writes it),
 unknown keys must fail (a typo silently ignored is a wrong post), and the models double as
 documentation of what a day can ask for. Sections are optional and registered
-(engine.sections): a day runs the experiments whose sections it has.
+(engine.sections): a day runs the experiments whose sections it has. This module holds the day's
+own fields; each section's model is where its section is registered (engine/experiments/).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -25,31 +26,20 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from engine import limits, yamlfile
+from engine import limits, sections, yamlfile
 from engine.charts import declared
+from engine.charts import registry as chart_registry
 from engine.charts.declared import Declared
 from engine.errors import UserError
 from engine.given import GivenBlock, GivenName
-from engine.kvcache import KvDtype
+from engine.platforms import posting
 from engine.render.slides import CarouselSpec
-from engine.validation import GiB, Label, OneLine, PositiveFloat, PositiveInt, Strict, validate
-from engine.workload import WorkloadSpec
+from engine.validation import GiB, OneLine, PositiveFloat, PositiveInt, Strict, Unset, validate
 
 __all__ = ["DaySpec", "GiB", "PositiveFloat", "PositiveInt", "day_spec_model", "load_spec"]
 
-# Counts with a stated limit (engine/limits.py): a typo must not ask for a billion of anything.
-Slots = Annotated[int, Field(ge=1, le=limits.MAX_SLOTS, strict=True)]
-ModelDim = Annotated[int, Field(ge=1, le=limits.MAX_MODEL_DIM, strict=True)]
-Layers = Annotated[int, Field(ge=1, le=limits.MAX_LAYERS, strict=True)]
-ContextTokens = Annotated[int, Field(ge=1, le=limits.MAX_CONTEXT_TOKENS, strict=True)]
-Servers = Annotated[int, Field(ge=1, le=limits.MAX_SERVERS, strict=True)]
+# A day of the series: within its stated limit (engine/limits.py).
 DayNumber = Annotated[int, Field(ge=1, le=limits.MAX_SERIES_DAYS, strict=True)]
-TensorParallel = Annotated[int, Field(ge=1, le=limits.MAX_TP, strict=True)]  # GPUs per replica
-
-
-# A key added after days were built: None when not given, and then left out of results.json's
-# record of the spec, so the results of those days keep their bytes.
-Unset: Any = Field(default=None, exclude_if=lambda value: value is None)
 
 
 # ---- metadata -------------------------------------------------------------------------------
@@ -68,307 +58,12 @@ class LinkBack(Strict):
     spec: str | None = None  # path relative to this spec's folder, e.g. day04.yaml
 
 
-# ---- kv_cache -------------------------------------------------------------------------------
-
-
-class InlineModel(Strict):
-    """A model described by its shape alone, as the lab's '7B-class' model is."""
-
-    name: OneLine
-    num_layers: Layers
-    num_kv_heads: ModelDim
-    head_dim: ModelDim
-    dtype: Literal["float16", "bfloat16", "float32"] = "float16"
-    num_attention_heads: ModelDim | None = None
-    hidden_size: ModelDim | None = None
-    num_params: Annotated[int, Field(ge=1, le=limits.MAX_PARAMS, strict=True)] | None = None
-
-    @model_validator(mode="after")
-    def _heads_group(self) -> InlineModel:
-        """Grouped-query attention shares each KV head among a whole number of query heads."""
-        heads = self.num_attention_heads
-        if heads is not None and (self.num_kv_heads > heads or heads % self.num_kv_heads):
-            raise ValueError(
-                f"num_kv_heads {self.num_kv_heads} must divide num_attention_heads "
-                f"{heads} (each KV head serves a whole group of query heads)"
-            )
-        return self
-
-
-class ModelRef(Strict):
-    """Exactly one of: a catalog name, a Hugging Face config.json path, or an inline shape.
-
-    A bare string in YAML is a catalog name, or a config path when it ends in ``.json``.
-    """
-
-    catalog: str | None = None
-    config: str | None = None
-    inline: InlineModel | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_shorthand(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return {"config": value} if value.endswith(".json") else {"catalog": value}
-        if isinstance(value, dict) and "name" in value and "num_layers" in value:
-            return {"inline": value}
-        return value
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> ModelRef:
-        given = [k for k in ("catalog", "config", "inline") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError("give a catalog name, a config.json path, or an inline shape")
-        return self
-
-
-class InlineGpu(Strict):
-    name: OneLine
-    memory_gib: Annotated[GiB, Field(gt=0)]
-
-
-class GpuRef(Strict):
-    """A catalog GPU by name, or an inline one: a name and the memory it offers.
-
-    A catalog GPU may state the memory it reports instead of the catalog's figure (a MIG slice,
-    a driver that reserves more): ``{catalog: h100-80gb, memory_gib: 79.1}``.
-    """
-
-    catalog: str | None = None
-    inline: InlineGpu | None = None
-    memory_gib: Annotated[GiB, Field(gt=0)] | None = Unset
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_shorthand(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return {"catalog": value}
-        if isinstance(value, dict) and "memory_gib" in value and "catalog" not in value:
-            return {"inline": value}
-        return value
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> GpuRef:
-        if (self.catalog is None) == (self.inline is None):
-            raise ValueError("give a catalog GPU name or an inline {name, memory_gib}")
-        if self.inline is not None and self.memory_gib is not None:
-            raise ValueError("memory_gib overrides a catalog GPU's figure; an inline GPU states its own")
-        return self
-
-
-class ReserveBudgetSpec(Strict):
-    """The lab's budget: the card's memory minus a fixed reserve for weights and overhead."""
-
-    kind: Literal["reserve"]
-    reserve_gib: GiB
-    weights_gib: GiB | None = None  # the reserve's share for weights
-
-    @model_validator(mode="after")
-    def _weights_within_reserve(self) -> ReserveBudgetSpec:
-        if self.weights_gib is not None and self.weights_gib > self.reserve_gib:
-            raise ValueError(f"weights_gib {self.weights_gib} exceeds reserve_gib {self.reserve_gib}")
-        return self
-
-
-class VllmBudgetSpec(Strict):
-    """vLLM's own accounting: utilisation × memory − weights − activations − non-torch.
-
-    ``non_torch_gib``: the memory outside PyTorch (CUDA context, NCCL), when known; estimated
-    otherwise.
-    """
-
-    kind: Literal["vllm"]
-    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.9
-    max_num_batched_tokens: ContextTokens | None = None
-    max_num_seqs: Slots = 256
-    non_torch_gib: GiB | None = Unset
-
-
-class GivenBudgetSpec(Strict):
-    """A KV budget taken as given, as vLLM's 'Available KV cache memory' log line reports it."""
-
-    kind: Literal["given"]
-    kv_memory_gib: Annotated[GiB, Field(gt=0)]
-
-
-BUDGET_SPECS = (ReserveBudgetSpec, VllmBudgetSpec, GivenBudgetSpec)
-BudgetSpec = Annotated[ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec, Field(discriminator="kind")]
-WeightDtype = Literal["fp16", "bf16", "fp8", "int8", "int4"]
-
-
-class KvView(Strict):
-    """One way of sizing the cache: a model on a GPU under a budget.
-
-    ``max_model_len`` (default: the model's own limit) marks longer contexts and sets vLLM's
-    default prefill budget; ``weight_dtype`` (default: the checkpoint's) sizes the weights.
-    """
-
-    label: Label | None = None
-    model: ModelRef
-    gpu: GpuRef
-    budget: BudgetSpec
-    kv_dtype: KvDtype = "auto"
-    tp: TensorParallel = 1
-    block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
-    max_model_len: ContextTokens | None = Unset
-    weight_dtype: WeightDtype | None = Unset
-
-
-class KvCacheSection(KvView):
-    """The post's memory table, plus optional second views (real accounting, GQA, …)."""
-
-    contexts: Annotated[list[ContextTokens], Field(min_length=1, max_length=limits.MAX_CONTEXTS)]
-    highlight: Annotated[list[ContextTokens], Field(max_length=limits.MAX_CONTEXTS)] = []
-    compare: Annotated[list[KvView], Field(max_length=limits.MAX_VIEWS)] = []
-
-    @field_validator("contexts")
-    @classmethod
-    def _increasing(cls, contexts: list[int]) -> list[int]:
-        if contexts != sorted(set(contexts)):
-            raise ValueError("contexts must be increasing and distinct")
-        return contexts
-
-    @model_validator(mode="after")
-    def _highlight_in_contexts(self) -> KvCacheSection:
-        missing = [c for c in self.highlight if c not in self.contexts]
-        if missing:
-            raise ValueError(f"highlight {missing} must be among contexts {self.contexts}")
-        return self
-
-
-# ---- batching -------------------------------------------------------------------------------
-
-
-class UnitStepTimeSpec(Strict):
-    kind: Literal["unit"]
-    # An hour a step is no GPU's; a larger figure is a typo.
-    seconds_per_step: Annotated[PositiveFloat, Field(le=limits.MAX_SECONDS_PER_STEP)]
-
-
-class RooflineStepTimeSpec(Strict):
-    """Peak bandwidth and FLOPs for the model on the card: a lower bound on every step."""
-
-    kind: Literal["roofline"]
-    model: str
-    gpu: str
-    kv_dtype: KvDtype = "auto"
-    tp: TensorParallel = 1
-
-
-class CalibratedStepTimeSpec(Strict):
-    """The roofline for the model on the card, with efficiencies and a per-layer kernel cost
-    fitted to the device measurement the spec's ``measured:`` key picks (or to `file`, a
-    per-operator CSV next to the spec); the fit error is reported with it."""
-
-    kind: Literal["calibrated"]
-    model: str
-    gpu: str
-    kv_dtype: KvDtype = "auto"
-    tp: TensorParallel = 1
-    file: str | None = None
-
-
-class MeasuredStepTimeSpec(Strict):
-    """Step time fitted to the device measurement the spec's ``measured:`` key picks."""
-
-    kind: Literal["measured"]
-
-
-StepTimeModel = UnitStepTimeSpec | RooflineStepTimeSpec | CalibratedStepTimeSpec | MeasuredStepTimeSpec
-StepTimeSpec = Annotated[StepTimeModel, Field(discriminator="kind")]
-
-
-def _registered_policy(name: str) -> str:
-    """A policy name the registry knows (engine.batching.registry), checked when the spec is
-    read, so a policy registered by a plugin or a test is accepted and a typo is not."""
-    from engine.batching import registry
-
-    if registry.find(name) is None:
-        choices = [repr(n) for n in registry.names()]
-        listed = ", ".join(choices[:-1]) + " or " + choices[-1] if len(choices) > 1 else choices[0]
-        raise ValueError(f"must be one of {listed}, got {name!r}")
-    return name
-
-
-PolicyName = Annotated[str, AfterValidator(_registered_policy)]
-
-
-class PagedSpec(Strict):
-    """The paged scheduler's pool, limits and vLLM rules. num_blocks is vLLM's num_gpu_blocks;
-    the four rules default to vLLM 0.33.0 as shipped (engine.batching.paged.PagedPolicy)."""
-
-    num_blocks: Annotated[int, Field(ge=1, le=limits.MAX_BLOCKS, strict=True)]
-    block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
-    max_num_seqs: Slots | None = None
-    max_num_batched_tokens: ContextTokens | None = None
-    chunked_prefill: bool = False
-    reserve_full_prompt: bool = True  # vLLM's scheduler_reserve_full_isl
-    async_scheduling: bool = True
-    null_block: bool = True
-    allow_empty_prompt: bool = False
-
-
-class BatchingSection(Strict):
-    slots: Slots
-    workload: WorkloadSpec
-    policies: Annotated[list[PolicyName], Field(min_length=1)] = ["static", "continuous"]
-    step_time: StepTimeSpec | None = None
-    paged: PagedSpec | None = None
-    # Static batching's wait for a partial group, seconds; 0 launches it at once.
-    static_max_wait: (
-        Annotated[float, Field(ge=0, le=limits.MAX_ARRIVAL_SECONDS, allow_inf_nan=False)] | None
-    ) = None
-
-    @model_validator(mode="after")
-    def _paged_needs_blocks(self) -> BatchingSection:
-        if len(set(self.policies)) != len(self.policies):
-            raise ValueError(f"policies {self.policies} name a policy twice")
-        from engine.batching import registry
-
-        for name in self.policies:
-            if registry.kind(name).needs_blocks and self.paged is None:
-                raise ValueError(f"policy '{name}' needs a 'paged' section with num_blocks")
-        return self
-
-
-# ---- queueing (Day 4) -----------------------------------------------------------------------
-
-
-class SharedLineSpec(Strict):
-    """One shared line feeding c servers, at a fixed arrival rate (the lab's M/M/c table)."""
-
-    arrival_rate: PositiveFloat
-    servers: Annotated[list[Servers], Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)]
-
-
-class LinesSpec(Strict):
-    """One shared line against c separate lines, at the same load per server."""
-
-    servers: Annotated[int, Field(ge=2, le=limits.MAX_SERVERS, strict=True)]
-    load: Annotated[float, Field(gt=0, lt=1)]
-
-
-class QueueingSection(Strict):
-    service_ms: PositiveFloat
-    requests: Annotated[int, Field(ge=1000, le=limits.MAX_QUEUEING_REQUESTS, strict=True)]
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)] = 0
-    service: Literal["exponential", "deterministic", "lognormal"] = "exponential"
-    service_cv: PositiveFloat | None = None
-    utilisations: Annotated[
-        list[Annotated[float, Field(gt=0, lt=1)]], Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)
-    ]
-    shared: SharedLineSpec | None = None
-    lines: LinesSpec
-
-
 # ---- the day --------------------------------------------------------------------------------
 
 
 def _known_chart(name: str) -> str:
     """A chart name must be registered (engine.charts); the list of names lives there alone."""
-    from engine.charts import registry
-
-    known = registry.names()
+    known = chart_registry.names()
     if name not in known:
         expected = ", ".join(repr(k) for k in known[:-1]) + f" or {known[-1]!r}" if known else "none"
         raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
@@ -377,8 +72,6 @@ def _known_chart(name: str) -> str:
 
 def _registered_platform(name: str) -> str:
     """A platform name the registry knows (engine.platforms), so a typo is refused."""
-    from engine.platforms import posting
-
     return posting.known(name)
 
 
@@ -467,8 +160,6 @@ class DaySpec(Strict):
     @classmethod
     def _platforms_listed(cls, names: list[str] | None) -> list[str] | None:
         if names is not None:
-            from engine.platforms import posting
-
             posting.check_listed(names)
         return names
 
@@ -493,16 +184,14 @@ class DaySpec(Strict):
         if twice is not None:
             raise ValueError(f"chart '{twice}' is listed twice (a declared chart's name is its file name)")
         if self.charts:
-            from engine.charts import registry
-
             for name in self.declared_charts:
-                if name in registry.CHARTS:
+                if name in chart_registry.CHARTS:
                     raise ValueError(f"declared chart '{name}' has the name of a built-in chart: rename it")
             for entry in self.charts:
                 if not isinstance(entry, str):
                     continue
                 name = entry
-                chart = registry.get(name)
+                chart = chart_registry.get(name)
                 missing = [need for need in chart.needs if self.section(need) is None]
                 if missing:
                     raise ValueError(f"chart '{name}' needs a '{missing[0]}' section")
@@ -522,8 +211,6 @@ _MODEL: tuple[int, type[DaySpec]] | None = None
 def day_spec_model() -> type[DaySpec]:
     """DaySpec with one optional field per registered section, rebuilt when the registry changes."""
     global _MODEL
-    from engine import sections
-
     registered = sections.sections()
     if _MODEL is None or _MODEL[0] != sections.SECTIONS.generation:
         fields: dict[str, Any] = {s.key: (s.model | None, None) for s in registered}

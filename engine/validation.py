@@ -18,12 +18,15 @@ import difflib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine import limits
 from engine.errors import UserError
+from engine.limits import CLOCK_SKEW_SECONDS
 
 if TYPE_CHECKING:  # only annotated: a spec-only process need not load argparse
     import argparse
@@ -71,10 +74,6 @@ def recorded_date(value: str) -> str:
     """A measurement's date as it must be written: ISO-8601 in UTC, and not in the future. A
     date ahead of this machine's clock by more than limits.CLOCK_SKEW_SECONDS (another machine's
     clock off by hours) was typed, not recorded. A ValueError says which (a validation error)."""
-    from datetime import UTC, datetime, timedelta
-
-    from engine.limits import CLOCK_SKEW_SECONDS
-
     when = datetime.fromisoformat(value)
     offset = when.utcoffset()
     if offset is None or offset.total_seconds() != 0:
@@ -86,6 +85,16 @@ def recorded_date(value: str) -> str:
             f"{CLOCK_SKEW_SECONDS // 3600} h): a measurement is dated when it was made"
         )
     return value
+
+
+# Counts more than one section asks for, each with a stated limit (engine/limits.py): a typo
+# must not ask for a billion of anything.
+Slots = Annotated[int, Field(ge=1, le=limits.MAX_SLOTS, strict=True)]
+ContextTokens = Annotated[int, Field(ge=1, le=limits.MAX_CONTEXT_TOKENS, strict=True)]
+TensorParallel = Annotated[int, Field(ge=1, le=limits.MAX_TP, strict=True)]  # GPUs per replica
+# A key added after days were built: None when not given, and then left out of results.json's
+# record of the spec, so the results of those days keep their bytes.
+Unset: Any = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class Strict(BaseModel):

@@ -180,9 +180,8 @@ def test_a_bad_operator_table_names_the_file_and_column(tmp_path):
 
 def test_a_day_spec_can_ask_for_the_calibrated_step_time(tmp_path):
     from engine.errors import UserError
-    from engine.experiments.batching import step_time_of
+    from engine.experiments.batching import BatchingSection, step_time_of
     from engine.sections import SpecLocation
-    from engine.spec import BatchingSection
 
     table = tmp_path / "ops.csv"
     table.write_text(

@@ -34,7 +34,7 @@ def test_a_toy_policy_registered_here_runs_everywhere(toy):
     # the spec's and the CLI's choices, the charts' colour and order derive from the registry
     from engine.charts.style import policy_colour, policy_order
     from engine.commands.simulate import _policy_names
-    from engine.spec import BatchingSection
+    from engine.experiments.batching import BatchingSection
 
     section = BatchingSection.model_validate(
         {"slots": 2, "workload": {"trace": "x.csv"}, "policies": ["static", "one_at_a_time"]}
@@ -60,7 +60,7 @@ def test_unknown_policy_is_refused_everywhere():
     from engine.charts.policy_comparison import ordered_policies
     from engine.charts.style import policy_colour
     from engine.commands.simulate import _policy_names
-    from engine.spec import BatchingSection
+    from engine.experiments.batching import BatchingSection
 
     with pytest.raises(UserError) as err:
         _policy_names("static,stray")

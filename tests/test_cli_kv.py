@@ -203,9 +203,8 @@ def test_a_flag_obeys_its_spec_key_word_for_word(days_copy, capsys):
 def test_flags_and_spec_keys_give_the_same_plan(capsys, tmp_path):
     """Every kv flag has a spec key: a view written in YAML sizes the cache exactly as the flags do."""
 
-    from engine.experiments.kv_cache import run_view
+    from engine.experiments.kv_cache import KvCacheSection, run_view
     from engine.sections import SpecLocation
-    from engine.spec import KvCacheSection
 
     section = KvCacheSection.model_validate(
         load_yaml(

@@ -352,7 +352,7 @@ def test_check_command_holds_the_files_to_the_same_limits(day37: Path, tmp_path:
     """`engine check` on a day's folder: the built one passes; a GIF a person swapped in that is
     too wide, and one with no alt text, are each named."""
     from engine.cli import main
-    from engine.platforms import check_day_dir
+    from engine.platforms.day_dir import check_day_dir
 
     day = tmp_path / "day37"
     shutil.copytree(day37, day)

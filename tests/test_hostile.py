@@ -378,7 +378,7 @@ def test_a_folder_named_like_a_template_is_one_line(tmp_path):
 
 
 def test_a_thread_image_that_is_not_there_fails_the_check(tmp_path):
-    from engine.platforms import check_day_dir
+    from engine.platforms.day_dir import check_day_dir
 
     (tmp_path / "linkedin.md").write_text("Hook line.\n\n#A #B #C\n")
     (tmp_path / "x-thread.md").write_text("1/2 First.\n![chart](gone.png)\n---\n2/2 Second.\n")
@@ -672,7 +672,7 @@ def test_any_template_renders_or_is_one_line(tmp_path_factory, body):
 @QUICK
 @given(thread=st.text(max_size=400), linkedin=st.text(max_size=200))
 def test_any_draft_is_checked_or_is_one_line(tmp_path_factory, thread, linkedin):
-    from engine.platforms import check_day_dir
+    from engine.platforms.day_dir import check_day_dir
 
     folder = tmp_path_factory.mktemp("drafts")
     (folder / "x-thread.md").write_text(thread, encoding="utf-8", errors="surrogatepass")

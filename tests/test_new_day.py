@@ -20,7 +20,7 @@ from engine.cli import main
 from engine.errors import UserError
 from engine.lab import output
 from engine.pipeline import build
-from engine.platforms import check_day_dir
+from engine.platforms.day_dir import check_day_dir
 
 from helpers import DAYS, REPO
 

@@ -18,7 +18,6 @@ from engine.platforms import (
     Count,
     Violation,
     check_alt_text,
-    check_day_dir,
     check_linkedin,
     check_x_thread,
     split_thread,
@@ -26,7 +25,7 @@ from engine.platforms import (
     x_post_valid,
     x_weighted_length,
 )
-from engine.platforms.day_dir import alt_text_platforms
+from engine.platforms.day_dir import alt_text_platforms, check_day_dir
 from engine.platforms.linkedin import feed_position, hook
 
 from helpers import load_yaml

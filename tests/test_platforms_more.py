@@ -20,8 +20,9 @@ import pytest
 from engine import pipeline
 from engine.cli import main
 from engine.errors import UserError
-from engine.platforms import check_day_dir, registry
+from engine.platforms import registry
 from engine.platforms.bluesky import bluesky_length, check_bluesky_thread, short_url, shown_text
+from engine.platforms.day_dir import check_day_dir
 from engine.platforms.graphemes import grapheme_length
 from engine.platforms.mastodon import check_mastodon_thread, countable_text, mastodon_length
 from engine.platforms.posting import posted

@@ -22,8 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine import pipeline, sections
 from engine.errors import UserError
-from engine.platforms import Count, Violation, check_day_dir
+from engine.platforms import Count, Violation
 from engine.platforms import registry as platform_registry
+from engine.platforms.day_dir import check_day_dir
 from engine.platforms.linkedin import utf16_length
 from engine.spec import load_spec
 

@@ -38,6 +38,7 @@ from engine.batching import registry
 from engine.batching.blocks import blocks_per_step
 from engine.batching.clock import Clock, GridClock, SegmentClock, clock_for
 from engine.batching.continuous import ContinuousPolicy, schedule_continuous
+from engine.batching.loaders import roofline_from_catalog
 from engine.batching.metrics import PolicyResult, measure, throughput_multiple
 from engine.batching.paged import PagedPolicy, schedule_paged
 from engine.batching.registry import PolicyKind, PolicySettings
@@ -206,10 +207,3 @@ def _deadline(policy: Policy, clock: Clock | None, arrival: np.ndarray) -> np.nd
     if clock is None:  # untimed runs have everyone waiting at step 0
         return np.zeros(len(arrival), dtype=np.int64)
     return clock.step_of(arrival + policy.max_wait)
-
-
-def roofline_from_catalog(model: str, gpu: str, kv_dtype: str = "auto", tp: int = 1) -> RooflineStepTime:
-    """A roofline step time for a catalog model on a catalog GPU (see loaders)."""
-    from engine.batching.loaders import roofline_from_catalog as load
-
-    return load(model, gpu, kv_dtype=kv_dtype, tp=tp)

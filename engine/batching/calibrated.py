@@ -21,6 +21,7 @@ with the model and reported wherever it is shown.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,8 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching.loaders import load_bench_steps, roofline_from_catalog
 from engine.batching.steptime import RooflineStepTime, StepTime, _quadratic_steps
+from engine.catalog import load_model
 from engine.errors import UserError
+from engine.limits import MAX_MEASUREMENT_BYTES, read_text_limited
 
 
 @dataclass(frozen=True)
@@ -269,17 +273,12 @@ def points_from_file(path: str | Path) -> list[Point]:
     path = Path(path)
     if path.suffix.lower() == ".csv":
         return _points_from_csv(path)
-    from engine.batching.loaders import load_bench_steps
 
     decode, prefill = load_bench_steps(path)
     return [(b, b * c, 0.0, s) for b, c, s in decode] + [(0.0, 0.0, tokens, s) for tokens, s in prefill]
 
 
 def _points_from_csv(path: Path) -> list[Point]:
-    import io
-
-    from engine.limits import MAX_MEASUREMENT_BYTES, read_text_limited
-
     text = read_text_limited(path, MAX_MEASUREMENT_BYTES, "profile")
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
@@ -316,9 +315,6 @@ def calibrate_from_catalog(
     model: str, gpu: str, path: str | Path, kv_dtype: str = "auto", tp: int = 1
 ) -> CalibratedStepTime:
     """The catalog's roofline terms for the model on the card, calibrated on the file's steps."""
-    from engine.batching.loaders import roofline_from_catalog
-    from engine.catalog import load_model
-
     arch = load_model(model)
     roofline = roofline_from_catalog(model, gpu, kv_dtype=kv_dtype, tp=tp)
     attention = 4.0 * arch.num_attention_heads * arch.head_dim * arch.num_layers / tp

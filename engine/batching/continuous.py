@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
 from engine.batching.registry import PolicyKind, register
 from engine.batching.schedule import Schedule, prefill_steps, single_stays
 from engine.batching.steptime import StepTime
@@ -56,8 +57,6 @@ class ContinuousPolicy:
     ) -> Schedule:
         """With batch-dependent steps and arrivals the clock is kept as the schedule goes:
         continuous batching is paged batching with unlimited blocks and no token budget."""
-        from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
-
         refuse_changed_rule(self, "timed steps")
         # (synchronous: a finished request's slot is free at the next step, as in Orca)
         return PagedPolicy(**UNGATED_SYNC_RULES).schedule_timed(arrival, prompt, output, slots, step_time)

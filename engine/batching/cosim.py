@@ -21,15 +21,16 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching.clock import clock_for
+from engine.batching.continuous import ContinuousPolicy, refuse_changed_rule
+from engine.batching.metrics import measure
+from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
 from engine.errors import UserError
 from engine.workload import Workload
 
 
 def paged_engine(policy: Any, router: str) -> Any:
     """The paged-loop policy a replica runs for `policy`, or one line saying why there is none."""
-    from engine.batching.continuous import ContinuousPolicy, refuse_changed_rule
-    from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
-
     if isinstance(policy, ContinuousPolicy):
         refuse_changed_rule(policy, "replicas")
         return PagedPolicy(**UNGATED_SYNC_RULES)
@@ -123,9 +124,6 @@ def measure_replicas(
 ) -> list[Any]:
     """Each replica's PolicyResult (None for one that served nobody): its schedule, in its own
     request order, measured against the arrivals of the requests it served."""
-    from engine.batching.clock import clock_for
-    from engine.batching.metrics import measure
-
     output, arrival = workload.output_tokens, workload.arrival_time
     results: list[Any] = []
     for schedule, served_list in zip(schedules, mine):

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching.clock import clock_for
 from engine.errors import UserError
 from engine.outdir import atomic
 
@@ -43,8 +44,6 @@ class Run:
 
 
 def _clock(run: Run) -> Any:
-    from engine.batching.clock import clock_for
-
     return None if run.step_time is None else clock_for(run.result.schedule, run.step_time)
 
 

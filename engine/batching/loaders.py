@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from engine.batching.steptime import MeasuredStepTime, RooflineStepTime
+from engine.catalog import load_gpu, load_model
 from engine.errors import UserError
+from engine.kvcache import VllmBudget, kv_bytes_per_token, plan_kv_cache, weight_bytes
+from engine.measured import PrefillPoint, StepPoint, read_document
 
 
 def roofline_from_catalog(model: str, gpu: str, kv_dtype: str = "auto", tp: int = 1) -> RooflineStepTime:
     """Roofline numbers for a catalog model on a catalog GPU, per GPU under tensor parallelism:
     weights and KV bytes from the KV-cache calculator, 2 FLOPs per active parameter per token,
     the card's HBM bandwidth and dense bf16 peak."""
-    from engine.catalog import load_gpu, load_model
-    from engine.kvcache import kv_bytes_per_token, weight_bytes
-
     arch = load_model(model)
     card = load_gpu(gpu)
     if arch.num_params <= 0:
@@ -69,9 +69,6 @@ def num_blocks_from_catalog(
     gpu_memory_utilization: float = 0.9,
 ) -> int:
     """KV blocks vLLM would allocate for the model on the card (the calculator's vLLM budget)."""
-    from engine.catalog import load_gpu, load_model
-    from engine.kvcache import VllmBudget, plan_kv_cache
-
     arch = load_model(model)
     card = load_gpu(gpu)
     plan = plan_kv_cache(
@@ -103,8 +100,6 @@ def load_bench_steps(
     """A GPU benchmark result's decode steps, (batch, per-request context, seconds), and its
     prefill passes, (prompt tokens, seconds): none in a file written before the bench timed them.
     The file is read once for both."""
-    from engine.measured import PrefillPoint, StepPoint, read_document
-
     path = Path(path)
     step_time = read_document(path).get("step_time")
     step_time = step_time if isinstance(step_time, dict) else {}

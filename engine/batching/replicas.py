@@ -30,6 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching import registry, simulate
+from engine.batching.cosim import least_outstanding
+from engine.batching.shared import shared_queue
 from engine.errors import UserError
 from engine.workload import Workload
 
@@ -97,20 +100,13 @@ def simulate_replicas(
     seed: int = 0,
 ) -> ClusterResult:
     """Route, then run each replica as one engine (see the module docstring)."""
-    from engine.batching import simulate
-
     if not 1 <= replicas <= MAX_REPLICAS:
         raise UserError(f"must be between 1 and {MAX_REPLICAS}, got {replicas}", field="replicas")
-    from engine.batching import registry
 
     registry.kind(policy.name)
     if router == "least_outstanding":
-        from engine.batching.cosim import least_outstanding
-
         replica_of, side_by_side = least_outstanding(workload, policy, slots, step_time, replicas)
     elif router == "shared_queue":
-        from engine.batching.shared import shared_queue
-
         replica_of, side_by_side = shared_queue(workload, policy, slots, step_time, replicas)
     else:
         replica_of, side_by_side = route(workload, replicas, router, seed), None

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching.cosim import measure_replicas, side_by_side
 from engine.workload import Workload
 
 _CLASSES: dict[type, type] = {}
@@ -157,8 +158,6 @@ def shared_queue(
     workload: Workload, policy: Any, slots: int, step_time: Any, replicas: int
 ) -> tuple[np.ndarray, list[Any]]:
     """(replica of every request, each replica's PolicyResult or None)."""
-    from engine.batching.cosim import measure_replicas, side_by_side
-
     sims = side_by_side(
         workload,
         policy,

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from engine import ansi
 from engine.charts import drawcache, reads, style
 from engine.charts.declared import resolve
 from engine.charts.registry import CHARTS, Chart, register_chart
 from engine.outdir import atomic
+from engine.platforms import registry as platform_registry
 
 __all__ = ["CHARTS", "Chart", "ChartFile", "draw", "figure", "register_chart"]
 
@@ -102,8 +104,6 @@ def literal_alt(alt: str) -> str:
     """Alt text as a reader's screen reader gets it: the text a terminal would show of it, so an
     escape sequence in a lab's label (a colour, a title change) or a control character is not
     posted (engine.ansi drops every escape and control character)."""
-    from engine import ansi
-
     return ansi.plain(alt) if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in alt) else alt
 
 
@@ -112,11 +112,9 @@ def chart_key(kind: str, function: str | None, results: dict[str, Any], *more: A
     read of them (reads.part), what a chart draws with that results do not hold (the registered
     policies' colours in the charts' order, the alt-text limit it fits its description to), and
     ``more``; None for a function the cache cannot name."""
-    from engine.platforms import registry
-
     if function is None:
         return None
-    context = [policies(), registry.strictest_alt_limit()]
+    context = [policies(), platform_registry.strictest_alt_limit()]
     return drawcache.key(kind, function, reads.part(function, results), context, *more)
 
 
@@ -149,9 +147,7 @@ def _animate(chart: Chart, results: dict[str, Any], out_dir: Path) -> ChartFile:
 
 def _check_alt(name: str, alt: str) -> None:
     """Alt text is generated, so a failure here is a bug in the chart, not the user's spec."""
-    from engine.platforms import registry
-
-    limit = registry.strictest_alt_limit()  # one text that fits every platform
+    limit = platform_registry.strictest_alt_limit()  # one text that fits every platform
     if not alt.strip():
         raise ValueError(f"chart '{name}' produced no alt text")
     if len(alt) > limit:

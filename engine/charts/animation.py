@@ -28,6 +28,7 @@ from engine.charts.policy_comparison import LONG, SHORT, ordered_policies, timel
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, Size, policy_colour
 from engine.outdir import atomic
+from engine.platforms import media
 
 SIZE = Size("x_gif", 1280, 720, "x")
 FRAMES = 36  # progress frames, sampled evenly over the longest policy's run
@@ -169,9 +170,7 @@ def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Pat
     """Write out_dir/slot_timeline_animation.gif; return (path, alt text, size)."""
     batching, shown = _shown(results)
     path = Path(out_dir) / "slot_timeline_animation.gif"
-    from engine.platforms.media import GIF_TARGET_BYTES
-
-    budget = GIF_TARGET_BYTES
+    budget = media.GIF_TARGET_BYTES
     digest = drawcache.key(
         "slot_timeline_animation",
         batching,

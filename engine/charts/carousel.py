@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from engine import charts
 from engine.charts import drawcache, pdffonts, reads, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
 from engine.outdir import atomic
@@ -150,8 +151,6 @@ def page_key(slide: Slide, text: SlideText, results: dict[str, Any], number: int
     frame's fields, what its chart read (drawn_from) and the policies' colours (the cover signs
     with them, a chart draws with them). Asked again after drawing: a chart's reads are known
     only then. None for a chart the cache cannot name (one swapped in at run time)."""
-    from engine import charts
-
     shown = drawn_from_chart(slide.chart, results) if slide.chart else None
     if slide.chart and shown is None:
         return None
@@ -176,8 +175,6 @@ def deck_key(carousel: CarouselSpec, texts: list[SlideText], results: dict[str, 
 def drawn_from_chart(name: str, results: dict[str, Any]) -> Any:
     """What chart ``name`` read when it last drew (reads.part: all of results for one not drawn
     yet), under its drawing's name; None for an unknown chart or one the cache cannot name."""
-    from engine import charts
-
     try:
         function = charts.drawing_id(name, charts.resolve(name, results).size, results)
     except KeyError:
@@ -385,8 +382,6 @@ def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
     RGBA as the canvas holds them: matplotlib gives an RGB image an alpha channel before it
     resamples it for the page preview (a copy of the whole 2× image, a tenth of a second a
     slide), and the charts' backgrounds are opaque, so the alpha it would add is the canvas's."""
-    from engine import charts
-
     try:
         chart = charts.resolve(name, results)
     except KeyError:

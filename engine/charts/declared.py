@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Field, Tag
 
-from engine import numbers, units
+from engine import numbers, quotable, units
 from engine.charts import style
 from engine.charts.registry import CHARTS, Chart
 from engine.charts.style import FONT, OKABE_ITO, Size
 from engine.errors import UserError
+from engine.platforms import registry
 from engine.validation import Name, Strict
 
 if TYPE_CHECKING:
@@ -166,8 +167,6 @@ def _field(settings: BarChart | TableChart) -> str:
 
 
 def _figures(settings: BarChart, results: dict[str, Any]) -> list[dict[str, Any]]:
-    from engine import quotable
-
     try:
         figures = quotable.pick(results, list(settings.figures), "figures")
     except UserError as err:
@@ -182,8 +181,6 @@ def _figures(settings: BarChart, results: dict[str, Any]) -> list[dict[str, Any]
 
 
 def _table(settings: TableChart, results: dict[str, Any]) -> dict[str, Any]:
-    from engine import quotable
-
     tables = quotable.tables(results)
     table = tables.get(settings.table)
     if table is None:
@@ -224,8 +221,6 @@ def _footer(sources: list[str]) -> str:
 
 
 def _alt(kind: str, title: str, parts: list[str], source: str) -> str:
-    from engine.platforms import registry
-
     sentences = [f"{kind} chart: {title}.", *parts, f"Source: {source}"]
     return style.fit_alt(sentences, registry.strictest_alt_limit())
 

@@ -34,6 +34,7 @@ import os
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,6 @@ def folder() -> Path:
 @functools.cache
 def code_digest() -> str:
     """A digest of the code that draws and the versions of the libraries it draws with."""
-    from importlib import metadata
-
     digest = hashlib.sha256()
     for path in _SOURCES:  # the engine's own modules, not an input: read as they are
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")

@@ -7,6 +7,7 @@ chart would read as "nothing to see", a sentence reads as the finding it is.
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from engine import numbers
@@ -232,8 +233,6 @@ def _ms(seconds: float | None) -> str:
 
 
 def _wrap(text: str, width: int) -> str:
-    import textwrap
-
     return "\n".join(textwrap.wrap(text, width))
 
 

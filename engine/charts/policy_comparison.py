@@ -13,9 +13,12 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from engine import numbers
+from engine.batching import registry
 from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, OKABE_ITO, Size
+from engine.errors import UserError
+from engine.limits import MAX_TIMELINE_REQUESTS
 from engine.numbers import multiple as fmt_multiple  # the posts' own format: one figure, one spelling
 
 if TYPE_CHECKING:
@@ -26,8 +29,6 @@ SHORT, LONG = OKABE_ITO["blue"], OKABE_ITO["orange"]
 
 def title_of(name: str) -> str:
     """How a chart names a registered policy ("static batching", …)."""
-    from engine.batching import registry
-
     return registry.kind(name).title
 
 
@@ -38,8 +39,6 @@ def ordered_policies(batching: dict[str, Any]) -> list[tuple[str, dict[str, Any]
     order = style.policy_order()
     for name in pols:
         if name not in order:
-            from engine.batching import registry
-
             registry.kind(name)  # raises, naming the choices
     return [(n, pols[n]) for n in order if n in pols]
 
@@ -71,8 +70,6 @@ def back_to_back(timeline: dict[str, list[int]]) -> list[tuple[int, int]]:
 def timeline_fits(spec: Any) -> str | None:
     """The spec-time rule of the timeline charts: one bar per request, so a workload past the
     timeline limit is refused before the simulation runs rather than after it."""
-    from engine.limits import MAX_TIMELINE_REQUESTS
-
     requests = getattr(spec.batching.workload, "requests", 0)
     if requests > MAX_TIMELINE_REQUESTS:
         return f"draws one bar per request, at most {MAX_TIMELINE_REQUESTS:,}; the workload has {requests:,}"
@@ -113,9 +110,6 @@ def slot_timeline(results: dict[str, Any], size: Size | None = None) -> tuple[Fi
         (n, p) for n, p in ordered_policies(batching) if n in ("static", "continuous") and p.get("timeline")
     ]
     if not shown:
-        from engine.errors import UserError
-        from engine.limits import MAX_TIMELINE_REQUESTS
-
         requests = batching.get("workload", {}).get("requests")
         raise UserError(
             f"chart 'slot_timeline' draws one bar per request, at most "
@@ -392,8 +386,6 @@ def needs_block_policy(spec: Any) -> str | None:
 
     The policy registry says which do (paged, prefill-first, any registered later), so a new
     block-keeping policy needs no edit here."""
-    from engine.batching import registry
-
     if any(registry.kind(name).needs_blocks for name in spec.batching.policies):
         return None
     keepers = ", ".join(repr(n) for n in registry.names() if registry.kind(n).needs_blocks)

@@ -25,6 +25,7 @@ from cycler import cycler  # matplotlib's own dependency, a small module that do
 
 # One spelling of a figure on every surface: the posts' own formatters (charts use style.pct).
 from engine import numbers
+from engine.batching import registry
 from engine.charts import png
 from engine.numbers import gib_short as gib  # noqa: F401  (style.gib: a chart label in GiB)
 from engine.numbers import pct as pct
@@ -89,16 +90,12 @@ MUTED = "#555555"  # secondary text (source line, axis labels)
 
 def policy_colour(name: str) -> str:
     """A registered policy's colour; an unregistered name is an error (engine.errors.UserError)."""
-    from engine.batching import registry
-
     colour = registry.kind(name).colour
     return OKABE_ITO.get(colour, colour)
 
 
 def policy_order() -> tuple[str, ...]:
     """Every registered policy, in the one order all charts use (registration order)."""
-    from engine.batching import registry
-
     return registry.names()
 
 

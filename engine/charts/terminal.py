@@ -27,6 +27,7 @@ from engine.charts import labels, style
 from engine.charts.registry import register_chart
 from engine.charts.style import FONT, MIN_FONT_PT, Size
 from engine.errors import UserError
+from engine.platforms import registry
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -455,8 +456,6 @@ def alt_text(lab: dict[str, Any], shown: list[Row], limit: int | None = None) ->
     the posts' own spelling (units.figure_text), as many whole sentences as fit. A window with
     no figure on it is described by its last output lines instead: a lab's summary is at its end.
     """
-    from engine.platforms import registry
-
     limit = registry.strictest_alt_limit() if limit is None else limit
     output = [row.text for row in shown if row.kind == "output"]
     found = shown_figures(dict(lab.get("figures") or {}), output)

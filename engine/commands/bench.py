@@ -16,8 +16,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine import catalog
 from engine.errors import UserError
+from engine.experiments.batching import BatchingSection
+from engine.experiments.kv_cache import KvCacheSection
+from engine.gpubench.shapes import BUILTIN, SEVEN_B, TINY, shape_from_arch
 from engine.measured import measured_dir, write_measurement
+from engine.sections import SpecLocation, blame
+from engine.spec import load_spec
+from engine.workload import build_workload
 
 # On a CPU the benchmark measures memory against this budget instead of the machine's RAM:
 # allocating until a CPU runs out only makes it swap.
@@ -37,10 +44,6 @@ class DayInputs:
 
 def _day_inputs(spec_path: Path) -> DayInputs:
     """The spec's day, contexts, slots and workload, validated by the same loader as a build."""
-    from engine.sections import SpecLocation, blame
-    from engine.spec import BatchingSection, KvCacheSection, load_spec
-    from engine.workload import build_workload
-
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
     kv_cache: KvCacheSection | None = spec.section("kv_cache")
@@ -101,13 +104,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _shape(name: str | None, device_type: str, spec_path: Path):
-    from engine.gpubench.shapes import BUILTIN, SEVEN_B, TINY, shape_from_arch
-
     if name is None:
         return SEVEN_B if device_type == "cuda" else TINY
     if name in BUILTIN:
         return BUILTIN[name]
-    from engine import catalog
 
     try:
         return shape_from_arch(name, catalog.load_model(name))

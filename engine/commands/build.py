@@ -6,6 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from engine.errors import EXIT_USER_ERROR
+from engine.outdir import report_lines
+from engine.pipeline import TEMPLATES, ChecksFailed, build
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("specs", nargs="+", type=Path, help="days/dayNN.yaml files")
@@ -21,15 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def outdir_lines(commit: object) -> list[str]:
-    from engine.outdir import report_lines
-
     return report_lines(commit)  # type: ignore[arg-type]
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.errors import EXIT_USER_ERROR
-    from engine.pipeline import TEMPLATES, ChecksFailed, build
-
     for spec in args.specs:
         try:
             report = build(spec, args.out, force=args.force, templates_root=args.templates or TEMPLATES)

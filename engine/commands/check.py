@@ -12,6 +12,8 @@ import argparse
 from pathlib import Path
 
 from engine.errors import EXIT_USER_ERROR, UserError
+from engine.platforms import platforms
+from engine.platforms.day_dir import check_day_dir
 
 EXIT_RULES_FAILED = 1
 
@@ -43,15 +45,11 @@ def format_counts(draft: str, counts: list) -> str:
 
 def _is_draft(name: str) -> bool:
     """A registered platform's draft (or its kept render, linkedin.new.md), or an alt text."""
-    from engine.platforms import platforms
-
     stems = {p.draft.split(".")[0] for p in platforms()}
     return name.endswith(".md") and name.split(".")[0] in stems or name.endswith(".alt.txt")
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.platforms import check_day_dir, platforms
-
     failed = untraced = 0
     for path in args.folders:
         folder, only = (path.parent, path.name) if path.is_file() else (path, None)

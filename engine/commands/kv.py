@@ -10,7 +10,10 @@ import json
 import sys
 from typing import Any, get_args
 
+from engine.experiments.kv_cache import BUDGET_SPECS, KvCacheSection, WeightDtype, gpu_of, model_of, plan_of
+from engine.kvcache import DEFAULT_BLOCK_SIZE, DEFAULT_CONTEXTS, KV_DTYPES
 from engine.units import GIB
+from engine.validation import blame_flag, given, number, validate_flags, whole_number
 
 # The flag of each field of the kv_cache section the flags build: an error names the flag.
 FLAGS = {
@@ -50,10 +53,6 @@ DEFAULT_RESERVE_GIB = 16.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from engine.kvcache import DEFAULT_BLOCK_SIZE, DEFAULT_CONTEXTS, KV_DTYPES
-    from engine.spec import BUDGET_SPECS, WeightDtype
-    from engine.validation import number, whole_number
-
     parser.add_argument(
         "--model",
         required=True,
@@ -141,9 +140,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def section_of(args: argparse.Namespace) -> Any:
     """The flags as the kv_cache section of a spec: the same model, the same limits, and an
     error that names the flag."""
-    from engine.spec import KvCacheSection
-    from engine.validation import given, validate_flags
-
     data: dict[str, Any] = {
         "model": args.model,
         "budget": _budget(args),
@@ -190,9 +186,6 @@ def _budget(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.experiments.kv_cache import gpu_of, model_of, plan_of
-    from engine.validation import blame_flag
-
     section = section_of(args)
     with blame_flag("--model"):
         model = model_of(section.model, None)

@@ -11,6 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from engine import numbers
+from engine.lab.measure import measure
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", type=Path, help="the day's spec, e.g. days/day01.yaml")
@@ -27,9 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine import numbers
-    from engine.lab.measure import measure
-
     doc, path = measure(
         args.spec,
         machine_name=args.machine,

@@ -10,11 +10,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from engine import scaffold
+from engine.limits import MAX_SERIES_DAYS
+from engine.validation import whole_flag
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from engine.limits import MAX_SERIES_DAYS
-    from engine.validation import whole_flag
-
     parser.add_argument(
         "day", type=whole_flag("day", 1, MAX_SERIES_DAYS), help="the new day's number, e.g. 12"
     )
@@ -41,8 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine import scaffold
-
     if args.lab is not None:
         plan = scaffold.plan_from_lab(
             args.day, args.lab, days=args.days, templates=args.templates, title=args.title, status=sys.stderr

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from engine.errors import UserError
+from engine.render import review
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,8 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.render import review
-
     if not args.out.is_dir():
         raise UserError("no such folder; build a day first (make day37)", file=args.out)
     for path in review.write_review(args.out):

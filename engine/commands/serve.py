@@ -21,9 +21,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import watchfiles
+
+from engine.errors import UserError
+from engine.limits import MAX_SPEC_BYTES, read_text_limited
+from engine.pipeline import TEMPLATES
 from engine.preview.builder import Builder
 from engine.preview.server import HOST, VERSION_PATH, PreviewServer, handler
 from engine.preview.state import State
+from engine.validation import whole_flag
 
 __all__ = ["HOST", "VERSION_PATH", "State", "add_arguments", "affected", "handler", "run", "watch"]
 
@@ -40,8 +46,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "specs", nargs="*", type=Path, help="days/dayNN.yaml files (default: every days/dayNN.yaml)"
     )
     parser.add_argument("--out", type=Path, default=Path("out"), help="output root (out/)")
-    from engine.validation import whole_flag
-
     parser.add_argument(
         "--port",
         type=whole_flag("--port", 0, 65535),
@@ -86,9 +90,6 @@ def affected(
 def _text(spec: Path) -> str:
     """A spec's text, to see which templates it names; "" for one that cannot be read (its
     build says why)."""
-    from engine.errors import UserError
-    from engine.limits import MAX_SPEC_BYTES, read_text_limited
-
     try:
         return read_text_limited(spec, MAX_SPEC_BYTES, "spec")
     except UserError:
@@ -109,8 +110,6 @@ def watch(
     """Hand each batch of changed files' days to the builder until ``stop``. Builds run on the
     builder's thread, so no error in one reaches here; an error of the watcher's own (a watched
     folder removed) is shown and it watches again."""
-    import watchfiles
-
     out_root = out.resolve()
     while not stop.is_set():
         try:
@@ -173,8 +172,6 @@ class Stops:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.errors import UserError
-
     specs = [Path(s) for s in args.specs] or sorted(Path("days").glob("day[0-9]*.yaml"))
     if not specs:
         raise UserError("no day specs to serve: name days/dayNN.yaml files", file="days/")
@@ -241,10 +238,7 @@ def _watch_all(
     stop: threading.Event,
     ready: threading.Event,
 ) -> None:
-    """The watcher over the specs' folders, the templates and the catalog (engine.pipeline's
-    import, half a second, happens here, after the server is listening)."""
-    from engine.pipeline import TEMPLATES
-
+    """The watcher over the specs' folders, the templates and the catalog."""
     templates = TEMPLATES.resolve()
     catalog = Path(__file__).resolve().parent.parent / "catalog"  # models and GPUs: every day
     shared = (catalog,) if catalog.is_dir() else ()

@@ -12,12 +12,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
-from engine import limits
+import numpy as np
+
+from engine import batching, limits
+from engine import workload as wl
+from engine.batching import export, registry, throughput_multiple
+from engine.batching.export import Run
+from engine.batching.loaders import num_blocks_from_catalog
+from engine.batching.paged import VLLM_VERSION
+from engine.batching.replicas import simulate_replicas
 from engine.errors import UserError
-from engine.validation import given, number, whole_flag, whole_number
+from engine.experiments.batching import BatchingSection, policy_of, step_time_from
+from engine.validation import blame_flag, given, number, validate_flags, whole_flag, whole_number
+from engine.workload import DISTRIBUTION_SYNTAX
 
 DEFAULT_SECONDS_PER_STEP = 0.02  # the lab's assumption: 20 ms per decode step
 # Where a simulator error names a policy field, the user typed a flag.
@@ -41,8 +52,6 @@ FLAG_OF = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from engine.workload import DISTRIBUTION_SYNTAX
-
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--workload",
@@ -79,8 +88,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="batch slots",
     )
-    from engine.batching import registry
-
     parser.add_argument(
         "--policy",
         default="static,continuous",
@@ -139,8 +146,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="paged: tokens per step at most",
     )
     parser.add_argument("--chunked-prefill", action="store_true", help="paged: Sarathi-style chunks")
-    from engine.batching.paged import VLLM_VERSION
-
     rules = parser.add_argument_group(
         "vLLM's rules",
         f"paged runs vLLM {VLLM_VERSION}'s V1 scheduler as shipped; each flag turns one rule off. "
@@ -189,20 +194,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "time and a paged, prefill_first or continuous policy; default round_robin",
     )
     parser.add_argument("--json", action="store_true", help='print {"policies": {...}} as JSON')
-    from engine.batching.export import MAX_CSV_ROWS, MAX_TRACE_STAYS
-
     parser.add_argument(
         "--requests-csv",
         metavar="FILE",
         help="write one row per request per policy: arrival, scheduled, first token, "
         "finish (seconds, or steps without a step time), preemptions, restarts; "
-        f"at most {MAX_CSV_ROWS:,} rows",
+        f"at most {export.MAX_CSV_ROWS:,} rows",
     )
     parser.add_argument(
         "--trace",
         metavar="FILE",
         help="write a Chrome/Perfetto trace (JSON) of the simulated timeline: a track "
-        f"per slot, a process per policy and replica; at most {MAX_TRACE_STAYS:,} "
+        f"per slot, a process per policy and replica; at most {export.MAX_TRACE_STAYS:,} "
         "slot stays",
     )
     parser.add_argument(
@@ -214,11 +217,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine import batching
-    from engine import workload as wl
-    from engine.experiments.batching import policy_of, step_time_from
-    from engine.validation import blame_flag
-
     if args.tp > 1 and not (args.model and args.gpu):
         raise UserError(
             "tensor parallelism needs --model and --gpu (it splits the model over the catalog GPU)",
@@ -242,9 +240,6 @@ def run(args: argparse.Namespace) -> int:
             results[name] = batching.simulate(workload, policy, slots=args.slots, step_time=step_time)
         except UserError as err:
             raise UserError(err.message, field=FLAG_OF.get(err.field or "", err.field)) from None
-    import numpy as np
-
-    from engine.batching.export import Run
 
     everyone = np.arange(workload.n)
     _write_files(
@@ -259,11 +254,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_replicas(args: argparse.Namespace, workload: Any, policies: dict[str, Any], step_time: Any) -> int:
-    import numpy as np
-
-    from engine.batching.export import Run
-    from engine.batching.replicas import simulate_replicas
-
     clusters: dict[str, Any] = {}
     runs: list[Any] = []
     for name, policy in policies.items():
@@ -328,8 +318,6 @@ def _run_replicas(args: argparse.Namespace, workload: Any, policies: dict[str, A
 
 def _write_files(args: argparse.Namespace, runs: list[Any]) -> None:
     """--requests-csv and --trace, each refused whole (before writing) when over its cap."""
-    from engine.batching import export
-
     if args.requests_csv:
         export.write_requests_csv(args.requests_csv, runs, force=args.force)
     if args.trace:
@@ -337,8 +325,6 @@ def _write_files(args: argparse.Namespace, runs: list[Any]) -> None:
 
 
 def _check_files(args: argparse.Namespace) -> None:
-    from engine.batching import export
-
     for flag, path in (("--requests-csv", args.requests_csv), ("--trace", args.trace)):
         if path:
             export.check_target(path, force=args.force, flag=flag)
@@ -374,9 +360,6 @@ FLAG_OF_FIELD = {"arrivals.rate": "--arrival-rate"}
 def section_of(args: argparse.Namespace) -> Any:
     """The flags as the batching section of a spec: the same models, the same limits, and an
     error that names the flag."""
-    from engine.spec import BatchingSection
-    from engine.validation import validate_flags
-
     step_time = _step_time(args)
     names = _policy_names(args.policy)
     data: dict[str, Any] = {"slots": args.slots, "workload": _workload(args), "policies": names}
@@ -425,8 +408,6 @@ def _workload(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _policy_names(text: str) -> list[str]:
-    from engine.batching import registry
-
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise UserError(
@@ -470,9 +451,6 @@ def _step_time(args: argparse.Namespace) -> dict[str, Any]:
 def _num_blocks(names: list[str], args: argparse.Namespace) -> int | None:
     """The KV pool of the block-keeping policies: --num-blocks, or the catalog's for --model on
     --gpu; None when no policy asked for one needs it."""
-    from engine.batching import registry
-    from engine.batching.loaders import num_blocks_from_catalog
-
     if (args.model is None) != (args.gpu is None):
         raise UserError("--model and --gpu go together", field="--model" if args.model is None else "--gpu")
     if args.num_blocks is not None:
@@ -487,7 +465,6 @@ def _num_blocks(names: list[str], args: argparse.Namespace) -> int | None:
             f"--gpu NAME to size it from the catalog, or leave {name} out of --policy",
             field="--num-blocks",
         )
-    from engine.validation import blame_flag
 
     with blame_flag("--model", FLAG_OF):
         return num_blocks_from_catalog(args.model, args.gpu, args.block_size, args.kv_dtype, tp=args.tp)
@@ -521,8 +498,6 @@ def _table(workload: Any, results: dict[str, Any], step_time: Any) -> str:
     unit = "seconds" if step_time is not None else "steps"
     lines.append(f"(latencies in {unit}; utilisation = tokens / (slots × steps))")
     if "static" in results and "continuous" in results:
-        from engine.batching import throughput_multiple
-
         multiple = throughput_multiple(results["static"], results["continuous"])
         lines.append(f"continuous vs static: {multiple:,.2f}x the throughput")
     return "\n".join(lines)
@@ -532,8 +507,6 @@ def _number(value: float) -> str:
     """A figure for people: whole units with thousands separators from 1,000 up, three
     significant digits below, never an exponent: 1630.4 → '1,630', 115.94 → '116',
     12.345 → '12.3', 0.0213 → '0.0213', 0.5 → '0.500'."""
-    import math
-
     if not math.isfinite(value):
         return "-"
     if value == 0:
@@ -546,8 +519,6 @@ def _number(value: float) -> str:
 
 
 def _quantiles(values: Any) -> tuple[float, float]:
-    import numpy as np
-
     finite = values[np.isfinite(values)]
     if len(finite) == 0:
         return float("nan"), float("nan")

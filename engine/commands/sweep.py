@@ -16,7 +16,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine import yamlfile
+from engine.charts import draw as draw_chart
 from engine.errors import UserError
+from engine.experiments import sweep as experiment
+from engine.limits import MAX_SPEC_BYTES
+from engine.outdir import atomic
+from engine.sections import SpecLocation
+from engine.spec import spec_of
+from engine.sweep.grid import SweepSection
+from engine.sweep.table import to_csv
+from engine.validation import Strict, validate
 
 EXIT_INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C
 
@@ -43,9 +53,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.experiments import sweep as experiment
-    from engine.sections import SpecLocation
-
     spec_path = Path(args.spec)
     section = load_section(spec_path)
     if args.workers is not None and not 1 <= args.workers <= 4096:
@@ -83,12 +90,6 @@ def run(args: argparse.Namespace) -> int:
 
 def load_section(path: Path) -> Any:
     """The sweep section of a day spec, or of a file that holds only `sweep:`."""
-    from engine import yamlfile
-    from engine.limits import MAX_SPEC_BYTES
-    from engine.spec import spec_of
-    from engine.sweep.grid import SweepSection
-    from engine.validation import Strict, validate
-
     data = yamlfile.read(path, MAX_SPEC_BYTES, "spec")
     if isinstance(data, dict) and set(data) == {"sweep"}:
 
@@ -104,26 +105,20 @@ def load_section(path: Path) -> Any:
 
 def write_outputs(summary: dict[str, Any], out_dir: Path, *, title: str, charts: bool = True) -> list[Path]:
     """sweep.csv, sweep.json and (unless charts is False) pareto.png and cheapest.png."""
-    from engine.sweep.table import to_csv
-
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = summary["rows"]
     written = [_write(out_dir / "sweep.csv", to_csv(rows))]
     doc = {k: v for k, v in summary.items() if k != "rows"}
     written.append(_write(out_dir / "sweep.json", json.dumps(doc, indent=2, sort_keys=True) + "\n"))
     if charts:
-        from engine import charts as registry
-
         results = {"title": title, "sweep": {**summary, "rows": rows}}
         for name in ("pareto", "cheapest_table"):
-            written.append(registry.draw(name, results, out_dir).path)
+            written.append(draw_chart(name, results, out_dir).path)
     return written
 
 
 def _write(path: Path, text: str) -> Path:
     """Write beside, then rename: a killed run never leaves half a table."""
-    from engine.outdir import atomic
-
     return atomic.write_text(path, text, what="sweep table")
 
 

@@ -9,23 +9,117 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import AfterValidator, Field, model_validator
 
-from engine import batching, numbers, workload
+from engine import batching, limits, numbers, workload
+from engine.batching import registry as policy_registry
+from engine.batching.calibrated import calibrate_from_catalog
+from engine.batching.loaders import load_measured_step_time
 from engine.errors import UserError
+from engine.kvcache import KvDtype
 from engine.limits import MAX_TIMELINE_REQUESTS
 from engine.render.review_tables import num_cell, pct_cell, source_kind
 from engine.sections import Inputs, SpecLocation, blame, register_section
-from engine.spec import (
-    BatchingSection,
-    CalibratedStepTimeSpec,
-    PagedSpec,
-    RooflineStepTimeSpec,
-    StepTimeModel,
-    UnitStepTimeSpec,
-)
+from engine.validation import ContextTokens, PositiveFloat, Slots, Strict, TensorParallel
+from engine.workload import WorkloadSpec
+
+# ---- the section's model -----------------------------------------------------------------------
+
+
+class UnitStepTimeSpec(Strict):
+    kind: Literal["unit"]
+    # An hour a step is no GPU's; a larger figure is a typo.
+    seconds_per_step: Annotated[PositiveFloat, Field(le=limits.MAX_SECONDS_PER_STEP)]
+
+
+class RooflineStepTimeSpec(Strict):
+    """Peak bandwidth and FLOPs for the model on the card: a lower bound on every step."""
+
+    kind: Literal["roofline"]
+    model: str
+    gpu: str
+    kv_dtype: KvDtype = "auto"
+    tp: TensorParallel = 1
+
+
+class CalibratedStepTimeSpec(Strict):
+    """The roofline for the model on the card, with efficiencies and a per-layer kernel cost
+    fitted to the device measurement the spec's ``measured:`` key picks (or to `file`, a
+    per-operator CSV next to the spec); the fit error is reported with it."""
+
+    kind: Literal["calibrated"]
+    model: str
+    gpu: str
+    kv_dtype: KvDtype = "auto"
+    tp: TensorParallel = 1
+    file: str | None = None
+
+
+class MeasuredStepTimeSpec(Strict):
+    """Step time fitted to the device measurement the spec's ``measured:`` key picks."""
+
+    kind: Literal["measured"]
+
+
+StepTimeModel = UnitStepTimeSpec | RooflineStepTimeSpec | CalibratedStepTimeSpec | MeasuredStepTimeSpec
+StepTimeSpec = Annotated[StepTimeModel, Field(discriminator="kind")]
+
+
+def _registered_policy(name: str) -> str:
+    """A policy name the registry knows (engine.batching.registry), checked when the spec is
+    read, so a policy registered by a plugin or a test is accepted and a typo is not."""
+    if policy_registry.find(name) is None:
+        choices = [repr(n) for n in policy_registry.names()]
+        listed = ", ".join(choices[:-1]) + " or " + choices[-1] if len(choices) > 1 else choices[0]
+        raise ValueError(f"must be one of {listed}, got {name!r}")
+    return name
+
+
+PolicyName = Annotated[str, AfterValidator(_registered_policy)]
+
+
+class PagedSpec(Strict):
+    """The paged scheduler's pool, limits and vLLM rules. num_blocks is vLLM's num_gpu_blocks;
+    the four rules default to vLLM 0.33.0 as shipped (engine.batching.paged.PagedPolicy)."""
+
+    num_blocks: Annotated[int, Field(ge=1, le=limits.MAX_BLOCKS, strict=True)]
+    block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
+    max_num_seqs: Slots | None = None
+    max_num_batched_tokens: ContextTokens | None = None
+    chunked_prefill: bool = False
+    reserve_full_prompt: bool = True  # vLLM's scheduler_reserve_full_isl
+    async_scheduling: bool = True
+    null_block: bool = True
+    allow_empty_prompt: bool = False
+
+
+class BatchingSection(Strict):
+    slots: Slots
+    workload: WorkloadSpec
+    policies: Annotated[list[PolicyName], Field(min_length=1)] = ["static", "continuous"]
+    step_time: StepTimeSpec | None = None
+    paged: PagedSpec | None = None
+    # Static batching's wait for a partial group, seconds; 0 launches it at once.
+    static_max_wait: (
+        Annotated[float, Field(ge=0, le=limits.MAX_ARRIVAL_SECONDS, allow_inf_nan=False)] | None
+    ) = None
+
+    @model_validator(mode="after")
+    def _paged_needs_blocks(self) -> BatchingSection:
+        if len(set(self.policies)) != len(self.policies):
+            raise ValueError(f"policies {self.policies} name a policy twice")
+
+        for name in self.policies:
+            if policy_registry.kind(name).needs_blocks and self.paged is None:
+                raise ValueError(f"policy '{name}' needs a 'paged' section with num_blocks")
+        return self
+
+
+# ---- the run -----------------------------------------------------------------------------------
+
 
 # Per-request timelines feed the slot-timeline chart; past this many requests the chart would be
 # unreadable and results.json large, so they are left out.
@@ -64,14 +158,11 @@ def step_time_from(spec: StepTimeModel, folder: Path | None, measurement: Path |
     if isinstance(spec, RooflineStepTimeSpec):
         return batching.roofline_from_catalog(spec.model, spec.gpu, kv_dtype=spec.kv_dtype, tp=spec.tp)
     if isinstance(spec, CalibratedStepTimeSpec):
-        from engine.batching.calibrated import calibrate_from_catalog
-
         source = (
             measurement if spec.file is None else Path(spec.file) if folder is None else folder / spec.file
         )
         assert source is not None  # the caller refuses a calibration with nothing to fit
         return calibrate_from_catalog(spec.model, spec.gpu, source, kv_dtype=spec.kv_dtype, tp=spec.tp)
-    from engine.batching.loaders import load_measured_step_time
 
     assert measurement is not None  # the caller refuses a measured step time without a file
     return load_measured_step_time(measurement)

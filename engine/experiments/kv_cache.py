@@ -9,21 +9,190 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from engine import catalog, kvcache
+from pydantic import Field, field_validator, model_validator
+
+from engine import catalog, kvcache, limits
+from engine.kvcache import KvDtype
 from engine.render.review_tables import gib_cell, num_cell, source_kind
 from engine.sections import Inputs, SpecLocation, blame, register_section
-from engine.spec import (
-    GivenBudgetSpec,
-    GpuRef,
-    KvCacheSection,
-    KvView,
-    ModelRef,
-    ReserveBudgetSpec,
-    VllmBudgetSpec,
-)
 from engine.units import gib_bytes
+from engine.validation import ContextTokens, GiB, Label, OneLine, Slots, Strict, TensorParallel, Unset
+
+# ---- the section's model -----------------------------------------------------------------------
+
+# A model's shape, within its stated limits (engine/limits.py).
+ModelDim = Annotated[int, Field(ge=1, le=limits.MAX_MODEL_DIM, strict=True)]
+Layers = Annotated[int, Field(ge=1, le=limits.MAX_LAYERS, strict=True)]
+
+
+class InlineModel(Strict):
+    """A model described by its shape alone, as the lab's '7B-class' model is."""
+
+    name: OneLine
+    num_layers: Layers
+    num_kv_heads: ModelDim
+    head_dim: ModelDim
+    dtype: Literal["float16", "bfloat16", "float32"] = "float16"
+    num_attention_heads: ModelDim | None = None
+    hidden_size: ModelDim | None = None
+    num_params: Annotated[int, Field(ge=1, le=limits.MAX_PARAMS, strict=True)] | None = None
+
+    @model_validator(mode="after")
+    def _heads_group(self) -> InlineModel:
+        """Grouped-query attention shares each KV head among a whole number of query heads."""
+        heads = self.num_attention_heads
+        if heads is not None and (self.num_kv_heads > heads or heads % self.num_kv_heads):
+            raise ValueError(
+                f"num_kv_heads {self.num_kv_heads} must divide num_attention_heads "
+                f"{heads} (each KV head serves a whole group of query heads)"
+            )
+        return self
+
+
+class ModelRef(Strict):
+    """Exactly one of: a catalog name, a Hugging Face config.json path, or an inline shape.
+
+    A bare string in YAML is a catalog name, or a config path when it ends in ``.json``.
+    """
+
+    catalog: str | None = None
+    config: str | None = None
+    inline: InlineModel | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"config": value} if value.endswith(".json") else {"catalog": value}
+        if isinstance(value, dict) and "name" in value and "num_layers" in value:
+            return {"inline": value}
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ModelRef:
+        given = [k for k in ("catalog", "config", "inline") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give a catalog name, a config.json path, or an inline shape")
+        return self
+
+
+class InlineGpu(Strict):
+    name: OneLine
+    memory_gib: Annotated[GiB, Field(gt=0)]
+
+
+class GpuRef(Strict):
+    """A catalog GPU by name, or an inline one: a name and the memory it offers.
+
+    A catalog GPU may state the memory it reports instead of the catalog's figure (a MIG slice,
+    a driver that reserves more): ``{catalog: h100-80gb, memory_gib: 79.1}``.
+    """
+
+    catalog: str | None = None
+    inline: InlineGpu | None = None
+    memory_gib: Annotated[GiB, Field(gt=0)] | None = Unset
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"catalog": value}
+        if isinstance(value, dict) and "memory_gib" in value and "catalog" not in value:
+            return {"inline": value}
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> GpuRef:
+        if (self.catalog is None) == (self.inline is None):
+            raise ValueError("give a catalog GPU name or an inline {name, memory_gib}")
+        if self.inline is not None and self.memory_gib is not None:
+            raise ValueError("memory_gib overrides a catalog GPU's figure; an inline GPU states its own")
+        return self
+
+
+class ReserveBudgetSpec(Strict):
+    """The lab's budget: the card's memory minus a fixed reserve for weights and overhead."""
+
+    kind: Literal["reserve"]
+    reserve_gib: GiB
+    weights_gib: GiB | None = None  # the reserve's share for weights
+
+    @model_validator(mode="after")
+    def _weights_within_reserve(self) -> ReserveBudgetSpec:
+        if self.weights_gib is not None and self.weights_gib > self.reserve_gib:
+            raise ValueError(f"weights_gib {self.weights_gib} exceeds reserve_gib {self.reserve_gib}")
+        return self
+
+
+class VllmBudgetSpec(Strict):
+    """vLLM's own accounting: utilisation × memory − weights − activations − non-torch.
+
+    ``non_torch_gib``: the memory outside PyTorch (CUDA context, NCCL), when known; estimated
+    otherwise.
+    """
+
+    kind: Literal["vllm"]
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.9
+    max_num_batched_tokens: ContextTokens | None = None
+    max_num_seqs: Slots = 256
+    non_torch_gib: GiB | None = Unset
+
+
+class GivenBudgetSpec(Strict):
+    """A KV budget taken as given, as vLLM's 'Available KV cache memory' log line reports it."""
+
+    kind: Literal["given"]
+    kv_memory_gib: Annotated[GiB, Field(gt=0)]
+
+
+BUDGET_SPECS = (ReserveBudgetSpec, VllmBudgetSpec, GivenBudgetSpec)
+BudgetSpec = Annotated[ReserveBudgetSpec | VllmBudgetSpec | GivenBudgetSpec, Field(discriminator="kind")]
+WeightDtype = Literal["fp16", "bf16", "fp8", "int8", "int4"]
+
+
+class KvView(Strict):
+    """One way of sizing the cache: a model on a GPU under a budget.
+
+    ``max_model_len`` (default: the model's own limit) marks longer contexts and sets vLLM's
+    default prefill budget; ``weight_dtype`` (default: the checkpoint's) sizes the weights.
+    """
+
+    label: Label | None = None
+    model: ModelRef
+    gpu: GpuRef
+    budget: BudgetSpec
+    kv_dtype: KvDtype = "auto"
+    tp: TensorParallel = 1
+    block_size: Annotated[int, Field(ge=1, le=limits.MAX_BLOCK_SIZE, strict=True)] = 16
+    max_model_len: ContextTokens | None = Unset
+    weight_dtype: WeightDtype | None = Unset
+
+
+class KvCacheSection(KvView):
+    """The post's memory table, plus optional second views (real accounting, GQA, …)."""
+
+    contexts: Annotated[list[ContextTokens], Field(min_length=1, max_length=limits.MAX_CONTEXTS)]
+    highlight: Annotated[list[ContextTokens], Field(max_length=limits.MAX_CONTEXTS)] = []
+    compare: Annotated[list[KvView], Field(max_length=limits.MAX_VIEWS)] = []
+
+    @field_validator("contexts")
+    @classmethod
+    def _increasing(cls, contexts: list[int]) -> list[int]:
+        if contexts != sorted(set(contexts)):
+            raise ValueError("contexts must be increasing and distinct")
+        return contexts
+
+    @model_validator(mode="after")
+    def _highlight_in_contexts(self) -> KvCacheSection:
+        missing = [c for c in self.highlight if c not in self.contexts]
+        if missing:
+            raise ValueError(f"highlight {missing} must be among contexts {self.contexts}")
+        return self
+
+
+# ---- the run -----------------------------------------------------------------------------------
 
 
 def model_of(ref: ModelRef, folder: Path | None) -> catalog.ModelArch:

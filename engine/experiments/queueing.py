@@ -4,13 +4,50 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from engine import numbers, queueing
+from pydantic import Field
+
+from engine import limits, numbers, queueing
 from engine.errors import UserError
 from engine.render.review_tables import num_cell, pct_cell, source_kind
 from engine.sections import Inputs, SpecLocation, register_section
-from engine.spec import QueueingSection
+from engine.validation import PositiveFloat, Strict
+
+# ---- the section's model -----------------------------------------------------------------------
+
+# Servers behind a line, within their stated limit (engine/limits.py).
+Servers = Annotated[int, Field(ge=1, le=limits.MAX_SERVERS, strict=True)]
+
+
+class SharedLineSpec(Strict):
+    """One shared line feeding c servers, at a fixed arrival rate (the lab's M/M/c table)."""
+
+    arrival_rate: PositiveFloat
+    servers: Annotated[list[Servers], Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)]
+
+
+class LinesSpec(Strict):
+    """One shared line against c separate lines, at the same load per server."""
+
+    servers: Annotated[int, Field(ge=2, le=limits.MAX_SERVERS, strict=True)]
+    load: Annotated[float, Field(gt=0, lt=1)]
+
+
+class QueueingSection(Strict):
+    service_ms: PositiveFloat
+    requests: Annotated[int, Field(ge=1000, le=limits.MAX_QUEUEING_REQUESTS, strict=True)]
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)] = 0
+    service: Literal["exponential", "deterministic", "lognormal"] = "exponential"
+    service_cv: PositiveFloat | None = None
+    utilisations: Annotated[
+        list[Annotated[float, Field(gt=0, lt=1)]], Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)
+    ]
+    shared: SharedLineSpec | None = None
+    lines: LinesSpec
+
+
+# ---- the run -----------------------------------------------------------------------------------
 
 
 def _mm1_row(row: dict[str, Any]) -> dict[str, Any]:

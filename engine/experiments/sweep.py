@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from engine.catalog import load_gpu, load_model
 from engine.sections import Inputs, SpecLocation, blame, register_section
 from engine.sweep import adapter, analysis, execute
 from engine.sweep.grid import SweepSection, count_points
@@ -89,8 +90,6 @@ def summarise(
 
 def _display_names(section: SweepSection) -> dict[str, str]:
     """Catalog name → the name people use ('llama-3-8b' → 'Llama-3-8B'), for posts and charts."""
-    from engine.catalog import load_gpu, load_model
-
     names = {g: load_gpu(g).display_name for g in section.grid.gpu}
     for m in section.grid.model:
         names[m] = load_model(m).display_name or m

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from engine import catalog
 from engine.errors import UserError
 
 
@@ -188,8 +189,6 @@ def catalog_candidates(device_name: str) -> list[str]:
 
 def catalog_peak(device_name: str) -> tuple[float | None, str | None]:
     """The catalog's HBM bandwidth for this device (bytes/s), or None and a note saying why not."""
-    from engine import catalog
-
     # The catalog matches aliases too, so the CUDA name itself is tried first.
     for name in [device_name, *catalog_candidates(device_name)]:
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import subprocess
 from pathlib import Path
 
 
@@ -24,8 +25,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     if platform.system() == "Darwin":
-        import subprocess
-
         try:
             out = subprocess.run(
                 ["sysctl", "-n", "machdep.cpu.brand_string"],

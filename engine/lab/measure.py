@@ -10,6 +10,7 @@ stopped by the runner and named on ``status``.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
@@ -19,6 +20,8 @@ from engine.errors import UserError
 from engine.lab import judge, labfiles, machine, runner, store, watch
 from engine.lab import section as lab_section
 from engine.lab.spec import LabSection
+from engine.measured import measured_dir
+from engine.spec import load_spec
 
 
 def measure(
@@ -30,9 +33,6 @@ def measure(
     status: TextIO | None = None,
 ) -> tuple[dict, Path]:
     """Run the lab of ``spec_path``; return the measurement and where it was written."""
-    from engine.measured import measured_dir
-    from engine.spec import load_spec
-
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
     section = spec.section("lab")
@@ -100,8 +100,6 @@ def measure(
 def _check_accepted(doc: dict, path: Path, section: LabSection, spec_path: Path, day: int) -> None:
     """The build's own checks on the file as it would be read back; a UserError if it would
     refuse it (the old measurement then stays)."""
-    import json
-
     try:
         back = store.accept(json.loads(store.dumps(doc)), file=path, day=day)  # in memory, no file
         lab_section.from_document(section, spec_path, day, back, path)

@@ -17,15 +17,15 @@ from engine import numbers, units
 from engine.errors import UserError
 from engine.given import entry as set_value
 from engine.lab import labfiles, runner, store
+from engine.lab.reference import load_reference
 from engine.lab.spec import LabFigure, LabSection
+from engine.measured import measured_dir, resolve_measurement
 from engine.sections import Inputs, SpecLocation
 
 
 def run(section: LabSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
     """The lab's results for the posts: every figure in the spec's unit, labelled with the
     machine it was measured on, and whether the lab changed since."""
-    from engine.measured import measured_dir, resolve_measurement
-
     spec_path = Path(location.spec_path)
     day = inputs.day
     rerun = f"run make lab-day{day:02d}"
@@ -175,7 +175,6 @@ def _changed(section: LabSection, spec_path: Path, doc: dict[str, Any]) -> str |
 def _reference(section: LabSection, figures: dict[str, Any]) -> dict[str, Any] | None:
     if section.reference is None:
         return None
-    from engine.lab.reference import load_reference
 
     ref = load_reference(section.reference)
     compare = {}

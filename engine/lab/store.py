@@ -30,6 +30,7 @@ from engine import units, validation
 from engine.errors import UserError
 from engine.lab import output
 from engine.lab.spec import MAX_COLUMNS
+from engine.measured import read_document
 from engine.outdir.atomic import write_text
 from engine.validation import Strict
 
@@ -150,8 +151,6 @@ def validate(doc: object, *, file: str | Path) -> dict:
 
 
 def load(path: Path, *, day: int) -> dict:
-    from engine.measured import read_document
-
     return accept(read_document(path), file=path, day=day)
 
 

@@ -35,7 +35,7 @@ from engine.limits import (
     read_json_limited,
     read_text_limited,
 )
-from engine.outdir import atomic, swap
+from engine.outdir import atomic, changes, merge, swap
 from engine.outdir import lock as day_lock
 from engine.outdir.manifest import (
     BASE,
@@ -172,8 +172,6 @@ class CommitReport:
 
 def report_lines(report: CommitReport) -> list[str]:
     """What the commit did with the person's files and what changed, for the terminal."""
-    from engine.outdir import changes
-
     lines = list(report.notes)
     summary = changes.summary(report.changes)
     if summary:
@@ -312,8 +310,6 @@ def commit(staging: Staging, *, force: bool = False) -> CommitReport:
 
 
 def _commit(staging: Staging, *, force: bool) -> CommitReport:
-    from engine.outdir import changes
-
     target, stage = staging.target, staging.path
     report = CommitReport(notes=list(staging.recovered))
     rendered = {
@@ -447,8 +443,6 @@ class _Plan:
         self._merge(name, old, current, theirs, base)
 
     def _merge(self, name: str, old: Path, current: str, theirs: str, base: str) -> None:
-        from engine.outdir import merge
-
         stage, target = self.stage, self.target
         result = merge.three_way(base, theirs, read_text_limited(stage / name, MAX_RESULTS_BYTES, "staged"))
         if result.clean:

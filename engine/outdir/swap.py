@@ -11,6 +11,7 @@ finishes a swap that was cut short and removes unfinished staging folders.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import shutil
@@ -102,8 +103,6 @@ def swap(stage: Path, target: Path) -> Path | None:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two paths atomically (renameat2 RENAME_EXCHANGE); False where that is unsupported."""
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     renameat2 = getattr(libc, "renameat2", None)
     if renameat2 is None:

@@ -11,10 +11,12 @@ numbering), ``reflow`` (threads cut into posts that fit), ``emoji`` (emoji seque
 folder), ``rules`` (the Count and Violation they return). The facts behind X's and LinkedIn's
 limits are in ../shared/reference/platform-rules.md; the newer platforms cite theirs in their
 modules.
+
+``day_dir`` is imported by its own name, not from here: it reads the number audit
+(engine.audit), which reads the platforms below it.
 """
 
 from engine.platforms.alt_text import alt_text_count, check_alt_text
-from engine.platforms.day_dir import Report, check_day_dir
 from engine.platforms.linkedin import check_linkedin, utf16_length
 from engine.platforms.registry import Platform, platforms, register_platform
 from engine.platforms.rules import Count, Violation
@@ -24,11 +26,9 @@ from engine.platforms.x import check_x_thread, x_post_valid, x_weighted_length
 __all__ = [
     "Count",
     "Platform",
-    "Report",
     "Violation",
     "alt_text_count",
     "check_alt_text",
-    "check_day_dir",
     "check_linkedin",
     "check_x_thread",
     "platforms",

@@ -5,14 +5,13 @@ cut there.
 
 from __future__ import annotations
 
+from engine.platforms import registry
 from engine.platforms.linkedin import utf16_length
 from engine.platforms.rules import Count, Violation
 
 
 def alt_text_limit(platform: str, limit: int | None = None) -> int:
     """The registered platform's limit (engine.platforms.registry), or ``limit`` when given."""
-    from engine.platforms import registry
-
     cap = registry.get(platform).alt_limit
     return cap if limit is None else limit
 

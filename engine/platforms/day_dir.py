@@ -25,6 +25,7 @@ from pathlib import Path
 
 from engine import audit
 from engine.errors import UserError
+from engine.limits import MAX_DRAFT_BYTES, read_text_limited
 from engine.platforms import media
 from engine.platforms.alt_text import alt_text_count, check_alt_text
 from engine.platforms.posting import in_folder
@@ -50,8 +51,6 @@ class Report:
 
 
 def _read(path: Path) -> str:
-    from engine.limits import MAX_DRAFT_BYTES, read_text_limited
-
     return read_text_limited(path, MAX_DRAFT_BYTES, "draft")
 
 

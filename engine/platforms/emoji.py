@@ -49,7 +49,9 @@ def twemoji() -> re.Pattern[str]:
 @lru_cache(maxsize=1)
 def newer_standard_sequences() -> tuple[str, ...]:
     """Standard (RGI) emoji sequences of two or more code points that twemoji 11 does not
-    match whole, longest first, each as UTF-16 units."""
+    match whole, longest first, each as UTF-16 units. The emoji package is imported here: its
+    import reads a table of every emoji (20 ms), which a build needs only for an X draft with
+    text outside ASCII."""
     import emoji as emoji_data
 
     qualified = {emoji_data.STATUS["fully_qualified"], emoji_data.STATUS["minimally_qualified"]}

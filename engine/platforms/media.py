@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from engine.errors import UserError
+from engine.limits import read_bytes_limited
 from engine.platforms.rules import Count, Violation
 
 MB = 1024 * 1024
@@ -67,9 +69,6 @@ def page_sizes(path: Path) -> list[tuple[float, float]]:
     page objects compressed yields no sizes: the check then says it cannot read them. A file
     over MAX_MEDIA_BYTES is not read (its size is its violation); a MediaBox that is not four
     finite numbers is one line naming the file and the page."""
-    from engine.errors import UserError
-    from engine.limits import read_bytes_limited
-
     if Path(path).stat().st_size > MAX_MEDIA_BYTES:
         return []
     sizes = []
@@ -125,9 +124,6 @@ def gif_counts(path: Path, rules: GifRules | None = None) -> tuple[list[Count], 
     """An animated GIF against X's limits, read with Pillow (matplotlib's own image library)."""
     rules = rules or X_GIF
     from PIL import Image
-
-    from engine.errors import UserError
-    from engine.limits import read_bytes_limited
 
     path = Path(path)
     size = path.stat().st_size

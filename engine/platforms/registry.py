@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from engine.platforms.rules import Count, Violation
+from engine.platforms.thread import missing_attachments, split_thread
 from engine.registry import Registry
 
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ class Platform:
         """The draft's posts: a thread split on its '---' lines, or the single post."""
         if not self.thread:
             return [text]
-        from engine.platforms.thread import split_thread
 
         return split_thread(text)
 
@@ -64,8 +64,6 @@ class Platform:
     ) -> tuple[list[list[Count]], list[Violation]]:
         """Counts per post and every broken rule, for the draft's whole text. With ``available``
         (the file names in the day's folder), every image a post attaches must be one of them."""
-        from engine.platforms.thread import missing_attachments
-
         name = draft or self.draft
         check = cast(Any, self.check)  # a ThreadCheckFn when ``thread``, else a CheckFn
         per_post: list[list[Count]]

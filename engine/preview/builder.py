@@ -22,8 +22,17 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from engine import pipeline
 from engine.errors import UserError
+from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, read_json_limited, read_text_limited
+from engine.outdir import report_lines
+from engine.outdir.manifest import read_manifest_quiet, sha256
+from engine.pipeline import ChecksFailed, build
 from engine.preview.state import State
+from engine.render import review
+from engine.render.review import RESULTS
+from engine.sections import SpecLocation
+from engine.spec import load_spec
 
 Drafts = Callable[[Path, Path], dict[str, bytes]]  # (spec, out) → files relative to out/
 Build = Callable[[Path, Path], None]  # (spec, out): the whole build into out/
@@ -34,13 +43,6 @@ def render_drafts(spec_path: Path, out: Path) -> dict[str, bytes]:
     nothing is written. A draft in out/ that is not the engine's last render (the person edited
     it) is left out, and the page shows their version, as the build will keep it. The page shows
     the images of the day's last build (they are redrawn next), as that build recorded them."""
-    from engine import pipeline
-    from engine.limits import MAX_DRAFT_BYTES, read_text_limited
-    from engine.outdir.manifest import read_manifest_quiet, sha256
-    from engine.render import review
-    from engine.sections import SpecLocation
-    from engine.spec import load_spec
-
     spec = load_spec(spec_path)
     results = pipeline.compute(spec, SpecLocation(spec_path=spec_path))
     drafts = pipeline.render_drafts(results)
@@ -63,9 +65,6 @@ def render_drafts(spec_path: Path, out: Path) -> dict[str, bytes]:
 def _last_images(day_dir: Path) -> dict[str, Any]:
     """The charts and carousel the day's last build recorded in its results.json; none when it
     has none or cannot be read (the page then lists the images it finds)."""
-    from engine.limits import MAX_RESULTS_BYTES, read_json_limited
-    from engine.render.review import RESULTS
-
     try:
         last = read_json_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results")
     except UserError:
@@ -77,9 +76,6 @@ def _last_images(day_dir: Path) -> dict[str, Any]:
 
 def build_into_out(spec: Path, out: Path) -> None:
     """The whole build, as ``python -m engine build`` does it, with its report in the terminal."""
-    from engine.outdir import report_lines
-    from engine.pipeline import build
-
     report = build(spec, out)
     print(f"rebuilt Day {report.day} → {report.folder}/", flush=True)
     if report.commit is not None:
@@ -91,8 +87,6 @@ def build_into_out(spec: Path, out: Path) -> None:
 
 def error_line(spec: Path, exc: Exception) -> str:
     """One line for a failed step; an unexpected error's traceback goes to the terminal only."""
-    from engine.pipeline import ChecksFailed
-
     if isinstance(exc, UserError):
         return exc.line()
     if isinstance(exc, ChecksFailed):

@@ -8,11 +8,16 @@ such file against its platform's file limits, engine.platforms.media). The GIF i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.charts import carousel, drawcache
+from engine.limits import sha256_limited
+from engine.platforms import media, rules
 from engine.platforms.rules import ChecksFailed
+from engine.render import slides
 from engine.render.context import day_folder_name, template_context
 
 if TYPE_CHECKING:
@@ -30,9 +35,6 @@ def draw_carousel(
     slide whose chart is in ``skipped`` (one the results cannot draw yet:
     pipeline.unavailable_charts) is left out of the deck, as the chart is left out of the images;
     a deck left with no slide is not drawn (None)."""
-    from engine.charts import carousel
-    from engine.render import slides
-
     assert spec.carousel is not None
     seen = template_context(results)
     texts = slides.render_text(spec.carousel, seen, templates_root, day_folder_name(spec.day))
@@ -45,8 +47,6 @@ def draw_carousel(
 
 def check_media(folder: Path, results: dict[str, Any]) -> dict[str, Any]:
     """The carousel PDF and any GIF against their platforms' file limits; ChecksFailed names the file."""
-    from engine.platforms import media
-
     checks: dict[str, Any] = {}
     violations: list[Any] = []
     files = [c["file"] for c in results.get("charts", []) if c["file"].endswith(".gif")]
@@ -68,12 +68,6 @@ def gif_counts(path: Path) -> tuple[list[Any], list[Any]]:
     """media.gif_counts, read once per GIF: Pillow's reading of the same bytes is the same, so it
     is kept in the drawing cache under the file's digest and the code that reads it, and a build
     whose GIF came from the cache imports no Pillow to check it again."""
-    import dataclasses
-
-    from engine.charts import drawcache
-    from engine.limits import sha256_limited
-    from engine.platforms import media, rules
-
     # The engine's own modules, not an input: read as they are.
     code = [Path(module.__file__ or "").read_bytes().decode("utf-8") for module in (media, rules)]
     limits = dataclasses.asdict(media.X_GIF)  # the limits in force, which a caller may change

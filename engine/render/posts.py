@@ -18,11 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
+from jinja2 import nodes
 
 from engine import numbers
 from engine.errors import UserError
 from engine.limits import MAX_DRAFT_RENDER_CHARS, MAX_TEMPLATE_BYTES, read_text_limited
 from engine.numbers import bytesize, duration, fixed, gib, ms, multiple, pct, ratio, thousands
+from engine.platforms.reflow import reflow
+from engine.platforms.thread import label, split_thread
 from engine.render import template_cache
 from engine.render.render_env import RenderCapExceeded, Sandbox
 
@@ -147,8 +150,6 @@ def numbers_inside_jinja(source: str) -> list[tuple[int, str]]:
     print nothing typed: the arguments of this module's formatting filters (``fixed(1)``), a
     subscript or slice (``rows[-1]``) and a comparison's operands (``{% if waits > 0 %}``).
     """
-    from jinja2 import nodes
-
     tree = jinja2.Environment().parse(source)
     allowed: set[int] = set()
     for imported in tree.find_all((nodes.Import, nodes.FromImport, nodes.Include, nodes.Extends)):
@@ -280,9 +281,6 @@ def number_thread(text: str, limits: PostLimits | None = None) -> str:
     the platform's ``limits``, a post too long for it is first cut into posts that fit, label
     included (engine.platforms.reflow), so a template may be plain paragraphs.
     """
-    from engine.platforms.reflow import reflow
-    from engine.platforms.thread import label, split_thread
-
     if limits is None:
         posts = [post for post in split_thread(text) if post.strip()]
     else:

@@ -31,7 +31,7 @@ from engine.limits import (
     read_json_limited,
     read_text_limited,
 )
-from engine.outdir import atomic
+from engine.outdir import atomic, changes
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
 from engine.render import template_cache
@@ -240,8 +240,6 @@ def index_context(out_root: Path) -> dict[str, Any]:
 
 
 def _changes() -> Any:
-    from engine.outdir import changes
-
     return changes
 
 

@@ -17,7 +17,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
+from engine.charts import registry
 from engine.errors import UserError
+from engine.render import posts
 
 # Our own limits, well inside LinkedIn's (300 pages, see engine.platforms.media): a carousel is
 # swiped on a phone, and a slide holds what a person reads in a few seconds.
@@ -80,8 +82,6 @@ class CarouselSpec(BaseModel):
 
     def check_sections(self, spec: Any) -> None:
         """Each chart slide's data must be in the spec, as for the spec's own charts."""
-        from engine.charts import registry
-
         declared = set(spec.declared_charts)
         for i, slide in enumerate(self.slides):
             in_registry = slide.chart is not None and slide.chart not in declared
@@ -99,8 +99,6 @@ def known_charts() -> set[str]:
     Read from the chart registry at validation time (not import time: engine.spec imports
     this module), so a chart registered anywhere is usable on a slide with no edit here.
     """
-    from engine.charts import registry
-
     return {name for name in registry.names() if not registry.get(name).animated}
 
 
@@ -123,8 +121,6 @@ def render_text(
     carousel: CarouselSpec, context: dict[str, Any], templates_root: Path, day_folder: str
 ) -> list[SlideText]:
     """Render the day's slide template and cut it into one SlideText per slide, in order."""
-    from engine.render import posts
-
     name = template_name(day_folder)
     shown = f"templates/{name}"
     if not (templates_root / name).is_file():

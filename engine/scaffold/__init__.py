@@ -35,6 +35,7 @@ from engine.limits import (
 )
 from engine.outdir import atomic
 from engine.scaffold import detect, drafts
+from engine.spec import spec_of
 
 MAX_LAB_FILES = 200
 MAX_LAB_BYTES = 64 * 2**20
@@ -170,8 +171,6 @@ def _templates(
 
 
 def _validate(spec: dict[str, Any], path: Path) -> None:
-    from engine.spec import spec_of
-
     spec_of(spec, path)
 
 

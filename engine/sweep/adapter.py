@@ -33,13 +33,22 @@ once and a thousand times.
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import TypeAdapter
 
+from engine import batching
+from engine import workload as wl
+from engine.batching.calibrated import CalibratedStepTime, calibrate_from_catalog
+from engine.batching.loaders import load_measured_step_time, num_blocks_from_catalog
+from engine.batching.replicas import MAX_REPLICAS, ROUTERS, simulate_replicas
 from engine.errors import UserError
+from engine.limits import MAX_TRACE_BYTES, sha256_limited
 from engine.sweep.grid import Point, parse_step_time
 
 SIMULATOR = "batching-event-driven/3"  # bump when the simulator's results change (3: vLLM 0.33.0 rules)
@@ -63,8 +72,6 @@ METRICS = (
 
 def check_supported(point: Point) -> None:
     """Refuse, before any work, a point the current simulator cannot express."""
-    from engine.batching.replicas import MAX_REPLICAS, ROUTERS
-
     if point.router not in ROUTERS:
         raise UserError(
             f"router {point.router!r} is not supported by this simulator; use {', '.join(ROUTERS)}",
@@ -84,15 +91,11 @@ def check_supported(point: Point) -> None:
 def simulated(point: Point) -> Point:
     """The point as the simulator sees it: with one replica the router sends every request to
     it, so the router is dropped (one key for every router: the run is made once)."""
-    from dataclasses import replace
-
     return replace(point, router="round_robin") if point.replicas == 1 else point
 
 
 def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     """Simulate one point: paged (vLLM-style) batching of the workload on the point's engine(s)."""
-    from engine import batching
-
     load = workload_for(workload_doc, point.arrival_rate)
     try:
         step_time = _step_time(point, options)
@@ -120,8 +123,6 @@ def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]
             preemptions = one.preemptions
             tok_s, req_s = one.throughput_tokens_per_second, one.requests_per_second
         else:
-            from engine.batching.replicas import simulate_replicas
-
             cluster = simulate_replicas(
                 load,
                 policy,
@@ -178,8 +179,6 @@ def _quantiles(values: np.ndarray) -> tuple[float | None, float | None]:
 
 
 def _step_time(point: Point, options: dict[str, Any]) -> Any:
-    from engine import batching
-
     kind, rest = parse_step_time(point.step_time)
     if kind == "unit":
         return batching.UnitStepTime(float(rest) if rest else 0.02)
@@ -194,15 +193,11 @@ def _step_time(point: Point, options: dict[str, Any]) -> Any:
 # Catalog look-ups repeat across thousands of points: once per process each.
 @lru_cache(maxsize=1024)
 def _num_blocks(model: str, gpu: str, block_size: int, kv_dtype: str, tp: int, utilisation: float) -> int:
-    from engine.batching.loaders import num_blocks_from_catalog
-
     return num_blocks_from_catalog(model, gpu, block_size, kv_dtype, tp, utilisation)
 
 
 @lru_cache(maxsize=1024)
 def _roofline(model: str, gpu: str, kv_dtype: str, tp: int) -> Any:
-    from engine import batching
-
     return batching.roofline_from_catalog(model, gpu, kv_dtype=kv_dtype, tp=tp)
 
 
@@ -211,8 +206,6 @@ def calibrated_step_time(path: str, sha256: str, model: str, gpu: str, kv_dtype:
     """The roofline of the model on one GPU calibrated on the file's steps (measured on one GPU),
     its fitted efficiencies and per-layer kernel cost then carried to each GPU's share under tp
     (and the all-reduces added). Fitted once per process, file content and configuration."""
-    from engine.batching.calibrated import CalibratedStepTime, calibrate_from_catalog
-
     one = calibrate_from_catalog(model, gpu, path, kv_dtype=kv_dtype, tp=1)
     if tp == 1:
         return one
@@ -233,8 +226,6 @@ def calibrated_step_time(path: str, sha256: str, model: str, gpu: str, kv_dtype:
 def measured_step_time(path: str, sha256: str) -> Any:
     """A measured step time from a benchmark file, fitted once per process and file content
     (the hash is the cache's key: a file re-measured in place is read again)."""
-    from engine.batching.loaders import load_measured_step_time
-
     return load_measured_step_time(path)
 
 
@@ -245,8 +236,6 @@ _WORKLOADS: dict[tuple[str, float | None], Any] = {}
 
 def workload_for(doc: dict[str, Any], rate: float | None) -> Any:
     """The workload of `doc` (see ``workload_doc``) at arrival `rate`, built once per process."""
-    import json
-
     key = (json.dumps(doc, sort_keys=True), rate)
     if key not in _WORKLOADS:
         _WORKLOADS[key] = _build(doc, rate)
@@ -254,10 +243,6 @@ def workload_for(doc: dict[str, Any], rate: float | None) -> Any:
 
 
 def _build(doc: dict[str, Any], rate: float | None) -> Any:
-    from pydantic import TypeAdapter
-
-    from engine import workload as wl
-
     spec = TypeAdapter(wl.WorkloadSpec).validate_python(doc["spec"])
     if rate is not None:
         assert isinstance(spec, wl.GeneratedWorkload)  # the grid refuses rates for traces
@@ -268,8 +253,6 @@ def _build(doc: dict[str, Any], rate: float | None) -> Any:
 def with_rate(arrivals: Any, rate: float) -> Any:
     """The same arrival process at another mean rate: a gamma keeps its burstiness (cv); all at
     zero becomes Poisson, the usual model of independent users."""
-    from engine import workload as wl
-
     if isinstance(arrivals, wl.Gamma):
         return wl.Gamma(rate=rate, cv=arrivals.cv)
     return wl.Poisson(rate=rate)
@@ -282,8 +265,6 @@ def workload_doc(spec: Any, base_dir: Path) -> dict[str, Any]:
 
 def workload_fingerprint(spec: Any, base_dir: Path) -> dict[str, Any]:
     """What the workload's results depend on: the spec, and a trace's bytes (not its path)."""
-    from engine.limits import MAX_TRACE_BYTES, sha256_limited
-
     doc: dict[str, Any] = {"spec": spec.model_dump(mode="json")}
     trace = getattr(spec, "trace", None)
     if trace is not None:

@@ -13,6 +13,7 @@ the store, so the two paths give identical tables in the same order.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -20,6 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
+import engine
+from engine.batching.calibrated import points_from_file
+from engine.catalog import load_gpu, load_model
 from engine.errors import UserError
 from engine.limits import MAX_MEASUREMENT_BYTES, sha256_limited
 from engine.sweep import adapter
@@ -41,8 +47,6 @@ class Plan:
 
 def plan(section: SweepSection, base_dir: Path) -> Plan:
     """Expand the grid and check every name and axis value before any simulation starts."""
-    from engine.catalog import load_gpu, load_model
-
     points = expand(section.grid)
     for point in points:
         adapter.check_supported(point)
@@ -85,8 +89,6 @@ def _measured_files(step_times: Iterable[str], base_dir: Path) -> dict[str, str]
             if kind == "measured":
                 adapter.measured_step_time(str(path), out[text])
             else:  # the fit is per model and card, at each point; the file's steps are read now
-                from engine.batching.calibrated import points_from_file
-
                 points_from_file(path)
     return out
 
@@ -128,8 +130,6 @@ def _cores() -> int:
 
 
 def _progress(total: int, points: int, enabled: bool) -> Any:
-    from tqdm import tqdm
-
     resumed = points - total
     desc = f"sweep ({resumed:,} of {points:,} from the results file)" if resumed else "sweep"
     return tqdm(total=total, desc=desc, unit="point", disable=not enabled, file=sys.stderr)
@@ -144,8 +144,6 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(workload: dict[str, Any], options: dict[str, Any]) -> None:
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle, once
     _WORKER.update(workload=workload, options=options)
 
@@ -204,8 +202,6 @@ def _run_ray(the_plan: Plan, pending: list[tuple[str, Point]], address: str, don
         raise UserError(f"--ray needs the optional 'ray' extra: {RAY_EXTRA}", field="ray.address") from None
     started = not ray.is_initialized()
     if started:
-        import engine
-
         # The workers run this checkout's engine package, shipped by Ray, whatever version (if
         # any) the cluster has installed: the table must not depend on where a point ran. (A
         # caller who started Ray itself has set up its workers' environment already.)

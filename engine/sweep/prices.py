@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import yamlfile
+from engine.catalog import load_gpu
 from engine.errors import UserError
 from engine.limits import MAX_CONFIG_BYTES
 
@@ -77,6 +78,4 @@ def _price(gpu: str, entry: Any, path: Path) -> Price:
 
 def price_of(gpu: str, prices: dict[str, Price]) -> Price | None:
     """The price of a grid's GPU, by catalog name or alias."""
-    from engine.catalog import load_gpu
-
     return prices.get(load_gpu(gpu).name)

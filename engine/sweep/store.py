@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from engine.errors import UserError
 from engine.limits import load_json, open_limited
+from engine.outdir import atomic
 
 MAX_STORE_BYTES = 2 * 2**30  # a results file past 2 GiB is not one this sweep wrote
 MAX_LINE_BYTES = 1 * 2**20  # one point's line: its key, its point and its metrics, a few hundred bytes
@@ -29,8 +30,6 @@ class ResultStore:
         self.results: dict[str, dict[str, Any]] = {}
         self._file: TextIO | None = None
         if self.path is not None and (self.path.exists() or self.path.is_symlink()):
-            from engine.outdir import atomic
-
             atomic.check_target(self.path, what="sweep results")  # a FIFO would block the read
             self._load(self.path)
 
@@ -82,8 +81,6 @@ def _open_append(path: Path) -> TextIO:
     """The results file for appending: the one file the engine adds to rather than replaces, so
     it is opened with O_NOFOLLOW and must be a regular file (engine.outdir.atomic refuses the
     same: a link, a device, a FIFO, a folder)."""
-    from engine.outdir import atomic
-
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.check_target(path, what="sweep results")  # a link, a device, a FIFO, a folder
     flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK
