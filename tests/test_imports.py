@@ -34,6 +34,9 @@ def module_names() -> dict[str, Path]:
     return names
 
 
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 @functools.cache
 def import_statements(path: Path) -> tuple[tuple[ast.Import | ast.ImportFrom, bool], ...]:
     """Each import statement of the file that runs, with whether it is inside a function body:
@@ -46,7 +49,11 @@ def import_statements(path: Path) -> tuple[tuple[ast.Import | ast.ImportFrom, bo
         if isinstance(node, ast.Import | ast.ImportFrom):
             found.append((node, inside))
             continue
-        children: list[ast.AST] = list(ast.iter_child_nodes(node))
+        # An import is a statement: only the statement lists are walked (bodies, else and
+        # finally blocks, except handlers and match cases), not the expressions in them.
+        children: list[ast.AST] = [
+            child for field in _BLOCKS for child in getattr(node, field, ()) if isinstance(child, ast.AST)
+        ]
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
             children = list(node.orelse)
         inside = inside or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -150,6 +157,7 @@ def test_no_engine_module_imports_its_way_back_to_itself():
 # import reads a table of every emoji, 20 ms that a build pays only for an X draft that is not
 # all ASCII.
 HEAVY = {"matplotlib", "PIL", "fontTools", "torch", "ray", "emoji"}
+
 
 def _allowed_late(name: str) -> bool:
     """A module a function may import: a heavy library, or the torch side of engine.gpubench
