@@ -307,11 +307,13 @@ def test_a_warm_pass_leaves_the_timed_pass_unchanged(run):
 
 
 def test_static_hand_drill_is_sixteen_percent_busy():
-    """The lab's drill: 8 slots, seven 20-token requests and one 500-token request."""
-    lengths = [20] * 7 + [500]
+    """The lab's drill (8 slots, seven 20-token requests and one 500-token request) at a tenth
+    of its lengths, which keeps its busy share: (7 × 2 + 50) / (8 × 50) = 16 %, as
+    (7 × 20 + 500) / (8 × 500) is."""
+    lengths = [2] * 7 + [50]
     model = Decoder(MICRO, seed=0)
-    run = replay.run_static(model, model.new_cache(8, 501), lengths, prompt_tokens=1)
-    assert run.steps == 500 and run.tokens == 640
+    run = replay.run_static(model, model.new_cache(8, 51), lengths, prompt_tokens=1)
+    assert run.steps == 50 and run.tokens == 64
     assert run.utilisation == pytest.approx(0.16)
 
 
