@@ -235,3 +235,14 @@ def pause_at(point: str, flag: Path, seconds: float = 60) -> Callable[[str], Non
             time.sleep(seconds)
 
     return pause
+
+
+def assert_platform_counts_its_example(platform: Any) -> None:  # an engine.platforms Platform
+    """The contract every registered platform keeps, held to its own example (Platform.example):
+    the sample draft passes the platform's rules, and each post's length is the one its author
+    worked out by hand. tests/test_platforms.py loops it over every registration; a toy platform
+    registered from a test file is held to it the same way."""
+    per_post, violations = platform.check_draft(platform.example.draft)
+    assert violations == [], (platform.name, violations)
+    lengths = tuple(c.value for counts in per_post for c in counts if c.name == "length")
+    assert lengths == platform.example.lengths, (platform.name, lengths)

@@ -541,3 +541,13 @@ def test_check_refuses_a_file_that_is_not_a_draft(tmp_path, capsys):
     spec.write_text("day: 37\n")
     assert cli(["check", str(spec)]) == 2
     assert capsys.readouterr().err.startswith(f"{spec}: not a draft")
+
+
+def test_every_registered_platform_counts_its_own_example_as_worked_by_hand():
+    from engine.platforms.registry import PLATFORMS
+
+    from helpers import assert_platform_counts_its_example
+
+    assert len(PLATFORMS.all()) >= 5  # the built-in five, found by discovery
+    for platform in PLATFORMS.all():
+        assert_platform_counts_its_example(platform)

@@ -440,6 +440,7 @@ def test_a_listed_platform_with_nothing_to_render_is_one_line(tmp_path):
             alt_limit=1000,
             image_size="x",
             alt_tags=("toy",),
+            example=registry.Example("a post that counts nothing", ()),
         )
     )
     try:

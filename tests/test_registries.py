@@ -99,6 +99,8 @@ def toy_kinds() -> Iterator[None]:
             alt_limit=1500,
             image_size="x",
             alt_tags=("toot",),
+            # "Heads: " 7, then "52 of 100 flips came up": 2 + 1 + 2 + 1 + 3 + 1 + 5 + 1 + 4 + 1 + 2
+            example=platform_registry.Example("Heads: 52 of 100 flips came up", (30,)),
             order=30,
         )
     )
@@ -171,6 +173,9 @@ def write_day(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_a_toy_section_chart_platform_and_policy_build_a_day(toy_kinds: None, tmp_path: Path) -> None:
+    from helpers import assert_platform_counts_its_example
+
+    assert_platform_counts_its_example(platform_registry.PLATFORMS.get("toot"))  # the shared contract
     spec_path, templates = write_day(tmp_path)
     report = pipeline.build(spec_path, tmp_path / "out", templates_root=templates)
     folder = report.folder

@@ -34,7 +34,7 @@ from urllib.parse import quote, urlsplit
 from engine.platforms.counted_thread import ThreadRules, check_counted_thread
 from engine.platforms.graphemes import grapheme_length
 from engine.platforms.reflow import PostLimits
-from engine.platforms.registry import Platform, register_platform
+from engine.platforms.registry import Example, Platform, register_platform
 from engine.platforms.rules import Count, Violation
 
 MAX_GRAPHEMES = 300
@@ -135,6 +135,12 @@ BLUESKY = register_platform(
         alt_limit=MAX_ALT_TEXT,
         image_size="x",  # it attaches the X thread's images, drawn 16:9
         alt_tags=("bluesky", "bsky"),
+        example=Example(
+            # "Day 1 " 6, the ZWJ emoji one grapheme, ": the lab " 10, and the link as the app
+            # shortens it: the host (10), the path's first 13 characters and "..." (26)
+            "Day 1 \U0001f469\u200d\U0001f4bb: the lab https://github.com/anurag629/system-design-60-days",
+            (43,),
+        ),
         order=30,
         post_limits=PostLimits(bluesky_length, MAX_GRAPHEMES, MAX_IMAGES_PER_POST),
         reflow_from="x",

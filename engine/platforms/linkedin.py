@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 
-from engine.platforms.registry import Platform, register_platform
+from engine.platforms.registry import Example, Platform, register_platform
 from engine.platforms.rules import Count, Violation
 
 MAX_LENGTH = 3000
@@ -142,6 +142,11 @@ LINKEDIN = register_platform(
         # The feed gives a portrait image the most room on a phone (4:5, 1080 x 1350).
         image_size="linkedin_portrait",
         alt_tags=("linkedin", "li"),
+        example=Example(
+            # 33 + two line breaks + 13 + 1 + 4 + 1 + 7 UTF-16 units
+            "Day 1: a queue in front of a GPU.\n\n#systemdesign #gpu #queues",
+            (61,),
+        ),
         fold_at=fold_index,
         order=10,
     )

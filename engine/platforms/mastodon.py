@@ -28,7 +28,7 @@ from engine.platforms._twitter_text import extract_urls
 from engine.platforms.counted_thread import ThreadRules, check_counted_thread
 from engine.platforms.graphemes import grapheme_length
 from engine.platforms.reflow import PostLimits
-from engine.platforms.registry import Platform, register_platform
+from engine.platforms.registry import Example, Platform, register_platform
 from engine.platforms.rules import Count, Violation
 
 MAX_CHARS = 500
@@ -95,6 +95,11 @@ MASTODON = register_platform(
         alt_limit=MAX_ALT_TEXT,
         image_size="x",  # it attaches the X thread's images, drawn 16:9
         alt_tags=("mastodon",),
+        example=Example(
+            # "Day 1: the lab " 15, a link 23, " by " 4, a remote mention as its user part, 7
+            "Day 1: the lab https://github.com/anurag629/system-design-60-days by @anurag@mastodon.social",
+            (49,),
+        ),
         order=40,
         post_limits=PostLimits(mastodon_length, MAX_CHARS, MAX_IMAGES_PER_POST),
         reflow_from="x",

@@ -28,6 +28,16 @@ ThreadCheckFn = Callable[[list[str], str], "tuple[list[list[Count]], list[Violat
 
 
 @dataclass(frozen=True)
+class Example:
+    """A draft as the build writes it for the platform, and the length its rules give each of
+    its posts, worked out by hand by whoever registers the platform: the independent truth the
+    shared tests hold every registered platform's count to (tests/test_platforms.py)."""
+
+    draft: str
+    lengths: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Platform:
     name: str  # 'x', 'linkedin': results['checks'] keys, chart sizes' platform
     title: str  # how the review page names it
@@ -37,6 +47,7 @@ class Platform:
     alt_limit: int  # the longest alt text it takes, in UTF-16 units
     image_size: str  # the style.SIZES key its images are drawn at
     alt_tags: tuple[str, ...]  # parts of an alt-text file's name that mean this platform
+    example: Example  # a sample draft and its posts' lengths, worked by hand
     # Where a feed folds a single post ("…see more"), as a character index; None: no fold.
     fold_at: Callable[[str], int] | None = None
     order: int = 100  # where drafts are listed (check output, review page)

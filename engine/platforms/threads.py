@@ -31,7 +31,7 @@ from engine.platforms.counted_thread import ThreadRules, check_counted_thread
 from engine.platforms.graphemes import graphemes, is_emoji
 from engine.platforms.linkedin import utf16_length
 from engine.platforms.reflow import PostLimits
-from engine.platforms.registry import Platform, register_platform
+from engine.platforms.registry import Example, Platform, register_platform
 from engine.platforms.rules import Count, Violation
 
 MAX_CHARS = 500
@@ -87,6 +87,11 @@ THREADS = register_platform(
         # then exempt that chart's alt text from every other platform's limit. Its alt texts are
         # held to every limit of the day's platforms, Threads' among them.
         alt_tags=(),
+        example=Example(
+            # "Day 1 " 6, the emoji as its 4 UTF-8 bytes, a space, and the link as written (19)
+            "Day 1 \U0001f600 https://example.com",
+            (30,),
+        ),
         order=50,
         post_limits=PostLimits(threads_length, MAX_CHARS, MAX_IMAGES_PER_POST),
         reflow_from="x",

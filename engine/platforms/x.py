@@ -22,7 +22,7 @@ import unicodedata
 from engine.platforms._twitter_text import V3, extract_urls, invalid_chars
 from engine.platforms.emoji import newer_pattern, twemoji, utf16_units
 from engine.platforms.reflow import PostLimits
-from engine.platforms.registry import Platform, register_platform
+from engine.platforms.registry import Example, Platform, register_platform
 from engine.platforms.rules import Count, Violation
 from engine.platforms.thread import images_in, numbering_problem, post_text
 
@@ -159,6 +159,11 @@ X = register_platform(
         alt_limit=1000,  # X's documented limit for an image description
         image_size="x",
         alt_tags=("x", "twitter"),
+        example=Example(
+            # 4 + 33 weighted characters; then 4 + 9, and the link counts as 23 whatever its length
+            "1/2 Day 1: a queue in front of a GPU.\n---\n2/2 The lab: https://github.com/anurag629/system-design-60-days",
+            (37, 36),
+        ),
         order=20,
         post_limits=PostLimits(x_weighted_length, MAX_WEIGHTED_LENGTH, MAX_IMAGES_PER_POST),
     )
