@@ -217,6 +217,9 @@ def toy_policy() -> Iterator[Any]:
         "one at a time",
         "Every request alone, in arrival order.",
         colour="#123456",
+        example=registry.PolicyExample(
+            (3, 1, 2), (1, 1, 1), slots=2, steps=6
+        ),  # 3 + 1 + 2, one after another
     )
     registry.register(kind)
     try:
@@ -246,3 +249,16 @@ def assert_platform_counts_its_example(platform: Any) -> None:  # an engine.plat
     assert violations == [], (platform.name, violations)
     lengths = tuple(c.value for counts in per_post for c in counts if c.name == "length")
     assert lengths == platform.example.lengths, (platform.name, lengths)
+
+
+def assert_policy_schedules_its_example(kind: Any) -> None:  # an engine.batching PolicyKind
+    """The contract every registered policy keeps, held to its own example (PolicyKind.example):
+    the simulator, run with the policy built from the example's settings, takes the steps its
+    author worked out by hand and emits every token."""
+    from engine.batching import simulate
+    from engine.workload import Workload
+
+    example = kind.example
+    workload = Workload.of(np.array(example.output_tokens), prompt_tokens=np.array(example.prompt_tokens))
+    result = simulate(workload, kind.build(example.settings), slots=example.slots)
+    assert (result.steps, result.tokens) == (example.steps, sum(example.output_tokens)), kind.name

@@ -116,7 +116,13 @@ def test_the_kv_blocks_chart_takes_any_policy_that_keeps_blocks(days_copy):
     )
     registry.register(
         registry.PolicyKind(
-            "blocky", registry.find("paged").build, "blocky", "Paged.", "#654321", needs_blocks=True
+            "blocky",
+            registry.find("paged").build,
+            "blocky",
+            "Paged.",
+            "#654321",
+            registry.find("paged").example,
+            needs_blocks=True,
         )
     )
     try:
@@ -145,3 +151,12 @@ def test_a_policy_with_its_own_step_rule_is_never_run_as_plain_continuous(toy):
     assert "unit steps" in err.value.message
     with pytest.raises(UserError, match="'one_at_a_time' changes continuous batching's step rule"):
         paged_engine(policy, "round_robin")
+
+
+def test_every_registered_policy_schedules_its_own_example_as_worked_by_hand(toy):
+    """The built-in policies and the tests' toy (one request at a time), alike."""
+    from helpers import assert_policy_schedules_its_example
+
+    assert {"static", "continuous", "paged", "prefill_first", toy.name} <= set(registry.names())
+    for kind in registry.POLICIES.all():
+        assert_policy_schedules_its_example(kind)

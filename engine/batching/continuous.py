@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
-from engine.batching.registry import PolicyKind, register
+from engine.batching.registry import PolicyExample, PolicyKind, register
 from engine.batching.schedule import Schedule, prefill_steps, single_stays
 from engine.batching.steptime import StepTime
 from engine.errors import UserError
@@ -161,6 +161,9 @@ register(
         "Orca's iteration-level batching: a slot freed by a finished request is refilled at the "
         "next step, first come first served.",
         colour="blue",
+        # The 1-token request frees its slot after step 0; the 2-token one runs in steps 1-2,
+        # beside the 3-token one's steps 0-2
+        example=PolicyExample((3, 1, 2), (1, 1, 1), slots=2, steps=3),
         order=20,
     )
 )

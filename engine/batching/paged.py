@@ -68,7 +68,7 @@ from engine.batching.blocks import DecodeBlocks, ceil_div
 from engine.batching.queues import FcfsQueue, WaitingQueue
 
 # the blocks a finished schedule holds, counted from its stays alone, once lived here
-from engine.batching.registry import PolicyKind, register
+from engine.batching.registry import PolicyExample, PolicyKind, PolicySettings, register
 from engine.batching.schedule import Schedule
 from engine.batching.steptime import StepTime, clock_functions
 from engine.errors import UserError
@@ -1125,6 +1125,10 @@ register(
         "vLLM V1's scheduler: continuous batching bounded by KV blocks, running requests first, "
         "prefills mixed into decode steps (chunked if asked), newest preempted by recompute.",
         colour="green",
+        # As continuous, but the engine schedules a step before it reads the last one's tokens
+        # (async scheduling): the 1-token request keeps its seat in step 1, so the 2-token one
+        # runs in steps 2-3
+        example=PolicyExample((3, 1, 2), (1, 1, 1), slots=2, steps=4, settings=PolicySettings(num_blocks=64)),
         needs_blocks=True,
         order=30,
     )

@@ -29,7 +29,7 @@ import numpy as np
 
 from engine.batching.blocks import ceil_div
 from engine.batching.paged import EVENT_MASK, EVENT_SHIFT, PagedPolicy, _Simulation
-from engine.batching.registry import PolicyKind, register
+from engine.batching.registry import PolicyExample, PolicyKind, PolicySettings, register
 from engine.errors import UserError
 
 
@@ -215,6 +215,9 @@ register(
         "vLLM V0's scheduler: the same KV pool and limits, but a step either prefills newly admitted "
         "requests or decodes the running ones, never both; decodes pause while prompts go in.",
         colour="orange",
+        # Step 0 prefills the first two (each prefill emits a token; the 1-token request ends);
+        # step 1 prefills the third alone, the decodes waiting; steps 2 and 3 decode
+        example=PolicyExample((3, 1, 2), (1, 1, 1), slots=2, steps=4, settings=PolicySettings(num_blocks=64)),
         needs_blocks=True,
         order=40,
     )

@@ -51,6 +51,20 @@ class PolicySettings:
 
 
 @dataclass(frozen=True)
+class PolicyExample:
+    """A workload small enough to schedule by hand (every request arriving at step 0), the
+    settings it runs under, and the steps the policy takes to finish it: worked out by whoever
+    registers the policy, and held to the simulator by the shared tests
+    (tests/test_batching_registry.py), for every registered policy alike."""
+
+    output_tokens: tuple[int, ...]
+    prompt_tokens: tuple[int, ...]
+    slots: int
+    steps: int
+    settings: PolicySettings = PolicySettings()
+
+
+@dataclass(frozen=True)
 class PolicyKind:
     """One registered policy.
 
@@ -64,6 +78,7 @@ class PolicyKind:
     title: str
     summary: str
     colour: str
+    example: PolicyExample  # a hand-scheduled workload and its steps
     needs_blocks: bool = False
     order: int = 100  # where charts and tables list it; ties in name order
 

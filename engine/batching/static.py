@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.batching.registry import PolicyKind, register
+from engine.batching.registry import PolicyExample, PolicyKind, register
 from engine.batching.schedule import Groups, Schedule, prefill_steps, single_stays
 from engine.batching.steptime import StepTime, run_seconds, step_seconds
 
@@ -234,6 +234,8 @@ register(
         "Groups of `slots` requests in arrival order; a group holds every slot until its longest "
         "member ends, finished members padding the batch.",
         colour="vermillion",
+        # Groups of two in arrival order: [3, 1] holds both slots 3 steps, then [2] 2 steps
+        example=PolicyExample((3, 1, 2), (1, 1, 1), slots=2, steps=5),
         order=10,
     )
 )
