@@ -317,7 +317,7 @@ def _json_problem(value: Any) -> tuple[list[str], str] | None:
         node, depth, at = stack.pop()
         if isinstance(node, _Refused):
             return _spelt(at), node.why
-        if isinstance(node, (dict, list)) and node:
+        if isinstance(node, (dict, list)):  # an empty one is a level too
             if depth >= MAX_JSON_DEPTH:
                 return _spelt(at)[:1], f"nested more than {MAX_JSON_DEPTH} levels deep"  # where it starts
             items = node.items() if isinstance(node, dict) else enumerate(node)

@@ -1142,3 +1142,66 @@ def test_chart_text_is_drawn_as_written_and_alt_text_has_no_escapes():
         texts = [fig.text(0.1, 0.5, title), fig.text(0.1, 0.2, "$\\foo$")]
         fig.canvas.draw()  # with mathtext on, '$\\foo$' stops the drawing: Unknown symbol
     assert [t.get_parse_math() for t in texts] == [False, False]
+
+
+# ---- any JSON a file may hold -------------------------------------------------------------------
+
+_JSON_PIECES = st.sampled_from(
+    [
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        '"a"',
+        '"\\ud800"',
+        "1",
+        "-0",
+        "0.5",
+        "1e400",
+        "-1e400",
+        "NaN",
+        "-Infinity",
+        "9" * 70,
+        "true",
+        "null",
+        " ",
+        "\n",
+    ]  # fmt: skip
+)
+_JSON_TEXTS = st.one_of(
+    st.lists(_JSON_PIECES, max_size=40).map("".join),
+    st.integers(60, 70).map(lambda n: "[" * n + "]" * n),  # either side of the depth limit
+    st.binary(max_size=40),
+)
+
+
+def _within_json_limits(value, depth=1) -> bool:
+    if isinstance(value, dict):
+        return depth <= limits.MAX_JSON_DEPTH and all(
+            _within_json_limits(v, depth + 1) for v in value.values()
+        )
+    if isinstance(value, list):
+        return depth <= limits.MAX_JSON_DEPTH and all(_within_json_limits(v, depth + 1) for v in value)
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return True
+    if isinstance(value, int):
+        return len(str(abs(value))) <= limits.MAX_INT_DIGITS
+    return math.isfinite(value)
+
+
+@QUICK
+@given(text=_JSON_TEXTS)
+def test_any_json_file_reads_within_the_limits_or_is_one_line(tmp_path_factory, text):
+    """What any JSON reader of the engine gets from a file (results, manifests, figures files,
+    measurements all come through limits.read_json_limited): a value inside every stated limit,
+    or one line naming the file."""
+    path = tmp_path_factory.mktemp("json") / "results.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
+    try:
+        value = limits.read_json_limited(path, limits.MAX_RESULTS_BYTES, "results")
+    except UserError as err:
+        assert err.file == str(path) and "\n" not in err.line()
+        return
+    assert _within_json_limits(value)
