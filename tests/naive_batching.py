@@ -601,3 +601,21 @@ def naive_shared_queue(
         clocks[j].append(clocks[j][-1] + step_cost(model, *engines[j].run.load[-1]))
         step[j] += 1
     return NaiveCluster(replica_of, [e.run for e in engines], clocks)
+
+
+def naive_paged_for(eligible, prompt, output, slots, policy, **rules) -> NaiveRun:
+    """naive_paged with the limits of ``policy`` (a PagedPolicy or PrefillFirstPolicy), read off
+    it; the vLLM rules stay naive_paged's own arguments, off unless given, so a test says which
+    it compares."""
+    return naive_paged(
+        eligible,
+        prompt,
+        output,
+        slots,
+        policy.num_blocks,
+        policy.block_size,
+        policy.max_num_seqs,
+        policy.max_num_batched_tokens,
+        policy.chunked_prefill,
+        **rules,
+    )

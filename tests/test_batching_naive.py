@@ -33,7 +33,7 @@ from engine.batching.prefill_first import PrefillFirstPolicy
 from engine.workload import Workload
 
 from helpers import assert_no_overlap, examples
-from naive_batching import naive_clock, naive_continuous, naive_paged, naive_static
+from naive_batching import naive_clock, naive_continuous, naive_paged_for, naive_static
 
 ONE_SECOND = UnitStepTime(1.0)
 # 3 s + 2 s per token + 1 s per KV token read: whole seconds, so every sum is exact
@@ -184,15 +184,7 @@ def paged_setups(draw):
 def test_paged_matches_naive(setup):
     load, slots, policy = setup
     result = simulate(as_workload(*load), policy, slots=slots, step_time=ONE_SECOND)
-    naive = naive_paged(
-        *in_naive_order(load),
-        slots,
-        policy.num_blocks,
-        policy.block_size,
-        policy.max_num_seqs,
-        policy.max_num_batched_tokens,
-        policy.chunked_prefill,
-    )
+    naive = naive_paged_for(*in_naive_order(load), slots, policy)
     cap = policy.max_num_seqs or slots
     assert_same(result, naive, cap)
     assert result.preemptions == naive.preemptions
@@ -249,16 +241,7 @@ def test_paged_matches_naive_under_vllm_rules(setup):
     that work in each step: a lingering request's are not in its Schedule)."""
     load, slots, policy, rules = setup
     result = simulate(as_workload(*load), policy, slots=slots, step_time=ONE_SECOND)
-    naive = naive_paged(
-        *in_naive_order(load),
-        slots,
-        policy.num_blocks,
-        policy.block_size,
-        policy.max_num_seqs,
-        policy.max_num_batched_tokens,
-        policy.chunked_prefill,
-        **rules,
-    )
+    naive = naive_paged_for(*in_naive_order(load), slots, policy, **rules)
     assert_same(result, naive, policy.max_num_seqs or slots)
     assert result.preemptions == naive.preemptions
     assert per_step(result.schedule)[0].tolist() == naive.busy
@@ -331,17 +314,7 @@ def test_continuous_seconds_match_the_naive_clock(load, slots):
 def test_paged_seconds_match_the_naive_clock(setup):
     (output, prompt, _), slots, policy = setup
     result = simulate(Workload.of(output, prompt), policy, slots=slots, step_time=WHOLE_SECONDS)
-    naive = naive_paged(
-        [0] * len(output),
-        prompt,
-        output,
-        slots,
-        policy.num_blocks,
-        policy.block_size,
-        policy.max_num_seqs,
-        policy.max_num_batched_tokens,
-        policy.chunked_prefill,
-    )
+    naive = naive_paged_for([0] * len(output), prompt, output, slots, policy)
     assert_same(result, naive, policy.max_num_seqs or slots)
     assert_clock_matches(result, naive, np.zeros(len(output)))
 
@@ -417,15 +390,7 @@ def prefill_first_setups(draw):
 
 
 def naive_prefill_first(load, slots, policy):
-    return naive_paged(
-        *in_naive_order(load),
-        slots,
-        policy.num_blocks,
-        policy.block_size,
-        policy.max_num_seqs,
-        policy.max_num_batched_tokens,
-        prefill_first=True,
-    )
+    return naive_paged_for(*in_naive_order(load), slots, policy, prefill_first=True)
 
 
 @settings(max_examples=examples(50, 800), deadline=None)
