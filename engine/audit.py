@@ -37,7 +37,13 @@ from typing import Any
 
 from engine import numbers, units
 from engine.errors import UserError
-from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, load_json, read_json_limited, read_text_limited
+from engine.limits import (
+    MAX_DRAFT_BYTES,
+    MAX_RESULTS_BYTES,
+    load_json,
+    read_json_object,
+    read_text_limited,
+)
 from engine.outdir.manifest import AUDIT, read_base
 from engine.platforms.registry import platforms
 from engine.platforms.thread import label_spans
@@ -520,11 +526,7 @@ def _kept(kept: dict[str, Any], name: str, key: str) -> str | None:
 def _load(path: Path) -> dict[str, Any]:
     """A JSON object the build wrote, within the results' limit; {} if missing or unreadable
     (a day with no record, or a hand-mangled one, is audited with what is there)."""
-    try:
-        data = read_json_limited(path, MAX_RESULTS_BYTES, "results")
-    except UserError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_json_object(path, MAX_RESULTS_BYTES, "results") or {}
 
 
 @functools.lru_cache(maxsize=4)

@@ -309,6 +309,17 @@ def read_json_limited(path: str | Path, limit: int, what: str, *, field: str | N
     return load_json(read_bytes_limited(path, limit, what, field=field), path, what, field=field)
 
 
+def read_json_object(path: str | Path, limit: int, what: str) -> dict[str, Any] | None:
+    """The JSON object in a file the engine wrote for itself and can do without (a record of the
+    last build, its results), or None when the file is missing, unreadable, past a limit or not
+    an object: a hand-mangled file costs only what it held, never the build."""
+    try:
+        data = read_json_limited(path, limit, what)
+    except UserError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _json_problem(value: Any) -> tuple[list[str], str] | None:
     """The first refused number, or the first place nested past the limit, with its path.
     Each entry links to its parent's, so the path is spelt only when there is something to say."""

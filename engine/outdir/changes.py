@@ -16,7 +16,12 @@ from typing import Any
 
 from engine import numbers
 from engine.errors import UserError
-from engine.limits import MAX_RESULTS_BYTES, load_json, read_bytes_limited, read_json_limited
+from engine.limits import (
+    MAX_RESULTS_BYTES,
+    load_json,
+    read_bytes_limited,
+    read_json_object,
+)
 from engine.outdir.manifest import CHANGES
 
 RESULTS = "results.json"
@@ -154,14 +159,6 @@ def word_diff(old: str, new: str) -> list[list[str]]:
     return segments
 
 
-def _load_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = read_json_limited(path, MAX_RESULTS_BYTES, "results")
-    except UserError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _parse(text: str | None) -> dict[str, Any] | None:
     """The previous build's results as the person last saw them; none if unreadable (the
     review page then shows no figure changes, and the build goes on)."""
@@ -187,7 +184,11 @@ def compare(old_results: str | None, new_folder: Path, before: dict[str, str]) -
     old = _parse(old_results)
     return {
         "previous": old is not None,
-        "figures": compare_figures(old, _load_json(new_folder / RESULTS), "\n".join(before.values())),
+        "figures": compare_figures(
+            old,
+            read_json_object(new_folder / RESULTS, MAX_RESULTS_BYTES, "results"),
+            "\n".join(before.values()),
+        ),
         "drafts": drafts,
     }
 
@@ -198,7 +199,7 @@ def dumps(changes: dict[str, Any]) -> str:
 
 def load(folder: Path) -> dict[str, Any] | None:
     """What the last build of this folder changed, for its review page; None if not recorded."""
-    return _load_json(Path(folder) / CHANGES)
+    return read_json_object(Path(folder) / CHANGES, MAX_RESULTS_BYTES, "results")
 
 
 def summary(changes: dict[str, Any], limit: int = 4) -> str | None:

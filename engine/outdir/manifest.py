@@ -12,7 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.errors import UserError
-from engine.limits import MAX_DAY_FILE_BYTES, MAX_RECORD_BYTES, read_json_limited, sha256_limited
+from engine.limits import (
+    MAX_DAY_FILE_BYTES,
+    MAX_RECORD_BYTES,
+    read_json_limited,
+    read_json_object,
+    sha256_limited,
+)
 
 MANIFEST = ".manifest.json"
 BASE = ".base.json"  # the render of each text file the person last saw: the next merge's base
@@ -64,11 +70,8 @@ def consumed(folder: Path) -> dict[str, str]:
 
 
 def field(folder: Path, key: str) -> object:
-    try:
-        data = read_json_limited(folder / MANIFEST, MAX_RECORD_BYTES, "manifest")
-    except UserError:
-        return None
-    return data.get(key) if isinstance(data, dict) else None
+    data = read_json_object(folder / MANIFEST, MAX_RECORD_BYTES, "manifest")
+    return data.get(key) if data is not None else None
 
 
 def build_number(folder: Path) -> int | None:
@@ -79,12 +82,7 @@ def build_number(folder: Path) -> int | None:
 
 def read_base(folder: Path) -> dict[str, str]:
     """The renders the person last saw; none (no merge, their edit kept whole) if unreadable."""
-    try:
-        data = read_json_limited(folder / BASE, MAX_RECORD_BYTES, "base")
-    except UserError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    data = read_json_object(folder / BASE, MAX_RECORD_BYTES, "base") or {}
     return {str(k): v for k, v in data.items() if isinstance(v, str)}
 
 

@@ -24,7 +24,12 @@ from typing import Any
 
 from engine import pipeline
 from engine.errors import UserError
-from engine.limits import MAX_DRAFT_BYTES, MAX_RESULTS_BYTES, read_json_limited, read_text_limited
+from engine.limits import (
+    MAX_DRAFT_BYTES,
+    MAX_RESULTS_BYTES,
+    read_json_object,
+    read_text_limited,
+)
 from engine.outdir import report_lines
 from engine.outdir.manifest import read_manifest_quiet, sha256
 from engine.pipeline import ChecksFailed, build
@@ -65,12 +70,7 @@ def render_drafts(spec_path: Path, out: Path) -> dict[str, bytes]:
 def _last_images(day_dir: Path) -> dict[str, Any]:
     """The charts and carousel the day's last build recorded in its results.json; none when it
     has none or cannot be read (the page then lists the images it finds)."""
-    try:
-        last = read_json_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results")
-    except UserError:
-        return {}
-    if not isinstance(last, dict):
-        return {}
+    last = read_json_object(day_dir / RESULTS, MAX_RESULTS_BYTES, "results") or {}
     return {key: last[key] for key in ("charts", "carousel") if key in last}
 
 
