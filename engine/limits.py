@@ -250,10 +250,15 @@ def iter_bytes_limited(
 
 class _Refused:
     """Where the text wrote a number the engine does not take: kept as a marker while parsing
-    (the parser's hooks cannot raise with a position), so the error names the field."""
+    (the parser's hooks cannot raise with a position), so the error names the field. Each one
+    made is counted, so a file without one is walked for its depth alone (and a count moved by
+    another thread's file only costs that walk)."""
+
+    made = 0
 
     def __init__(self, why: str) -> None:
         self.why = why
+        _Refused.made += 1
 
 
 def _parse_int(text: str) -> int | _Refused:
@@ -281,6 +286,7 @@ def load_json(data: str | bytes, path: str | Path, what: str, *, field: str | No
     nesting past MAX_JSON_DEPTH. ``what`` names the kind of file ("results", "manifest" …)."""
     if isinstance(data, bytes):
         data = decode_utf8(data, path, field=field)
+    refused = _Refused.made
     try:
         value = json.loads(
             data, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
@@ -295,7 +301,7 @@ def load_json(data: str | bytes, path: str | Path, what: str, *, field: str | No
         raise UserError(
             f"not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep", file=path, field=field
         ) from None
-    problem = _json_problem(value)
+    problem = _json_problem(value) if _Refused.made != refused else _too_deep(value)
     if problem is not None:
         where, why = problem
         inner = ".".join(where)
@@ -333,6 +339,19 @@ def _json_problem(value: Any) -> tuple[list[str], str] | None:
                 return _spelt(at)[:1], f"nested more than {MAX_JSON_DEPTH} levels deep"  # where it starts
             items = node.items() if isinstance(node, dict) else enumerate(node)
             stack.extend((child, depth + 1, (key, at)) for key, child in items)
+    return None
+
+
+def _too_deep(value: Any) -> tuple[list[str], str] | None:
+    """_json_problem for a value with no refused number: only its lists and objects are walked."""
+    containers = (dict, list)
+    stack: list[tuple[Any, int, Any]] = [(value, 0, None)] if type(value) in containers else []
+    while stack:
+        node, depth, at = stack.pop()
+        if depth >= MAX_JSON_DEPTH:
+            return _spelt(at)[:1], f"nested more than {MAX_JSON_DEPTH} levels deep"
+        items = node.items() if type(node) is dict else enumerate(node)
+        stack.extend((child, depth + 1, (key, at)) for key, child in items if type(child) in containers)
     return None
 
 

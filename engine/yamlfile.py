@@ -1,9 +1,8 @@
 """Reading the YAML people write: day specs, sweep files, catalog, price and reference entries.
 
 Why one reader: every such file gets the same guards and the same one-line errors. Its text is
-bounded in size (read by engine.limits) and in nesting (checked before anything is composed:
-PyYAML composes recursively, so a 5,000-deep file would end in a RecursionError instead of one
-line); a key given twice is refused (YAML would silently keep the last one); a malformed file is
+bounded in size (read by engine.limits) and in nesting, aliases followed (a 5,000-deep file
+would end in a RecursionError in whatever walks it, instead of one line); a key given twice is refused (YAML would silently keep the last one); a malformed file is
 one line with its line and column.
 
 Why the C parser: PyYAML's wheels carry libyaml, whose scanner and parser are about ten times
@@ -74,17 +73,14 @@ LIBYAML_CEILING = "exceeded maximum nesting depth"  # libyaml's problem at its 1
 
 
 def check_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -> None:
-    """Refuse YAML nested deeper than ``limit`` before it is composed. The depth is the scanner's
-    open blocks and brackets. libyaml reads ahead (a bracket may open a key) and stops at its own
-    ceiling of 1,000 levels with a message that names no limit of ours, so a file the C scanner
-    refuses for that is scanned again by the pure-Python one, which yields each token as it goes.
-    Any other refusal is a malformed file, which parse() reports with its position."""
-    try:
-        _scan_depth(text, path, limit, Loader)
-    except yaml.YAMLError as exc:
-        if Loader is not yaml.SafeLoader and getattr(exc, "problem", None) == LIBYAML_CEILING:
-            with contextlib.suppress(yaml.YAMLError):  # malformed as well: parse() says where
-                _scan_depth(text, path, limit, yaml.SafeLoader)
+    """Refuse YAML nested deeper than ``limit`` before it is composed: the depth is the scanner's
+    open blocks and brackets, counted as the tokens come. The pure-Python composer recursing
+    through a 5,000-deep file would end in a RecursionError, and libyaml's composer stops at its
+    own ceiling of 1,000 levels with a message that names no limit of ours; either way the
+    tokens say where the limit is crossed. Any other refusal is a malformed file, which parse()
+    reports with its position."""
+    with contextlib.suppress(yaml.YAMLError):  # malformed as well: parse() says where
+        _scan_depth(text, path, limit, yaml.SafeLoader)
 
 
 def _scan_depth(text: str, path: str | Path, limit: int, scanner: type[yaml.SafeLoader]) -> None:
@@ -100,27 +96,39 @@ def _scan_depth(text: str, path: str | Path, limit: int, scanner: type[yaml.Safe
         if isinstance(token, starts):
             depth += 1
             if depth > limit:
-                mark = token.start_mark
-                raise UserError(
-                    f"nested more than {limit} levels deep",
-                    file=path,
-                    field=f"line {mark.line + 1}, column {mark.column + 1}",
-                )
+                _too_deep(path, limit, token.start_mark)
         elif isinstance(token, ends):
             depth -= 1
 
 
+def _too_deep(path: str | Path, limit: int, mark: yaml.Mark) -> None:
+    raise UserError(
+        f"nested more than {limit} levels deep",
+        file=path,
+        field=f"line {mark.line + 1}, column {mark.column + 1}",
+    )
+
+
 def parse(text: str, path: str | Path) -> Any:
-    """The document in ``text`` (read from ``path``), or a UserError naming where it breaks."""
-    check_depth(text, path)
+    """The document in ``text`` (read from ``path``), or a UserError naming where it breaks.
+
+    With libyaml, the document is composed first (libyaml's composer is not Python's stack, and
+    refuses past 1,000 levels) and its depth checked on the nodes, one walk instead of a second
+    scan of every token; the token scan runs only for a file libyaml found too deep, to say
+    where our limit is crossed. The pure-Python composer recurses, so there the tokens are
+    counted before anything is composed."""
+    if Loader is yaml.SafeLoader:
+        check_depth(text, path)
     loader = UniqueKeyLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        check_expansion(node, path)
+        check_shape(node, path)
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
+        if getattr(exc, "problem", None) == LIBYAML_CEILING:
+            check_depth(text, path)
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -129,12 +137,19 @@ def parse(text: str, path: str | Path) -> Any:
         loader.dispose()
 
 
-def check_expansion(root: yaml.Node, path: str | Path, limit: int = MAX_YAML_VALUES) -> None:
-    """Refuse a document that stands for more than ``limit`` values once its aliases are
-    followed. PyYAML shares an aliased node rather than copying it, so the document itself is
-    small; but anything that walks it (validation, an error message quoting a value, the review
-    page's copy of the spec) walks every copy. Each node's expanded size is counted once."""
+def check_shape(
+    root: yaml.Node, path: str | Path, depth: int = MAX_YAML_DEPTH, values: int = MAX_YAML_VALUES
+) -> None:
+    """Refuse a composed document whose lists and mappings nest deeper than ``depth``, or that
+    stands for more than ``values`` values once its aliases are followed.
+
+    Both are about the document as its readers walk it, aliases followed: PyYAML shares an
+    aliased node rather than copying it, so the text is small, but validation, an error message
+    quoting a value and the review page's copy of the spec walk every copy, and a chain of
+    aliases each one list deeper nests as deep as it is long. One walk, without recursion,
+    counts each node's expanded size and its levels of lists and mappings once."""
     sizes: dict[int, int] = {}
+    levels: dict[int, int] = {}
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -145,16 +160,23 @@ def check_expansion(root: yaml.Node, path: str | Path, limit: int = MAX_YAML_VAL
             stack.append((node, True))
             stack.extend((child, False) for child in children if id(child) not in sizes)
             continue
-        size = 1 + sum(sizes.get(id(child), 0) for child in children)
-        sizes[id(node)] = size
-        if size > limit:
+        sizes[id(node)] = size = 1 + sum(sizes[id(child)] for child in children)
+        levels[id(node)] = isinstance(node, yaml.CollectionNode) + max(
+            (levels[id(child)] for child in children), default=0
+        )
+        if size > values:
             mark = node.start_mark
             raise UserError(
-                f"its aliases stand for more than {limit:,} values, the stated limit (an alias of "
+                f"its aliases stand for more than {values:,} values, the stated limit (an alias of "
                 "aliases repeated); write the values out or use fewer aliases",
                 file=path,
                 field=f"line {mark.line + 1}, column {mark.column + 1}",
             )
+    if levels[id(root)] > depth:
+        node = root  # the collection past the limit on the deepest path: `depth` steps down it
+        for _ in range(depth):
+            node = max(_children(node), key=lambda child: levels[id(child)])
+        _too_deep(path, depth, node.start_mark)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

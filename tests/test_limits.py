@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -210,3 +211,44 @@ def test_fast_and_careful_readers_agree(tmp_path_factory, rows):
         assert not isinstance(got, str), got
         for name in ("output_tokens", "prompt_tokens", "arrival_time"):
             assert np.array_equal(getattr(got, name), getattr(want, name))
+
+
+def _levels(value: object) -> int:
+    """Levels of lists and mappings, by recursion (the naive reference for yamlfile's walk)."""
+    if isinstance(value, dict):
+        return 1 + max((_levels(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_levels(v) for v in value), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("style", ["flow", "block"])
+def test_yaml_nesting_is_counted_in_levels_of_lists_and_mappings(style):
+    """64 levels read (counted by the recursion above), 65 are one line naming where the 65th
+    opens; the same whether written in brackets or indented, where an indented list under a
+    key opens no block of its own in the scanner's tokens."""
+    from engine import yamlfile
+
+    def text(levels: int) -> str:
+        if style == "flow":
+            return "[" * levels + "]" * levels
+        value: object = 1  # mappings and lists in turn, dumped indented: k:\n- k:\n  - k: …
+        for level in range(levels):
+            value = {"k": value} if level % 2 else [value]
+        return yaml.safe_dump(value, default_flow_style=False)
+
+    assert _levels(yamlfile.parse(text(64), "f.yaml")) == 64
+    with pytest.raises(UserError, match="nested more than 64 levels deep") as caught:
+        yamlfile.parse(text(65), "f.yaml")
+    if style == "flow":
+        assert caught.value.field == "line 1, column 65"
+
+
+def test_a_chain_of_aliases_nests_as_deep_as_it_is_long():
+    """Each alias a list around the one before: two lines of text apart, 70 levels once followed."""
+    from engine import yamlfile
+
+    chain = "a0: &a0 [1]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 62))
+    assert _levels(yamlfile.parse(chain, "f.yaml")) == 63
+    with pytest.raises(UserError, match="nested more than 64 levels deep"):
+        yamlfile.parse(chain + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(62, 70)), "f.yaml")
