@@ -199,6 +199,21 @@ def numbers_in(text: str, *, thread: bool = False) -> list[Number]:
 # ---- what the results print -----------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
+def _spellings(value: float, kind: str, unit: str | None) -> frozenset[str]:
+    """The spellings of the texts a value of type ``kind`` (its name) prints as: a figure's in ``unit``
+    (_unit_texts), a plain value's with none (_plain_texts), up to the first filter that cannot
+    print it (infinite, too large). Remembered: a serve session and a suite index the same
+    day's numbers again and again, forty filters each."""
+    found: list[str] = []
+    try:
+        for text in _unit_texts(value, unit) if unit is not None else _plain_texts(value):
+            found.append(spelling(text))
+    except (ValueError, TypeError, ArithmeticError, OverflowError):
+        pass  # the texts before it stand; a value no filter can print is on no post
+    return frozenset(found)
+
+
 def _plain_texts(value: float) -> Iterator[str]:
     """Every text a filter writes for a plain value, with the unit the filter writes."""
     yield numbers.number(value)
@@ -276,18 +291,11 @@ def index(results: dict[str, Any]) -> Index:
                 else:
                     texts.add(spelling(leaf.strip()))  # a number kept as text: a version, "13.0"
             continue
-        if isinstance(leaf, dict):
-            written: Iterator[str] = _unit_texts(leaf["value"], leaf["unit"])
-            seen: Any = (leaf["value"], leaf["unit"])
-        else:
-            written, seen = _plain_texts(leaf), (leaf, type(leaf))
-        if seen in done:
-            continue
-        done.add(seen)
-        try:
-            texts.update(spelling(text) for text in written)
-        except (ValueError, TypeError, ArithmeticError, OverflowError):
-            continue  # a value no filter can print (infinite, too large) is on no post
+        value, unit = (leaf["value"], leaf["unit"]) if isinstance(leaf, dict) else (leaf, None)
+        seen = (value, unit if unit is not None else type(value))
+        if seen not in done:  # as the first of its equals (1 and 1.0) printed it
+            done.add(seen)
+            texts.update(_spellings(value, type(value).__name__, unit))
     texts.update(_ratio_texts([leaf for leaf in _leaves(results) if isinstance(leaf, dict)]))
     return Index(frozenset(texts), tuple(sorted(names, key=lambda n: (-len(n), n))))
 
