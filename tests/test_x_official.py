@@ -12,9 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.platforms.emoji import newer_pattern, utf16_units
 from engine.platforms.x import MAX_WEIGHTED_LENGTH, invalid_characters, x_post_valid, x_weighted_length
+
+from helpers import examples
 
 VECTORS = Path(__file__).parent / "data" / "twitter-text" / "official-vectors.json"
 
@@ -108,3 +112,14 @@ def test_text_that_makes_the_url_expression_backtrack_is_counted_quickly():
     assert time.process_time() - started < 1
     for text in ("x.com/" + "a." * 50, "(a.a.a.a.com)", "@a.a.a.com", " see https://t.co/abc a.b.co"):
         assert [m.span() for m in _url_matches(text)] == [m.span() for m in extract_url.finditer(text)]
+
+
+@settings(max_examples=examples(60, 3000), deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=120))
+def test_ascii_text_is_counted_as_the_walk_counts_it(text):
+    """ASCII text is summed without the walk (no emoji is all ASCII, every ASCII unit weighs
+    one, a URL needs a dot before a letter). Led by "é " the same text takes the walk, which
+    adds 2 for those two units: the two counts agree on any ASCII text."""
+    assert x_weighted_length(text) == x_weighted_length("é " + text) - 2
+    for keycap in ("#", "*", "1"):  # the emoji nearest to ASCII still need a non-ASCII unit
+        assert x_weighted_length(keycap * 3) == 3

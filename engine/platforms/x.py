@@ -41,11 +41,23 @@ def _normalise(text: str) -> str:
     return re.sub(r"\r\n|\r", "\n", unicodedata.normalize("NFC", text))
 
 
+def _ascii_weight() -> int | None:
+    """The one weight every ASCII unit has in the configured ranges (None if they differ)."""
+    weights = {_unit_weight(unit) for unit in range(128)}
+    return weights.pop() if len(weights) == 1 else None
+
+
 def _unit_weight(unit: int) -> int:
     for start, end, weight in _RANGES:
         if start <= unit <= end:
             return weight
     return _DEFAULT_WEIGHT
+
+
+_ASCII_WEIGHT = _ascii_weight()
+# A URL's host ends in a dot and a top-level domain, which starts with a letter (punycode's
+# xn-- too): ASCII text without a dot before a letter holds none, and the finder is not run.
+_MAY_HOLD_URL = re.compile(r"\.[A-Za-z]")
 
 
 def x_weighted_length(text: str, *, newer_emoji: bool = True) -> int:
@@ -62,11 +74,18 @@ def x_weighted_length(text: str, *, newer_emoji: bool = True) -> int:
             offsets.append(offsets[-1] + (2 if ord(char) > 0xFFFF else 1))
     else:
         offsets = None
+    ascii_only = units.isascii()
     url_end = {}
-    for start, end in extract_urls(text):
-        if offsets is not None:
-            start, end = offsets[start], offsets[end]
-        url_end[start] = end
+    if not ascii_only or _MAY_HOLD_URL.search(text):
+        for start, end in extract_urls(text):
+            if offsets is not None:
+                start, end = offsets[start], offsets[end]
+            url_end[start] = end
+    if ascii_only and _ASCII_WEIGHT is not None:
+        # No emoji is all ASCII, and every ASCII unit weighs the same: outside the URLs, which
+        # do not overlap, the walk below would add that weight once a unit.
+        covered = sum(end - start for start, end in url_end.items())
+        return (len(url_end) * _URL_WEIGHT + (len(units) - covered) * _ASCII_WEIGHT) // _SCALE
     emoji_end = {m.start(): m.end() for m in twemoji().finditer(units)}
     newer = newer_pattern() if newer_emoji and not units.isascii() else None
     total, i, n = 0, 0, len(units)
