@@ -81,7 +81,8 @@ def test_the_cache_holds_every_kind_of_drawing(cold_and_warm) -> None:
 def test_a_new_number_draws_only_the_page_that_shows_it(cold_and_warm, tmp_path: Path, monkeypatch) -> None:
     """A compare view's label is on the KV chart's slide alone: that slide's chart and preview are
     drawn again, the other pages' previews are copied, and every file is what a cold draw of the
-    new numbers writes (the PDF's fonts come from the cache too)."""
+    new numbers writes (the PDF's fonts come from the cache too). That cold draw is also the
+    carousel's check of same bytes when drawn again: cover, chart and closing pages alike."""
     cold, _, kept = cold_and_warm
     results = json.loads((cold / "results.json").read_text())
     spec = pipeline.load_spec(DAYS / "day37.yaml")
@@ -119,6 +120,10 @@ def test_a_new_number_draws_only_the_page_that_shows_it(cold_and_warm, tmp_path:
     for number in (1, 3, 4, 5):
         name = f"carousel/page-{number:02d}.png"
         assert again[name] == before[name]
+        # Same bytes when drawn again: the cold draw here and the session's cold build, two
+        # real draws of a page whose numbers did not change, wrote the same preview (and the
+        # PDF assembled from kept chart images is the one a fresh draw writes, above).
+        assert fresh[name] == before[name]
     assert again["carousel/page-02.png"] != before["carousel/page-02.png"]
     assert again["carousel.pdf"] != before["carousel.pdf"]
 

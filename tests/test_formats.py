@@ -200,32 +200,6 @@ def test_gif_first_and_last_frames_show_the_run(day37: Path) -> None:
     assert share_of(last, blue, past_continuous) == 0
 
 
-# ---- both: same bytes every build ------------------------------------------------------------
-
-
-def test_same_bytes_when_drawn_again(built_out: Path, tmp_path: Path) -> None:
-    """A second, real draw (the drawing cache emptied first) writes the same bytes as the
-    session's build. Day 4's carousel: every kind of page Day 37's has (cover, chart slides,
-    closing) with one chart page fewer and lighter charts, so the second draw costs about half.
-    The GIF's second draw is the first one test_frames_are_thinned_until_the_gif_fits_the_margin
-    makes, held to the build's bytes there (one animation drawn, not two)."""
-    from engine.render.formats import draw_carousel
-
-    day04 = built_out / "day04"
-    results = json.loads((day04 / "results.json").read_text())
-    spec = load_spec(DAYS / "day04.yaml")
-    assert spec.carousel is not None and {s.kind for s in spec.carousel.slides} == {
-        "cover",
-        "chart",
-        "closing",
-    }
-    with drawcache.fresh():
-        draw_carousel(spec, results, tmp_path, TEMPLATES)
-    names = ["carousel.pdf"] + [p["preview"] for p in results["carousel"]["pages"]]
-    for name in names:
-        assert (tmp_path / name).read_bytes() == (day04 / name).read_bytes(), name
-
-
 # ---- the spec and the template ---------------------------------------------------------------
 
 
