@@ -43,13 +43,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """Every command by name and one-line help; the arguments of ``only`` alone, so only its
-    module is imported (a command's module imports what its run needs, at its top). With no
-    command, as for the top-level help, no command module is imported at all."""
+    """With no command (the top-level help, a command mistyped), every command by name and
+    one-line help, and no command module imported; with one, that command and its arguments
+    alone, so only its module is imported (a command's module imports what its run needs, at
+    its top) and no parser is made for the nine others."""
     parser = _Parser(prog="python -m engine", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        if only is None or only == name:
+            cmd = sub.add_parser(name, help=help_text, description=help_text)
         if only == name:
             importlib.import_module(module_name).add_arguments(cmd)
     return parser
