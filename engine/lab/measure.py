@@ -44,8 +44,8 @@ def measure(
     if machine_name is not None:
         validation.one_line_flag(machine_name, "--machine")  # before the lab runs, not after
     folder = labfiles.lab_dir(spec_path.parent, section.script)
+    before = _lab_hash(folder, spec_path)
     try:
-        before = labfiles.content_hash(folder)
         command = runner.command_for(script, list(section.args))
     except ValueError as err:
         raise UserError(str(err), file=spec_path, field="lab.script") from None
@@ -61,7 +61,7 @@ def measure(
     _report_processes(run, status)
     watch.check(manifest, watch.snapshot(trees, skip=[folder]), file=spec_path, field="lab.script")
     judged = judge.judge(run, section, spec_path)
-    if labfiles.content_hash(folder) != before:
+    if _lab_hash(folder, spec_path) != before:
         raise UserError(
             "the lab changed files in its own folder while it ran; write scratch files "
             "elsewhere or with a name starting with '.'; no file written",
@@ -122,3 +122,12 @@ def _report_processes(run: runner.LabRun, status: TextIO | None) -> None:
         )
     if run.survivors:
         status.write("still running, could not be stopped: " + ", ".join(run.survivors) + "\n")
+
+
+def _lab_hash(folder: Path, spec_path: Path) -> str:
+    """The lab folder's hash, before the run and after it: a folder past its limits (a huge file,
+    too many files, one the lab wrote while it ran) is one line naming the spec's lab field."""
+    try:
+        return labfiles.content_hash(folder)
+    except ValueError as err:
+        raise UserError(str(err), file=spec_path, field="lab.script") from None

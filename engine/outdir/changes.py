@@ -223,7 +223,7 @@ def summary(changes: dict[str, Any], limit: int = 4) -> str | None:
 def page_context(folder: Path) -> dict[str, Any] | None:
     """The review page's "changed since the last build" panel; None after a first build."""
     found = load(folder)
-    if not found or not found.get("previous"):
+    if not found or not found.get("previous") or not _as_written(found):
         return None
     return {
         "figures": found.get("figures") or [],
@@ -240,6 +240,40 @@ def page_context(folder: Path) -> dict[str, Any] | None:
         "set_aside": found.get("set_aside") or [],
         "summary": summary(found),
     }
+
+
+def _as_written(found: dict[str, Any]) -> bool:
+    """Whether a record has the shape ``compare`` and the commit give it: one edited by hand (or
+    by another version) is no panel, rather than a page that cannot be drawn and is blamed on
+    results.json. Texts only where the page shows texts, since it shows them as they are."""
+
+    def texts(value: Any, n: int | None = None) -> bool:
+        return (
+            isinstance(value, list)
+            and (n is None or len(value) == n)
+            and all(isinstance(v, str) for v in value)
+        )
+
+    def rows(key: str, n: int) -> bool:
+        value = found.get(key) or []
+        return isinstance(value, list) and all(texts(row, n) for row in value)
+
+    figures = found.get("figures") or []
+    drafts = found.get("drafts") or {}
+    return (
+        isinstance(figures, list)
+        and all(
+            isinstance(f, dict) and all(isinstance(f.get(k), str) for k in ("path", "name", "old", "new"))
+            for f in figures
+        )
+        and isinstance(drafts, dict)
+        and all(
+            isinstance(segments, list) and all(texts(s, 2) for s in segments) for segments in drafts.values()
+        )
+        and texts(found.get("merged") or [])
+        and rows("conflicts", 3)
+        and rows("set_aside", 2)
+    )
 
 
 def changed_paragraphs(segments: list[list[str]]) -> list[dict[str, Any]]:

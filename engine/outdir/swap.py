@@ -140,12 +140,15 @@ def unaccounted(old: Path, new: Path) -> list[str]:
                 if not (there.is_symlink() and os.readlink(there) == os.readlink(entry)):
                     missing.append(path)
             elif entry.is_dir():
-                if there.is_dir() and not there.is_symlink():
+                if there.is_symlink() or (there.exists() and not there.is_dir()):
+                    missing.append(path)  # something else in its place
+                else:  # there, or gone with the engine's files it held (a carousel no longer drawn)
                     walk(entry, path + "/")
-                else:
-                    missing.append(path)
             else:
-                if there.is_file() and not there.is_symlink() and _same_file(entry, there):
+                if not there.is_symlink() and _same_file(entry, there):
+                    continue
+                if not entry.is_file():  # a person's FIFO, socket or device: carried as itself, never read
+                    missing.append(path)
                     continue
                 digest = mf.sha256(entry)
                 if ours.get(path) == digest or consumed.get(path) == digest:
@@ -163,6 +166,8 @@ def _same_file(a: Path, b: Path) -> bool:
         if os.path.samefile(a, b):
             return True
     except OSError:
+        return False
+    if not (a.is_file() and b.is_file()):  # the same FIFO or device is the same inode, above
         return False
     return a.stat().st_size == b.stat().st_size and mf.sha256(a) == mf.sha256(b)
 

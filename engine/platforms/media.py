@@ -23,6 +23,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -56,6 +57,10 @@ GIF_TARGET_BYTES = 5 * MB  # what X's mobile apps take: the size the build aims 
 # A file is read (for its pages, or by Pillow) only up to this size, above both platforms'
 # limits: a larger one is over them anyway, and its size is the violation reported.
 MAX_MEDIA_BYTES = 128 * MB
+# Pages of a PDF read for their sizes: ten times LinkedIn's limit. A file may hold millions of
+# page boxes in 100 MB (18 bytes each); reading them all would take seconds and a gigabyte; past
+# this the count is reported as a lower bound ("pages (at least)"), which fails the limit anyway.
+MAX_PAGES_READ = 10 * LINKEDIN_DOCUMENT.max_pages
 
 
 _MEDIABOX = re.compile(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]")
@@ -68,11 +73,15 @@ def page_sizes(path: Path) -> list[tuple[float, float]]:
     a PDF library at build time (the tests read the same file with pypdf). A PDF that keeps its
     page objects compressed yields no sizes: the check then says it cannot read them. A file
     over MAX_MEDIA_BYTES is not read (its size is its violation); a MediaBox that is not four
-    finite numbers is one line naming the file and the page."""
+    finite numbers is one line naming the file and the page. At most MAX_PAGES_READ + 1 pages
+    are read: one more than that tells a count past it."""
     if Path(path).stat().st_size > MAX_MEDIA_BYTES:
         return []
-    sizes = []
-    for page, box in enumerate(_MEDIABOX.findall(read_bytes_limited(path, MAX_MEDIA_BYTES, "PDF")), 1):
+    sizes: list[tuple[float, float]] = []
+    for page, found in enumerate(_MEDIABOX.finditer(read_bytes_limited(path, MAX_MEDIA_BYTES, "PDF")), 1):
+        if page > MAX_PAGES_READ + 1:
+            break
+        box = found.groups()
         try:
             x0, y0, x1, y1 = (float(v) for v in box)
         except ValueError:
@@ -107,7 +116,12 @@ def document_counts(
     size = Path(path).stat().st_size
     counts = [
         Count("document bytes", size, rules.max_bytes, size <= rules.max_bytes),
-        Count("pages", len(pages), rules.max_pages, 0 < len(pages) <= rules.max_pages),
+        Count(
+            "pages" if len(pages) <= MAX_PAGES_READ else "pages (at least)",
+            len(pages),
+            rules.max_pages,
+            0 < len(pages) <= rules.max_pages,
+        ),
     ]
     found = [Violation(name, None, "document", f"{c}") for c in counts if not c.ok]
     shapes = sorted(set(pages))
@@ -127,12 +141,20 @@ def gif_counts(path: Path, rules: GifRules | None = None) -> tuple[list[Count], 
 
     path = Path(path)
     size = path.stat().st_size
-    if size > MAX_MEDIA_BYTES:  # over X's limit whatever it holds: not read
+    # Over X's limit whatever it holds: not read. Counting frames walks every one (a 15 MB file
+    # of empty frames holds 800,000 and takes seconds), so nothing past the limit is walked.
+    if size > min(rules.max_bytes, MAX_MEDIA_BYTES):
         count = Count("GIF bytes", size, rules.max_bytes, False)
         return [count], [Violation(path.name, None, "animated GIF", f"{count}")]
     data = read_bytes_limited(path, MAX_MEDIA_BYTES, "GIF")
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        # Only the header and the frame count are read, never the pixels, so a large canvas is
+        # no decompression bomb here: its size is reported against X's limits, not as Pillow's
+        # warning on stderr.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+        with image:
             fmt, (width, height) = image.format, image.size
             frames = getattr(image, "n_frames", 1)
             loop = image.info.get("loop")

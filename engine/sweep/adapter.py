@@ -34,6 +34,7 @@ once and a thousand times.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -92,6 +93,27 @@ def simulated(point: Point) -> Point:
     """The point as the simulator sees it: with one replica the router sends every request to
     it, so the router is dropped (one key for every router: the run is made once)."""
     return replace(point, router="round_robin") if point.replicas == 1 else point
+
+
+COUNTED = ("num_blocks", "requests", "preemptions")  # whole numbers among METRICS
+
+
+def is_metrics(value: Any) -> bool:
+    """Whether stored metrics have the shape ``evaluate`` gives them. The results file is the
+    person's and may be edited by hand: metrics of any other shape are computed again, never read
+    into the table, where a missing or mistyped column would stop the analysis with a traceback."""
+    if not isinstance(value, dict) or set(value) != set(METRICS):
+        return False
+    if value["status"] not in ("ok", "infeasible") or not isinstance(value["reason"], str):
+        return False
+    for name in METRICS:
+        v = value[name]
+        if name in ("status", "reason"):
+            continue
+        kinds = int if name in COUNTED else (int, float)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, kinds) or not 0 <= v < math.inf):
+            return False
+    return True
 
 
 def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
