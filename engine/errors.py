@@ -9,10 +9,16 @@ Anything else that escapes is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 EXIT_USER_ERROR = 2
+
+# What would break the one line, or reach the terminal as a command: C0 and C1 controls (a line
+# break, an escape sequence), DEL, and the Unicode line and paragraph separators. A file name,
+# a field or a message quoting the input may hold any of them; each is shown as its escape.
+_BREAKS_THE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class UserError(Exception):
@@ -33,10 +39,10 @@ class UserError(Exception):
         super().__init__(self.line())
 
     def line(self) -> str:
-        """The single line the user sees."""
+        """The single line the user sees, whatever the input it quotes held."""
         parts = [p for p in (self.file, self.field) if p]
         parts.append(self.message)
-        return ": ".join(parts)
+        return _BREAKS_THE_LINE.sub(lambda m: repr(m.group())[1:-1], ": ".join(parts))
 
     def lines(self) -> list[str]:
         """This mistake's line, then one for each other mistake found with it."""

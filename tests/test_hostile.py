@@ -1205,3 +1205,11 @@ def test_any_json_file_reads_within_the_limits_or_is_one_line(tmp_path_factory, 
         assert err.file == str(path) and "\n" not in err.line()
         return
     assert _within_json_limits(value)
+
+
+def test_an_error_is_one_line_whatever_the_input_it_quotes_held():
+    """A file name, a field or a message quoting the input may hold a line break, an escape
+    sequence or a Unicode line separator: each is shown as its escape, worked by hand here."""
+    err = UserError("reported 'a\nb', not \u2028 this", file="days/x\x1b[2J.yaml", field="lab.\tfigures")
+    assert err.line() == "days/x\\x1b[2J.yaml: lab.\\tfigures: reported 'a\\nb', not \\u2028 this"
+    assert UserError("µs and → stay as they are").line() == "µs and → stay as they are"

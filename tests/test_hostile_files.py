@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from engine import limits
 from engine.cli import main
 from engine.errors import UserError
+from engine.validation import MAX_ONE_LINE_CHARS
 
 from helpers import DAYS, examples, lean_spec, unlinked
 
@@ -697,3 +698,145 @@ def test_a_lab_that_fills_its_own_folder_past_the_limit_is_one_line(tmp_path):
         "keep data out of the lab folder"
     )
     assert not (days / "day02.measured").exists()
+
+
+# ---- the figures file a lab writes -----------------------------------------------------------
+
+FIGURES_SPEC = LAB_SPEC.replace(
+    "title: A lab that fills its own folder", "title: A lab with any figures file"
+).replace(
+    "    wait: {unit: ns, about: how long it says it waited}\n",
+    "    wait: {unit: ns, about: how long it says it waited}\n    size: {unit: KiB, about: how much it read}\n",
+)
+_TEXTS = st.one_of(
+    st.text(max_size=20),
+    st.sampled_from(["", "x" * 400, "two\nlines", "\x1b[31mred\x1b[0m", "tab\there", "\u202eevil", "µs"]),
+)
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0, -1, 1.5, 1e308, -1e-320, 4096]),
+    _TEXTS,
+)
+_UNITS = st.one_of(st.sampled_from(["ns", "us", "µs", "s", "B", "KiB", "GiB", "x", "%", "MiB/s"]), _TEXTS)
+_FIGURE = st.one_of(
+    st.fixed_dictionaries(
+        {"value": _SCALARS, "unit": _UNITS},
+        optional={"about": _TEXTS, "label": _TEXTS, "line": _TEXTS, "extra": _SCALARS},
+    ),
+    _SCALARS,
+    st.lists(_SCALARS, max_size=3),
+)
+_NAMES = st.one_of(st.sampled_from(["wait", "size"]), st.text(max_size=12))
+_RECORDED = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "labkit": st.one_of(st.sampled_from([1, 2]), _SCALARS),
+            "figures": st.one_of(st.dictionaries(_NAMES, _FIGURE, max_size=3), _SCALARS),
+        },
+        optional={
+            "given": st.one_of(st.dictionaries(_NAMES, _FIGURE, max_size=2), _SCALARS),
+            "tables": st.one_of(
+                st.dictionaries(
+                    _NAMES,
+                    st.fixed_dictionaries(
+                        {
+                            "columns": st.lists(st.lists(_TEXTS, max_size=3), max_size=3),
+                            "rows": st.lists(st.lists(_SCALARS, max_size=3), max_size=3),
+                        }
+                    ),
+                    max_size=1,
+                ),
+                _SCALARS,
+            ),
+            "notes": st.one_of(st.lists(_TEXTS, max_size=3), _SCALARS),
+        },
+    ),
+    st.just({"error": "not JSON: line 1"}),
+    _SCALARS,
+)
+
+
+_GOOD_FIGURES = {
+    "wait": {"value": 1.5, "unit": "us", "about": "how long it waited"},
+    "size": {"value": 4096, "unit": "B", "about": "how much it read", "label": "read"},
+}
+_PLACES = [("wait", k) for k in ("value", "unit", "about", "label", "line")] + [
+    ("size", "value"),
+    ("size", "unit"),
+]
+
+
+@st.composite
+def _good_but(draw: st.DrawFn) -> dict[str, Any]:
+    """A labkit file the spec takes, then a few of its fields set to anything, and maybe a
+    figure, set values, a table or notes added: most of what a real lab gets wrong is one field."""
+    figures = json.loads(json.dumps(_GOOD_FIGURES))
+    for name, key in draw(st.lists(st.sampled_from(_PLACES), max_size=2, unique=True)):
+        figures[name][key] = draw(st.one_of(_SCALARS, _UNITS))
+    doc: dict[str, Any] = {"labkit": draw(st.sampled_from([1, 2])), "figures": figures}
+    if draw(st.integers(0, 3)) == 0:
+        figures[draw(_NAMES)] = draw(_FIGURE)
+    for key in draw(st.lists(st.sampled_from(["given", "tables", "notes"]), max_size=2, unique=True)):
+        doc[key] = draw(
+            {
+                "given": st.dictionaries(_NAMES, _FIGURE, max_size=2),
+                "tables": _RECORDED.map(lambda r: r.get("tables") if isinstance(r, dict) else r),
+                "notes": st.lists(_TEXTS, max_size=3),
+            }[key]
+        )
+    return doc
+
+
+@pytest.fixture(scope="module")
+def figures_day(tmp_path_factory) -> Path:
+    days = tmp_path_factory.mktemp("figures") / "days"
+    (days / "day02.lab").mkdir(parents=True)
+    (days / "day02.lab" / "lab.py").write_text("print('the run is stood in for')\n")
+    (days / "day02.yaml").write_text(FIGURES_SPEC)
+    return days
+
+
+@settings(SETTINGS, max_examples=examples(25, 3000))
+@given(recorded=st.one_of(_good_but(), _RECORDED), printed=_TEXTS)
+@example(recorded={"labkit": 2, "figures": _GOOD_FIGURES}, printed="")
+@example(  # accepted: its texts made one line and bounded
+    recorded={
+        "labkit": 2,
+        "figures": {**_GOOD_FIGURES, "wait": {**_GOOD_FIGURES["wait"], "label": "a\n" * 200}},
+    },
+    printed="\x1b[2J",
+)
+def test_any_figures_file_is_a_measurement_the_build_takes_or_one_line(figures_day, recorded, printed):
+    """Whatever the lab's figures file held (read back as the runner parses it), the run is a
+    measurement the build accepts, every figure a finite value in the spec's unit with one-line
+    texts, or one line naming the spec and nothing written. The lab itself is stood in for:
+    the runner's answer is the drawn file, and the judge and the acceptance are the engine's."""
+    from engine.lab import measure, runner
+
+    spec = figures_day / "day02.yaml"
+    run = runner.LabRun(text=printed, wall_seconds=0.01, exit_status=0, recorded=recorded)
+    before = state(figures_day)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner, "run_lab", lambda *a, **k: run)
+        started = time.perf_counter()
+        try:
+            doc, path = measure.measure(spec, echo=io.StringIO(), status=io.StringIO())
+        except UserError as err:
+            assert "\n" not in err.line() and err.line().startswith(f"{spec}: ")
+            assert state(figures_day) == before  # no measurement kept
+            return
+        finally:
+            assert time.perf_counter() - started < SECONDS
+    try:
+        assert set(doc["figures"]) == {"wait", "size"}
+        for figure in doc["figures"].values():
+            assert isinstance(figure["value"], float | int) and math.isfinite(figure["value"])
+            assert figure["unit"] in ("ns", "KiB")
+            for key in ("about", "label"):
+                assert "\n" not in figure.get(key, "") and len(figure.get(key, "")) <= MAX_ONE_LINE_CHARS
+        assert json.loads(path.read_text())["figures"] == doc["figures"]
+    finally:
+        shutil.rmtree(path.parent)

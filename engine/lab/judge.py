@@ -96,7 +96,7 @@ def judge(run: LabRun, section: LabSection, spec_path: Path) -> Judged:
         unknown = sorted(set(found) - set(section.figures))
         if unknown:
             raise fail(
-                f"the lab reported '{unknown[0]}', which the spec does not list "
+                f"the lab reported {_shown(unknown[0])}, which the spec does not list "
                 f"(listed: {', '.join(sorted(section.figures))})"
             )
     contract: dict[str, LabFigure | None] = dict(section.figures) or dict.fromkeys(found)
@@ -208,7 +208,9 @@ def _tables(
     if section.tables:
         unknown = sorted(set(found) - set(section.tables))
         if unknown:
-            raise fail(f"the lab recorded table '{unknown[0]}', which the spec does not list", "lab.tables")
+            raise fail(
+                f"the lab recorded table {_shown(unknown[0])}, which the spec does not list", "lab.tables"
+            )
     tables = {}
     for name in section.tables or found:
         got = found.get(name)
@@ -227,7 +229,7 @@ def _tables(
         )
         if list(got["columns"]) != list(columns):
             raise fail(
-                f"the lab's columns are {', '.join(got['columns'])}, the spec says {', '.join(columns)}",
+                f"the lab's columns are {_shown(list(got['columns']))}, the spec says {', '.join(columns)}",
                 f"{field}.columns",
             )
         rows = []
