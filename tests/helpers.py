@@ -5,12 +5,13 @@ from conftest.py or from one another."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,3 +263,47 @@ def assert_policy_schedules_its_example(kind: Any) -> None:  # an engine.batchin
     workload = Workload.of(np.array(example.output_tokens), prompt_tokens=np.array(example.prompt_tokens))
     result = simulate(workload, kind.build(example.settings), slots=example.slots)
     assert (result.steps, result.tokens) == (example.steps, sum(example.output_tokens)), kind.name
+
+
+# ---- the bounds every hostile case is held to ----------------------------------------------------
+
+CASE_SECONDS = 5.0  # wall time of one case: each takes milliseconds; a hang or a full read does not
+# Memory one case may add at its peak, over what the process held when it began: hostile files are
+# refused or read within limits of a few MiB; a giant read whole, or a FIFO or /dev/zero read to
+# the end, is past it at once.
+CASE_BYTES = 64 * 2**20
+# A whole day's build over a hostile input: its results, drafts and pages, on a loaded machine.
+BUILD_SECONDS, BUILD_BYTES = 60.0, 256 * 2**20
+
+
+def _resident() -> tuple[int, int]:
+    """(resident bytes now, the peak since the last reset), as the kernel counts them."""
+    text = Path("/proc/self/status").read_text()
+    found = {key: re.search(rf"^{key}:\s+(\d+) kB", text, re.M) for key in ("VmRSS", "VmHWM")}
+    now, peak = (int(match.group(1)) * 1024 if match else 0 for match in found.values())
+    return now, peak
+
+
+@contextlib.contextmanager
+def bounded(what: object = None, limit: int = CASE_BYTES, seconds: float = CASE_SECONDS) -> Iterator[None]:
+    """One case held to ``seconds`` of wall time and ``limit`` bytes of memory at its peak,
+    whether it ends in a result or in the one-line error it is allowed (which is not masked: the
+    bounds are checked as it passes). The peak is the kernel's high-water mark of resident
+    memory, reset as the case begins (Linux's clear_refs), so C allocations count and nothing is
+    slowed as tracing would."""
+    Path("/proc/self/clear_refs").write_text("5")
+    before, _ = _resident()
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        elapsed, (_, peak) = time.perf_counter() - started, _resident()
+        assert elapsed < seconds, (what, elapsed)
+        assert peak - before < limit, (what, peak - before)
+
+
+def bounded_command(argv: Sequence[str]) -> contextlib.AbstractContextManager[None]:
+    """``bounded`` for one command line: a build by a build's bounds, anything else by a case's."""
+    if argv and argv[0] == "build":
+        return bounded(list(argv), BUILD_BYTES, BUILD_SECONDS)
+    return bounded(list(argv))

@@ -28,7 +28,7 @@ from engine.cli import main
 from engine.errors import UserError
 from engine.spec import load_spec
 
-from helpers import DAYS, LAB_TRACE, dump_yaml, load_yaml
+from helpers import DAYS, LAB_TRACE, bounded, bounded_command, dump_yaml, load_yaml
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "0"))  # 0: the quick run of `make test`
 QUICK = settings(
@@ -40,7 +40,7 @@ QUICK = settings(
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), bounded_command(argv):
         code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
 
@@ -65,7 +65,7 @@ def spec_with(tmp_path: Path, edit, name: str = "day37") -> Path:
 
 
 def spec_error(path: Path) -> UserError:
-    with pytest.raises(UserError) as caught:
+    with pytest.raises(UserError) as caught, bounded(path):
         load_spec(path)
     assert "\n" not in caught.value.line()
     assert caught.value.file == str(path)
