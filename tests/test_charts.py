@@ -284,6 +284,7 @@ def _draw_from_scratch(name: str, results: dict, out: Path, size: str | None = N
     the bytes tests can compare a second draw with this one. The figure it saved, laid out and
     rasterised by that draw, is the one _built returns for these results and size: a figure is
     built and laid out once in this module, not once more for the tests that read it."""
+    results = _sample(name, results)
     kept = []
     save_png = style.save_png
 
@@ -301,6 +302,20 @@ def _draw_from_scratch(name: str, results: dict, out: Path, size: str | None = N
 def _still() -> list[str]:
     """The registered charts drawn as one still figure (the animation has tests of its own)."""
     return [name for name, chart in charts.CHARTS.items() if not chart.animated]
+
+
+def _sample(name: str, results: dict) -> dict:
+    """What chart ``name`` is drawn from here: this module's lab results where they hold every
+    section it needs, else the sample it was registered with (its sections' parts beside the
+    module's day, title and series). A chart with neither cannot be held to the rules below."""
+    chart = charts.CHARTS[name]
+    if all(need in results for need in chart.needs):
+        return results
+    assert chart.example is not None, (
+        f"chart {name!r} needs {', '.join(chart.needs)}, which the tests' results do not hold: "
+        "register it with an example (register_chart(..., example=...))"
+    )
+    return {**results, **chart.example()}
 
 
 def png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
@@ -515,10 +530,11 @@ def _built(name: str, results: dict, size: str | None = None):
     draws it); the same results and size are drawn once per session (the tests only read a
     figure), keyed by the results' content, not their identity. The module's own results at the
     registered size are the figures the ``drawn`` fixture saved, once it has run."""
-    key = _figure_key(name, results, size)
+    sample = _sample(name, results)  # what _draw_from_scratch drew it from, and keyed it by
+    key = _figure_key(name, sample, size)
     if key not in _FIGURES:
         with style.theme():
-            fig, _ = charts.CHARTS[name](results, size=style.SIZES[size or charts.CHARTS[name].size])
+            fig, _ = charts.CHARTS[name](sample, size=style.SIZES[size or charts.CHARTS[name].size])
             # Lays the figure out as a draw does (tick labels created, so they are checked too;
             # text extents measured by the same renderer) without rasterising: the pixels are
             # the PNG tests' business (test_every_chart_is_at_its_platform_size and after).
@@ -544,10 +560,16 @@ def test_each_chart_names_where_its_numbers_came_from(results: dict) -> None:
         "cheapest_table": ["Simulated: 8 configurations", "list prices"],
         "step_time": ["measured on NVIDIA H200: 7b-class shape, bfloat16, random weights"],
     }
-    assert set(expected) == {n for n, c in charts.CHARTS.items() if not c.animated}
-    for name, needles in expected.items():
+    assert set(expected) <= set(_still())  # a chart listed here and no longer registered
+    for name in _still():
         text = " | ".join(_texts(_built(name, results)))
-        for needle in needles:
+        sample = _sample(name, results)
+        # Any chart: the source of each section it draws is on it (simulated, measured on …).
+        for need in charts.CHARTS[name].needs:
+            source = sample[need].get("source") if isinstance(sample[need], dict) else None
+            if isinstance(source, str):
+                assert source.split(",")[0].lower() in text.lower(), (name, need, source)
+        for needle in expected.get(name, []):  # the built-in charts, worked out here
             assert needle in text, (name, needle)
     measured = copy.deepcopy(results)
     measured["batching"]["source"] = "measured on NVIDIA H100 80GB HBM3"

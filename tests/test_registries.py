@@ -63,9 +63,20 @@ def draw_flips(results: dict[str, Any], size: Any = None) -> tuple[Any, str]:
 
     flips = results["coin_flips"]
     fig = style.new_figure(size or "x")
-    ax = fig.add_axes((0.1, 0.1, 0.8, 0.8))
-    ax.bar([0, 1], [flips["heads"], flips["flips"] - flips["heads"]])
+    style.heading(fig, f"{flips['heads']:,} heads in {flips['flips']:,} flips")
+    ax = fig.add_axes((0.1, 0.18, 0.8, 0.62))
+    ax.bar([0, 1], [flips["heads"], flips["flips"] - flips["heads"]], color=style.OKABE_ITO["blue"])
+    ax.set_xticks([0, 1], ["heads", "tails"], fontsize=style.FONT["base"])
+    ax.tick_params(axis="y", labelsize=style.FONT["base"])
+    style.source_note(fig, f"Source: {flips['source']}, {flips['flips']:,} flips")
     return fig, f"Bar chart: {flips['heads']} heads in {flips['flips']} flips, simulated."
+
+
+def flips_sample() -> dict[str, Any]:
+    """The toy chart's sample: what the toy section computes for 100 flips."""
+    return {
+        "coin_flips": run_flips(CoinFlips(flips=100, seed=3), sections.SpecLocation(REPO / "x.yaml"), None)
+    }  # type: ignore[arg-type]
 
 
 def check_toot(text: str, draft: str) -> tuple[list[Count], list[Violation]]:
@@ -88,7 +99,9 @@ def toy_kinds() -> Iterator[None]:
         review_tables=flips_table,
         link_figure=lambda section, location: {"source": "simulated", "flips": section.flips},
     )
-    chart_registry.register_chart("flips_bar", needs=("coin_flips",), size="x")(draw_flips)
+    chart_registry.register_chart("flips_bar", needs=("coin_flips",), size="x", example=flips_sample)(
+        draw_flips
+    )
     platform_registry.register_platform(
         platform_registry.Platform(
             name="toot",
@@ -245,3 +258,22 @@ def test_without_the_registration_the_names_are_unknown(tmp_path: Path) -> None:
     spec_path, _ = write_day(tmp_path)
     with pytest.raises(UserError, match=r"unknown field 'coin_flips'"):
         load_spec(spec_path)
+
+
+def test_the_chart_rules_hold_for_a_toy_chart(toy_kinds: None, tmp_path: Path) -> None:
+    """The shared chart tests, run with the toy chart registered: they loop over every chart,
+    and draw the toy from the sample it was registered with. Sizes, bytes, alt text, type
+    sizes, colours, nothing off the image and its source named: the built-in charts' rules."""
+    import test_charts as rules
+
+    results = rules.day37_results()
+    drawn = {"flips_bar": rules._draw_from_scratch("flips_bar", results, tmp_path)}
+    rules.test_every_chart_is_at_its_platform_size(drawn)
+    rules.test_pngs_carry_no_timestamp_or_software_tag(drawn)
+    rules.test_every_chart_is_opaque_and_its_png_is_the_canvas(results, drawn)
+    rules.test_alt_text_is_saved_beside_and_fits_both_platforms(drawn)
+    assert "flips_bar" in rules._still()  # the loops below draw it too
+    rules.test_each_chart_names_where_its_numbers_came_from(results)
+    rules.test_text_is_big_enough_for_a_phone_and_has_no_emoji(results)
+    rules.test_colours_are_okabe_ito_or_grey(results)
+    rules.test_no_text_spills_off_the_image_or_onto_the_title(results)

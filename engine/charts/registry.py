@@ -38,6 +38,10 @@ class Chart:
     # A chart of an optional input (a measurement): the build skips it, with a warning, when
     # this gives a reason, instead of failing a day that is complete without it.
     drawn_when: ResultsCheck | None = None
+    # The results it draws in the shared chart tests (its sections' parts): a chart of sections
+    # the tests' own lab results do not hold brings its sample, so the house's rules (sizes,
+    # alt text, type sizes, colours, nothing off the image) are checked on it too.
+    example: Callable[[], dict[str, Any]] | None = None
 
     def unavailable(self, results: dict[str, Any]) -> str | None:
         return self.drawn_when(results) if self.drawn_when is not None else None
@@ -59,12 +63,15 @@ def register_chart(
     check: SpecCheck | None = None,
     animated: bool = False,
     drawn_when: ResultsCheck | None = None,
+    example: Callable[[], dict[str, Any]] | None = None,
 ) -> Callable[[DrawFn], DrawFn]:
     """Decorator: register the function as chart ``name`` (a name another module took is
     refused); the function is returned unchanged."""
 
     def register(fn: DrawFn) -> DrawFn:
-        CHARTS.add(Chart(name, fn, tuple(needs), size, check, animated, drawn_when), origin=fn.__module__)
+        CHARTS.add(
+            Chart(name, fn, tuple(needs), size, check, animated, drawn_when, example), origin=fn.__module__
+        )
         return fn
 
     return register
