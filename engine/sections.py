@@ -10,7 +10,10 @@ registration says everything the rest of the engine needs to know about it, once
 - ``title``: how the review page names it;
 - ``headline(result)``: the line the terminal prints after a build (optional);
 - ``review_tables(result)``: the review page's tables of inputs and results (optional);
-- ``link_figure(section, location)``: the figure a later day may cite from this one (optional).
+- ``link_figure(section, location)``: the figure a later day may cite from this one (optional);
+- ``example``: a small part of a spec it runs, and any files beside the spec that part reads:
+  the shared tests run every registered section's example and hold its results to the rules
+  every section's are held to (a labelled source, JSON, a one-line headline, review tables).
 
 The spec, the pipeline, the review page and the links back all loop over this registry, so a
 new kind of experiment is one module that calls :func:`register_section`; nothing else is
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +80,20 @@ LinkFigureFn = Callable[[Any, SpecLocation], "dict[str, Any] | None"]
 
 
 @dataclass(frozen=True)
+class SectionExample:
+    """A section's sample: its part of a spec (``spec``), the files beside the spec that part
+    reads (``files``: path relative to the spec's folder → text), for day ``day`` with the
+    spec's ``measured:`` choice; ``prepare(spec_path)``, when given, makes what the run reads
+    and no spec holds, once the spec is written (a lab's measurement: its run)."""
+
+    spec: dict[str, Any]
+    files: dict[str, str] = field(default_factory=dict)
+    day: int = 2
+    measured: str | None = None
+    prepare: Callable[[Path], None] | None = None
+
+
+@dataclass(frozen=True)
 class Section:
     """One kind of experiment; see the module docstring for what each field is for."""
 
@@ -92,6 +109,7 @@ class Section:
     # True for a section that reads days/dayNN.measured/ in its own format (a lab): the build
     # then does not read that folder as a GPU benchmark's.
     owns_measurement: bool = False
+    example: SectionExample | None = None
 
 
 # Every section, discovered in engine/experiments (engine.registry says how).
@@ -133,6 +151,7 @@ def register_section(
     order: int = 100,
     review_warnings: WarningsFn | None = None,
     owns_measurement: bool = False,
+    example: SectionExample | None = None,
 ) -> Section:
     """Register a kind of experiment under its spec key (engine.registry's rules: a key another
     module took is refused); a reserved key is refused too."""
@@ -149,6 +168,7 @@ def register_section(
         order,
         review_warnings,
         owns_measurement,
+        example,
     )
     return SECTIONS.add(section)
 

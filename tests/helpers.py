@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import json
 import os
 import re
 import shutil
@@ -307,3 +308,56 @@ def bounded_command(argv: Sequence[str]) -> contextlib.AbstractContextManager[No
     if argv and argv[0] == "build":
         return bounded(list(argv), BUILD_BYTES, BUILD_SECONDS)
     return bounded(list(argv))
+
+
+# ---- every registered section runs its example ---------------------------------------------------
+
+EXAMPLE_DAY = {
+    "series": {"name": "60 days of system design", "length": 60},
+    "title": "A section's example",
+    "repository": "github.com/you/example",
+    "hashtags": ["SystemDesign", "Testing", "LearningInPublic"],
+}
+SOURCES = ("calculated", "simulated", "measured on ", "set")  # what a number on a post may be
+
+
+def assert_section_runs_its_example(section: Any, folder: Path) -> dict[str, Any]:
+    """The shared contract of a section: its example, written as a day's spec (with the files it
+    reads) into ``folder``, loads as any spec does and computes through the pipeline; the
+    section's results are JSON, say where their numbers came from in one line, and its
+    headline and review tables are what the terminal and the review page print. Returns the
+    results."""
+    from engine import pipeline
+    from engine.sections import SpecLocation
+    from engine.spec import load_spec
+
+    example = section.example
+    assert example is not None, f"section {section.key!r}: register it with an example (SectionExample)"
+    for name, text in example.files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    spec_path = folder / f"day{example.day:02d}.yaml"
+    doc = {"day": example.day, **EXAMPLE_DAY, section.key: example.spec}
+    if example.measured is not None:
+        doc["measured"] = example.measured
+    spec_path.write_text(dump_yaml(doc, sort_keys=False), encoding="utf-8")
+    if example.prepare is not None:
+        example.prepare(spec_path)
+    results = pipeline.compute(load_spec(spec_path), SpecLocation(spec_path))
+    result = results[section.key]
+    assert json.loads(json.dumps(result, allow_nan=False)) == result, section.key
+    source = result["source"]
+    assert isinstance(source, str) and "\n" not in source and source.startswith(SOURCES), (
+        section.key,
+        source,
+    )
+    if section.headline is not None:  # a line, several, or none: each one line of text
+        said = section.headline(result)
+        for line in [said] if isinstance(said, str) else said or []:
+            assert line.strip() and "\n" not in line, (section.key, line)
+    if section.review_tables is not None:
+        for table in section.review_tables(result):
+            assert isinstance(table["title"], str) and table["title"], (section.key, table)
+            for row in table["rows"]:
+                assert len(row) == 2 and all(isinstance(cell, str) for cell in row), (section.key, row)
+    return results

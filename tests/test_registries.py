@@ -28,7 +28,7 @@ from engine.platforms.day_dir import check_day_dir
 from engine.platforms.linkedin import utf16_length
 from engine.spec import load_spec
 
-from helpers import toy_policy
+from helpers import assert_section_runs_its_example, toy_policy
 
 REPO = Path(__file__).resolve().parent.parent
 TOOT_LIMIT = 500
@@ -98,6 +98,7 @@ def toy_kinds() -> Iterator[None]:
         headline=lambda r: f"coin flips ({r['source']}): {r['heads']} heads",
         review_tables=flips_table,
         link_figure=lambda section, location: {"source": "simulated", "flips": section.flips},
+        example=sections.SectionExample({"flips": 100, "seed": 3}),
     )
     chart_registry.register_chart("flips_bar", needs=("coin_flips",), size="x", example=flips_sample)(
         draw_flips
@@ -189,6 +190,8 @@ def test_a_toy_section_chart_platform_and_policy_build_a_day(toy_kinds: None, tm
     from helpers import assert_platform_counts_its_example
 
     assert_platform_counts_its_example(platform_registry.PLATFORMS.get("toot"))  # the shared contract
+    (tmp_path / "example").mkdir()
+    assert_section_runs_its_example(sections.get("coin_flips"), tmp_path / "example")  # the section's
     spec_path, templates = write_day(tmp_path)
     report = pipeline.build(spec_path, tmp_path / "out", templates_root=templates)
     folder = report.folder

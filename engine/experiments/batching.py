@@ -22,7 +22,7 @@ from engine.errors import UserError
 from engine.kvcache import KvDtype
 from engine.limits import MAX_TIMELINE_REQUESTS
 from engine.render.review_tables import num_cell, pct_cell, source_kind
-from engine.sections import Inputs, SpecLocation, blame, register_section
+from engine.sections import Inputs, SectionExample, SpecLocation, blame, register_section
 from engine.validation import ContextTokens, PositiveFloat, Slots, Strict, TensorParallel
 from engine.workload import WorkloadSpec
 
@@ -350,4 +350,8 @@ register_section(
     headline=headline,
     review_tables=review_tables,
     order=20,
+    # Twelve requests of a few tokens on four slots, static against continuous.
+    example=SectionExample(
+        {"slots": 4, "workload": {"requests": 12, "seed": 1, "output_tokens": "uniform:2:9"}}
+    ),
 )

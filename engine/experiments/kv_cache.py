@@ -16,7 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from engine import catalog, kvcache, limits
 from engine.kvcache import KvDtype
 from engine.render.review_tables import gib_cell, num_cell, source_kind
-from engine.sections import Inputs, SpecLocation, blame, register_section
+from engine.sections import Inputs, SectionExample, SpecLocation, blame, register_section
 from engine.units import gib_bytes
 from engine.validation import ContextTokens, GiB, Label, OneLine, Slots, Strict, TensorParallel, Unset
 
@@ -387,4 +387,14 @@ register_section(
     headline=headline,
     review_tables=review_tables,
     order=10,
+    # An 8B model on an 80 GB card, vLLM's accounting, two contexts: the calculator's own case.
+    example=SectionExample(
+        {
+            "label": "Llama-3-8B on an H100 80GB",
+            "model": "llama-3-8b",
+            "gpu": "h100-80gb",
+            "budget": {"kind": "vllm", "gpu_memory_utilization": 0.9},
+            "contexts": [2048, 8192],
+        }
+    ),
 )

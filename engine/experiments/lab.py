@@ -3,9 +3,30 @@ every build, never rerun."""
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
 from engine.lab import section as lab
+from engine.lab.measure import measure
 from engine.lab.spec import LabSection
-from engine.sections import register_section
+from engine.sections import SectionExample, register_section
+
+# The example lab measures something real and small: how long a millisecond's sleep takes here.
+EXAMPLE_LAB = """\
+import time
+
+from labkit import figure
+
+start = time.perf_counter()
+time.sleep(0.001)
+figure("wait", (time.perf_counter() - start) * 1e9, "ns", about="one 1 ms sleep, timed")
+"""
+
+
+def _measure(spec_path: Path) -> None:
+    """What `make lab-dayNN` does before a lab day builds: run the lab once and keep its figures."""
+    measure(spec_path, echo=io.StringIO(), status=io.StringIO())
+
 
 register_section(
     "lab",
@@ -17,4 +38,10 @@ register_section(
     review_warnings=lab.review_warnings,
     owns_measurement=True,
     order=40,
+    example=SectionExample(
+        {"script": "day02.lab/lab.py", "figures": {"wait": {"unit": "us"}}},
+        files={"day02.lab/lab.py": EXAMPLE_LAB},
+        measured="latest",
+        prepare=_measure,
+    ),
 )

@@ -11,7 +11,7 @@ from pydantic import Field
 from engine import limits, numbers, queueing
 from engine.errors import UserError
 from engine.render.review_tables import num_cell, pct_cell, source_kind
-from engine.sections import Inputs, SpecLocation, register_section
+from engine.sections import Inputs, SectionExample, SpecLocation, register_section
 from engine.validation import PositiveFloat, Strict
 
 # ---- the section's model -----------------------------------------------------------------------
@@ -269,4 +269,15 @@ register_section(
     review_tables=review_tables,
     link_figure=link_figure,
     order=30,
+    # Day 4's questions on a few thousand requests: one line, and two servers shared or not.
+    example=SectionExample(
+        {
+            "service_ms": 10,
+            "requests": 4000,
+            "seed": 1,
+            "utilisations": [0.5, 0.8],
+            "shared": {"arrival_rate": 90, "servers": [1, 2]},
+            "lines": {"servers": 2, "load": 0.8},
+        }
+    ),
 )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.catalog import load_gpu, load_model
-from engine.sections import Inputs, SpecLocation, blame, register_section
+from engine.sections import Inputs, SectionExample, SpecLocation, blame, register_section
 from engine.sweep import adapter, analysis, execute
 from engine.sweep.grid import SweepSection, count_points
 from engine.sweep.prices import load_prices, price_of
@@ -122,5 +122,31 @@ def _run_for_build(section: SweepSection, location: SpecLocation, inputs: Inputs
 
 
 register_section(
-    "sweep", model=SweepSection, run=_run_for_build, title="Capacity sweep", headline=headline, order=50
+    "sweep",
+    model=SweepSection,
+    run=_run_for_build,
+    title="Capacity sweep",
+    headline=headline,
+    order=50,
+    # One configuration at one rate, forty short requests: the grid, the targets and the table.
+    example=SectionExample(
+        {
+            "workload": {
+                "requests": 40,
+                "seed": 1,
+                "output_tokens": "uniform:8:32",
+                "prompt_tokens": "uniform:16:64",
+                "arrivals": {"kind": "poisson", "rate": 5},
+            },
+            "grid": {
+                "gpu": ["h100-80gb"],
+                "model": ["llama-3-8b"],
+                "max_num_seqs": [16],
+                "max_num_batched_tokens": [2048],
+                "step_time": ["roofline"],
+                "arrival_rate": [5],
+            },
+            "targets": {"ttft_p99": 1.0, "tpot_p50": 0.05},
+        }
+    ),
 )
