@@ -361,3 +361,24 @@ def assert_section_runs_its_example(section: Any, folder: Path) -> dict[str, Any
             for row in table["rows"]:
                 assert len(row) == 2 and all(isinstance(cell, str) for cell in row), (section.key, row)
     return results
+
+
+def lab_day_spec(title: str, figures: dict[str, tuple[str, str]], charts: str = "[]") -> str:
+    """A Day 2 spec whose lab is day02.lab/lab.py, listing ``figures`` (name → unit, about)."""
+    listed = "".join(
+        f"    {name}: {{unit: {unit}, about: {about}}}\n" for name, (unit, about) in figures.items()
+    )
+    return (
+        "day: 2\n"
+        "series: {name: 60 days of system design, length: 60}\n"
+        f"title: {title}\n"
+        "repository: github.com/example/repo\n"
+        "hashtags: [SystemDesign, Testing, LearningInPublic]\n"
+        "lab:\n"
+        "  script: day02.lab/lab.py\n"
+        "  timeout_s: 20\n"
+        "  figures:\n"
+        f"{listed}"
+        f"charts: {charts}\n"
+        "measured: latest\n"
+    )

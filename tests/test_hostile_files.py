@@ -34,7 +34,7 @@ from engine.cli import main
 from engine.errors import UserError
 from engine.validation import MAX_ONE_LINE_CHARS
 
-from helpers import CASE_BYTES, DAYS, bounded, bounded_command, examples, lean_spec, unlinked
+from helpers import CASE_BYTES, DAYS, bounded, bounded_command, examples, lab_day_spec, lean_spec, unlinked
 
 SETTINGS = settings(
     deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -666,20 +666,7 @@ def test_the_lab_folders_hash_skips_what_is_no_plain_file(tmp_path):
     assert labfiles.content_hash(tmp_path) == want
 
 
-LAB_SPEC = """\
-day: 2
-series: {name: 60 days of system design, length: 60}
-title: A lab that fills its own folder
-repository: github.com/example/repo
-hashtags: [SystemDesign, Testing, LearningInPublic]
-lab:
-  script: day02.lab/lab.py
-  timeout_s: 20
-  figures:
-    wait: {unit: ns, about: how long it says it waited}
-charts: []
-measured: latest
-"""
+LAB_SPEC = lab_day_spec("A lab that fills its own folder", {"wait": ("ns", "how long it says it waited")})
 LAB = """\
 from pathlib import Path
 from labkit import figure
@@ -707,11 +694,9 @@ def test_a_lab_that_fills_its_own_folder_past_the_limit_is_one_line(tmp_path):
 
 # ---- the figures file a lab writes -----------------------------------------------------------
 
-FIGURES_SPEC = LAB_SPEC.replace(
-    "title: A lab that fills its own folder", "title: A lab with any figures file"
-).replace(
-    "    wait: {unit: ns, about: how long it says it waited}\n",
-    "    wait: {unit: ns, about: how long it says it waited}\n    size: {unit: KiB, about: how much it read}\n",
+FIGURES_SPEC = lab_day_spec(
+    "A lab with any figures file",
+    {"wait": ("ns", "how long it says it waited"), "size": ("KiB", "how much it read")},
 )
 _TEXTS = st.one_of(
     st.text(max_size=20),

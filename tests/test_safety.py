@@ -22,7 +22,7 @@ from engine.cli import main
 from engine.errors import UserError
 from engine.outdir import atomic
 
-from helpers import DAYS
+from helpers import DAYS, lab_day_spec
 
 SIMULATE = ["simulate", "--requests", "20", "--output-tokens", "4", "--slots", "2", "--policy", "continuous"]
 
@@ -230,21 +230,11 @@ def test_simulate_writes_a_new_file_without_force(tmp_path: Path, capsys) -> Non
 
 # ---- labs: contained -----------------------------------------------------------------------------
 
-LAB_SPEC = """\
-day: 2
-series: {name: 60 days of system design, length: 60}
-title: A contained lab
-repository: github.com/example/repo
-hashtags: [SystemDesign, Testing, LearningInPublic]
-lab:
-  script: day02.lab/lab.py
-  timeout_s: 20
-  figures:
-    wait: {unit: ns, about: how long the lab says it waited}
-    size: {unit: KiB, about: how much the lab says it read}
-charts: [terminal]
-measured: latest
-"""
+LAB_SPEC = lab_day_spec(
+    "A contained lab",
+    {"wait": ("ns", "how long the lab says it waited"), "size": ("KiB", "how much the lab says it read")},
+    charts="[terminal]",
+)
 
 GOOD = """\
 from labkit import figure
