@@ -1081,8 +1081,12 @@ class _Simulation:
         request, decode, end = ints(self.s_request), ints(self.s_decode), ints(self.s_end)
         emit, start, context = ints(self.s_emit), ints(self.s_start), ints(self.s_context)
         if self.whole_prompts:  # one chunk per stay with a context: all of it, at its start
-            chunk_stay = np.flatnonzero(context > 0).astype(np.int64)
-            chunks = (chunk_stay, start[chunk_stay], context[chunk_stay], context[chunk_stay])
+            chunk_stay = np.flatnonzero(context > 0).astype(np.int64, copy=False)
+            if len(chunk_stay) == len(context):  # every stay prefills: the stays' own arrays
+                chunks = (chunk_stay, start, context, context)
+            else:
+                tokens = context[chunk_stay]
+                chunks = (chunk_stay, start[chunk_stay], tokens, tokens)
         else:
             chunks = (ints(self.c_stay), ints(self.c_step), ints(self.c_tokens), ints(self.c_done))
         # The first token comes from the first stay that emitted at all (a stay can be preempted
