@@ -200,8 +200,9 @@ def numbers_in(text: str, *, thread: bool = False) -> list[Number]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _spellings(value: float, kind: str, unit: str | None) -> frozenset[str]:
-    """The spellings of the texts a value of type ``kind`` (its name) prints as: a figure's in ``unit``
+def _spellings(value: float, written: str, unit: str | None) -> frozenset[str]:
+    """The spellings of the texts a value (``written``: its repr, which keeps 1 from 1.0 and -0.0
+    from 0.0 in the memory's key) prints as: a figure's in ``unit``
     (_unit_texts), a plain value's with none (_plain_texts), up to the first filter that cannot
     print it (infinite, too large). Remembered: a serve session and a suite index the same
     day's numbers again and again, forty filters each."""
@@ -295,7 +296,7 @@ def index(results: dict[str, Any]) -> Index:
         seen = (value, unit if unit is not None else type(value))
         if seen not in done:  # as the first of its equals (1 and 1.0) printed it
             done.add(seen)
-            texts.update(_spellings(value, type(value).__name__, unit))
+            texts.update(_spellings(value, repr(value), unit))
     texts.update(_ratio_texts([leaf for leaf in _leaves(results) if isinstance(leaf, dict)]))
     return Index(frozenset(texts), tuple(sorted(names, key=lambda n: (-len(n), n))))
 

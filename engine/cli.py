@@ -59,7 +59,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    chosen = next((a for a in argv if a in COMMANDS), None)
+    # The top level takes no option but -h, so a command line that can parse names its command
+    # first; anything else gets the parser of every command, and its message lists them all.
+    chosen = argv[0] if argv and argv[0] in COMMANDS else None
     try:
         parser = build_parser(only=chosen)
         args = parser.parse_args(argv)

@@ -21,6 +21,7 @@ import json
 import math
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -251,14 +252,21 @@ def iter_bytes_limited(
 class _Refused:
     """Where the text wrote a number the engine does not take: kept as a marker while parsing
     (the parser's hooks cannot raise with a position), so the error names the field. Each one
-    made is counted, so a file without one is walked for its depth alone (and a count moved by
-    another thread's file only costs that walk)."""
-
-    made = 0
+    made is counted, per thread (serve parses on several), so a file without one is walked for
+    its depth alone."""
 
     def __init__(self, why: str) -> None:
         self.why = why
-        _Refused.made += 1
+        _REFUSALS.made = _refusals() + 1
+
+
+_REFUSALS = threading.local()
+
+
+def _refusals() -> int:
+    """How many refused numbers this thread's parses have marked."""
+    made: int = getattr(_REFUSALS, "made", 0)
+    return made
 
 
 def _parse_int(text: str) -> int | _Refused:
@@ -286,7 +294,7 @@ def load_json(data: str | bytes, path: str | Path, what: str, *, field: str | No
     nesting past MAX_JSON_DEPTH. ``what`` names the kind of file ("results", "manifest" …)."""
     if isinstance(data, bytes):
         data = decode_utf8(data, path, field=field)
-    refused = _Refused.made
+    refused = _refusals()
     try:
         value = json.loads(
             data, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
@@ -301,7 +309,7 @@ def load_json(data: str | bytes, path: str | Path, what: str, *, field: str | No
         raise UserError(
             f"not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep", file=path, field=field
         ) from None
-    problem = _json_problem(value) if _Refused.made != refused else _too_deep(value)
+    problem = _json_problem(value) if _refusals() != refused else _too_deep(value)
     if problem is not None:
         where, why = problem
         inner = ".".join(where)

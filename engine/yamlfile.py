@@ -2,8 +2,9 @@
 
 Why one reader: every such file gets the same guards and the same one-line errors. Its text is
 bounded in size (read by engine.limits) and in nesting, aliases followed (a 5,000-deep file
-would end in a RecursionError in whatever walks it, instead of one line); a key given twice is refused (YAML would silently keep the last one); a malformed file is
-one line with its line and column.
+would end in a RecursionError in whatever walks it, instead of one line); an alias inside its
+own anchor, a value without end, is refused; a key given twice is refused (YAML would silently
+keep the last one); a malformed file is one line with its line and column.
 
 Why the C parser: PyYAML's wheels carry libyaml, whose scanner and parser are about ten times
 faster than the pure-Python ones. A build reads its spec and several catalog entries, and the
@@ -96,12 +97,12 @@ def _scan_depth(text: str, path: str | Path, limit: int, scanner: type[yaml.Safe
         if isinstance(token, starts):
             depth += 1
             if depth > limit:
-                _too_deep(path, limit, token.start_mark)
+                _refuse_too_deep(path, limit, token.start_mark)
         elif isinstance(token, ends):
             depth -= 1
 
 
-def _too_deep(path: str | Path, limit: int, mark: yaml.Mark) -> None:
+def _refuse_too_deep(path: str | Path, limit: int, mark: yaml.Mark) -> None:
     raise UserError(
         f"nested more than {limit} levels deep",
         file=path,
@@ -150,6 +151,7 @@ def check_shape(
     counts each node's expanded size and its levels of lists and mappings once."""
     sizes: dict[int, int] = {}
     levels: dict[int, int] = {}
+    open_: set[int] = set()  # nodes whose children are being counted: the walk's path
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -157,9 +159,18 @@ def check_shape(
             continue
         children = _children(node)
         if not children_done and children:
+            if id(node) in open_:  # met again below itself: `x: &a [*a]`
+                mark = node.start_mark
+                raise UserError(
+                    "an alias inside its own anchor stands for a value without end",
+                    file=path,
+                    field=f"line {mark.line + 1}, column {mark.column + 1}",
+                )
+            open_.add(id(node))
             stack.append((node, True))
             stack.extend((child, False) for child in children if id(child) not in sizes)
             continue
+        open_.discard(id(node))
         sizes[id(node)] = size = 1 + sum(sizes[id(child)] for child in children)
         levels[id(node)] = isinstance(node, yaml.CollectionNode) + max(
             (levels[id(child)] for child in children), default=0
@@ -176,7 +187,7 @@ def check_shape(
         node = root  # the collection past the limit on the deepest path: `depth` steps down it
         for _ in range(depth):
             node = max(_children(node), key=lambda child: levels[id(child)])
-        _too_deep(path, depth, node.start_mark)
+        _refuse_too_deep(path, depth, node.start_mark)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

@@ -281,8 +281,9 @@ BUILD_SECONDS, BUILD_BYTES = 60.0, 256 * 2**20
 def _resident() -> tuple[int, int]:
     """(resident bytes now, the peak since the last reset), as the kernel counts them."""
     text = Path("/proc/self/status").read_text()
-    found = {key: re.search(rf"^{key}:\s+(\d+) kB", text, re.M) for key in ("VmRSS", "VmHWM")}
-    now, peak = (int(match.group(1)) * 1024 if match else 0 for match in found.values())
+    found = [re.search(rf"^{key}:\s+(\d+) kB", text, re.M) for key in ("VmRSS", "VmHWM")]
+    assert all(found), f"/proc/self/status holds no VmRSS and VmHWM: {text[:200]!r}"
+    now, peak = (int(match.group(1)) * 1024 for match in found if match)
     return now, peak
 
 
@@ -293,7 +294,11 @@ def bounded(what: object = None, limit: int = CASE_BYTES, seconds: float = CASE_
     bounds are checked as it passes). The peak is the kernel's high-water mark of resident
     memory, reset as the case begins (Linux's clear_refs), so C allocations count and nothing is
     slowed as tracing would; where the kernel cannot reset it, Python's own allocations are
-    traced instead (slower, and blind to C buffers, but a bound all the same)."""
+    traced instead (slower, and blind to C buffers, but a bound all the same).
+
+    What it bounds is growth past the memory the process already holds: a case may reuse what
+    an earlier one freed without it counting. That is the failure it is for: a read that grows
+    with its input (a giant file, a FIFO, /dev/zero) outgrows any such slack at once."""
     try:
         Path("/proc/self/clear_refs").write_text("5")
         kernel = True
@@ -383,7 +388,7 @@ def lab_day_spec(title: str, figures: dict[str, tuple[str, str]], charts: str = 
     return (
         "day: 2\n"
         "series: {name: 60 days of system design, length: 60}\n"
-        f"title: {title}\n"
+        f"title: {json.dumps(title)}\n"
         "repository: github.com/example/repo\n"
         "hashtags: [SystemDesign, Testing, LearningInPublic]\n"
         "lab:\n"

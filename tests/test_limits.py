@@ -252,3 +252,19 @@ def test_a_chain_of_aliases_nests_as_deep_as_it_is_long():
     assert _levels(yamlfile.parse(chain, "f.yaml")) == 63
     with pytest.raises(UserError, match="nested more than 64 levels deep"):
         yamlfile.parse(chain + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(62, 70)), "f.yaml")
+
+
+@pytest.mark.parametrize("text", ["x: &a [*a]\n", "a: &a {b: *a}\n", "a: &a [1, [2, *a]]\n"])
+def test_an_alias_inside_its_own_anchor_is_one_line_not_a_walk_without_end(text):
+    """A node that holds itself stands for a value without end: refused where it opens, in
+    bounded time and memory, where a walk that follows aliases would never end."""
+    from engine import yamlfile
+
+    from helpers import bounded
+
+    with pytest.raises(UserError) as caught, bounded(text):
+        yamlfile.parse(text, "f.yaml")
+    assert (
+        caught.value.line()
+        == "f.yaml: line 1, column 4: an alias inside its own anchor stands for a value without end"
+    )

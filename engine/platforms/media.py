@@ -150,7 +150,8 @@ def gif_counts(path: Path, rules: GifRules | None = None) -> tuple[list[Count], 
     try:
         # Only the header and the frame count are read, never the pixels, so a large canvas is
         # no decompression bomb here: its size is reported against X's limits, not as Pillow's
-        # warning on stderr.
+        # warning on stderr. (Past twice Pillow's pixel limit Pillow refuses to open it at all:
+        # that is "not a readable image", one line too.)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
