@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import faulthandler
 import functools
 import json
 import os
@@ -307,9 +308,13 @@ def bounded(what: object = None, limit: int = CASE_BYTES, seconds: float = CASE_
         tracemalloc.start()
     before, _ = _resident()
     started = time.perf_counter()
+    # A case that never returns is stopped, its stack printed, and the run ends with it, instead
+    # of the suite waiting for ever (the assertion below only sees a case that came back).
+    faulthandler.dump_traceback_later(2 * seconds + 30, exit=True)
     try:
         yield
     finally:
+        faulthandler.cancel_dump_traceback_later()
         elapsed = time.perf_counter() - started
         if kernel:
             grown = _resident()[1] - before
