@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
@@ -310,7 +311,8 @@ def bounded(what: object = None, limit: int = CASE_BYTES, seconds: float = CASE_
     started = time.perf_counter()
     # A case that never returns is stopped, its stack printed, and the run ends with it, instead
     # of the suite waiting for ever (the assertion below only sees a case that came back).
-    faulthandler.dump_traceback_later(2 * seconds + 30, exit=True)
+    # (to the process's own stderr: a case runs with sys.stderr captured in memory)
+    faulthandler.dump_traceback_later(2 * seconds + 30, exit=True, file=sys.__stderr__)
     try:
         yield
     finally:
