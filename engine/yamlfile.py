@@ -125,7 +125,7 @@ def parse(text: str, path: str | Path) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        check_shape(node, path)
+        check_expanded(node, path)
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         if getattr(exc, "problem", None) == LIBYAML_CEILING:
@@ -138,7 +138,7 @@ def parse(text: str, path: str | Path) -> Any:
         loader.dispose()
 
 
-def check_shape(
+def check_expanded(
     root: yaml.Node, path: str | Path, depth: int = MAX_YAML_DEPTH, values: int = MAX_YAML_VALUES
 ) -> None:
     """Refuse a composed document whose lists and mappings nest deeper than ``depth``, or that
