@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 from pypdf import PdfReader
 
@@ -25,7 +27,7 @@ from engine.render import slides
 from engine.render.context import template_context
 from engine.spec import load_spec
 
-from helpers import DAYS, REPO
+from helpers import DAYS, REPO, examples
 
 TEMPLATES = REPO / "templates"
 
@@ -367,3 +369,52 @@ def test_frames_are_thinned_until_the_gif_fits_the_margin(
     with Image.open(thin) as gif:
         assert animation.MIN_FRAMES <= gif.n_frames < FRAMES
     assert thin.stat().st_size < size
+
+
+def _wrap_measuring_every_line(fig, text: str, size: float, weight: str, room: float) -> list[str]:
+    """The naive reference: every candidate line measured whole, the first too wide breaks."""
+    renderer = fig.canvas.get_renderer()
+    probe = fig.text(0, 0, "", fontsize=size, fontweight=weight)
+    lines, current = [], ""
+    for word in text.split():
+        candidate = f"{current} {word}".strip()
+        probe.set_text(candidate)
+        if current and probe.get_window_extent(renderer).width * 72 / fig.dpi > room:
+            lines.append(current)
+            current = word
+        else:
+            current = candidate
+    if current:
+        lines.append(current)
+    probe.remove()
+    return lines
+
+
+_WORDS = st.text(alphabet=st.sampled_from("aeiouWMlil1.,%x→·—"), min_size=1, max_size=14)
+
+
+@settings(max_examples=examples(12, 400), deadline=None)
+@given(
+    words=st.lists(_WORDS, min_size=1, max_size=40),
+    size=st.sampled_from([24, 34, 50, 64]),
+    weight=st.sampled_from(["normal", "bold"]),
+    room=st.floats(200, 912),
+)
+def test_the_slides_wrap_breaks_where_measuring_every_line_would(words, size, weight, room):
+    """The carousel's wrap estimates a line from its words' widths and measures only lines near
+    the room: its breaks are the naive reference's on any words, sizes, weights and widths."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from engine.charts import carousel
+
+    with matplotlib.rc_context(carousel.RC):
+        fig = Figure(
+            figsize=(carousel.PAGE_W / carousel.DPI, carousel.PAGE_H / carousel.DPI), dpi=carousel.DPI
+        )
+        FigureCanvasAgg(fig)
+        text = " ".join(words)
+        assert carousel.wrap(fig, text, size, weight, room) == _wrap_measuring_every_line(
+            fig, text, size, weight, room
+        )

@@ -444,23 +444,40 @@ def _block(
 
 
 def wrap(fig: Figure, text: str, size: float, weight: str, room: float) -> list[str]:
-    """Greedy word wrap by measured width (points), with the font that will draw the text."""
+    """Greedy word wrap by measured width (points), with the font that will draw the text.
+
+    A line is measured whole only when its estimate (its words' widths, measured once each,
+    and a space's between them) comes within NEAR of the room: kerning and ink edges move a
+    line's width by a point or two, far less than that, so every break falls where measuring
+    every candidate line would put it, for a fraction of the measuring."""
     renderer = cast(Any, fig.canvas).get_renderer()
     probe = fig.text(0, 0, "", fontsize=size, fontweight=weight)
+    scale = 72 / fig.dpi
+
+    def width(line: str) -> float:
+        probe.set_text(line)
+        return float(probe.get_window_extent(renderer).width) * scale
+
+    words = text.split()
+    widths = {word: width(word) for word in set(words)}
+    space = width("x x") - 2 * width("x")
     lines: list[str] = []
-    current = ""
-    for word in text.split():
+    current, estimate = "", 0.0
+    for word in words:
         candidate = f"{current} {word}".strip()
-        probe.set_text(candidate)
-        if current and probe.get_window_extent(renderer).width * 72 / fig.dpi > room:
+        guess = estimate + (space if current else 0.0) + widths[word]
+        if current and (guess > room + NEAR or (guess > room - NEAR and width(candidate) > room)):
             lines.append(current)
-            current = word
+            current, estimate = word, widths[word]
         else:
-            current = candidate
+            current, estimate = candidate, guess
     if current:
         lines.append(current)
     probe.remove()
     return lines
+
+
+NEAR = 24.0  # points: a line's estimate this close to the room is measured whole
 
 
 def _shrink_to_width(fig: Figure, text: Any) -> None:
