@@ -7,6 +7,7 @@ figures expected on the slides are the lab's (test_build_day37 pins them: 14.3%,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -418,3 +419,37 @@ def test_the_slides_wrap_breaks_where_measuring_every_line_would(words, size, we
         assert carousel.wrap(fig, text, size, weight, room) == _wrap_measuring_every_line(
             fig, text, size, weight, room
         )
+
+
+@pytest.mark.parametrize("colours", [3, 16, 300])  # up to 256 colours matplotlib indexes them (mode P)
+def test_a_pdfs_images_decode_to_the_pixels_drawn_without_pillows_writer(colours, tmp_path):
+    """engine.charts.pdfimages writes the PNG-predicted image streams itself (filter 0, 8 bits):
+    a PDF of an image decodes (pypdf, which did not write it) to exactly the pixels drawn, in the
+    indexed form matplotlib picks for few colours and in RGB, where it is also what matplotlib's
+    own Pillow path gives."""
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_pdf import PdfPages
+    from matplotlib.figure import Figure
+
+    from engine.charts import pdfimages
+
+    rng = np.random.default_rng(colours)
+    palette = rng.integers(0, 256, size=(colours, 3), dtype=np.uint8)
+    pixels = palette[rng.integers(0, colours, size=(37, 53))]
+
+    def pdf_images(fast: bool) -> list[np.ndarray]:
+        fig = Figure(figsize=(2, 2), dpi=72)
+        FigureCanvasAgg(fig)
+        fig.add_axes((0, 0, 1, 1)).imshow(pixels, interpolation="none")
+        buffer = io.BytesIO()
+        with pdfimages.unfiltered_images() if fast else contextlib.nullcontext(), PdfPages(buffer) as pdf:
+            pdf.savefig(fig)
+        (page,) = PdfReader(io.BytesIO(buffer.getvalue())).pages
+        return [np.asarray(image.image.convert("RGB")) for image in page.images]
+
+    (fast,) = pdf_images(True)
+    assert np.array_equal(fast, pixels[::-1])  # the PDF stores the rows bottom-up
+    if colours > 256:
+        assert np.array_equal(fast, pdf_images(False)[0])

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from engine import charts
-from engine.charts import drawcache, pdffonts, reads, style
+from engine.charts import drawcache, pdffonts, pdfimages, reads, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
 from engine.outdir import atomic
 
@@ -121,6 +121,7 @@ def _draw(
     with (
         matplotlib.rc_context(cast(Any, RC)),
         pdffonts.without_layout_tables(),  # the fonts are embedded as the PDF closes
+        pdfimages.unfiltered_images(),  # and the charts' images
         PdfPages(document, metadata=meta) as pdf,
     ):
         for number, (slide, text) in enumerate(slides, start=1):

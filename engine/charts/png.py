@@ -28,18 +28,24 @@ def encode(rgb: np.ndarray, dpi: float) -> bytes:
     if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
         raise ValueError(f"expected height × width × 3 bytes, got {rgb.shape} {rgb.dtype}")
     height, width = rgb.shape[:2]
-    rows = np.zeros((height, 1 + 3 * width), np.uint8)  # filter type 0 leads each row
-    rows[:, 1:] = rgb.reshape(height, 3 * width)
     per_metre = round(dpi / _METRE_PER_INCH)
     return b"".join(
         (
             SIGNATURE,
             _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, *_RGB_8_BIT)),
             _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),  # unit 1: the metre
-            _chunk(b"IDAT", zlib.compress(rows.tobytes(), LEVEL)),
+            _chunk(b"IDAT", zlib.compress(unfiltered_rows(rgb.reshape(height, 3 * width)), LEVEL)),
             _chunk(b"IEND", b""),
         )
     )
+
+
+def unfiltered_rows(samples: np.ndarray) -> bytes:
+    """Rows of samples (height × bytes a row, uint8), each led by filter type 0 (None): the
+    data PNG's IDAT and a PDF's PNG-predicted image stream compress."""
+    rows = np.zeros((samples.shape[0], 1 + samples.shape[1]), np.uint8)
+    rows[:, 1:] = samples
+    return rows.tobytes()
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
