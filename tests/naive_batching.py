@@ -603,19 +603,20 @@ def naive_shared_queue(
     return NaiveCluster(replica_of, [e.run for e in engines], clocks)
 
 
-def naive_paged_for(eligible, prompt, output, slots, policy, **rules) -> NaiveRun:
-    """naive_paged with the limits of ``policy`` (a PagedPolicy or PrefillFirstPolicy), read off
-    it; the vLLM rules stay naive_paged's own arguments, off unless given, so a test says which
-    it compares."""
-    return naive_paged(
-        eligible,
-        prompt,
-        output,
-        slots,
+def limits_of(policy) -> tuple:
+    """The pool and limits of ``policy`` (a PagedPolicy or PrefillFirstPolicy), in the order
+    naive_paged and naive_shared_queue take them after their workload and slots: num_blocks,
+    block_size, max_num_seqs, max_num_batched_tokens, chunked_prefill."""
+    return (
         policy.num_blocks,
         policy.block_size,
         policy.max_num_seqs,
         policy.max_num_batched_tokens,
         policy.chunked_prefill,
-        **rules,
     )
+
+
+def naive_paged_for(eligible, prompt, output, slots, policy, **rules) -> NaiveRun:
+    """naive_paged with the limits of ``policy`` read off it (limits_of); the vLLM rules stay
+    naive_paged's own arguments, off unless given, so a test says which it compares."""
+    return naive_paged(eligible, prompt, output, slots, *limits_of(policy), **rules)

@@ -28,7 +28,7 @@ from engine.errors import UserError
 from engine.workload import Workload
 
 from helpers import examples
-from naive_batching import naive_shared_queue
+from naive_batching import limits_of, naive_shared_queue
 
 ONE_SECOND = UnitStepTime(1.0)
 # 3 s + 2 s per token + 1 s per KV token read: whole seconds, and the replicas' clocks drift apart
@@ -94,11 +94,7 @@ def run_both(load, slots, policy, replicas, model):
         replicas,
         model,
         slots,
-        policy.num_blocks,
-        policy.block_size,
-        policy.max_num_seqs,
-        policy.max_num_batched_tokens,
-        policy.chunked_prefill,
+        *limits_of(policy),
         prefill_first=policy.name == "prefill_first",
         reserve_full_prompt=policy.reserve_full_prompt,
         async_scheduling=policy.async_scheduling,
