@@ -309,7 +309,7 @@ def load_json(data: str | bytes, path: str | Path, what: str, *, field: str | No
         raise UserError(
             f"not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep", file=path, field=field
         ) from None
-    problem = _json_problem(value) if _refusals() != refused else _too_deep(value)
+    problem = _json_problem(value, refused=_refusals() != refused)
     if problem is not None:
         where, why = problem
         inner = ".".join(where)
@@ -334,32 +334,20 @@ def read_json_object(path: str | Path, limit: int, what: str) -> dict[str, Any] 
     return data if isinstance(data, dict) else None
 
 
-def _json_problem(value: Any) -> tuple[list[str], str] | None:
+def _json_problem(value: Any, refused: bool = True) -> tuple[list[str], str] | None:
     """The first refused number, or the first place nested past the limit, with its path.
-    Each entry links to its parent's, so the path is spelt only when there is something to say."""
-    stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
+    Each entry links to its parent's, so the path is spelt only when there is something to say.
+    With ``refused`` False (the parse marked no number), only the lists and objects are walked."""
+    walked: tuple[type, ...] = (dict, list, _Refused) if refused else (dict, list)
+    stack: list[tuple[Any, int, Any]] = [(value, 0, None)] if type(value) in walked else []
     while stack:
         node, depth, at = stack.pop()
-        if isinstance(node, _Refused):
+        if type(node) is _Refused:
             return _spelt(at), node.why
-        if isinstance(node, (dict, list)):  # an empty one is a level too
-            if depth >= MAX_JSON_DEPTH:
-                return _spelt(at)[:1], f"nested more than {MAX_JSON_DEPTH} levels deep"  # where it starts
-            items = node.items() if isinstance(node, dict) else enumerate(node)
-            stack.extend((child, depth + 1, (key, at)) for key, child in items)
-    return None
-
-
-def _too_deep(value: Any) -> tuple[list[str], str] | None:
-    """_json_problem for a value with no refused number: only its lists and objects are walked."""
-    containers = (dict, list)
-    stack: list[tuple[Any, int, Any]] = [(value, 0, None)] if type(value) in containers else []
-    while stack:
-        node, depth, at = stack.pop()
-        if depth >= MAX_JSON_DEPTH:
-            return _spelt(at)[:1], f"nested more than {MAX_JSON_DEPTH} levels deep"
+        if depth >= MAX_JSON_DEPTH:  # an empty list or object is a level too
+            return _spelt(at)[:1], f"nested more than {MAX_JSON_DEPTH} levels deep"  # where it starts
         items = node.items() if type(node) is dict else enumerate(node)
-        stack.extend((child, depth + 1, (key, at)) for key, child in items if type(child) in containers)
+        stack.extend((child, depth + 1, (key, at)) for key, child in items if type(child) in walked)
     return None
 
 
