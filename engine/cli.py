@@ -50,8 +50,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m engine", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
-        if only is None or only == name:
-            cmd = sub.add_parser(name, help=help_text, description=help_text)
+        if only is not None and only != name:
+            continue
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
         if only == name:
             importlib.import_module(module_name).add_arguments(cmd)
     return parser

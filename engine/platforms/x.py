@@ -87,7 +87,7 @@ def x_weighted_length(text: str, *, newer_emoji: bool = True) -> int:
         covered = sum(end - start for start, end in url_end.items())
         return (len(url_end) * _URL_WEIGHT + (len(units) - covered) * _ASCII_WEIGHT) // _SCALE
     emoji_end = {m.start(): m.end() for m in twemoji().finditer(units)}
-    newer = newer_pattern() if newer_emoji and not units.isascii() else None
+    newer = newer_pattern() if newer_emoji and not ascii_only else None
     total, i, n = 0, 0, len(units)
     while i < n:
         if i in url_end:
