@@ -81,10 +81,10 @@ def check_depth(text: str, path: str | Path, limit: int = MAX_YAML_DEPTH) -> Non
     tokens say where the limit is crossed. Any other refusal is a malformed file, which parse()
     reports with its position."""
     with contextlib.suppress(yaml.YAMLError):  # malformed as well: parse() says where
-        _scan_depth(text, path, limit, yaml.SafeLoader)
+        _scan_depth(text, path, limit)
 
 
-def _scan_depth(text: str, path: str | Path, limit: int, scanner: type[yaml.SafeLoader]) -> None:
+def _scan_depth(text: str, path: str | Path, limit: int) -> None:
     depth = 0
     starts = (
         yaml.BlockMappingStartToken,
@@ -93,7 +93,7 @@ def _scan_depth(text: str, path: str | Path, limit: int, scanner: type[yaml.Safe
         yaml.FlowSequenceStartToken,
     )
     ends = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
-    for token in yaml.scan(text, Loader=scanner):
+    for token in yaml.scan(text, Loader=yaml.SafeLoader):  # the pure-Python scanner: one token at a time
         if isinstance(token, starts):
             depth += 1
             if depth > limit:
@@ -106,8 +106,13 @@ def _refuse_too_deep(path: str | Path, limit: int, mark: yaml.Mark) -> None:
     raise UserError(
         f"nested more than {limit} levels deep",
         file=path,
-        field=f"line {mark.line + 1}, column {mark.column + 1}",
+        field=_where(mark),
     )
+
+
+def _where(mark: yaml.Mark) -> str:
+    """A place in the file, as every YAML error names it."""
+    return f"line {mark.line + 1}, column {mark.column + 1}"
 
 
 def parse(text: str, path: str | Path) -> Any:
@@ -131,9 +136,10 @@ def parse(text: str, path: str | Path) -> Any:
         if getattr(exc, "problem", None) == LIBYAML_CEILING:
             check_depth(text, path)
         mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"malformed YAML: {problem}", file=path, field=where) from None
+        raise UserError(
+            f"malformed YAML: {problem}", file=path, field=_where(mark) if mark else None
+        ) from None
     finally:
         loader.dispose()
 
@@ -160,11 +166,10 @@ def check_expanded(
         children = _children(node)
         if not children_done and children:
             if id(node) in open_:  # met again below itself: `x: &a [*a]`
-                mark = node.start_mark
                 raise UserError(
                     "an alias inside its own anchor stands for a value without end",
                     file=path,
-                    field=f"line {mark.line + 1}, column {mark.column + 1}",
+                    field=_where(node.start_mark),
                 )
             open_.add(id(node))
             stack.append((node, True))
@@ -176,12 +181,11 @@ def check_expanded(
             (levels[id(child)] for child in children), default=0
         )
         if size > values:
-            mark = node.start_mark
             raise UserError(
                 f"its aliases stand for more than {values:,} values, the stated limit (an alias of "
                 "aliases repeated); write the values out or use fewer aliases",
                 file=path,
-                field=f"line {mark.line + 1}, column {mark.column + 1}",
+                field=_where(node.start_mark),
             )
     if levels[id(root)] > depth:
         node = root  # the collection past the limit on the deepest path: `depth` steps down it
