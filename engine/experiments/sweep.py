@@ -34,7 +34,7 @@ def run(
     with blame(ctx, "sweep"):
         the_plan = execute.plan(section, ctx.spec_dir)
     address = ray_address if ray_address is not None else (section.ray.address if section.ray else None)
-    store = ResultStore(store_path)
+    store = ResultStore(store_path, valid=adapter.is_metrics)
     with blame(ctx, "sweep"):
         raw = execute.run(
             the_plan, store, workers=workers or section.workers, ray_address=address, progress=progress

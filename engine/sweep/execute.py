@@ -102,11 +102,7 @@ def run(
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Evaluate the points not already in `store`; return every point's row in grid order."""
-    pending = [
-        (k, p)
-        for k, p in zip(the_plan.keys, the_plan.points)
-        if k not in store or not adapter.is_metrics(store.get(k))  # a line edited by hand: again
-    ]
+    pending = [(k, p) for k, p in zip(the_plan.keys, the_plan.points) if k not in store]
     pending = list(dict(pending).items())  # a key once, even if two points share it
     if pending:
         bar = _progress(len(pending), len(the_plan.points), progress)

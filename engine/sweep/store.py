@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,8 +26,11 @@ MAX_LINE_BYTES = 1 * 2**20  # one point's line: its key, its point and its metri
 class ResultStore:
     """Finished points by key; ``add`` appends to the file (when there is one) as they finish."""
 
-    def __init__(self, path: Path | None):
+    def __init__(self, path: Path | None, valid: Callable[[dict[str, Any]], bool] = lambda metrics: True):
+        """``valid``: whether a line's metrics have the shape the sweep writes (the file is the
+        person's, and a line edited by hand is that point computed again, never read)."""
         self.path = Path(path) if path is not None else None
+        self.valid = valid
         self.results: dict[str, dict[str, Any]] = {}
         self._file: TextIO | None = None
         if self.path is not None and (self.path.exists() or self.path.is_symlink()):
@@ -49,7 +53,10 @@ class ResultStore:
                     and isinstance(row.get("key"), str)
                     and isinstance(row.get("metrics"), dict)
                 ):
-                    self.results[row["key"]] = row["metrics"]
+                    if self.valid(row["metrics"]):  # the last line of a key is its result
+                        self.results[row["key"]] = row["metrics"]
+                    else:
+                        self.results.pop(row["key"], None)
 
     def __contains__(self, key: str) -> bool:
         return key in self.results
