@@ -198,8 +198,10 @@ def dumps(changes: dict[str, Any]) -> str:
 
 
 def load(folder: Path) -> dict[str, Any] | None:
-    """What the last build of this folder changed, for its review page; None if not recorded."""
-    return read_json_object(Path(folder) / CHANGES, MAX_RESULTS_BYTES, "results")
+    """What the last build of this folder changed, for its review page; None if not recorded,
+    or recorded in another shape than the build writes (_as_written)."""
+    found = read_json_object(Path(folder) / CHANGES, MAX_RESULTS_BYTES, "changes record")
+    return found if found is not None and _as_written(found) else None
 
 
 def summary(changes: dict[str, Any], limit: int = 4) -> str | None:
@@ -223,7 +225,7 @@ def summary(changes: dict[str, Any], limit: int = 4) -> str | None:
 def page_context(folder: Path) -> dict[str, Any] | None:
     """The review page's "changed since the last build" panel; None after a first build."""
     found = load(folder)
-    if not found or not found.get("previous") or not _as_written(found):
+    if not found or not found.get("previous"):
         return None
     return {
         "figures": found.get("figures") or [],
