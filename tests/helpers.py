@@ -8,6 +8,7 @@ import ast
 import contextlib
 import faulthandler
 import functools
+import io
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import shutil
 import sys
 import time
 import tracemalloc
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -406,3 +408,24 @@ def lab_day_spec(title: str, figures: dict[str, tuple[str, str]], charts: str = 
         f"charts: {charts}\n"
         "measured: latest\n"
     )
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """The command in this process, its output captured and held to bounded_command's bounds;
+    any warning raised is an error, so a library's warning on stderr fails a hostile case as a
+    second line would."""
+    from engine.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with bounded_command(argv):
+            code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def one_line(err: str) -> str:
+    """The one line a command wrote to stderr, asserted to be one and no traceback."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]

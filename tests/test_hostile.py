@@ -8,9 +8,7 @@ one to the same rule. `make soak` runs part 2 with many more examples (HOSTILE_E
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import math
 import os
@@ -24,11 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import limits
-from engine.cli import main
 from engine.errors import UserError
 from engine.spec import load_spec
 
-from helpers import DAYS, LAB_TRACE, bounded, bounded_command, dump_yaml, load_yaml
+from helpers import DAYS, LAB_TRACE, bounded, dump_yaml, load_yaml, one_line, run_cli
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "0"))  # 0: the quick run of `make test`
 QUICK = settings(
@@ -36,20 +33,6 @@ QUICK = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-
-
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), bounded_command(argv):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def spec_with(tmp_path: Path, edit, name: str = "day37") -> Path:

@@ -11,7 +11,6 @@ more than its stated limit; and nothing in out/ or days/ changes but what a good
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -21,7 +20,6 @@ import shutil
 import stat
 import struct
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +28,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from engine import limits
-from engine.cli import main
 from engine.errors import UserError
 from engine.validation import MAX_ONE_LINE_CHARS
 
-from helpers import CASE_BYTES, DAYS, bounded, bounded_command, examples, lab_day_spec, lean_spec, unlinked
+from helpers import CASE_BYTES, DAYS, bounded, examples, lab_day_spec, lean_spec, one_line, run_cli, unlinked
 
 SETTINGS = settings(
     deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -51,23 +48,6 @@ def test_the_bounds_catch_a_case_that_reads_a_giant_whole():
         for page in range(0, len(held), mmap.PAGESIZE):  # touched, so resident
             held[page] = 1
         held.close()
-
-
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    """The command in this process, its output captured; any warning raised is an error, so a
-    library's warning on stderr fails the case as a second line would."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with bounded_command(argv):
-            code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def state(root: Path) -> dict[str, Any]:
