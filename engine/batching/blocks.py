@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching.clock import blockwise
 from engine.batching.distinct import distinct
 from engine.batching.schedule import Schedule
 
@@ -149,17 +150,36 @@ def _count_at_or_before(points: np.ndarray, weights: np.ndarray | None, steps: n
 def _prefill_blocks_at(schedule: Schedule, bs: int, steps: np.ndarray) -> np.ndarray:
     if len(schedule.chunk_stay) == 0:
         return np.zeros(len(steps), dtype=np.int64)
-    order = np.lexsort((schedule.chunk_step, schedule.chunk_stay))
-    stay = schedule.chunk_stay[order]
-    step = schedule.chunk_step[order]
-    held = ceil_div(schedule.chunk_done[order], bs)
-    until = schedule.decode_start[stay].copy()
-    same = stay[1:] == stay[:-1]
-    until[:-1][same] = step[1:][same]
+    step, until, held = _chunk_holdings(schedule, bs)
     return _count_at_or_before(step, held, steps) - _count_at_or_before(until, held, steps)
 
 
-CROSSINGS_PER_CHUNK = 1 << 20  # new-block steps listed at once: half a dozen arrays of 8 MiB (a larger
+def _chunk_holdings(schedule: Schedule, bs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(from, to, blocks) of every prefill chunk: a prefilling stay holds ceil(done / bs) blocks
+    from each chunk's step to its next chunk's, or to its first decode step. The chunks are read
+    in (stay, step) order, in place when they are in it already (one chunk per stay, stays in
+    order: every run without chunked prefill), so no sorted copies are made."""
+    stay, step, done = schedule.chunk_stay, schedule.chunk_step, schedule.chunk_done
+    if len(stay) > 1 and not _in_order(stay, step):
+        order = np.lexsort((step, stay))
+        stay, step, done = stay[order], step[order], done[order]
+        del order
+    held = ceil_div(done, bs)
+    until = schedule.decode_start[stay]
+    same = np.flatnonzero(stay[1:] == stay[:-1])
+    until[same] = step[same + 1]
+    return step, until, held
+
+
+def _in_order(stay: np.ndarray, step: np.ndarray) -> bool:
+    """Whether the chunks are sorted by stay, then step."""
+    later = stay[1:] - stay[:-1]
+    if (later > 0).all():
+        return True
+    return bool(((later > 0) | ((later == 0) & (step[1:] > step[:-1]))).all())
+
+
+CROSSINGS_PER_CHUNK = 1 << 18  # new-block steps listed at once: half a dozen arrays of 2 MiB (a larger
 # chunk costs memory and saves no time: each is one sort and one search of the steps asked)
 
 
@@ -238,13 +258,9 @@ def _block_steps(schedule: Schedule, bs: int) -> float:
     """Σ over steps of the blocks held, in closed form per stay and per chunk."""
     total = 0.0
     if len(schedule.chunk_stay):
-        order = np.lexsort((schedule.chunk_step, schedule.chunk_stay))
-        stay, step = schedule.chunk_stay[order], schedule.chunk_step[order]
-        until = schedule.decode_start[stay].copy()
-        same = stay[1:] == stay[:-1]
-        until[:-1][same] = step[1:][same]
-        held = ceil_div(schedule.chunk_done[order], bs)
+        step, until, held = _chunk_holdings(schedule, bs)
         total += float(np.sum(held.astype(np.float64) * (until - step)))
+        del step, until, held
     ds, end, cached = schedule.decode_start, schedule.end, schedule.context
     live = end > ds
 
@@ -253,6 +269,11 @@ def _block_steps(schedule: Schedule, bs: int) -> float:
         q, r = q.astype(np.float64), r.astype(np.float64)
         return bs * q * (q + 1) / 2 + r * (q + 1)
 
-    c, length = cached[live], (end - ds)[live]
-    total += float(np.sum(ceil_sum(c + length) - ceil_sum(c)))
+    def held_while_decoding(c: np.ndarray, d: np.ndarray, e: np.ndarray) -> np.ndarray:
+        return np.where(e > d, ceil_sum(c + (e - d)) - ceil_sum(c), 0.0)
+
+    # element by element, a block at a time (a dozen temporaries each as long as the stays), then
+    # one sum over the stays that decode: the same floats as summing one whole expression
+    per_stay = blockwise(held_while_decoding, cached, ds, end, dtype=np.float64)
+    total += float(np.sum(per_stay[live]))
     return total

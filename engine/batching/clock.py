@@ -187,35 +187,40 @@ def segment_load(schedule: Schedule) -> SegmentLoad:
     decoding reads one more, those that leave stop, those that join add their first read.
     """
     horizon = schedule.makespan
-    ds, end = schedule.decode_start, priced_end(schedule)
+    ds, end, cached = schedule.decode_start, priced_end(schedule), schedule.context
     live = end > ds
-    ds, end, cached = ds[live], end[live], schedule.context[live]
-    edges = distinct(
-        np.concatenate(
-            (
-                [0, horizon],
-                ds,
-                end,
-                schedule.chunk_step,
-                schedule.chunk_step + 1,
-            )
-        )
-    ).astype(np.int64)
-    edges = edges[edges <= horizon]
+    if not live.all():
+        ds, end, cached = ds[live], end[live], cached[live]
+    del live
+    # At a million requests every array here is several MiB: each is built in place, and let go
+    # of as soon as the next one is made, so the run's peak memory is not these temporaries.
+    chunk_step = schedule.chunk_step
+    events = np.empty(2 + 2 * len(ds) + 2 * len(chunk_step), dtype=np.int64)
+    events[:2] = (0, horizon)
+    parts = np.cumsum((2, len(ds), len(ds), len(chunk_step)))
+    events[parts[0] : parts[1]] = ds
+    events[parts[1] : parts[2]] = end
+    events[parts[2] : parts[3]] = chunk_step
+    np.add(chunk_step, 1, out=events[parts[3] :])
+    edges = distinct(events, in_place=True)
+    del events
+    edges = edges[: np.searchsorted(edges, horizon, side="right")]
     n_edges = len(edges)
     at_start = np.searchsorted(edges, ds)
+    change = np.bincount(at_start, minlength=n_edges).astype(np.int64, copy=False)
     at_end = np.searchsorted(edges, end)
-    change = np.bincount(at_start, minlength=n_edges) - np.bincount(at_end, minlength=n_edges)
-    batch = np.cumsum(change)[:-1].astype(np.int64)
-    joins = _whole_bincount(at_start, cached + 1, n_edges)
-    leaves = _whole_bincount(at_end, cached + 1 + (end - ds), n_edges)
-    lengths = np.diff(edges)
-    step_up = np.zeros(n_edges, dtype=np.int64)
-    step_up[1:] = batch * lengths  # each request reads one more per step of the segment before
-    context = np.cumsum(step_up + joins - leaves)[:-1]
-    prefill = _whole_bincount(np.searchsorted(edges, schedule.chunk_step), schedule.chunk_tokens, n_edges)[
-        :-1
-    ]
+    change -= np.bincount(at_end, minlength=n_edges)
+    batch = np.cumsum(change[:-1])
+    del change
+    # each request reads one more per step of the segment before; joins add their first read
+    # (cached + 1), leaves take back their last (cached + 1 + steps decoded)
+    flow = _whole_bincount(at_start, cached + 1, n_edges)
+    del at_start
+    flow -= _whole_bincount(at_end, cached + 1 + (end - ds), n_edges)
+    del at_end
+    flow[1:] += batch * np.diff(edges)
+    context = np.cumsum(flow[:-1], out=flow[:-1])
+    prefill = _whole_bincount(np.searchsorted(edges, chunk_step), schedule.chunk_tokens, n_edges)[:-1]
     return SegmentLoad(edges, batch, context, prefill)
 
 
@@ -244,14 +249,20 @@ def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
     nothing = (load.batch == 0) & (load.prefill == 0)
     first = np.where(nothing, idle, blockwise(step_time.seconds, load.batch, load.context, load.prefill))
     flat = nothing | (load.prefill > 0)
+    del nothing
     lengths = load.lengths
     summed = blockwise(step_time.segment_seconds, load.batch, load.context, lengths, dtype=np.float64)
     seconds = np.where(flat, lengths * first, summed)
+    del lengths, summed
+    times = np.empty(len(seconds) + 1, dtype=np.float64)
+    times[0] = 0.0
+    np.cumsum(seconds, out=times[1:])
+    del seconds
     return SegmentClock(
         idle=idle,
         model=step_time,
         edges=load.edges,
-        times=np.concatenate(([0.0], np.cumsum(seconds))),
+        times=times,
         batch=load.batch,
         context=load.context,
         first=first,

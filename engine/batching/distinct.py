@@ -11,9 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 
-def distinct(values: np.ndarray) -> np.ndarray:
-    """np.unique(values) for a 1-D integer array."""
-    ordered = np.sort(np.asarray(values).ravel())
+def distinct(values: np.ndarray, in_place: bool = False) -> np.ndarray:
+    """np.unique(values) for a 1-D integer array; `in_place` sorts `values` itself (one copy
+    fewer, for a temporary array the caller is done with)."""
+    if in_place:
+        values.sort()
+        ordered = values
+    else:
+        ordered = np.sort(np.asarray(values).ravel())
     if len(ordered) < 2:
         return ordered
     keep = np.empty(len(ordered), dtype=bool)

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -283,14 +284,27 @@ def schedule_paged(
     return sim.schedule()
 
 
+def int_array(values: np.ndarray) -> array[int]:
+    """Whole numbers as a compact array of C longs: 8 bytes each, where a list holds a pointer
+    and an int object (36 bytes for most values); indexing gives plain ints all the same."""
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return out
+
+
+def filled(n: int, value: int) -> array[int]:
+    return array("q", [value]) * n
+
+
 class _Simulation:
-    """The scheduler's state. Per-request state lives in plain lists (fast to index)."""
+    """The scheduler's state. Per-request state lives in compact arrays (array.array: indexed as
+    fast as a list, a fifth of its memory at a million requests)."""
 
     def __init__(self, eligible, prompt, output, cap: int, policy: PagedPolicy, clock=None) -> None:
         self.n = n = len(output)
-        self.eligible = eligible.tolist()
-        self.prompt = prompt.tolist()
-        self.output = output.tolist()
+        self.eligible = int_array(eligible)
+        self.prompt = int_array(prompt)
+        self.output = int_array(output)
         self.cap = cap
         self.bs = policy.block_size
         self.limited = policy.num_blocks is not None
@@ -300,7 +314,7 @@ class _Simulation:
         # seat and blocks (explicitly, in `held`) until step t is scheduled
         self.lingers = policy.async_scheduling
         self.lingering: dict[int, None] = {}
-        self.late_preempted: list[int] = []  # stays preempted while lingering
+        self.late_preempted: array[int] = array('q')  # stays preempted while lingering
         self.free = 0  # blocks free, kept exact within a visited step (set at its start)
         self.explicit = 0  # blocks held by running requests that are not decoding (prefills)
         self.decoding_blocks = DecodeBlocks(self.bs)  # the decoding requests' blocks
@@ -308,17 +322,17 @@ class _Simulation:
         self.budget = policy.max_num_batched_tokens
         self.chunked = policy.chunked_prefill
         # per request
-        self.generated = [0] * n  # tokens emitted so far (survive preemption)
-        self.first_start = [-1] * n
-        self.finish = [-1] * n
-        self.stay = [0] * n  # index of its current stay
-        self.context = [0] * n  # tokens to have in cache when decoding starts
-        self.prefilled = [0] * n  # of those, prefilled so far (while prefilling)
-        self.decode_from = [0] * n  # first decode step of the current stay
-        self.held = [0] * n  # blocks held while not decoding (only when blocks are limited)
-        self.offset = [0] * n  # while decoding: it reads offset + s tokens at step s
-        self.counted = [False] * n  # in decoding_blocks
-        self.due = [-1] * n  # the step its queued completion is due (-1: none queued)
+        self.generated = filled(n, 0)  # tokens emitted so far (survive preemption)
+        self.first_start = filled(n, -1)
+        self.finish = filled(n, -1)
+        self.stay = filled(n, 0)  # index of its current stay
+        self.context = filled(n, 0)  # tokens to have in cache when decoding starts
+        self.prefilled = filled(n, 0)  # of those, prefilled so far (while prefilling)
+        self.decode_from = filled(n, 0)  # first decode step of the current stay
+        self.held = filled(n, 0)  # blocks held while not decoding (only when blocks are limited)
+        self.offset = filled(n, 0)  # while decoding: it reads offset + s tokens at step s
+        self.counted = array('b', bytes(n))  # in decoding_blocks
+        self.due = filled(n, -1)  # the step its queued completion is due (-1: none queued)
         # queues
         self.running: dict[int, None] = {}  # admission order; the last key is the newest
         self.prefilling: dict[int, None] = {}
@@ -328,23 +342,23 @@ class _Simulation:
         self.events: list[int] = []
         self.preemptions = 0
         # outputs: stays and prefill chunks
-        self.s_request: list[int] = []
-        self.s_slot: list[int] = []
-        self.s_start: list[int] = []
-        self.s_decode: list[int] = []
-        self.s_emit: list[int] = []
-        self.s_end: list[int] = []
-        self.s_context: list[int] = []
-        self.c_stay: list[int] = []
-        self.c_step: list[int] = []
-        self.c_tokens: list[int] = []
-        self.c_done: list[int] = []
+        self.s_request: array[int] = array('q')
+        self.s_slot: array[int] = array('q')
+        self.s_start: array[int] = array('q')
+        self.s_decode: array[int] = array('q')
+        self.s_emit: array[int] = array('q')
+        self.s_end: array[int] = array('q')
+        self.s_context: array[int] = array('q')
+        self.c_stay: array[int] = array('q')
+        self.c_step: array[int] = array('q')
+        self.c_tokens: array[int] = array('q')
+        self.c_done: array[int] = array('q')
         # the clock, when arrivals are in seconds: what the current step runs, and when it began
         self.t = 0
         self.timing: StepTime | None = None
         if clock is not None:
             self.timing, arrival = clock
-            self.arrival = np.asarray(arrival, dtype=np.float64).tolist()
+            self.arrival = array('d', np.ascontiguousarray(arrival, dtype=np.float64).tobytes())
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.advance = clock_functions(self.timing, cap).advance  # plain floats, made once
         self.now = 0.0  # seconds when step t begins
@@ -414,7 +428,7 @@ class _Simulation:
         heappop, heappush = heapq.heappop, heapq.heappush
         shift, mask = EVENT_SHIFT, EVENT_MASK
         timed = self.timing is not None
-        arrival: list[Any] = self.arrival if timed else eligible  # seconds, or steps
+        arrival: Any = self.arrival if timed else eligible  # seconds, or steps
         tolerance = 0.0
         if timed:
             tolerance = self.tolerance
