@@ -314,7 +314,7 @@ class _Simulation:
         # seat and blocks (explicitly, in `held`) until step t is scheduled
         self.lingers = policy.async_scheduling
         self.lingering: dict[int, None] = {}
-        self.late_preempted: array[int] = array('q')  # stays preempted while lingering
+        self.late_preempted: array[int] = array("q")  # stays preempted while lingering
         self.free = 0  # blocks free, kept exact within a visited step (set at its start)
         self.explicit = 0  # blocks held by running requests that are not decoding (prefills)
         self.decoding_blocks = DecodeBlocks(self.bs)  # the decoding requests' blocks
@@ -331,7 +331,7 @@ class _Simulation:
         self.decode_from = filled(n, 0)  # first decode step of the current stay
         self.held = filled(n, 0)  # blocks held while not decoding (only when blocks are limited)
         self.offset = filled(n, 0)  # while decoding: it reads offset + s tokens at step s
-        self.counted = array('b', bytes(n))  # in decoding_blocks
+        self.counted = array("b", bytes(n))  # in decoding_blocks
         self.due = filled(n, -1)  # the step its queued completion is due (-1: none queued)
         # queues
         self.running: dict[int, None] = {}  # admission order; the last key is the newest
@@ -342,23 +342,23 @@ class _Simulation:
         self.events: list[int] = []
         self.preemptions = 0
         # outputs: stays and prefill chunks
-        self.s_request: array[int] = array('q')
-        self.s_slot: array[int] = array('q')
-        self.s_start: array[int] = array('q')
-        self.s_decode: array[int] = array('q')
-        self.s_emit: array[int] = array('q')
-        self.s_end: array[int] = array('q')
-        self.s_context: array[int] = array('q')
-        self.c_stay: array[int] = array('q')
-        self.c_step: array[int] = array('q')
-        self.c_tokens: array[int] = array('q')
-        self.c_done: array[int] = array('q')
+        self.s_request: array[int] = array("q")
+        self.s_slot: array[int] = array("q")
+        self.s_start: array[int] = array("q")
+        self.s_decode: array[int] = array("q")
+        self.s_emit: array[int] = array("q")
+        self.s_end: array[int] = array("q")
+        self.s_context: array[int] = array("q")
+        self.c_stay: array[int] = array("q")
+        self.c_step: array[int] = array("q")
+        self.c_tokens: array[int] = array("q")
+        self.c_done: array[int] = array("q")
         # the clock, when arrivals are in seconds: what the current step runs, and when it began
         self.t = 0
         self.timing: StepTime | None = None
         if clock is not None:
             self.timing, arrival = clock
-            self.arrival = array('d', np.ascontiguousarray(arrival, dtype=np.float64).tobytes())
+            self.arrival = array("d", np.ascontiguousarray(arrival, dtype=np.float64).tobytes())
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.advance = clock_functions(self.timing, cap).advance  # plain floats, made once
         self.now = 0.0  # seconds when step t begins
