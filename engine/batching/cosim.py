@@ -23,7 +23,7 @@ import numpy as np
 
 from engine.batching.clock import clock_for
 from engine.batching.continuous import ContinuousPolicy, refuse_changed_rule
-from engine.batching.metrics import measure
+from engine.batching.metrics import measure, price
 from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
 from engine.errors import UserError
 from engine.workload import Workload
@@ -134,14 +134,14 @@ def measure_replicas(
         clock = clock_for(schedule, step_time)
         eligible = clock.step_of(arrival[served])
         block_size, kv_info = policy.kv_blocks if policy.kv_blocks is not None else (None, None)
+        priced = price(schedule, output[served], eligible, arrival[served], clock)
+        del clock
         results.append(
             measure(
                 policy.name,
                 schedule,
                 output[served],
-                eligible,
-                arrival[served],
-                clock,
+                priced,
                 block_size=block_size,
                 kv_info=kv_info,
                 step_time=step_time.describe(),

@@ -281,26 +281,47 @@ def makespan_record(steps: int, seconds: float | None) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, eq=False)
+class Priced:
+    """What a run's clock says of it: the latencies, and when each bin of the series begins
+    (the makespan last; None untimed). Priced apart from the other metrics so that the caller
+    can let go of the clock (a few hundred MB at a million requests) before they are counted."""
+
+    latency: Latencies
+    at_bounds: np.ndarray | None
+
+
+def bin_bounds(schedule: Schedule) -> np.ndarray:
+    """The series' bins' left edges, then the makespan."""
+    return np.append(binned(schedule.makespan), schedule.makespan)
+
+
+def price(
+    schedule: Schedule, output: np.ndarray, eligible: np.ndarray, arrival: np.ndarray, clock: Clock | None
+) -> Priced:
+    # the bins' start times and the makespan in one call (the clock works element by element)
+    at_bounds = clock.at(bin_bounds(schedule)) if clock is not None else None
+    return Priced(latencies(schedule, output, eligible, arrival, clock), at_bounds)
+
+
 def measure(
     policy: str,
     schedule: Schedule,
     output: np.ndarray,
-    eligible: np.ndarray,
-    arrival: np.ndarray,
-    clock: Clock | None,
+    priced: Priced,
     *,
     block_size: int | None = None,
     kv_info: dict[str, Any] | None = None,
     step_time: dict[str, Any] | None = None,
 ) -> PolicyResult:
-    """Every metric of a finished schedule; KV blocks too when `block_size` is given (paged)."""
+    """Every metric of a finished schedule, its clock's part given (price); KV blocks too when
+    `block_size` is given (paged)."""
     steps = schedule.makespan
     slots = schedule.slots
     tokens = int(output.sum())
-    edges = binned(steps)
-    bounds = np.append(edges, steps)
-    # the bins' start times and the makespan in one call (the clock works element by element)
-    at_bounds = clock.at(bounds) if clock is not None else None
+    bounds = bin_bounds(schedule)
+    edges = bounds[:-1]
+    at_bounds = priced.at_bounds
     seconds = float(at_bounds[-1]) if at_bounds is not None else None
     width = np.diff(bounds)
     ds, end = schedule.decode_start, schedule.end
@@ -315,8 +336,7 @@ def measure(
         "busy": np.asarray(busy, dtype=np.float64) / width,
         "held": np.asarray(held, dtype=np.float64) / width,
     }
-    if clock is not None:
-        assert at_bounds is not None
+    if at_bounds is not None:
         series["seconds"] = at_bounds[:-1]
     kv_blocks = None
     if block_size is not None:
@@ -343,7 +363,7 @@ def measure(
         throughput_tokens_per_second=tokens / seconds if seconds else None,
         requests_per_second=len(output) / seconds if seconds else None,
         preemptions=schedule.preemptions,
-        latency=latencies(schedule, output, eligible, arrival, clock),
+        latency=priced.latency,
         schedule=schedule,
         series=series,
         group_maxima=group_maxima,
