@@ -429,3 +429,38 @@ def one_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
+
+
+# ---- a small sweep ------------------------------------------------------------------------------
+
+SMALL_SWEEP: dict[str, Any] = {  # eight points: two GPUs, two batch sizes, two rates
+    "workload": {
+        "requests": 40,
+        "seed": 3,
+        "output_tokens": {"kind": "uniform", "low": 5, "high": 30},
+        "prompt_tokens": {"kind": "uniform", "low": 10, "high": 60},
+    },
+    "grid": {
+        "gpu": ["h100-80gb", "a10g"],
+        "model": ["llama-3-8b"],
+        "max_num_seqs": [4, 16],
+        "max_num_batched_tokens": [256],
+        "step_time": ["unit:0.02"],
+        "arrival_rate": [5, 50],
+    },
+    "targets": {"ttft_p99": 0.5},
+}
+
+
+def sweep_section(**changes: Any) -> Any:
+    """SMALL_SWEEP with `changes` by dotted path ('grid.gpu': [...]), as a SweepSection."""
+    from engine.sweep.grid import SweepSection
+
+    doc = json.loads(json.dumps(SMALL_SWEEP))
+    for key, value in changes.items():
+        node = doc
+        *path, last = key.split(".")
+        for part in path:
+            node = node[part]
+        node[last] = value
+    return SweepSection.model_validate(doc)

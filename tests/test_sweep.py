@@ -19,36 +19,9 @@ from engine.sweep.prices import PRICES_FILE, load_prices
 from engine.sweep.store import ResultStore
 from engine.sweep.table import to_csv
 
+from helpers import SMALL_SWEEP as SMALL
 from helpers import dump_yaml, load_yaml
-
-SMALL: dict[str, Any] = {
-    "workload": {
-        "requests": 40,
-        "seed": 3,
-        "output_tokens": {"kind": "uniform", "low": 5, "high": 30},
-        "prompt_tokens": {"kind": "uniform", "low": 10, "high": 60},
-    },
-    "grid": {
-        "gpu": ["h100-80gb", "a10g"],
-        "model": ["llama-3-8b"],
-        "max_num_seqs": [4, 16],
-        "max_num_batched_tokens": [256],
-        "step_time": ["unit:0.02"],
-        "arrival_rate": [5, 50],
-    },
-    "targets": {"ttft_p99": 0.5},
-}
-
-
-def section(**changes: Any) -> SweepSection:
-    doc = json.loads(json.dumps(SMALL))
-    for key, value in changes.items():
-        node = doc
-        *path, last = key.split(".")
-        for part in path:
-            node = node[part]
-        node[last] = value
-    return SweepSection.model_validate(doc)
+from helpers import sweep_section as section
 
 
 def run(sec: SweepSection, tmp_path: Path, **kwargs: Any) -> dict[str, Any]:

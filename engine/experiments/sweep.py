@@ -1,8 +1,9 @@
 """Capacity planning: the spec's sweep section through the simulator, priced and ranked.
 
 The build and ``python -m engine sweep`` both come here, so a day's post and the command line
-quote the same table. The build keeps no results file (a build is a pure function of the spec);
-the command keeps one so that a long sweep resumes.
+quote the same table. The command keeps a results file of the person's, so that a long sweep
+resumes; the build keeps none, and remembers the points it computed in the engine's cache
+instead (engine.sweep.remembered), so that a rebuild simulates only points it has not seen.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from engine.catalog import load_gpu, load_model
 from engine.sections import Inputs, SectionExample, SpecLocation, blame, register_section
-from engine.sweep import adapter, analysis, execute
+from engine.sweep import adapter, analysis, execute, remembered
 from engine.sweep.grid import SweepSection, count_points
 from engine.sweep.prices import load_prices, price_of
 from engine.sweep.store import ResultStore
@@ -26,6 +27,7 @@ def run(
     ctx: SpecLocation,
     *,
     store_path: Path | None = None,
+    store: ResultStore | None = None,
     workers: int | None = None,
     ray_address: str | None = None,
     progress: bool = False,
@@ -34,7 +36,8 @@ def run(
     with blame(ctx, "sweep"):
         the_plan = execute.plan(section, ctx.spec_dir)
     address = ray_address if ray_address is not None else (section.ray.address if section.ray else None)
-    store = ResultStore(store_path, valid=adapter.is_metrics)
+    if store is None:
+        store = ResultStore(store_path, valid=adapter.is_metrics)
     with blame(ctx, "sweep"):
         raw = execute.run(
             the_plan, store, workers=workers or section.workers, ray_address=address, progress=progress
@@ -117,8 +120,9 @@ def headline(sweep: dict[str, Any]) -> str:
 
 
 def _run_for_build(section: SweepSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
-    """A day's build: every core, no results file kept (a build is a pure function of the spec)."""
-    return run(section, location)
+    """A day's build: every core; the points computed are remembered in the engine's cache, not
+    in a results file of the person's (a build is a pure function of the spec)."""
+    return run(section, location, store=remembered.store())
 
 
 register_section(

@@ -1,0 +1,99 @@
+"""A day's sweep points, remembered between builds: a warm build of a sweep day simulates nothing.
+
+A build is a pure function of its spec, so it keeps no results file of the person's; but a
+sweep's points cost seconds each time, and a rebuild with nothing changed should cost none.
+The points a build computes are kept in the engine's cache folder (engine.cachedir, beside the
+drawings, never under out/), in one results file (engine.sweep.store) per version of the code:
+
+- A point's key already holds everything its metrics depend on but the code (its settings,
+  the workload's fingerprint, every measured file's hash: engine.sweep.execute.plan). The file
+  is named after a digest of every source and data file of the engine and the numeric library's
+  version (``code_digest``), so an edit anywhere in the simulator is a new file, and nothing a
+  different simulator computed is ever read. Files of other digests are deleted when a new one
+  is started.
+- A damaged or cut line is that point computed again (the store's own rule); a file past
+  MAX_BYTES is started afresh, so the cache is bounded.
+- Whatever goes wrong with the cache folder (unwritable, a link or a FIFO planted there), the
+  build computes every point as it would without it: the cache can make a build faster, never
+  fail it or change its bytes (the metrics are JSON both ways; floats round-trip exactly).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import engine
+from engine import cachedir
+from engine.errors import UserError
+from engine.sweep import adapter
+from engine.sweep.store import ResultStore
+
+MAX_BYTES = 64 * 2**20  # about 200,000 points' lines
+SUFFIX = ".jsonl"
+_ENGINE = Path(engine.__file__).resolve().parent
+LIBRARIES = ("numpy",)
+
+
+def folder() -> Path:
+    return cachedir.root() / "sweeps"
+
+
+@functools.cache
+def code_digest() -> str:
+    """A digest of every module and data file of the engine (read as they are, not inputs) and
+    of the library versions the simulator computes with."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in _ENGINE.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file()):
+        digest.update(path.relative_to(_ENGINE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in LIBRARIES:
+        digest.update(f"{name}=={metadata.version(name)}\0".encode())
+    return digest.hexdigest()
+
+
+def store() -> ResultStore:
+    """The build's store of computed points: the remembered file, or none (compute everything)
+    when the cache folder cannot hold one."""
+    path = folder() / f"{code_digest()}{SUFFIX}"
+    try:
+        _forget_others(path)
+        if path.is_file() and path.stat().st_size > MAX_BYTES:
+            path.unlink()
+        return _Remembered(path)
+    except (OSError, UserError):
+        return ResultStore(None)
+
+
+def clear() -> Path:
+    """Delete every remembered file (`make clean-cache`); returns the folder."""
+    _forget_others(folder() / "none")
+    return folder()
+
+
+def _forget_others(keep: Path) -> None:
+    """Delete the files of other code digests (nothing will read them again)."""
+    with contextlib.suppress(FileNotFoundError), os.scandir(keep.parent) as entries:
+        for entry in entries:
+            if entry.name.endswith(SUFFIX) and entry.name != keep.name:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+class _Remembered(ResultStore):
+    """A store whose file is the cache's: a point that cannot be written to it is kept in memory
+    only (the build goes on), never an error."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, valid=adapter.is_metrics)
+
+    def add(self, key: str, point: dict[str, Any], metrics: dict[str, Any]) -> None:
+        try:
+            super().add(key, point, metrics)
+        except (OSError, UserError):
+            self.results[key] = metrics
+            self.path = None  # stop trying to write; the rest of the run stays in memory
