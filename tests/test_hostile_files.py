@@ -31,7 +31,18 @@ from engine import limits
 from engine.errors import UserError
 from engine.validation import MAX_ONE_LINE_CHARS
 
-from helpers import CASE_BYTES, DAYS, bounded, examples, lab_day_spec, lean_spec, one_line, run_cli, unlinked
+from helpers import (
+    CASE_BYTES,
+    DAYS,
+    bounded,
+    examples,
+    lab_day_spec,
+    lean_spec,
+    one_line,
+    run_cli,
+    sweep_section,
+    unlinked,
+)
 
 SETTINGS = settings(
     deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -372,22 +383,12 @@ def test_a_rebuild_over_mangled_records_and_odd_files_keeps_the_persons_files(tm
 # ---- a sweep's results file ------------------------------------------------------------------
 
 
-SWEEP = {
-    "workload": {
-        "requests": 10,
-        "seed": 3,
-        "output_tokens": {"kind": "uniform", "low": 5, "high": 30},
-        "prompt_tokens": {"kind": "uniform", "low": 10, "high": 60},
-    },
-    "grid": {
-        "gpu": ["h100-80gb"],
-        "model": ["llama-3-8b"],
-        "max_num_seqs": [4],
-        "max_num_batched_tokens": [256],
-        "step_time": ["unit:0.02"],
-        "arrival_rate": [5],
-    },
-    "targets": {"ttft_p99": 0.5},
+# one point: the small grid's first GPU, batch size and rate, on ten requests
+ONE_POINT = {
+    "workload.requests": 10,
+    "grid.gpu": ["h100-80gb"],
+    "grid.max_num_seqs": [4],
+    "grid.arrival_rate": [5],
 }
 
 
@@ -396,9 +397,8 @@ def sweep_truth(tmp_path_factory) -> tuple[Any, dict[str, Any], str]:
     """The one-point sweep, its rows computed with no results file, and its stored line."""
     from engine.experiments import sweep as experiment
     from engine.sections import SpecLocation
-    from engine.sweep.grid import SweepSection
 
-    section = SweepSection.model_validate(SWEEP)
+    section = sweep_section(**ONE_POINT)
     store = tmp_path_factory.mktemp("sweep") / "points.jsonl"
     rows = experiment.run(
         section, SpecLocation(spec_path=store.parent / "s.yaml"), store_path=store, full=True
