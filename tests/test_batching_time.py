@@ -466,3 +466,16 @@ def test_a_quadrillion_steps_keep_whole_number_counts():
     assert np.array_equal(by_crossings, blocks_at(s, 1, points, "residues"))
     # a 4-token prompt, then two decode steps reading 5 and 6 tokens
     assert r.kv_blocks["peak"] == by_crossings.max() == 4 + 2
+
+
+@pytest.mark.parametrize("dt", [1, 2])
+def test_a_whole_number_step_time_prices_steps_as_seconds(dt):
+    """A step time given as an int is seconds all the same: every latency is its step count
+    times dt (requests all arrive at 0, so each counts from step 0 and from 0 s alike)."""
+    w = Workload(np.array([3, 1, 5, 2]), np.array([4, 0, 2, 7]), np.zeros(4), "by hand")
+    r = simulate(w, ContinuousPolicy(), slots=2, step_time=UnitStepTime(dt))
+    assert r.latency.seconds is not None
+    for name, steps in r.latency.steps.items():
+        np.testing.assert_array_equal(r.latency.seconds[name], steps * dt)
+        assert r.latency.seconds[name].dtype == np.float64
+    assert r.makespan_seconds == r.steps * dt

@@ -238,7 +238,7 @@ def test_a_calibrated_point_is_the_roofline_fitted_to_the_file(tmp_path):
     ref = batching.simulate(load, policy, slots=8, step_time=step)
     assert_same_metrics(got, ref.latency.seconds, int(load.output_tokens.sum()), ref.makespan_seconds)
     # under tp 2 the fit made on one GPU carries over to each GPU's half of the model
-    two = adapter.calibrated_step_time(str(bench), "h", "llama-3-8b", "h100-80gb", "auto", 2)
+    two = adapter.calibrated_step_time(str(bench), "h", "llama-3-8b", None, "h100-80gb", "auto", 2)
     assert (two.memory_efficiency, two.flops_efficiency, two.kernel_seconds) == (
         step.memory_efficiency,
         step.flops_efficiency,
@@ -351,6 +351,28 @@ def test_changed_options_do_not_reuse_stored_results(tmp_path, monkeypatch):
     monkeypatch.setattr(adapter, "evaluate", lambda p, w, o: calls.append(p) or real(p, w, o))
     run(section(block_size=32), tmp_path, workers=1, store_path=store)
     assert len(calls) == 8
+
+
+def test_an_edited_model_config_does_not_reuse_stored_results(tmp_path, monkeypatch):
+    """A model given as a config.json path is part of every point's key by its content."""
+    from engine.catalog import catalog_model_entry
+
+    config = tmp_path / "my-model" / "config.json"
+    config.parent.mkdir()
+    doc = dict(catalog_model_entry("llama-3-8b")["config"])
+    config.write_text(json.dumps(doc))
+    store = tmp_path / "points.jsonl"
+    sec = section(**{"grid.model": [str(config.parent)]})
+    before = run(sec, tmp_path, workers=1, store_path=store)
+    calls: list[Any] = []
+    real = adapter.evaluate
+    monkeypatch.setattr(adapter, "evaluate", lambda p, w, o: calls.append(p) or real(p, w, o))
+    run(sec, tmp_path, workers=1, store_path=store)
+    assert calls == []  # unchanged: every point read back
+    config.write_text(json.dumps({**doc, "num_hidden_layers": 2 * doc["num_hidden_layers"]}))
+    after = run(sec, tmp_path, workers=1, store_path=store)
+    assert len(calls) == 8  # twice the layers: twice the KV per token, every point again
+    assert [r["num_blocks"] for r in after["rows"]] != [r["num_blocks"] for r in before["rows"]]
 
 
 def test_ray_tasks_give_the_same_table_in_the_same_order(tmp_path):

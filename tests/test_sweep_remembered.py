@@ -14,6 +14,7 @@ import pytest
 from engine.experiments import sweep as experiment
 from engine.sections import SpecLocation
 from engine.sweep import adapter, remembered
+from engine.sweep import store as store_module
 from engine.sweep.grid import SweepSection
 
 from helpers import sweep_section as section  # the small 8-point grid
@@ -51,7 +52,8 @@ def computed(sec: SweepSection, tmp_path: Path) -> dict[str, Any]:
 
 
 def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    """Equal, and in the same order (a template iterating a row sees its columns in order)."""
+    return json.dumps(a) == json.dumps(b)
 
 
 def test_a_rebuild_simulates_nothing_and_gives_the_same_table(cache, calls, tmp_path):
@@ -75,52 +77,98 @@ def test_a_rebuild_simulates_nothing_and_gives_the_same_table(cache, calls, tmp_
 def test_other_code_is_a_new_file_and_the_old_one_is_deleted(cache, calls, tmp_path, monkeypatch):
     built(small(), tmp_path)
     (old,) = cache.iterdir()
-    monkeypatch.setattr(remembered, "code_digest", lambda: "0" * 64)
+    mine = tmp_path / "xdg" / "sixty-days-engine" / "sweeps" / "my-sweep.jsonl"
+    mine.write_text("a person's file, not the cache's\n")
+    other = "0" * 64  # a process started with other code
+    monkeypatch.setattr(remembered, "code_digest", lambda: other)
+    monkeypatch.setattr(remembered, "LOADED", other)
     calls.clear()
     assert same(built(small(), tmp_path), computed(small(), tmp_path))
     assert len(calls) == 2 * POINTS  # nothing another version computed is read
-    assert not old.exists() and [p.name for p in cache.iterdir()] == ["0" * 64 + remembered.SUFFIX]
+    assert not old.exists() and sorted(p.name for p in cache.iterdir()) == [
+        other + remembered.SUFFIX,
+        "my-sweep.jsonl",  # only the digest-named files are the cache's to delete
+    ]
 
 
-def test_a_damaged_line_is_that_point_simulated_again(cache, calls, tmp_path):
-    reference = computed(small(), tmp_path)
+def test_a_process_whose_engine_files_changed_remembers_nothing(cache, calls, tmp_path, monkeypatch):
+    """Its code is the old files', its digest would be the new files': neither file is right."""
+    monkeypatch.setattr(remembered, "code_digest", lambda: "1" * 64)
     built(small(), tmp_path)
-    (kept,) = cache.iterdir()
-    lines = kept.read_text().splitlines()
-    edited = json.loads(lines[0])
-    edited["metrics"] = {"throughput": "lots"}  # not the shape the sweep writes
-    kept.write_text("\n".join(["not json", json.dumps(edited), *lines[1:], '{"key": "cut sh']) + "\n")
+    built(small(), tmp_path)
+    assert len(calls) == 2 * POINTS and not cache.exists()
+
+
+def test_a_full_disk_is_points_kept_in_memory_and_the_build_goes_on(cache, calls, tmp_path, monkeypatch):
+    reference = computed(small(), tmp_path)
+    real_open = store_module._open_append
+
+    class Full:
+        """The results file on a disk that fills after two lines: every write, flush and close
+        after that fails, as they do when the kernel refuses the bytes."""
+
+        def __init__(self, path: Path) -> None:
+            self.file, self.lines = real_open(path), 0
+
+        def fileno(self) -> int:
+            return self.file.fileno()
+
+        def write(self, text: str) -> int:
+            self.lines += 1
+            self._refuse()
+            return self.file.write(text)
+
+        def flush(self) -> None:
+            self._refuse()
+            self.file.flush()
+
+        def close(self) -> None:
+            self.file.close()
+            self._refuse()
+
+        def _refuse(self) -> None:
+            if self.lines > 2:
+                raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store_module, "_open_append", Full)
     calls.clear()
     assert same(built(small(), tmp_path), reference)
-    assert len(calls) == 1
-
-
-def test_a_file_past_its_bound_is_started_afresh(cache, calls, tmp_path, monkeypatch):
-    built(small(), tmp_path)
+    assert len(calls) == POINTS
     (kept,) = cache.iterdir()
-    monkeypatch.setattr(remembered, "MAX_BYTES", kept.stat().st_size - 1)
-    calls.clear()
-    assert same(built(small(), tmp_path), computed(small(), tmp_path))
-    assert len(calls) == 2 * POINTS
-    assert len(kept.read_text().splitlines()) == POINTS  # written anew, not appended to
+    assert len(kept.read_text().splitlines()) == 2  # what fitted; the next build computes the rest
 
 
-@pytest.mark.parametrize("planted", ["file-for-folder", "fifo", "link"])
+@pytest.mark.parametrize("planted", ["file-for-folder", "fifo", "link", "hard-link", "linked-folder"])
 def test_an_unusable_cache_computes_every_point_and_the_build_goes_on(cache, calls, tmp_path, planted):
     reference = computed(small(), tmp_path)
+    mine = tmp_path / "elsewhere.jsonl"
+    mine.write_text("")
     if planted == "file-for-folder":
         cache.parent.mkdir(parents=True)
         cache.write_text("not a folder")
+    elif planted == "linked-folder":
+        cache.parent.mkdir(parents=True)
+        (tmp_path / "elsewhere").mkdir()
+        kept = tmp_path / "elsewhere" / (remembered.code_digest() + remembered.SUFFIX)
+        kept.write_text("")
+        cache.symlink_to(tmp_path / "elsewhere")
     else:
         cache.mkdir(parents=True)
         path = cache / (remembered.code_digest() + remembered.SUFFIX)
         if planted == "fifo":
             os.mkfifo(path)
+        elif planted == "link":
+            path.symlink_to(mine)
         else:
-            (tmp_path / "elsewhere.jsonl").write_text("")
-            path.symlink_to(tmp_path / "elsewhere.jsonl")
+            os.link(mine, path)
     calls.clear()
     assert same(built(small(), tmp_path), reference)
-    assert len(calls) == POINTS
-    if planted == "link":
-        assert (tmp_path / "elsewhere.jsonl").read_text() == ""  # nothing written through the link
+    assert mine.read_text() == ""  # nothing written through a link
+    if planted == "linked-folder":
+        assert len(calls) == POINTS and kept.read_text() == ""  # nor into, nor deleted from, its target
+        remembered.clear()
+        assert kept.exists()
+    elif planted == "hard-link":
+        assert len(calls) == POINTS and len((cache / path.name).read_text().splitlines()) == POINTS
+    else:
+        assert len(calls) == POINTS

@@ -43,8 +43,9 @@ class GridClock:
         return self.dt
 
     def at(self, steps: np.ndarray) -> np.ndarray:
-        """Seconds when step `steps` begins (equivalently, when step steps−1 ends)."""
-        return np.asarray(steps) * self.dt
+        """Seconds when step `steps` begins (equivalently, when step steps−1 ends), as floats
+        whatever type dt was given in."""
+        return np.asarray(steps, dtype=np.float64) * float(self.dt)
 
     def step_of(self, seconds: np.ndarray) -> np.ndarray:
         """The first step that begins at or after each time: when an arrival can join."""

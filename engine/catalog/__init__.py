@@ -460,10 +460,8 @@ def load_model(name_or_path: str) -> ModelArch:
             display_name=str(entry.get("display_name", "")),
             extra_sources=_sources_of(entry),
         )
-    path = Path(key).expanduser()
-    if path.is_dir():
-        path = path / "config.json"
-    if path.exists():
+    path = model_file(key)
+    if path is not None:
         config = read_json_limited(path, MAX_CONFIG_BYTES, "config.json")
         if not isinstance(config, dict):
             raise UserError("a config.json must hold one JSON object", file=path)
@@ -475,6 +473,18 @@ def load_model(name_or_path: str) -> ModelArch:
         f"unknown model {key!r}; nearest: {_nearest(key, list(entries))} (or give a path to a config.json)",
         field="model",
     )
+
+
+def model_file(name_or_path: str) -> Path | None:
+    """The config.json a model that is not in the catalog is read from (a file, or a folder's
+    config.json); None for a catalog name or a path that does not exist."""
+    key = str(name_or_path).strip()
+    if key.lower() in _model_entries():
+        return None
+    path = Path(key).expanduser()
+    if path.is_dir():
+        path = path / "config.json"
+    return path if path.exists() else None
 
 
 @cache

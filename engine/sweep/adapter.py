@@ -123,6 +123,7 @@ def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]
         step_time = _step_time(point, options)
         blocks = _num_blocks(
             point.model,
+            _model_hash(point, options),
             point.gpu,
             options["block_size"],
             point.kv_dtype,
@@ -204,27 +205,38 @@ def _step_time(point: Point, options: dict[str, Any]) -> Any:
     kind, rest = parse_step_time(point.step_time)
     if kind == "unit":
         return batching.UnitStepTime(float(rest) if rest else 0.02)
+    model = _model_hash(point, options)
     if kind == "roofline":
-        return _roofline(point.model, point.gpu, point.kv_dtype, point.tp)
+        return _roofline(point.model, model, point.gpu, point.kv_dtype, point.tp)
     path, sha256 = str(Path(options["base_dir"]) / rest), options["files"][point.step_time]
     if kind == "calibrated":
-        return calibrated_step_time(path, sha256, point.model, point.gpu, point.kv_dtype, point.tp)
+        return calibrated_step_time(path, sha256, point.model, model, point.gpu, point.kv_dtype, point.tp)
     return measured_step_time(path, sha256)
 
 
-# Catalog look-ups repeat across thousands of points: once per process each.
+def _model_hash(point: Point, options: dict[str, Any]) -> str | None:
+    """The content hash of the point's model when it is a config.json path (None: a catalog
+    name): part of each look-up's cache key below, so an edited file is read again."""
+    return options.get("models", {}).get(point.model)
+
+
+# Catalog look-ups repeat across thousands of points: once per process each (and model file).
 @lru_cache(maxsize=1024)
-def _num_blocks(model: str, gpu: str, block_size: int, kv_dtype: str, tp: int, utilisation: float) -> int:
+def _num_blocks(
+    model: str, model_hash: str | None, gpu: str, block_size: int, kv_dtype: str, tp: int, utilisation: float
+) -> int:
     return num_blocks_from_catalog(model, gpu, block_size, kv_dtype, tp, utilisation)
 
 
 @lru_cache(maxsize=1024)
-def _roofline(model: str, gpu: str, kv_dtype: str, tp: int) -> Any:
+def _roofline(model: str, model_hash: str | None, gpu: str, kv_dtype: str, tp: int) -> Any:
     return batching.roofline_from_catalog(model, gpu, kv_dtype=kv_dtype, tp=tp)
 
 
 @lru_cache(maxsize=256)
-def calibrated_step_time(path: str, sha256: str, model: str, gpu: str, kv_dtype: str, tp: int) -> Any:
+def calibrated_step_time(
+    path: str, sha256: str, model: str, model_hash: str | None, gpu: str, kv_dtype: str, tp: int
+) -> Any:
     """The roofline of the model on one GPU calibrated on the file's steps (measured on one GPU),
     its fitted efficiencies and per-layer kernel cost then carried to each GPU's share under tp
     (and the all-reduces added). Fitted once per process, file content and configuration."""
@@ -232,7 +244,7 @@ def calibrated_step_time(path: str, sha256: str, model: str, gpu: str, kv_dtype:
     if tp == 1:
         return one
     return CalibratedStepTime.from_roofline(
-        _roofline(model, gpu, kv_dtype, tp),
+        _roofline(model, model_hash, gpu, kv_dtype, tp),
         one.attention_flops_per_kv_token / tp,
         one.layers,
         memory_efficiency=one.memory_efficiency,

@@ -25,9 +25,9 @@ from tqdm import tqdm
 
 import engine
 from engine.batching.calibrated import points_from_file
-from engine.catalog import load_gpu, load_model
+from engine.catalog import load_gpu, load_model, model_file
 from engine.errors import UserError
-from engine.limits import MAX_MEASUREMENT_BYTES, sha256_limited
+from engine.limits import MAX_CONFIG_BYTES, MAX_MEASUREMENT_BYTES, sha256_limited
 from engine.sweep import adapter
 from engine.sweep.grid import Point, SweepSection, expand, parse_step_time, point_key
 from engine.sweep.store import ResultStore
@@ -66,15 +66,29 @@ def plan(section: SweepSection, base_dir: Path) -> Plan:
         "gpu_memory_utilization": section.gpu_memory_utilization,
         "base_dir": str(base_dir),
         "files": files,  # step-time file → its content's hash
+        "models": _model_files(section.grid.model),  # a config.json model → its content's hash
     }
-    context = {
+    context: dict[str, Any] = {
         "simulator": adapter.SIMULATOR,
         "workload": adapter.workload_fingerprint(section.workload, base_dir),
-        "options": {k: v for k, v in options.items() if k not in ("base_dir", "files")},
+        "options": {k: v for k, v in options.items() if k not in ("base_dir", "files", "models")},
         "measured": files,
     }
+    if options["models"]:  # only then: the keys of catalog-only grids stay those already stored
+        context["models"] = options["models"]
     keys = [point_key(adapter.simulated(p), context) for p in points]  # same run, same key: run once
     return Plan(points, keys, adapter.workload_doc(section.workload, base_dir), options)
+
+
+def _model_files(models: Iterable[str]) -> dict[str, str]:
+    """Each model given as a config.json path, by its content's hash: an edited config must not
+    reuse the points of the old one (a catalog model is the engine's own data, in its code)."""
+    out = {}
+    for name in models:
+        path = model_file(name)
+        if path is not None:
+            out[name] = sha256_limited(path, MAX_CONFIG_BYTES, "config.json", field="grid.model")
+    return out
 
 
 def _measured_files(step_times: Iterable[str], base_dir: Path) -> dict[str, str]:
@@ -119,7 +133,13 @@ def run(
         finally:
             bar.close()
             store.close()
-    return [{**p.to_dict(), **store.get(k)} for k, p in zip(the_plan.keys, the_plan.points)]
+    # the metrics in evaluate's order, whether computed now or read back (a store's lines are
+    # written with sorted keys): a template iterating a row sees the same columns either way
+    rows = []
+    for key, point in zip(the_plan.keys, the_plan.points):
+        metrics = store.get(key)
+        rows.append({**point.to_dict(), **{name: metrics[name] for name in adapter.METRICS}})
+    return rows
 
 
 def _cores() -> int:

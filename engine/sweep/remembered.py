@@ -13,17 +13,20 @@ drawings, never under out/), in one results file (engine.sweep.store) per versio
   is started.
 - A damaged or cut line is that point computed again (the store's own rule); a file past
   MAX_BYTES is started afresh, so the cache is bounded.
-- Whatever goes wrong with the cache folder (unwritable, a link or a FIFO planted there), the
-  build computes every point as it would without it: the cache can make a build faster, never
-  fail it or change its bytes (the metrics are JSON both ways; floats round-trip exactly).
+- Whatever goes wrong with the cache folder (unwritable, full, a FIFO or a link planted where
+  the file goes, a linked ``sweeps`` folder, a hard link to someone's file), the build computes
+  every point as it would without it, writes nothing through a link and deletes only the
+  digest-named files it made: the cache can make a build faster, never fail it or change its
+  bytes (the metrics are JSON both ways, floats round-trip exactly, and rows are read back in
+  evaluate's column order).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -38,13 +41,13 @@ MAX_BYTES = 64 * 2**20  # about 200,000 points' lines
 SUFFIX = ".jsonl"
 _ENGINE = Path(engine.__file__).resolve().parent
 LIBRARIES = ("numpy",)
+_OURS = re.compile(r"[0-9a-f]{64}" + re.escape(SUFFIX))  # the only names this module deletes
 
 
 def folder() -> Path:
     return cachedir.root() / "sweeps"
 
 
-@functools.cache
 def code_digest() -> str:
     """A digest of every module and data file of the engine (read as they are, not inputs) and
     of the library versions the simulator computes with."""
@@ -56,14 +59,25 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
+# The code this process runs is the code on disk when it started (the engine's modules are all
+# imported at discovery, with this one): points are filed under that digest, and a process whose
+# files have changed since (a long `serve` while the engine is edited) remembers nothing, since
+# its results are those of neither version's file.
+LOADED = code_digest()
+
+
 def store() -> ResultStore:
     """The build's store of computed points: the remembered file, or none (compute everything)
-    when the cache folder cannot hold one."""
-    path = folder() / f"{code_digest()}{SUFFIX}"
+    when the cache folder cannot hold one or the engine's files changed under this process."""
     try:
+        if code_digest() != LOADED or folder().is_symlink():
+            return ResultStore(None)  # a linked folder: its target is not the engine's to prune
+        path = folder() / f"{LOADED}{SUFFIX}"
         _forget_others(path)
-        if path.is_file() and path.stat().st_size > MAX_BYTES:
-            path.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            found = path.lstat()
+            if found.st_nlink > 1 or found.st_size > MAX_BYTES:
+                path.unlink()  # another name for someone's file, or too big: start afresh
         return _Remembered(path)
     except (OSError, UserError):
         return ResultStore(None)
@@ -71,7 +85,9 @@ def store() -> ResultStore:
 
 def clear() -> Path:
     """Delete every remembered file (`make clean-cache`); returns the folder."""
-    _forget_others(folder() / "none")
+    with contextlib.suppress(OSError):
+        if not folder().is_symlink():
+            _forget_others(folder() / "none")
     return folder()
 
 
@@ -79,7 +95,7 @@ def _forget_others(keep: Path) -> None:
     """Delete the files of other code digests (nothing will read them again)."""
     with contextlib.suppress(FileNotFoundError), os.scandir(keep.parent) as entries:
         for entry in entries:
-            if entry.name.endswith(SUFFIX) and entry.name != keep.name:
+            if _OURS.fullmatch(entry.name) and entry.name != keep.name:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
 
@@ -97,3 +113,9 @@ class _Remembered(ResultStore):
         except (OSError, UserError):
             self.results[key] = metrics
             self.path = None  # stop trying to write; the rest of the run stays in memory
+            self.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            super().close()
+        self._file = None
