@@ -80,8 +80,7 @@ def test_other_code_is_a_new_file_and_the_old_one_is_deleted(cache, calls, tmp_p
     mine = tmp_path / "xdg" / "sixty-days-engine" / "sweeps" / "my-sweep.jsonl"
     mine.write_text("a person's file, not the cache's\n")
     other = "0" * 64  # a process started with other code
-    monkeypatch.setattr(remembered, "code_digest", lambda: other)
-    monkeypatch.setattr(remembered, "LOADED", other)
+    monkeypatch.setattr(remembered, "code_digest", lambda files=None: other)
     calls.clear()
     assert same(built(small(), tmp_path), computed(small(), tmp_path))
     assert len(calls) == 2 * POINTS  # nothing another version computed is read
@@ -93,7 +92,7 @@ def test_other_code_is_a_new_file_and_the_old_one_is_deleted(cache, calls, tmp_p
 
 def test_a_process_whose_engine_files_changed_remembers_nothing(cache, calls, tmp_path, monkeypatch):
     """Its code is the old files', its digest would be the new files': neither file is right."""
-    monkeypatch.setattr(remembered, "code_digest", lambda: "1" * 64)
+    monkeypatch.setattr(remembered, "LOADED_NS", 0)  # every file of the engine is newer than that
     built(small(), tmp_path)
     built(small(), tmp_path)
     assert len(calls) == 2 * POINTS and not cache.exists()

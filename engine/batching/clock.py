@@ -196,13 +196,7 @@ def segment_load(schedule: Schedule) -> SegmentLoad:
     # At a million requests every array here is several MiB: each is built in place, and let go
     # of as soon as the next one is made, so the run's peak memory is not these temporaries.
     chunk_step = schedule.chunk_step
-    events = np.empty(2 + 2 * len(ds) + 2 * len(chunk_step), dtype=np.int64)
-    events[:2] = (0, horizon)
-    parts = np.cumsum((2, len(ds), len(ds), len(chunk_step)))
-    events[parts[0] : parts[1]] = ds
-    events[parts[1] : parts[2]] = end
-    events[parts[2] : parts[3]] = chunk_step
-    np.add(chunk_step, 1, out=events[parts[3] :])
+    events = np.concatenate(([0, horizon], ds, end, chunk_step, chunk_step + 1)).astype(np.int64, copy=False)
     edges = distinct(events, in_place=True)
     del events
     edges = edges[: np.searchsorted(edges, horizon, side="right")]

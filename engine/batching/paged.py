@@ -287,9 +287,7 @@ def schedule_paged(
 def int_array(values: np.ndarray) -> array[int]:
     """Whole numbers as a compact array of C longs: 8 bytes each, where a list holds a pointer
     and an int object (36 bytes for most values); indexing gives plain ints all the same."""
-    out = array("q")
-    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
-    return out
+    return array("q", np.ascontiguousarray(values, dtype=np.int64).tobytes())
 
 
 def filled(n: int, value: int) -> array[int]:

@@ -34,7 +34,6 @@ import os
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +70,7 @@ def folder() -> Path:
 @functools.cache
 def code_digest() -> str:
     """A digest of the code that draws and the versions of the libraries it draws with."""
-    digest = hashlib.sha256()
-    for path in _SOURCES:  # the engine's own modules, not an input: read as they are
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    for name in LIBRARIES:
-        digest.update(f"{name}=={metadata.version(name)}\0".encode())
-    return digest.hexdigest()
+    return cachedir.code_digest(_SOURCES, LIBRARIES)
 
 
 def key(kind: str, *parts: Any) -> str | None:

@@ -24,14 +24,12 @@ drawings, never under out/), in one results file (engine.sweep.store) per versio
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
-from importlib import metadata
+import time
 from pathlib import Path
 from typing import Any
 
-import engine
 from engine import cachedir
 from engine.errors import UserError
 from engine.sweep import adapter
@@ -39,7 +37,6 @@ from engine.sweep.store import ResultStore
 
 MAX_BYTES = 64 * 2**20  # about 200,000 points' lines
 SUFFIX = ".jsonl"
-_ENGINE = Path(engine.__file__).resolve().parent
 LIBRARIES = ("numpy",)
 _OURS = re.compile(r"[0-9a-f]{64}" + re.escape(SUFFIX))  # the only names this module deletes
 
@@ -48,31 +45,32 @@ def folder() -> Path:
     return cachedir.root() / "sweeps"
 
 
-def code_digest() -> str:
-    """A digest of every module and data file of the engine (read as they are, not inputs) and
-    of the library versions the simulator computes with."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in _ENGINE.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file()):
-        digest.update(path.relative_to(_ENGINE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    for name in LIBRARIES:
-        digest.update(f"{name}=={metadata.version(name)}\0".encode())
-    return digest.hexdigest()
+def sources() -> list[Path]:
+    """Every module and data file of the engine, in a fixed order."""
+    return sorted(p for p in cachedir.ENGINE.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file())
 
 
-# The code this process runs is the code on disk when it started (the engine's modules are all
-# imported at discovery, with this one): points are filed under that digest, and a process whose
-# files have changed since (a long `serve` while the engine is edited) remembers nothing, since
-# its results are those of neither version's file.
-LOADED = code_digest()
+def code_digest(files: list[Path] | None = None) -> str:
+    """A digest of the engine's files and of the library versions the simulator computes with."""
+    return cachedir.code_digest(sources() if files is None else files, LIBRARIES)
+
+
+# The code this process runs is the code on disk when it loaded it (the engine's modules are
+# imported at discovery, with this one). A process whose engine files changed after that (a long
+# `serve` while the engine is edited) remembers nothing: its results are those of neither the
+# old files' digest nor the new ones'. Only the moment is noted here, so that starting the engine
+# reads no file for a cache that a day without a sweep never opens.
+LOADED_NS = time.time_ns()
 
 
 def store() -> ResultStore:
     """The build's store of computed points: the remembered file, or none (compute everything)
     when the cache folder cannot hold one or the engine's files changed under this process."""
     try:
-        if code_digest() != LOADED or folder().is_symlink():
+        files = sources()
+        if any(path.stat().st_mtime_ns > LOADED_NS for path in files) or folder().is_symlink():
             return ResultStore(None)  # a linked folder: its target is not the engine's to prune
-        path = folder() / f"{LOADED}{SUFFIX}"
+        path = folder() / f"{code_digest(files)}{SUFFIX}"
         _forget_others(path)
         with contextlib.suppress(FileNotFoundError):
             found = path.lstat()
