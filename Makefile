@@ -89,4 +89,4 @@ clean:
 clean-cache: $(STAMP)
 	@$(PY) -c "from engine.charts import drawcache; drawcache.clear(); print('emptied', drawcache.folder())"
 	@$(PY) -c "from engine.render import template_cache; print('emptied', template_cache.clear())"
-	@$(PY) -c "from engine.sweep import remembered; print('emptied', remembered.clear())"
+	@$(PY) -c "from engine import remembered; print('emptied', remembered.clear())"

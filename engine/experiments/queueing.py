@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import copy
-import functools
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from engine import limits, numbers, queueing
+from engine import limits, numbers, queueing, remembered
 from engine.errors import UserError
 from engine.render.review_tables import num_cell, pct_cell, source_kind
 from engine.sections import Inputs, SectionExample, SpecLocation, register_section
@@ -85,16 +84,21 @@ def run(section: QueueingSection, location: SpecLocation, inputs: Inputs) -> dic
         service_cv=section.service_cv,
     )
     try:
-        mm1 = queueing.mm1_sweep(section.utilisations, **common)
+        mm1 = _simulated("mm1_sweep", utilisations=section.utilisations, **common)
         shared = (
-            queueing.shared_sweep(section.shared.servers, section.shared.arrival_rate, **common)
+            _simulated(
+                "shared_sweep",
+                servers=section.shared.servers,
+                arrival_rate=section.shared.arrival_rate,
+                **common,
+            )
             if section.shared
             else []
         )
         lines = compare_lines(section, service)
     except ValueError as exc:  # e.g. a service law that needs a cv
         raise UserError(str(exc), file=location.spec_path, field="queueing") from None
-    mm1_rows = [_mm1_row(r.to_dict()) for r in mm1]
+    mm1_rows = [_mm1_row(r) for r in mm1]
     unsettled = [r["utilisation"] for r in mm1_rows if r["settled"] is False]
     return {
         "source": "simulated",
@@ -107,7 +111,7 @@ def run(section: QueueingSection, location: SpecLocation, inputs: Inputs) -> dic
         # The hockey stick: how many times longer the busiest settled row spends in the system
         # than the least busy. Unsettled rows (still noisy) are left out of the claim.
         **growth(mm1_rows),
-        "shared": [r.to_dict() for r in shared],
+        "shared": shared,
         "lines": lines,
     }
 
@@ -122,39 +126,35 @@ def growth(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=16)
-def _simulated_lines(
-    servers: int,
-    arrival_rate: float,
-    service_mean: float,
-    requests: int,
-    seed: int,
-    service: str,
-    service_cv: float | None,
-) -> dict[str, Any]:
-    """The comparison as JSON types, kept by its arguments for the rest of the process: a later
-    day that links back (Day 37 to Day 4) cites this figure, so `make all`, and every rebuild
-    of that later day under `make serve`, would otherwise simulate the same seeded lines again.
-    Callers get a copy (compare_lines), so what is kept here is never changed."""
-    comparison = queueing.compare_lines(
-        servers, arrival_rate, service_mean, requests, seed, service, service_cv
-    )
-    return queueing.comparison_to_dict(comparison)
+# What the simulations gave, by their arguments, for the next build and for a later day that
+# links back (Day 37 cites Day 4's lines): a warm build simulates no queue (engine.remembered).
+SIMULATIONS = remembered.Memory("queueing", valid=lambda kept: isinstance(kept.get("value"), (list, dict)))
+
+# The simulations a section runs, each giving JSON types (Rows as their dicts).
+_SIMULATE: dict[str, Callable[..., Any]] = {
+    "mm1_sweep": lambda **args: [row.to_dict() for row in queueing.mm1_sweep(**args)],
+    "shared_sweep": lambda **args: [row.to_dict() for row in queueing.shared_sweep(**args)],
+    "compare_lines": lambda **args: queueing.comparison_to_dict(queueing.compare_lines(**args)),
+}
+
+
+def _simulated(what: str, **args: Any) -> Any:
+    """``queueing.<what>(**args)`` as JSON types, simulated once per version of the engine."""
+    return SIMULATIONS.recall(what, lambda: {"value": _SIMULATE[what](**args)}, args)["value"]
 
 
 def compare_lines(section: QueueingSection, service: float) -> dict[str, Any]:
     """Shared vs separate lines at the spec's load; the ratio Day 37 cites comes from here."""
     servers, load = section.lines.servers, section.lines.load
-    out = copy.deepcopy(
-        _simulated_lines(
-            servers,
-            load * servers / service,
-            service,
-            section.requests,
-            section.seed,
-            section.service,
-            section.service_cv,
-        )
+    out = _simulated(
+        "compare_lines",
+        servers=servers,
+        arrival_rate=load * servers / service,
+        service_mean=service,
+        requests=section.requests,
+        seed=section.seed,
+        service=section.service,
+        service_cv=section.service_cv,
     )
     ratios = out["ratios"]["separate_random"]
     shared = out["shared"]

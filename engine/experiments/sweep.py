@@ -3,7 +3,7 @@
 The build and ``python -m engine sweep`` both come here, so a day's post and the command line
 quote the same table. The command keeps a results file of the person's, so that a long sweep
 resumes; the build keeps none, and remembers the points it computed in the engine's cache
-instead (engine.sweep.remembered), so that a rebuild simulates only points it has not seen.
+instead (engine.remembered, as POINTS), so that a rebuild simulates only points it has not seen.
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from engine import remembered
 from engine.catalog import load_gpu, load_model
 from engine.sections import Inputs, SectionExample, SpecLocation, blame, register_section
-from engine.sweep import adapter, analysis, execute, remembered
+from engine.sweep import adapter, analysis, execute
 from engine.sweep.grid import SweepSection, count_points
 from engine.sweep.prices import load_prices, price_of
 from engine.sweep.store import ResultStore
+
+# The points a build computed, by their keys (execute.plan's), for the next build.
+POINTS = remembered.Memory("sweeps", valid=adapter.is_metrics)
 
 # The full table goes to results.json only up to this many points; beyond it, the CSV has them.
 ROWS_IN_RESULTS = 2000
@@ -122,7 +126,7 @@ def headline(sweep: dict[str, Any]) -> str:
 def _run_for_build(section: SweepSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
     """A day's build: every core; the points computed are remembered in the engine's cache, not
     in a results file of the person's (a build is a pure function of the spec)."""
-    return run(section, location, store=remembered.store())
+    return run(section, location, store=POINTS.store())
 
 
 register_section(

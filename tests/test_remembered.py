@@ -1,6 +1,7 @@
-"""A build's sweep points, remembered in the engine's cache: a rebuild simulates only what it has
-not seen, gives the same table as computing every point, and a cache that is stale, damaged,
-too big or unusable is never trusted and never fails the build."""
+"""What a build simulates, remembered in the engine's cache (a sweep's points, a day's queues): a
+rebuild simulates only what it has not seen, gives the same results as simulating everything,
+and a cache that is stale, damaged, too big or unusable is never trusted and never fails the
+build."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from engine import queueing, remembered
+from engine.experiments import queueing as queue_experiment
 from engine.experiments import sweep as experiment
 from engine.sections import SpecLocation
-from engine.sweep import adapter, remembered
+from engine.sweep import adapter
 from engine.sweep import store as store_module
 from engine.sweep.grid import SweepSection
 
@@ -25,7 +28,7 @@ POINTS = 8
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    return remembered.folder()
+    return experiment.POINTS.folder()
 
 
 @pytest.fixture
@@ -77,7 +80,7 @@ def test_a_rebuild_simulates_nothing_and_gives_the_same_table(cache, calls, tmp_
 def test_other_code_is_a_new_file_and_the_old_one_is_deleted(cache, calls, tmp_path, monkeypatch):
     built(small(), tmp_path)
     (old,) = cache.iterdir()
-    mine = tmp_path / "xdg" / "sixty-days-engine" / "sweeps" / "my-sweep.jsonl"
+    mine = cache / "my-sweep.jsonl"
     mine.write_text("a person's file, not the cache's\n")
     other = "0" * 64  # a process started with other code
     monkeypatch.setattr(remembered, "code_digest", lambda files=None: other)
@@ -171,3 +174,75 @@ def test_an_unusable_cache_computes_every_point_and_the_build_goes_on(cache, cal
         assert len(calls) == POINTS and len((cache / path.name).read_text().splitlines()) == POINTS
     else:
         assert len(calls) == POINTS
+
+
+# ---- a day's queues ------------------------------------------------------------------------------
+
+QUEUES = {
+    "service_ms": 10,
+    "requests": 2000,
+    "seed": 3,
+    "utilisations": [0.5, 0.8],
+    "shared": {"arrival_rate": 90, "servers": [1, 2]},
+    "lines": {"servers": 2, "load": 0.8},
+}
+
+
+@pytest.fixture
+def simulated(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The queue simulations run, by name."""
+    seen: list[str] = []
+    for name in ("mm1_sweep", "shared_sweep", "compare_lines"):
+        real = getattr(queueing, name)
+        monkeypatch.setattr(queueing, name, lambda *a, _n=name, _r=real, **k: seen.append(_n) or _r(*a, **k))
+    return seen
+
+
+def queues(tmp_path: Path, **changed: Any) -> dict[str, Any]:
+    section = queue_experiment.QueueingSection.model_validate({**QUEUES, **changed})
+    return queue_experiment.run(section, SpecLocation(spec_path=tmp_path / "day04.yaml"), None)  # type: ignore[arg-type]
+
+
+def test_a_rebuild_simulates_no_queue_and_gives_the_same_results(tmp_path, monkeypatch, simulated):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    with monkeypatch.context() as nothing_kept:
+        nothing_kept.setattr(remembered, "LOADED_NS", 0)  # no store: every queue simulated
+        reference = queues(tmp_path)
+    assert simulated == ["mm1_sweep", "shared_sweep", "compare_lines"]
+    assert not queue_experiment.SIMULATIONS.folder().exists()
+    simulated.clear()
+    assert same(queues(tmp_path), reference) and len(simulated) == 3
+    simulated.clear()
+    assert same(queues(tmp_path), reference) and simulated == []
+    # the figure a later day cites (Day 37 from Day 4) is read back too
+    section = queue_experiment.QueueingSection.model_validate(QUEUES)
+    figure = queue_experiment.link_figure(section, SpecLocation(spec_path=tmp_path / "day04.yaml"))
+    assert simulated == [] and figure["wait_ratio"] == reference["lines"]["wait_ratio"]
+    # another seed is another queue; the rest is read back
+    assert queues(tmp_path, seed=4)["mm1"] != reference["mm1"]
+    assert simulated == ["mm1_sweep", "shared_sweep", "compare_lines"]
+
+
+def test_a_damaged_queue_line_is_simulated_again(tmp_path, monkeypatch, simulated):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    reference = queues(tmp_path)
+    (kept,) = queue_experiment.SIMULATIONS.folder().iterdir()
+    lines = kept.read_text().splitlines()
+    assert len(lines) == 3
+    row = json.loads(lines[0])
+    row["metrics"] = {"value": "not a table"}  # of another shape: never read
+    kept.write_text("\n".join([json.dumps(row), lines[1], lines[2][: len(lines[2]) // 2]]) + "\n")
+    simulated.clear()
+    assert same(queues(tmp_path), reference)
+    assert simulated == ["mm1_sweep", "compare_lines"]  # the mangled line and the cut one
+
+
+def test_clean_cache_empties_every_kind_and_nothing_else(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    queues(tmp_path)
+    built(small(), tmp_path)
+    mine = queue_experiment.SIMULATIONS.folder() / "my-notes.jsonl"
+    mine.write_text("a person's file\n")
+    remembered.clear()
+    assert list(experiment.POINTS.folder().iterdir()) == []
+    assert list(queue_experiment.SIMULATIONS.folder().iterdir()) == [mine]
