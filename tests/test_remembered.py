@@ -246,3 +246,64 @@ def test_clean_cache_empties_every_kind_and_nothing_else(tmp_path, monkeypatch):
     remembered.clear()
     assert list(experiment.POINTS.folder().iterdir()) == []
     assert list(queue_experiment.SIMULATIONS.folder().iterdir()) == [mine]
+
+
+# ---- the memory itself, with a toy kind ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "planted", ["file-for-folder", "fifo", "link", "hard-link", "linked-folder", "linked-parent"]
+)
+def test_any_kind_of_memory_that_cannot_be_kept_computes_and_writes_nothing_through_a_link(
+    tmp_path, monkeypatch, planted
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    toy = remembered.Memory("toy", valid=lambda kept: isinstance(kept.get("n"), int))
+    folder = toy.folder()
+    mine = tmp_path / "elsewhere" / "mine.jsonl"
+    mine.parent.mkdir()
+    mine.write_text("")
+    name = remembered.code_digest() + remembered.SUFFIX
+    if planted == "file-for-folder":
+        folder.parent.mkdir(parents=True)
+        folder.write_text("not a folder")
+    elif planted == "linked-folder":
+        folder.parent.mkdir(parents=True)
+        folder.symlink_to(mine.parent)
+        (mine.parent / name).write_text("")
+    elif planted == "linked-parent":
+        folder.parent.parent.mkdir(parents=True)
+        folder.parent.symlink_to(mine.parent)
+        (mine.parent / "toy").mkdir()
+    else:
+        folder.mkdir(parents=True)
+        path = folder / name
+        if planted == "fifo":
+            os.mkfifo(path)
+        elif planted == "link":
+            path.symlink_to(mine)
+        else:
+            os.link(mine, path)
+    computed: list[int] = []
+
+    def compute(n: int) -> dict[str, Any]:
+        computed.append(n)
+        return {"n": n * n}
+
+    for _ in range(2):
+        assert [toy.recall("square", lambda n=n: compute(n), {"n": n}) for n in (2, 3)] == [
+            {"n": 4},
+            {"n": 9},
+        ]
+    assert mine.read_text() == ""  # nothing written through a link
+    assert sorted(p.name for p in mine.parent.rglob("*")) == sorted(
+        {"mine.jsonl", name}
+        if planted == "linked-folder"
+        else {"mine.jsonl", "toy"}
+        if planted == "linked-parent"
+        else {"mine.jsonl"}
+    )
+    if planted == "hard-link":  # the link is let go of, and a file of the cache's own started
+        assert computed == [2, 3] and len((folder / name).read_text().splitlines()) == 2
+    else:
+        assert computed == [2, 3, 2, 3]  # nothing kept: computed each time, never an error
