@@ -1,7 +1,8 @@
 """Benchmark of rebuilds against the drawing cache (run by `make bench`; not a test).
 
 Prints, in one run and side by side with a cold build (an empty drawing cache) of the same
-invocation, the CPU seconds of:
+invocation, the CPU seconds of the following, each beside its target where it has one (exit
+status 1 when one is missed):
 - a warm build of Day 37 with nothing changed (every drawing copied from the cache);
 - a build of a copy of Day 37 with one number changed (the batching slots: 16 → 12), which
   draws again only the charts, animation and carousel pages that show the batching results;
@@ -112,7 +113,10 @@ def serve_rows(days: Path, out: Path, cache: Path, cold: Took) -> None:
         while fetch(url.group(0) + "day37/index.html") is None:
             time.sleep(0.01)
         row(
-            "serve: start → first page served", Took(process_cpu(proc.pid), time.perf_counter() - start), cold
+            "serve: start → first page served",
+            Took(process_cpu(proc.pid), time.perf_counter() - start),
+            cold,
+            SERVE_START_TARGET,
         )
         while "\n" in (fetch(url.group(0) + "__version") or "\n"):  # let its start-up build finish
             time.sleep(0.05)
@@ -124,15 +128,34 @@ def serve_rows(days: Path, out: Path, cache: Path, cold: Took) -> None:
                 raise SystemExit(f"bench_build: serve did not rebuild: {log.read_text()}")
             time.sleep(0.01)
         took = Took(process_cpu(proc.pid) - before, time.perf_counter() - start)
-        row("serve: spec edit (slots) → new draft served", took, cold)
+        row("serve: spec edit (slots) → new draft served", took, cold, SERVE_EDIT_TARGET)
     finally:
         proc.kill()
         proc.wait()
 
 
-def row(label: str, took: Took, cold: Took | None) -> None:
+# The targets (CPU seconds), and the most of a cold build's CPU a warm one may take.
+WARM_TARGET, WARM_OF_COLD = 1.0, 0.2
+CHANGED_TARGET = 2.0
+SERVE_START_TARGET, SERVE_EDIT_TARGET = 1.5, 1.0
+EVERY_DAY_WARM_TARGET = 2.5
+MISSED: list[str] = []
+
+
+def row(
+    label: str, took: Took, cold: Took | None, target: float | None = None, of_cold: float | None = None
+) -> None:
+    """One row; where it has a target, whether its CPU seconds meet it (and, with ``of_cold``,
+    the share of the cold build's CPU it may take), judged on CPU, not wall."""
     ratio = f"{cold.cpu / took.cpu:5.1f}× less CPU than cold" if cold is not None else ""
-    print(f"  {label:<44}{took.cpu:7.2f} s CPU  {took.wall:7.2f} s wall  {ratio}")
+    judged = ""
+    if target is not None:
+        goals = [f"≤ {target:g} s"] + ([f"≤ {of_cold:g} × cold"] if of_cold is not None else [])
+        met = took.cpu <= target and (of_cold is None or cold is None or took.cpu <= of_cold * cold.cpu)
+        judged = f"  target {', '.join(goals)}: {'met' if met else 'FAIL'}"
+        if not met:
+            MISSED.append(label)
+    print(f"  {label:<44}{took.cpu:7.2f} s CPU  {took.wall:7.2f} s wall  {ratio}{judged}")
 
 
 def load_average() -> str:
@@ -151,18 +174,29 @@ def main() -> int:
         cache = root / "cache-37"
         cold = build([day37], root / "out-37", cache)
         row("cold (empty cache)", cold, None)
-        row("warm, nothing changed", build([day37], root / "out-37", cache), cold)
+        row("warm, nothing changed", build([day37], root / "out-37", cache), cold, WARM_TARGET, WARM_OF_COLD)
         changed = one_number_changed(root / "days-changed")
-        row("one number changed (slots 16 → 12)", build([changed], root / "out-37", cache), cold)
+        row(
+            "one number changed (slots 16 → 12)",
+            build([changed], root / "out-37", cache),
+            cold,
+            CHANGED_TARGET,
+        )
         shutil.copytree(DAYS, root / "days-served")
         serve_rows(root / "days-served", root / "out-served", cache, cold)
         print(f"\nevery day ({', '.join(p.stem for p in every_day)})")
         cache = root / "cache-all"
         cold_all = build(every_day, root / "out-all", cache)
         row("cold (empty cache)", cold_all, None)
-        row("warm, nothing changed", build(every_day, root / "out-all", cache), cold_all)
+        row(
+            "warm, nothing changed",
+            build(every_day, root / "out-all", cache),
+            cold_all,
+            EVERY_DAY_WARM_TARGET,
+        )
     print(f"\n({load_average()})")
-    return 0
+    print(f"targets missed: {', '.join(MISSED)}" if MISSED else "every target met")
+    return 1 if MISSED else 0
 
 
 if __name__ == "__main__":
