@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine import queueing, remembered
+from engine import queueing, remembered, sections
 from engine.experiments import queueing as queue_experiment
 from engine.experiments import sweep as experiment
 from engine.sections import SpecLocation
@@ -57,6 +57,33 @@ def computed(sec: SweepSection, tmp_path: Path) -> dict[str, Any]:
 def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Equal, and in the same order (a template iterating a row sees its columns in order)."""
     return json.dumps(a) == json.dumps(b)
+
+
+def plant(planted: str, folder: Path, mine: Path) -> Path:
+    """Make the cache ``folder`` unusable as ``planted`` says; ``mine`` is a person's file (and
+    its folder theirs) that nothing may write to or delete. Returns the cache file's path."""
+    name = remembered.code_digest() + remembered.SUFFIX
+    if planted == "file-for-folder":
+        folder.parent.mkdir(parents=True)
+        folder.write_text("not a folder")
+    elif planted == "linked-folder":
+        folder.parent.mkdir(parents=True)
+        folder.symlink_to(mine.parent)
+        (mine.parent / name).write_text("")
+    elif planted == "linked-parent":
+        folder.parent.parent.mkdir(parents=True)
+        folder.parent.symlink_to(mine.parent)
+        (mine.parent / folder.name).mkdir()
+    else:
+        folder.mkdir(parents=True)
+        path = folder / name
+        if planted == "fifo":
+            os.mkfifo(path)
+        elif planted == "link":
+            path.symlink_to(mine)
+        else:
+            os.link(mine, path)
+    return folder / name
 
 
 def test_a_rebuild_simulates_nothing_and_gives_the_same_table(cache, calls, tmp_path):
@@ -143,26 +170,11 @@ def test_a_full_disk_is_points_kept_in_memory_and_the_build_goes_on(cache, calls
 @pytest.mark.parametrize("planted", ["file-for-folder", "fifo", "link", "hard-link", "linked-folder"])
 def test_an_unusable_cache_computes_every_point_and_the_build_goes_on(cache, calls, tmp_path, planted):
     reference = computed(small(), tmp_path)
-    mine = tmp_path / "elsewhere.jsonl"
+    mine = tmp_path / "elsewhere" / "mine.jsonl"
+    mine.parent.mkdir()
     mine.write_text("")
-    if planted == "file-for-folder":
-        cache.parent.mkdir(parents=True)
-        cache.write_text("not a folder")
-    elif planted == "linked-folder":
-        cache.parent.mkdir(parents=True)
-        (tmp_path / "elsewhere").mkdir()
-        kept = tmp_path / "elsewhere" / (remembered.code_digest() + remembered.SUFFIX)
-        kept.write_text("")
-        cache.symlink_to(tmp_path / "elsewhere")
-    else:
-        cache.mkdir(parents=True)
-        path = cache / (remembered.code_digest() + remembered.SUFFIX)
-        if planted == "fifo":
-            os.mkfifo(path)
-        elif planted == "link":
-            path.symlink_to(mine)
-        else:
-            os.link(mine, path)
+    path = plant(planted, cache, mine)
+    kept = mine.parent / path.name
     calls.clear()
     assert same(built(small(), tmp_path), reference)
     assert mine.read_text() == ""  # nothing written through a link
@@ -178,14 +190,7 @@ def test_an_unusable_cache_computes_every_point_and_the_build_goes_on(cache, cal
 
 # ---- a day's queues ------------------------------------------------------------------------------
 
-QUEUES = {
-    "service_ms": 10,
-    "requests": 2000,
-    "seed": 3,
-    "utilisations": [0.5, 0.8],
-    "shared": {"arrival_rate": 90, "servers": [1, 2]},
-    "lines": {"servers": 2, "load": 0.8},
-}
+QUEUES = sections.get("queueing").example.spec  # type: ignore[union-attr]  # the section's own
 
 
 @pytest.fixture
@@ -263,27 +268,7 @@ def test_any_kind_of_memory_that_cannot_be_kept_computes_and_writes_nothing_thro
     mine = tmp_path / "elsewhere" / "mine.jsonl"
     mine.parent.mkdir()
     mine.write_text("")
-    name = remembered.code_digest() + remembered.SUFFIX
-    if planted == "file-for-folder":
-        folder.parent.mkdir(parents=True)
-        folder.write_text("not a folder")
-    elif planted == "linked-folder":
-        folder.parent.mkdir(parents=True)
-        folder.symlink_to(mine.parent)
-        (mine.parent / name).write_text("")
-    elif planted == "linked-parent":
-        folder.parent.parent.mkdir(parents=True)
-        folder.parent.symlink_to(mine.parent)
-        (mine.parent / "toy").mkdir()
-    else:
-        folder.mkdir(parents=True)
-        path = folder / name
-        if planted == "fifo":
-            os.mkfifo(path)
-        elif planted == "link":
-            path.symlink_to(mine)
-        else:
-            os.link(mine, path)
+    name = plant(planted, folder, mine).name
     computed: list[int] = []
 
     def compute(n: int) -> dict[str, Any]:
