@@ -88,6 +88,6 @@ clean:
 # Empties the drawing cache ($$XDG_CACHE_HOME/sixty-days-engine/drawings, engine/charts/drawcache.py):
 # the next build draws everything again, to the same bytes.
 clean-cache: $(STAMP)
-	@$(PY) -c "from engine.charts import drawcache; drawcache.clear(); print('emptied', drawcache.folder())"
-	@$(PY) -c "from engine.render import template_cache; print('emptied', template_cache.clear())"
-	@$(PY) -c "from engine import remembered; print('emptied', remembered.clear())"
+	@$(PY) -c "from engine.charts import drawcache; print('emptied', drawcache.clear() or 'nothing: no cache folder')"
+	@$(PY) -c "from engine.render import template_cache; print('emptied', template_cache.clear() or 'nothing')"
+	@$(PY) -c "from engine import remembered; print('emptied', remembered.clear() or 'nothing')"

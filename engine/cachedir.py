@@ -2,7 +2,8 @@
 folder's ``sixty-days-engine``, never the repository or out/.
 
 ``$XDG_CACHE_HOME`` when it is set to an absolute path (the XDG base-directory rules ignore a
-relative one), else ``~/.cache``. Deleting the folder only makes the next build slower.
+relative one), else ``~/.cache``; with neither, no cache (NoCacheFolder). Deleting the folder
+only makes the next build slower.
 """
 
 from __future__ import annotations
@@ -18,10 +19,26 @@ import engine
 NAME = "sixty-days-engine"
 
 
+class NoCacheFolder(OSError):
+    """There is no folder to keep a cache in: XDG_CACHE_HOME is unset (or relative) and there is
+    no home folder, or a relative one (a container's unnamed user without HOME). Every cache takes
+    it as a folder it cannot use: the build goes on without one, and nothing is written where the
+    person did not say (a relative folder would be under whatever folder the build ran in)."""
+
+
 def root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME", "")
-    home = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
-    return home / NAME
+    if base and Path(base).is_absolute():
+        return Path(base) / NAME
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME, and the user has no entry in the password database
+        home = Path()
+    if not home.is_absolute():
+        raise NoCacheFolder(
+            "no folder for the engine's cache: set XDG_CACHE_HOME or HOME to an absolute path"
+        )
+    return home / ".cache" / NAME
 
 
 ENGINE = Path(engine.__file__).resolve().parent

@@ -123,9 +123,13 @@ class Memory:
             store.close()
 
 
-def clear() -> Path:
-    """Delete every remembered file of every kind (`make clean-cache`); returns the folder."""
-    top = cachedir.root() / FOLDER
+def clear() -> Path | None:
+    """Delete every remembered file of every kind (`make clean-cache`); returns the folder, or
+    None where there is no cache folder."""
+    try:
+        top = cachedir.root() / FOLDER
+    except cachedir.NoCacheFolder:
+        return None
     with contextlib.suppress(OSError):
         if not top.is_symlink():
             with os.scandir(top) as kinds:

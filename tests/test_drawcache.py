@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,6 +221,52 @@ def test_the_cache_lives_in_the_xdg_cache_folder_never_the_repository(monkeypatc
     assert drawcache.folder() == Path.home() / ".cache" / "sixty-days-engine" / "drawings"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert drawcache.folder() == Path.home() / ".cache" / "sixty-days-engine" / "drawings"
+
+
+def no_home(monkeypatch: pytest.MonkeyPatch, home: str | None = None) -> None:
+    """No XDG_CACHE_HOME, and HOME unset (a container's unnamed user: no password entry) or
+    relative: there is no folder to keep a cache in."""
+    import pwd
+
+    def unknown(uid: int) -> Any:
+        raise KeyError(uid)
+
+    monkeypatch.setattr(drawcache, "FOLDER", None)
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setattr(pwd, "getpwuid", unknown)
+    if home is None:
+        monkeypatch.delenv("HOME", raising=False)
+    else:
+        monkeypatch.setenv("HOME", home)
+
+
+@pytest.mark.parametrize("home", [None, "relative/home"])
+def test_with_no_folder_for_a_cache_a_build_keeps_nothing_and_writes_only_its_out(
+    monkeypatch, tmp_path: Path, days_copy: Path, home: str | None
+) -> None:
+    """Every cache is then one it cannot use: nothing is recalled, kept or cleared, and a build
+    (drafts, results, queues, compiled templates) writes the same bytes as one with a cache,
+    and nothing under the folder it ran in but its out/."""
+    from engine import remembered
+    from engine.render import template_cache
+
+    from helpers import lean_spec
+
+    spec = days_copy / "day04.yaml"
+    spec.write_text(lean_spec(spec.read_text()))
+    pipeline.build(spec, tmp_path / "with-cache")
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    no_home(monkeypatch, home)
+    template_cache.DRAFTS.clear()  # what this process compiled: read from the (absent) folder again
+    template_cache.REVIEW.clear()
+    drawcache.keep("k", tmp_path / "with-cache" / "day04", ["results.json"])
+    assert drawcache.recall("k", here) is None and drawcache.clear() is None
+    assert template_cache.clear() is None and remembered.clear() is None
+    pipeline.build(spec, here / "out")
+    assert [p.name for p in here.iterdir()] == ["out"]
+    assert files_of(here / "out") == files_of(tmp_path / "with-cache")
 
 
 # ---- a warm build imports no drawing library ----------------------------------------------------------

@@ -108,7 +108,10 @@ def _path(digest: str) -> Path:
 
 def load(digest: str) -> Entry | None:
     """The entry under ``digest``, or None: absent, or damaged (then it is deleted)."""
-    path = _path(digest)
+    try:
+        path = _path(digest)
+    except cachedir.NoCacheFolder:
+        return None
     if not (path.exists() or path.is_symlink()):
         return None
     try:
@@ -139,8 +142,8 @@ def save(digest: str, entry: Entry) -> None:
     payload = b"".join(entry.parts.values())
     header = {"parts": names, "note": entry.note, "sha256": _digest(names, entry.note, payload)}
     line = json.dumps(header, sort_keys=True, ensure_ascii=False).encode("utf-8")
-    where = folder()
     try:
+        where = folder()
         where.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=where, prefix=".tmp-", suffix=SUFFIX)
         try:
@@ -196,13 +199,19 @@ def keep(digest: str | None, out_dir: Path, names: list[str], note: Any = None) 
         save(digest, Entry(drawn, note))
 
 
-def clear() -> None:
-    """Empty the cache (``make clean-cache``): every entry and any temporary file left behind."""
+def clear() -> Path | None:
+    """Empty the cache (``make clean-cache``): every entry and any temporary file left behind.
+    Returns the folder, or None where there is no cache folder."""
+    try:
+        where = folder()
+    except cachedir.NoCacheFolder:
+        return None
     with contextlib.suppress(OSError):
-        for item in os.scandir(folder()):
+        for item in os.scandir(where):
             if item.name.endswith(SUFFIX):
                 with contextlib.suppress(OSError):
                     os.unlink(item.path)
+    return where
 
 
 @contextlib.contextmanager

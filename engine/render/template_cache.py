@@ -60,7 +60,7 @@ class KeptBytecodeCache(jinja2.BytecodeCache):
         if data is None:
             try:
                 data = read_bytes_limited(self.folder() / bucket.key, MAX_ENTRY_BYTES, "compiled template")
-            except UserError:  # absent, not a plain file or too big: compiled again
+            except (UserError, cachedir.NoCacheFolder):  # absent, not a plain file or too big: compiled again
                 return
         try:
             bucket.bytecode_from_string(data)  # Jinja resets the bucket on another checksum or magic
@@ -97,10 +97,14 @@ DRAFTS = KeptBytecodeCache("drafts")  # engine.render.posts.environment
 REVIEW = KeptBytecodeCache("review")  # engine.render.review's pages
 
 
-def clear() -> Path:
-    """Empty the compiled templates of every kind and engine version (`make clean-cache`)."""
-    folder = cachedir.root() / "templates"
-    shutil.rmtree(folder, ignore_errors=True)
+def clear() -> Path | None:
+    """Empty the compiled templates of every kind and engine version (`make clean-cache`);
+    returns the folder, or None where there is no cache folder."""
     for cache in (DRAFTS, REVIEW):
         cache.clear()
+    try:
+        folder = cachedir.root() / "templates"
+    except cachedir.NoCacheFolder:
+        return None
+    shutil.rmtree(folder, ignore_errors=True)
     return folder
