@@ -90,10 +90,8 @@ class Memory:
         try:
             files = sources()
             folder = self.folder()
-            if (
-                any(path.stat().st_mtime_ns > LOADED_NS for path in files)
-                or folder.is_symlink()
-                or folder.parent.is_symlink()
+            if any(path.stat().st_mtime_ns > LOADED_NS for path in files) or any(
+                part.is_symlink() for part in (folder, folder.parent, folder.parent.parent)
             ):
                 return ResultStore(None)  # a linked folder: its target is not the engine's to prune
             path = folder / f"{code_digest(files)}{SUFFIX}"

@@ -74,6 +74,11 @@ def plant(planted: str, folder: Path, mine: Path) -> Path:
         folder.parent.parent.mkdir(parents=True)
         folder.parent.symlink_to(mine.parent)
         (mine.parent / folder.name).mkdir()
+    elif planted == "linked-root":  # the engine's whole cache folder
+        folder.parent.parent.parent.mkdir(parents=True)
+        folder.parent.parent.symlink_to(mine.parent)
+        (mine.parent / folder.parent.name / folder.name).mkdir(parents=True)
+        (mine.parent / folder.parent.name / folder.name / name).write_text("theirs\n")
     else:
         folder.mkdir(parents=True)
         path = folder / name
@@ -257,7 +262,8 @@ def test_clean_cache_empties_every_kind_and_nothing_else(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "planted", ["file-for-folder", "fifo", "link", "hard-link", "linked-folder", "linked-parent"]
+    "planted",
+    ["file-for-folder", "fifo", "link", "hard-link", "linked-folder", "linked-parent", "linked-root"],
 )
 def test_any_kind_of_memory_that_cannot_be_kept_computes_and_writes_nothing_through_a_link(
     tmp_path, monkeypatch, planted
@@ -281,13 +287,14 @@ def test_any_kind_of_memory_that_cannot_be_kept_computes_and_writes_nothing_thro
             {"n": 9},
         ]
     assert mine.read_text() == ""  # nothing written through a link
-    assert sorted(p.name for p in mine.parent.rglob("*")) == sorted(
-        {"mine.jsonl", name}
-        if planted == "linked-folder"
-        else {"mine.jsonl", "toy"}
-        if planted == "linked-parent"
-        else {"mine.jsonl"}
-    )
+    theirs = {
+        "linked-folder": {name},
+        "linked-parent": {"toy"},
+        "linked-root": {remembered.FOLDER, "toy", name},
+    }.get(planted, set())
+    assert sorted(p.name for p in mine.parent.rglob("*")) == sorted({"mine.jsonl"} | theirs)
+    if planted == "linked-root":  # their file, neither deleted nor written to
+        assert (mine.parent / remembered.FOLDER / "toy" / name).read_text() == "theirs\n"
     if planted == "hard-link":  # the link is let go of, and a file of the cache's own started
         assert computed == [2, 3] and len((folder / name).read_text().splitlines()) == 2
     else:
