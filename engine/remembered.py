@@ -24,13 +24,14 @@ cache folder (engine.cachedir, beside the drawings, never under out/), in one re
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from engine import cachedir
 from engine.errors import UserError
@@ -58,6 +59,13 @@ def sources() -> list[Path]:
 def code_digest(files: list[Path] | None = None) -> str:
     """A digest of the engine's files and of the library versions it computes with."""
     return cachedir.code_digest(sources() if files is None else files, LIBRARIES)
+
+
+def _changed_since_loaded(path: Path) -> bool:
+    """Whether the file changed after this process loaded the engine: its change time counts as
+    well as its modification time, which a copy or an unpacked archive may set back."""
+    found = path.stat()
+    return max(found.st_mtime_ns, found.st_ctime_ns) > LOADED_NS
 
 
 def key(*parts: Any) -> str:
@@ -90,7 +98,7 @@ class Memory:
         try:
             files = sources()
             folder = self.folder()
-            if any(path.stat().st_mtime_ns > LOADED_NS for path in files) or any(
+            if any(_changed_since_loaded(path) for path in files) or any(
                 part.is_symlink() for part in (folder, folder.parent, folder.parent.parent)
             ):
                 return ResultStore(None)  # a linked folder: its target is not the engine's to prune
@@ -113,12 +121,26 @@ class Memory:
         try:
             name = key(what, point)
             if name in store:
-                return store.get(name)
+                kept = store.get(name)
+                if kept.get("sha256") == _checksum(kept.get("value")):
+                    return cast(dict[str, Any], kept["value"])
             value = as_json(compute())
-            store.add(name, {"what": what, **point}, value)
+            try:  # a value JSON cannot hold exactly (NaN, infinities) is not kept: never read back
+                sealed = {"sha256": _checksum(value), "value": value}
+            except ValueError:
+                return value
+            store.add(name, {"what": what, **point}, sealed)
             return value
         finally:
             store.close()
+
+
+def _checksum(value: Any) -> str:
+    """A digest of a kept value's JSON: a line edited or mangled into another well-formed value
+    (of the right outer shape, the wrong content) is computed again, never handed to the code
+    that reads it, as the drawing cache checks its entries."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def clear() -> Path | None:
@@ -133,7 +155,12 @@ def clear() -> Path | None:
             with os.scandir(top) as kinds:
                 for kind in kinds:
                     if kind.is_dir(follow_symlinks=False):
-                        _forget_others(Path(kind.path) / "none")
+                        with contextlib.suppress(OSError):  # one it cannot list: the others still go
+                            _forget_others(Path(kind.path) / "none")
+    earlier = top.parent / "sweeps"  # where sweep points were kept before there were kinds
+    with contextlib.suppress(OSError):
+        if not earlier.is_symlink():
+            _forget_others(earlier / "none")
     return top
 
 

@@ -269,7 +269,7 @@ def test_any_kind_of_memory_that_cannot_be_kept_computes_and_writes_nothing_thro
     tmp_path, monkeypatch, planted
 ):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    toy = remembered.Memory("toy", valid=lambda kept: isinstance(kept.get("n"), int))
+    toy = remembered.Memory("toy", valid=lambda kept: isinstance(kept.get("sha256"), str))
     folder = toy.folder()
     mine = tmp_path / "elsewhere" / "mine.jsonl"
     mine.parent.mkdir()
@@ -299,3 +299,63 @@ def test_any_kind_of_memory_that_cannot_be_kept_computes_and_writes_nothing_thro
         assert computed == [2, 3] and len((folder / name).read_text().splitlines()) == 2
     else:
         assert computed == [2, 3, 2, 3]  # nothing kept: computed each time, never an error
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda value: [1],  # rows that are not rows
+        lambda value: [{}],  # rows with no fields
+        lambda value: {},  # the other kind's type
+        lambda value: [{**row, "mean_sojourn_ms": "12"} for row in value],  # numbers as strings
+    ],
+)
+def test_a_queue_line_of_the_right_shape_and_the_wrong_content_is_simulated_again(
+    tmp_path, monkeypatch, simulated, edit
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    reference = queues(tmp_path)
+    (kept,) = queue_experiment.SIMULATIONS.folder().iterdir()
+    lines = kept.read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    (row,) = [r for r in rows if r["point"]["what"] == "mm1_sweep"]
+    kept_value = row["metrics"]["value"]  # {"value": the rows}, as queueing._simulated keeps it
+    kept_value["value"] = edit(kept_value["value"])  # its checksum left as it was
+    kept.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    simulated.clear()
+    assert same(queues(tmp_path), reference) and simulated == ["mm1_sweep"]
+
+
+def test_a_value_json_cannot_hold_is_computed_each_time_and_never_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    toy = remembered.Memory("toy", valid=lambda kept: isinstance(kept.get("sha256"), str))
+    computed: list[float] = []
+    for _ in range(2):
+        value = toy.recall("inf", lambda: computed.append(1.0) or {"x": float("inf")}, {})
+        assert value == {"x": float("inf")}
+    assert len(computed) == 2
+    assert not toy.folder().exists() or all(p.stat().st_size == 0 for p in toy.folder().iterdir())
+
+
+def test_clear_goes_on_past_a_kind_it_cannot_list_and_empties_the_older_sweeps_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    top = queue_experiment.SIMULATIONS.folder().parent
+    name = "ab" * 32 + remembered.SUFFIX
+    for kind in ("a-kind", "b-kind"):
+        (top / kind).mkdir(parents=True)
+        (top / kind / name).write_text("")
+    earlier = top.parent / "sweeps"  # the engine's folder before there were kinds
+    earlier.mkdir()
+    (earlier / name).write_text("")
+    (earlier / "my-notes.jsonl").write_text("a person's file\n")
+    real = os.scandir
+
+    def refusing(path: Any = "."):
+        if str(path).endswith("a-kind"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)  # root cannot be refused by chmod
+    remembered.clear()
+    assert (top / "a-kind" / name).exists() and not (top / "b-kind" / name).exists()
+    assert sorted(p.name for p in earlier.iterdir()) == ["my-notes.jsonl"]

@@ -128,7 +128,7 @@ def growth(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 # What the simulations gave, by their arguments, for the next build and for a later day that
 # links back (Day 37 cites Day 4's lines): a warm build simulates no queue (engine.remembered).
-SIMULATIONS = remembered.Memory("queueing", valid=lambda kept: isinstance(kept.get("value"), (list, dict)))
+SIMULATIONS = remembered.Memory("queueing", valid=lambda kept: isinstance(kept.get("sha256"), str))
 
 # The simulations a section runs, each giving JSON types (Rows as their dicts).
 _SIMULATE: dict[str, Callable[..., Any]] = {
