@@ -31,7 +31,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from engine import cachedir
 from engine.errors import UserError
@@ -101,20 +101,18 @@ class Memory:
             if any(_changed_since_loaded(path) for path in files) or any(
                 part.is_symlink() for part in (folder, folder.parent, folder.parent.parent)
             ):
-                return ResultStore(None)  # a linked folder: its target is not the engine's to prune
+                return ResultStore(None)  # stale code, or a linked folder (not the engine's to prune)
             path = folder / f"{code_digest(files)}{SUFFIX}"
             _forget_others(path)
             with contextlib.suppress(FileNotFoundError):
                 found = path.lstat()
                 if found.st_nlink > 1 or found.st_size > MAX_BYTES:
                     path.unlink()  # another name for someone's file, or too big: start afresh
-            return _Remembered(path, self.valid)
+            return _Remembered(path, valid=self.valid)
         except (OSError, UserError):
             return ResultStore(None)
 
-    def recall(
-        self, what: str, compute: Callable[[], dict[str, Any]], point: dict[str, Any]
-    ) -> dict[str, Any]:
+    def recall(self, what: str, compute: Callable[[], Any], point: dict[str, Any]) -> Any:
         """The result keyed by ``what`` and ``point`` (JSON-ready arguments): read back, or
         ``compute()``d and kept. Either way it comes back as JSON types (as_json)."""
         store = self.store()
@@ -123,7 +121,7 @@ class Memory:
             if name in store:
                 kept = store.get(name)
                 if kept.get("sha256") == _checksum(kept.get("value")):
-                    return cast(dict[str, Any], kept["value"])
+                    return kept["value"]
             value = as_json(compute())
             try:  # a value JSON cannot hold exactly (NaN, infinities) is not kept: never read back
                 sealed = {"sha256": _checksum(value), "value": value}
@@ -176,9 +174,6 @@ def _forget_others(keep: Path) -> None:
 class _Remembered(ResultStore):
     """A store whose file is the cache's: a result that cannot be written to it is kept in memory
     only (the build goes on), never an error."""
-
-    def __init__(self, path: Path, valid: Callable[[dict[str, Any]], bool]) -> None:
-        super().__init__(path, valid=valid)
 
     def add(self, key: str, point: dict[str, Any], metrics: dict[str, Any]) -> None:
         try:

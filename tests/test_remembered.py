@@ -319,8 +319,7 @@ def test_a_queue_line_of_the_right_shape_and_the_wrong_content_is_simulated_agai
     lines = kept.read_text().splitlines()
     rows = [json.loads(line) for line in lines]
     (row,) = [r for r in rows if r["point"]["what"] == "mm1_sweep"]
-    kept_value = row["metrics"]["value"]  # {"value": the rows}, as queueing._simulated keeps it
-    kept_value["value"] = edit(kept_value["value"])  # its checksum left as it was
+    row["metrics"]["value"] = edit(row["metrics"]["value"])  # its checksum left as it was
     kept.write_text("".join(json.dumps(r) + "\n" for r in rows))
     simulated.clear()
     assert same(queues(tmp_path), reference) and simulated == ["mm1_sweep"]

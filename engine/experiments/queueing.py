@@ -140,7 +140,7 @@ _SIMULATE: dict[str, Callable[..., Any]] = {
 
 def _simulated(what: str, **args: Any) -> Any:
     """``queueing.<what>(**args)`` as JSON types, simulated once per version of the engine."""
-    return SIMULATIONS.recall(what, lambda: {"value": _SIMULATE[what](**args)}, args)["value"]
+    return SIMULATIONS.recall(what, lambda: _SIMULATE[what](**args), args)
 
 
 def compare_lines(section: QueueingSection, service: float) -> dict[str, Any]:
