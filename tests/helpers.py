@@ -454,7 +454,7 @@ SMALL_SWEEP: dict[str, Any] = {  # eight points: two GPUs, two batch sizes, two 
 
 def sweep_section(**changes: Any) -> Any:
     """SMALL_SWEEP with `changes` by dotted path ('grid.gpu': [...]), as a SweepSection."""
-    from engine.sweep.grid import SweepSection
+    from engine.experiments.sweep import SweepSection
 
     doc = json.loads(json.dumps(SMALL_SWEEP))
     for key, value in changes.items():

@@ -57,7 +57,7 @@ def test_day01s_labkit_writes_a_format_the_engine_reads() -> None:
     reading the file format that copy writes, and the kit must name the format it writes."""
     import re
 
-    from engine.lab.judge import KNOWN_VERSIONS, VERSION
+    from engine.experiments.lab.judge import KNOWN_VERSIONS, VERSION
 
     def version(path: Path) -> int:
         found = re.search(r"^VERSION = (\d+)$", path.read_text(), re.M)

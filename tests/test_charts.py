@@ -217,7 +217,7 @@ def _measured() -> dict:
 
 
 def _lab() -> dict:
-    """A lab's results as engine.lab.section.run shapes them: a transcript and two figures."""
+    """A lab's results as engine.experiments.lab.results.run shapes them: a transcript and two figures."""
     source = "measured on Test CPU, 2 cores"
     figures = {
         "ram_random": {

@@ -788,7 +788,8 @@ def test_any_figures_file_is_a_measurement_the_build_takes_or_one_line(figures_d
     measurement the build accepts, every figure a finite value in the spec's unit with one-line
     texts, or one line naming the spec and nothing written. The lab itself is stood in for:
     the runner's answer is the drawn file, and the judge and the acceptance are the engine's."""
-    from engine.lab import measure, runner
+    from engine.experiments.lab import measure
+    from engine.lab import runner
 
     spec = figures_day / "day02.yaml"
     run = runner.LabRun(text=printed, wall_seconds=0.01, exit_status=0, recorded=recorded)

@@ -19,8 +19,8 @@ import pytest
 
 from engine import units
 from engine.errors import UserError
-from engine.lab import section
-from engine.lab.measure import measure
+from engine.experiments.lab import results as section
+from engine.experiments.lab.measure import measure
 from engine.sections import Inputs, SpecLocation
 from engine.spec import load_spec
 

@@ -232,7 +232,7 @@ def _run(tmp_path: Path, script: str, spec_lab: str = "") -> Path:
 
 
 def test_a_figure_described_nowhere_is_one_error_naming_it(tmp_path):
-    from engine.lab.measure import measure
+    from engine.experiments.lab.measure import measure
 
     spec = _run(tmp_path, 'from labkit import figure\nfigure("hits", 3, "count")\n')
     with pytest.raises(UserError) as err:
@@ -242,7 +242,7 @@ def test_a_figure_described_nowhere_is_one_error_naming_it(tmp_path):
 
 
 def test_a_spec_list_stays_the_contract(tmp_path):
-    from engine.lab.measure import measure
+    from engine.experiments.lab.measure import measure
 
     spec = _run(
         tmp_path,

@@ -15,10 +15,10 @@ import pytest
 from engine import queueing, remembered, sections
 from engine.experiments import queueing as queue_experiment
 from engine.experiments import sweep as experiment
+from engine.experiments.sweep import SweepSection
 from engine.sections import SpecLocation
 from engine.sweep import adapter
 from engine.sweep import store as store_module
-from engine.sweep.grid import SweepSection
 
 from helpers import sweep_section as section  # the small 8-point grid
 

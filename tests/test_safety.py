@@ -255,7 +255,7 @@ def lab_day(root: Path, script: str = GOOD) -> Path:
 
 
 def measure_quietly(spec: Path) -> tuple[dict, Path, str]:
-    from engine.lab.measure import measure
+    from engine.experiments.lab.measure import measure
 
     status = io.StringIO()
     doc, path = measure(spec, echo=None, status=status)
@@ -429,7 +429,7 @@ def test_a_lab_that_changes_days_fails_loudly_and_keeps_the_old_measurement(
 def test_a_measurement_the_build_would_refuse_is_not_written(tmp_path: Path, monkeypatch) -> None:
     """The check before writing is the build's own (section.from_document on the text read
     back): when it refuses, the old measurement stays."""
-    from engine.lab import section
+    from engine.experiments.lab import results as section
 
     spec = lab_day(tmp_path)
     _, earlier, _ = measure_quietly(spec)

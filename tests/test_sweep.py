@@ -12,9 +12,10 @@ import pytest
 from engine import cli
 from engine.errors import UserError
 from engine.experiments import sweep as experiment
+from engine.experiments.sweep import SweepSection
 from engine.sections import SpecLocation
 from engine.sweep import adapter, analysis, execute
-from engine.sweep.grid import SweepSection, expand, point_key
+from engine.sweep.grid import expand, point_key
 from engine.sweep.prices import PRICES_FILE, load_prices
 from engine.sweep.store import ResultStore
 from engine.sweep.table import to_csv

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from engine import numbers
-from engine.lab.measure import measure
+from engine.experiments.lab.measure import measure
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

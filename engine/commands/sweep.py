@@ -20,11 +20,11 @@ from engine import yamlfile
 from engine.charts import draw as draw_chart
 from engine.errors import UserError
 from engine.experiments import sweep as experiment
+from engine.experiments.sweep import SweepSection
 from engine.limits import MAX_SPEC_BYTES
 from engine.outdir import atomic
 from engine.sections import SpecLocation
 from engine.spec import spec_of
-from engine.sweep.grid import SweepSection
 from engine.sweep.table import to_csv
 from engine.validation import Strict, validate
 

@@ -9,15 +9,71 @@ instead (engine.remembered, as POINTS), so that a rebuild simulates only points 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
 
 from engine import remembered
 from engine.catalog import load_gpu, load_model
 from engine.sections import Inputs, SectionExample, SpecLocation, blame, register_section
 from engine.sweep import adapter, analysis, execute
-from engine.sweep.grid import SweepSection, count_points
+from engine.sweep.grid import LATENCY_METRICS, MAX_POINTS, Count, Grid, count_points
 from engine.sweep.prices import load_prices, price_of
 from engine.sweep.store import ResultStore
+from engine.validation import Strict
+from engine.workload import GeneratedWorkload, WorkloadSpec
+
+Seconds = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
+
+
+class Targets(Strict):
+    """Latency targets in seconds; a point meets them when every one given holds."""
+
+    ttft_p50: Seconds | None = None
+    ttft_p99: Seconds | None = None
+    tpot_p50: Seconds | None = None
+    tpot_p99: Seconds | None = None
+    e2e_p50: Seconds | None = None
+    e2e_p99: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _at_least_one(self) -> Targets:
+        if not self.given():
+            raise ValueError(f"give at least one target: {', '.join(LATENCY_METRICS)}")
+        return self
+
+    def given(self) -> dict[str, float]:
+        return {k: v for k in LATENCY_METRICS if (v := getattr(self, k)) is not None}
+
+
+class RayOptions(Strict):
+    """Run the points as Ray tasks: 'auto' (a running local cluster), 'local' (start one here),
+    or a cluster address such as ray://head:10001."""
+
+    address: str = Field(min_length=1, max_length=500)
+
+
+class SweepSection(Strict):
+    workload: WorkloadSpec
+    grid: Grid
+    targets: Targets
+    block_size: Count = 16
+    chunked_prefill: bool = True
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
+    pareto_latency: Literal["ttft_p99", "tpot_p99", "e2e_p99"] = "e2e_p99"
+    cheapest: Annotated[int, Field(ge=1, le=100, strict=True)] = 5  # how many to list
+    workers: Annotated[int, Field(ge=1, le=4096, strict=True)] | None = None  # default: all cores
+    ray: RayOptions | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SweepSection:
+        if self.grid.arrival_rate is not None and not isinstance(self.workload, GeneratedWorkload):
+            raise ValueError("grid.arrival_rate needs a generated workload (a trace has its own arrivals)")
+        total = count_points(self.grid)
+        if total > MAX_POINTS:
+            raise ValueError(f"the grid has {total:,} points, more than {MAX_POINTS:,}")
+        return self
+
 
 # The points a build computed, by their keys (execute.plan's), for the next build.
 POINTS = remembered.Memory("sweeps", valid=adapter.is_metrics)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tqdm import tqdm
 
@@ -29,10 +29,26 @@ from engine.catalog import load_gpu, load_model, model_file
 from engine.errors import UserError
 from engine.limits import MAX_CONFIG_BYTES, MAX_MEASUREMENT_BYTES, sha256_limited
 from engine.sweep import adapter
-from engine.sweep.grid import Point, SweepSection, expand, parse_step_time, point_key
+from engine.sweep.grid import Grid, Point, expand, parse_step_time, point_key
 from engine.sweep.store import ResultStore
+from engine.workload import WorkloadSpec
 
 RAY_EXTRA = "pip install 'sixty-days-engine[ray]' (or: pip install ray==2.60.0)"
+
+
+class Sweep(Protocol):
+    """What planning reads of a sweep: the spec's section (engine.experiments.sweep) is one."""
+
+    @property
+    def grid(self) -> Grid: ...
+    @property
+    def workload(self) -> WorkloadSpec: ...
+    @property
+    def block_size(self) -> int: ...
+    @property
+    def chunked_prefill(self) -> bool: ...
+    @property
+    def gpu_memory_utilization(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -45,7 +61,7 @@ class Plan:
     options: dict[str, Any]
 
 
-def plan(section: SweepSection, base_dir: Path) -> Plan:
+def plan(section: Sweep, base_dir: Path) -> Plan:
     """Expand the grid and check every name and axis value before any simulation starts."""
     points = expand(section.grid)
     for point in points:

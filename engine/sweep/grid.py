@@ -1,4 +1,5 @@
-"""The ``sweep`` section: a grid of serving configurations, one workload, latency targets.
+"""A sweep's grid of serving configurations, its points and their keys (the section that holds
+the grid, with its workload and latency targets, is engine.experiments.sweep).
 
 Why a product of axes rather than a list of points: capacity questions are "which GPU, how many,
 which ``max_num_seqs``", each axis a handful of values, and the product is what a person means.
@@ -22,7 +23,6 @@ from pydantic import Field, field_validator, model_validator
 
 from engine.kvcache import KvDtype
 from engine.validation import PositiveInt, Strict
-from engine.workload import GeneratedWorkload, WorkloadSpec
 
 MAX_POINTS = 1_000_000  # a typo in an axis should not queue a year of simulation
 MAX_AXIS_VALUES = 1000
@@ -44,7 +44,6 @@ AXES = (
 )
 
 Count = Annotated[PositiveInt, Field(le=1_000_000)]  # a grid value: GPUs, sequences, tokens
-Seconds = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
 Rate = Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)]
 AxisLength = Field(min_length=1, max_length=MAX_AXIS_VALUES)
 Names = Annotated[list[str], AxisLength]
@@ -82,55 +81,6 @@ class Grid(Strict):
             values = getattr(self, axis)
             if values is not None and len(set(values)) != len(values):
                 raise ValueError(f"{axis} lists a value twice: {values}")
-        return self
-
-
-class Targets(Strict):
-    """Latency targets in seconds; a point meets them when every one given holds."""
-
-    ttft_p50: Seconds | None = None
-    ttft_p99: Seconds | None = None
-    tpot_p50: Seconds | None = None
-    tpot_p99: Seconds | None = None
-    e2e_p50: Seconds | None = None
-    e2e_p99: Seconds | None = None
-
-    @model_validator(mode="after")
-    def _at_least_one(self) -> Targets:
-        if not self.given():
-            raise ValueError(f"give at least one target: {', '.join(LATENCY_METRICS)}")
-        return self
-
-    def given(self) -> dict[str, float]:
-        return {k: v for k in LATENCY_METRICS if (v := getattr(self, k)) is not None}
-
-
-class RayOptions(Strict):
-    """Run the points as Ray tasks: 'auto' (a running local cluster), 'local' (start one here),
-    or a cluster address such as ray://head:10001."""
-
-    address: str = Field(min_length=1, max_length=500)
-
-
-class SweepSection(Strict):
-    workload: WorkloadSpec
-    grid: Grid
-    targets: Targets
-    block_size: Count = 16
-    chunked_prefill: bool = True
-    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
-    pareto_latency: Literal["ttft_p99", "tpot_p99", "e2e_p99"] = "e2e_p99"
-    cheapest: Annotated[int, Field(ge=1, le=100, strict=True)] = 5  # how many to list
-    workers: Annotated[int, Field(ge=1, le=4096, strict=True)] | None = None  # default: all cores
-    ray: RayOptions | None = None
-
-    @model_validator(mode="after")
-    def _consistent(self) -> SweepSection:
-        if self.grid.arrival_rate is not None and not isinstance(self.workload, GeneratedWorkload):
-            raise ValueError("grid.arrival_rate needs a generated workload (a trace has its own arrivals)")
-        total = count_points(self.grid)
-        if total > MAX_POINTS:
-            raise ValueError(f"the grid has {total:,} points, more than {MAX_POINTS:,}")
         return self
 
 

@@ -5,7 +5,7 @@ The entry points follow the section-registry shape: ``run(section, location, inp
 the JSON-ready results, ``headline(results)`` the build's summary lines, ``review_tables`` and
 ``review_warnings`` what the review page shows, each given the lab's own result. ``inputs``
 carries the day number and the spec's ``measured:`` choice (latest, a file name; ``none`` has
-nothing to render from). engine/experiments/lab.py registers them.
+nothing to render from). The package's ``__init__`` registers them.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 from engine import numbers, units
 from engine.errors import UserError
+from engine.experiments.lab.spec import LabFigure, LabSection
 from engine.given import entry as set_value
 from engine.lab import labfiles, runner, store
 from engine.lab.reference import load_reference
-from engine.lab.spec import LabFigure, LabSection
 from engine.measured import measured_dir, resolve_measurement
 from engine.sections import Inputs, SpecLocation
 

@@ -1,14 +1,18 @@
 """The lab section: the day's own script, measured once (``make lab-dayNN``) and read back on
-every build, never rerun."""
+every build, never rerun.
+
+Its pieces: ``spec`` (the section's model: which script, which figures it owes), ``judge`` (a
+run against that contract), ``measure`` (``make lab-dayNN``: run, judge, keep), ``results``
+(what a build reads back of the measurement). The run itself, contained, is engine.lab.
+"""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
-from engine.lab import section as lab
-from engine.lab.measure import measure
-from engine.lab.spec import LabSection
+from engine.experiments.lab import measure, results
+from engine.experiments.lab.spec import LabSection
 from engine.sections import SectionExample, register_section
 
 # The example lab measures something real and small: how long a millisecond's sleep takes here.
@@ -25,17 +29,17 @@ figure("wait", (time.perf_counter() - start) * 1e9, "ns", about="one 1 ms sleep,
 
 def _measure(spec_path: Path) -> None:
     """What `make lab-dayNN` does before a lab day builds: run the lab once and keep its figures."""
-    measure(spec_path, echo=io.StringIO(), status=io.StringIO())
+    measure.measure(spec_path, echo=io.StringIO(), status=io.StringIO())
 
 
 register_section(
     "lab",
     model=LabSection,
-    run=lab.run,
+    run=results.run,
     title="Lab",
-    headline=lab.headline,
-    review_tables=lab.review_tables,
-    review_warnings=lab.review_warnings,
+    headline=results.headline,
+    review_tables=results.review_tables,
+    review_warnings=results.review_warnings,
     owns_measurement=True,
     order=40,
     example=SectionExample(

@@ -3,7 +3,7 @@
 Nothing is written unless the run is good: it exited 0 within its timeout, reported every
 figure the spec lists in a unit of the right kind, left its own files as they were, changed
 nothing in days/, templates/ or engine/ (engine.lab.watch), and made a measurement the build
-accepts (engine.lab.section.from_document, on the file's text read back). A refused run leaves
+accepts (results.from_document, on the file's text read back). A refused run leaves
 the earlier measurement in place. Processes the lab left running outside its session are
 stopped by the runner and named on ``status``.
 """
@@ -17,9 +17,10 @@ from typing import TextIO
 
 from engine import validation
 from engine.errors import UserError
-from engine.lab import judge, labfiles, machine, runner, store, watch
-from engine.lab import section as lab_section
-from engine.lab.spec import LabSection
+from engine.experiments.lab import judge
+from engine.experiments.lab import results as lab_results
+from engine.experiments.lab.spec import LabSection
+from engine.lab import labfiles, machine, runner, store, watch
 from engine.measured import measured_dir
 from engine.spec import load_spec
 
@@ -102,7 +103,7 @@ def _check_accepted(doc: dict, path: Path, section: LabSection, spec_path: Path,
     refuse it (the old measurement then stays)."""
     try:
         back = store.accept(json.loads(store.dumps(doc)), file=path, day=day)  # in memory, no file
-        lab_section.from_document(section, spec_path, day, back, path)
+        lab_results.from_document(section, spec_path, day, back, path)
     except UserError as err:
         raise UserError(
             f"the build would refuse this run's measurement ({err.message}); no file written",

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from engine import units
 from engine.lab import output
+from engine.lab.store import MAX_COLUMNS
 from engine.validation import Label, Name, OneLine, Strict
 
 FigureName = Name
@@ -27,7 +28,6 @@ MAX_TIMEOUT_S = 1800  # half an hour: a lab is a short experiment, not a batch j
 Pattern = Annotated[str, Field(min_length=1, max_length=300)]
 MAX_FIGURES = 60
 MAX_TABLES = 12
-MAX_COLUMNS = 12
 
 
 class LabFigure(Strict):

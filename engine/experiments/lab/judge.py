@@ -13,10 +13,10 @@ from typing import Any
 
 from engine import units
 from engine.errors import UserError
+from engine.experiments.lab.spec import LabFigure, LabSection
 from engine.given import MAX_GIVEN
 from engine.lab import output
 from engine.lab.runner import LabRun
-from engine.lab.spec import LabFigure, LabSection
 from engine.validation import MAX_LABEL_CHARS, MAX_ONE_LINE_CHARS
 
 
