@@ -11,7 +11,12 @@ cache folder (engine.cachedir, beside the drawings, never under out/), in one re
   workload's fingerprint and every measured file's hash; a queue's arguments). The file is named
   after a digest of every source and data file of the engine and the numeric library's version
   (``code_digest``), so an edit anywhere in the engine is a new file, and nothing other code
-  computed is ever read. Files of other digests are deleted when a new one is started.
+  computed is ever read. The files of the KEEP_VERSIONS digests used last are kept (two
+  checkouts, or a branch and main, sharing one cache each find their own); older ones are
+  deleted when another is opened, so the cache holds at most KEEP_VERSIONS × MAX_BYTES a kind.
+- A process reads its file once: later look-ups reuse what it read and wrote, unless the file
+  is no longer the one it left (another build appended to it, or it was replaced), when it is
+  read again.
 - A damaged or cut line is that result computed again (the store's own rule); a file past
   MAX_BYTES is started afresh, so the cache is bounded.
 - Whatever goes wrong with the cache folder (unwritable, full, a FIFO or a link planted where
@@ -38,6 +43,7 @@ from engine.errors import UserError
 from engine.sweep.store import ResultStore
 
 MAX_BYTES = 64 * 2**20  # about 200,000 sweep points' lines
+KEEP_VERSIONS = 3  # digests kept a kind: this code's, and two others still in use
 SUFFIX = ".jsonl"
 LIBRARIES = ("numpy",)
 FOLDER = "remembered"
@@ -56,9 +62,19 @@ def sources() -> list[Path]:
     return sorted(p for p in cachedir.ENGINE.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file())
 
 
+# code_digest's answers, by what it read: each file's path, identity, size and times
+_DIGESTS: dict[tuple[tuple[str, int, int, int, int], ...], str] = {}
+
+
 def code_digest(files: list[Path] | None = None) -> str:
-    """A digest of the engine's files and of the library versions it computes with."""
-    return cachedir.code_digest(sources() if files is None else files, LIBRARIES)
+    """A digest of the engine's files and of the library versions it computes with. Worked out
+    once a process for the same files, unchanged (their size, identity and times the same):
+    hashing every source costs more than a look-up it keys."""
+    files = sources() if files is None else files
+    seen = tuple((str(p), (s := p.stat()).st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for p in files)
+    if seen not in _DIGESTS:
+        _DIGESTS[seen] = cachedir.code_digest(files, LIBRARIES)
+    return _DIGESTS[seen]
 
 
 def _changed_since_loaded(path: Path) -> bool:
@@ -88,6 +104,8 @@ class Memory:
     def __init__(self, name: str, valid: Callable[[dict[str, Any]], bool]) -> None:
         self.name = name
         self.valid = valid
+        # what this process last read and wrote: the file, its identity and size then, its results
+        self._seen: tuple[Path, tuple[int, int, int], dict[str, dict[str, Any]]] | None = None
 
     def folder(self) -> Path:
         return cachedir.root() / FOLDER / self.name
@@ -103,14 +121,28 @@ class Memory:
             ):
                 return ResultStore(None)  # stale code, or a linked folder (not the engine's to prune)
             path = folder / f"{code_digest(files)}{SUFFIX}"
-            _forget_others(path)
             with contextlib.suppress(FileNotFoundError):
                 found = path.lstat()
                 if found.st_nlink > 1 or found.st_size > MAX_BYTES:
                     path.unlink()  # another name for someone's file, or too big: start afresh
-            return _Remembered(path, valid=self.valid)
+            seen = self._seen
+            if seen is not None and seen[0] == path and seen[1] == _identity(path):
+                return _Remembered(path, valid=self.valid, results=seen[2], closed=self._note)
+            self._seen = None
+            _forget_old(path)
+            with contextlib.suppress(FileNotFoundError):  # used now: kept over older versions
+                os.utime(path, follow_symlinks=False)
+            return _Remembered(path, valid=self.valid, closed=self._note)
         except (OSError, UserError):
+            self._seen = None
             return ResultStore(None)
+
+    def _note(self, store: _Remembered) -> None:
+        """What a closed store leaves: the file as it wrote it, for the next look-up to reuse."""
+        self._seen = None
+        if store.path is not None:
+            with contextlib.suppress(OSError):
+                self._seen = (store.path, _identity(store.path), store.results)
 
     def recall(self, what: str, compute: Callable[[], Any], point: dict[str, Any]) -> Any:
         """The result keyed by ``what`` and ``point`` (JSON-ready arguments): read back, or
@@ -154,26 +186,53 @@ def clear() -> Path | None:
                 for kind in kinds:
                     if kind.is_dir(follow_symlinks=False):
                         with contextlib.suppress(OSError):  # one it cannot list: the others still go
-                            _forget_others(Path(kind.path) / "none")
+                            _forget_old(Path(kind.path) / "none", versions=0)
     earlier = top.parent / "sweeps"  # where sweep points were kept before there were kinds
     with contextlib.suppress(OSError):
         if not earlier.is_symlink():
-            _forget_others(earlier / "none")
+            _forget_old(earlier / "none", versions=0)
     return top
 
 
-def _forget_others(keep: Path) -> None:
-    """Delete the files of other code digests (nothing will read them again)."""
+def _identity(path: Path) -> tuple[int, int, int]:
+    """Which file is at ``path`` and how long it is: another build appends, a fresh start
+    replaces; either changes this."""
+    found = path.lstat()
+    return found.st_dev, found.st_ino, found.st_size
+
+
+def _forget_old(keep: Path, versions: int = KEEP_VERSIONS) -> None:
+    """Delete the files of other code digests but the ``versions`` − 1 used last (``keep`` is
+    the one), by their modification time: appended to, or opened, as they are used."""
+    others = []
     with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(keep.parent) as entries:
         for entry in entries:
             if _OURS.fullmatch(entry.name) and entry.name != keep.name:
                 with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
+                    others.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name, entry.path))
+    for *_, path in sorted(others, reverse=True)[max(versions - 1, 0) :]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 class _Remembered(ResultStore):
     """A store whose file is the cache's: a result that cannot be written to it is kept in memory
-    only (the build goes on), never an error."""
+    only (the build goes on), never an error. ``results``: what this process read of the file
+    before, unchanged since (the file is not read again); ``closed``: told when it closes."""
+
+    def __init__(
+        self,
+        path: Path,
+        valid: Callable[[dict[str, Any]], bool],
+        results: dict[str, dict[str, Any]] | None = None,
+        closed: Callable[[_Remembered], None] | None = None,
+    ) -> None:
+        if results is None:
+            super().__init__(path, valid=valid)
+        else:
+            super().__init__(None, valid=valid)
+            self.path, self.results = path, results
+        self._closed = closed
 
     def add(self, key: str, point: dict[str, Any], metrics: dict[str, Any]) -> None:
         try:
@@ -187,3 +246,5 @@ class _Remembered(ResultStore):
         with contextlib.suppress(OSError):
             super().close()
         self._file = None
+        if self._closed is not None:
+            self._closed(self)

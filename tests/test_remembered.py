@@ -109,20 +109,68 @@ def test_a_rebuild_simulates_nothing_and_gives_the_same_table(cache, calls, tmp_
     assert len(calls) == 4  # the new max_num_seqs, at two GPUs and two rates
 
 
-def test_other_code_is_a_new_file_and_the_old_one_is_deleted(cache, calls, tmp_path, monkeypatch):
+def test_other_code_is_a_new_file_and_only_versions_past_the_last_few_are_deleted(
+    cache, calls, tmp_path, monkeypatch
+):
     built(small(), tmp_path)
     (old,) = cache.iterdir()
     mine = cache / "my-sweep.jsonl"
     mine.write_text("a person's file, not the cache's\n")
-    other = "0" * 64  # a process started with other code
-    monkeypatch.setattr(remembered, "code_digest", lambda files=None: other)
+    others = [f"{i}" * 64 for i in range(remembered.KEEP_VERSIONS)]  # processes started with other code
+    for n, other in enumerate(others, start=1):
+        monkeypatch.setattr(remembered, "code_digest", lambda files=None, other=other: other)
+        monkeypatch.setattr(experiment, "POINTS", remembered.Memory("sweeps", valid=adapter.is_metrics))
+        calls.clear()
+        assert same(built(small(), tmp_path), computed(small(), tmp_path))
+        assert len(calls) == 2 * POINTS  # nothing another version computed is read
+        os.utime(cache / (other + remembered.SUFFIX), ns=(n * 10**9, n * 10**9))  # used in this order
+        if n < remembered.KEEP_VERSIONS:  # still among the last used: kept for its checkout
+            assert old.exists()
+            os.utime(old, ns=(0, 0))  # the first version, used before any of them
+    # the last KEEP_VERSIONS used stay; the first went when the last one was opened
+    assert not old.exists() and sorted(p.name for p in cache.iterdir()) == sorted(
+        [*(other + remembered.SUFFIX for other in others), "my-sweep.jsonl"]
+    )  # only the digest-named files are the cache's to delete
+
+
+def test_two_checkouts_sharing_one_cache_each_find_their_own(cache, calls, tmp_path, monkeypatch):
+    """A branch and main built in turn (two code digests): each rebuild reads its own points."""
+    for digest in ("a" * 64, "b" * 64):
+        monkeypatch.setattr(remembered, "code_digest", lambda files=None, d=digest: d)
+        built(small(), tmp_path)
     calls.clear()
-    assert same(built(small(), tmp_path), computed(small(), tmp_path))
-    assert len(calls) == 2 * POINTS  # nothing another version computed is read
-    assert not old.exists() and sorted(p.name for p in cache.iterdir()) == [
-        other + remembered.SUFFIX,
-        "my-sweep.jsonl",  # only the digest-named files are the cache's to delete
-    ]
+    for _ in range(2):
+        for digest in ("a" * 64, "b" * 64):
+            monkeypatch.setattr(remembered, "code_digest", lambda files=None, d=digest: d)
+            monkeypatch.setattr(experiment, "POINTS", remembered.Memory("sweeps", valid=adapter.is_metrics))
+            assert same(built(small(), tmp_path), computed(small(), tmp_path))
+    assert len(calls) == 4 * POINTS  # the four references only: no build simulated a point
+
+
+def test_a_process_reads_its_file_once_and_again_only_when_another_changed_it(cache, monkeypatch):
+    """Look-ups after the first reuse what the process read and wrote; a line another build
+    appended, or the file replaced, is read again."""
+    loads: list[Path] = []
+    real = store_module.ResultStore._load
+    monkeypatch.setattr(
+        store_module.ResultStore, "_load", lambda self, path: loads.append(path) or real(self, path)
+    )
+    memory = remembered.Memory("toy", valid=lambda value: True)
+    computed_now: list[int] = []
+
+    def square(x: int) -> Any:
+        return lambda: computed_now.append(x) or x * x
+
+    assert memory.recall("square", square(3), {"x": 3}) == 9  # no file yet: nothing to read
+    assert [memory.recall("square", square(x), {"x": x}) for x in (3, 4, 3, 4)] == [9, 16, 9, 16]
+    assert computed_now == [3, 4] and loads == []  # it wrote the file, so knows all it holds
+    other = remembered.Memory("toy", valid=lambda value: True)  # another build, appending
+    assert other.recall("square", square(5), {"x": 5}) == 25
+    assert memory.recall("square", square(5), {"x": 5}) == 25 and computed_now == [3, 4, 5]
+    assert len(loads) == 2  # the other build read it; this one read it again, and found 5
+    (path,) = memory.folder().iterdir()
+    path.unlink()  # make clean-cache, between two look-ups
+    assert memory.recall("square", square(3), {"x": 3}) == 9 and computed_now == [3, 4, 5, 3]
 
 
 def test_a_process_whose_engine_files_changed_remembers_nothing(cache, calls, tmp_path, monkeypatch):
@@ -358,3 +406,19 @@ def test_clear_goes_on_past_a_kind_it_cannot_list_and_empties_the_older_sweeps_f
     remembered.clear()
     assert (top / "a-kind" / name).exists() and not (top / "b-kind" / name).exists()
     assert sorted(p.name for p in earlier.iterdir()) == ["my-notes.jsonl"]
+
+
+def test_the_code_digest_is_worked_out_once_and_again_for_an_edited_file(tmp_path, monkeypatch):
+    from engine import cachedir
+
+    monkeypatch.setattr(cachedir, "ENGINE", tmp_path)
+    source = tmp_path / "a.py"
+    source.write_text("x = 1\n")
+    first = remembered.code_digest([source])
+    hashed: list[Any] = []
+    real = cachedir.code_digest
+    monkeypatch.setattr(cachedir, "code_digest", lambda *a: hashed.append(a) or real(*a))
+    assert remembered.code_digest([source]) == first and hashed == []  # the files as they were
+    source.write_text("x = 22\n")
+    assert remembered.code_digest([source]) == real([source], remembered.LIBRARIES) != first
+    assert len(hashed) == 1
