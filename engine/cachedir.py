@@ -8,11 +8,16 @@ only makes the next build slower.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
+import platform
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
+
+import numpy as np
 
 import engine
 
@@ -46,7 +51,8 @@ ENGINE = Path(engine.__file__).resolve().parent
 
 def code_digest(files: Iterable[Path], libraries: Iterable[str]) -> str:
     """A digest of the engine's files named (read as they are: the code a cache's entries were
-    made by, not an input) and of the versions of the libraries named, by distribution name."""
+    made by, not an input), of the versions of the libraries named, by distribution name, and of
+    the machine (machine())."""
     digest = hashlib.sha256()
     for path in files:
         digest.update(
@@ -54,4 +60,18 @@ def code_digest(files: Iterable[Path], libraries: Iterable[str]) -> str:
         )
     for name in libraries:
         digest.update(f"{name}=={metadata.version(name)}\0".encode())
+    digest.update(machine().encode())
     return digest.hexdigest()
+
+
+@functools.cache
+def machine() -> str:
+    """What a cached result depends on besides the code and the libraries' versions: the
+    interpreter, the processor's architecture, the C library (its maths functions), and the SIMD
+    extensions numpy found on this processor (its loops take the widest there is, and a sum taken
+    eight lanes at a time can round differently from one taken four at a time). So a cache folder
+    two machines share (a home folder on a network disk) keeps each machine's results apart, and
+    a cached build gives the bytes a cold build gives here."""
+    simd = np.show_config(mode="dicts").get("SIMD Extensions", {})
+    interpreter = [platform.python_implementation(), platform.python_version()]
+    return json.dumps([interpreter, platform.machine(), platform.libc_ver(), simd], sort_keys=True)

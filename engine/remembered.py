@@ -62,8 +62,8 @@ def sources() -> list[Path]:
     return sorted(p for p in cachedir.ENGINE.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file())
 
 
-# code_digest's answers, by what it read: each file's path, identity, size and times
-_DIGESTS: dict[tuple[tuple[str, int, int, int, int], ...], str] = {}
+# code_digest's answers, by what it read: the machine, each file's path, identity, size and times
+_DIGESTS: dict[tuple[str, tuple[tuple[str, int, int, int, int], ...]], str] = {}
 
 
 def code_digest(files: list[Path] | None = None) -> str:
@@ -71,7 +71,8 @@ def code_digest(files: list[Path] | None = None) -> str:
     once a process for the same files, unchanged (their size, identity and times the same):
     hashing every source costs more than a look-up it keys."""
     files = sources() if files is None else files
-    seen = tuple((str(p), (s := p.stat()).st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for p in files)
+    stats = tuple((str(p), (s := p.stat()).st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for p in files)
+    seen = (cachedir.machine(), stats)
     if seen not in _DIGESTS:
         _DIGESTS[seen] = cachedir.code_digest(files, LIBRARIES)
     return _DIGESTS[seen]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from engine import charts, pipeline
+from engine import cachedir, charts, pipeline
 from engine.charts import animation, carousel, drawcache, style
 from engine.render.slides import SlideText
 
@@ -211,6 +211,28 @@ def test_the_code_digest_reads_every_drawing_source_and_the_library_versions(mon
     monkeypatch.setattr(metadata, "version", version)
     drawcache.code_digest.cache_clear()
     assert drawcache.code_digest() == before
+    # another machine sharing the folder (another processor's SIMD, another interpreter)
+    here = cachedir.machine()
+    monkeypatch.setattr(cachedir, "machine", lambda: here + " elsewhere")
+    drawcache.code_digest.cache_clear()
+    assert drawcache.code_digest() != before
+    monkeypatch.undo()
+    drawcache.code_digest.cache_clear()
+
+
+def test_the_machine_names_the_interpreter_the_processor_and_numpy_s_simd() -> None:
+    import platform
+
+    import numpy as np
+
+    said = json.loads(cachedir.machine())
+    simd = np.show_config(mode="dicts")["SIMD Extensions"]
+    assert said == [
+        [platform.python_implementation(), platform.python_version()],
+        platform.machine(),
+        list(platform.libc_ver()),
+        simd,
+    ]
 
 
 def test_the_cache_lives_in_the_xdg_cache_folder_never_the_repository(monkeypatch, tmp_path: Path) -> None:

@@ -422,3 +422,7 @@ def test_the_code_digest_is_worked_out_once_and_again_for_an_edited_file(tmp_pat
     source.write_text("x = 22\n")
     assert remembered.code_digest([source]) == real([source], remembered.LIBRARIES) != first
     assert len(hashed) == 1
+    # the same files on another machine sharing the cache folder: another digest, never theirs
+    elsewhere = real([source], remembered.LIBRARIES)
+    monkeypatch.setattr(cachedir, "machine", lambda: "another processor")
+    assert remembered.code_digest([source]) != elsewhere
