@@ -126,24 +126,28 @@ class Memory:
                 found = path.lstat()
                 if found.st_nlink > 1 or found.st_size > MAX_BYTES:
                     path.unlink()  # another name for someone's file, or too big: start afresh
-            seen = self._seen
-            if seen is not None and seen[0] == path and seen[1] == _identity(path):
-                return _Remembered(path, valid=self.valid, results=seen[2], closed=self._note)
+            seen, now = self._seen, _identity(path)
+            if seen is not None and seen[0] == path and seen[1] == now:
+                return _Remembered(path, self.valid, now, results=seen[2], closed=self._note)
             self._seen = None
             _forget_old(path)
-            with contextlib.suppress(FileNotFoundError):  # used now: kept over older versions
-                os.utime(path, follow_symlinks=False)
-            return _Remembered(path, valid=self.valid, closed=self._note)
+            if now is not None and os.utime in os.supports_follow_symlinks:
+                with contextlib.suppress(FileNotFoundError):  # used now: kept over older versions
+                    os.utime(path, follow_symlinks=False)
+                now = _identity(path)
+            return _Remembered(path, self.valid, now, closed=self._note)
         except (OSError, UserError):
             self._seen = None
             return ResultStore(None)
 
     def _note(self, store: _Remembered) -> None:
-        """What a closed store leaves: the file as it wrote it, for the next look-up to reuse."""
+        """What a closed store leaves for the next look-up to reuse: its results, if the file is
+        still what it read and wrote (no other build appended in between), else nothing."""
         self._seen = None
-        if store.path is not None:
+        if store.path is not None and store.known is not None:
             with contextlib.suppress(OSError):
-                self._seen = (store.path, _identity(store.path), store.results)
+                if _identity(store.path) == store.known:
+                    self._seen = (store.path, store.known, store.results)
 
     def recall(self, what: str, compute: Callable[[], Any], point: dict[str, Any]) -> Any:
         """The result keyed by ``what`` and ``point`` (JSON-ready arguments): read back, or
@@ -195,10 +199,13 @@ def clear() -> Path | None:
     return top
 
 
-def _identity(path: Path) -> tuple[int, int, int]:
-    """Which file is at ``path`` and how long it is: another build appends, a fresh start
-    replaces; either changes this."""
-    found = path.lstat()
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """Which file is at ``path`` and how long it is (None: there is none): another build
+    appends, a fresh start replaces; either changes this."""
+    try:
+        found = path.lstat()
+    except FileNotFoundError:
+        return None
     return found.st_dev, found.st_ino, found.st_size
 
 
@@ -219,12 +226,17 @@ def _forget_old(keep: Path, versions: int = KEEP_VERSIONS) -> None:
 class _Remembered(ResultStore):
     """A store whose file is the cache's: a result that cannot be written to it is kept in memory
     only (the build goes on), never an error. ``results``: what this process read of the file
-    before, unchanged since (the file is not read again); ``closed``: told when it closes."""
+    before, unchanged since (the file is not read again); ``closed``: told when it closes.
+
+    ``known`` is the file's identity (_identity) that ``results`` hold all of: as it was opened,
+    then as each of this store's own lines left it. A line another build appended in between
+    makes it None: the next look-up reads the file again rather than miss that line."""
 
     def __init__(
         self,
         path: Path,
         valid: Callable[[dict[str, Any]], bool],
+        known: tuple[int, int, int] | None,
         results: dict[str, dict[str, Any]] | None = None,
         closed: Callable[[_Remembered], None] | None = None,
     ) -> None:
@@ -233,15 +245,29 @@ class _Remembered(ResultStore):
         else:
             super().__init__(None, valid=valid)
             self.path, self.results = path, results
+        self.known = known
         self._closed = closed
 
     def add(self, key: str, point: dict[str, Any], metrics: dict[str, Any]) -> None:
         try:
+            if self.path is not None and self.known is not None:
+                found = self._file_identity()
+                if found is not None and found != self.known:
+                    self.known = None  # another build's line came first: not all of it is here
+            first = self._file is None and self.path is not None and _identity(self.path) is None
             super().add(key, point, metrics)
+            if self._file is not None and (self.known is not None or first):
+                self.known = self._file_identity()
         except (OSError, UserError):
             self.results[key] = metrics
             self.path = None  # stop trying to write; the rest of the run stays in memory
             self.close()
+
+    def _file_identity(self) -> tuple[int, int, int] | None:
+        if self._file is None:
+            return None if self.path is None else _identity(self.path)
+        found = os.fstat(self._file.fileno())
+        return found.st_dev, found.st_ino, found.st_size
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

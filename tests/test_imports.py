@@ -204,3 +204,43 @@ def test_engine_modules_import_at_the_top_but_the_heavy_libraries():
                 continue
             offenders.append(f"{where}:{line} imports {name} inside a function")
     assert offenders == []
+
+
+# DESIGN.md's layers, from the bottom: the math and the lab's run may not import what is built
+# on them (the sections, the day's spec, rendering, the commands).
+LOWER = (
+    "engine.kvcache",
+    "engine.workload",
+    "engine.batching",
+    "engine.queueing",
+    "engine.sweep",
+    "engine.lab",
+)
+UPPER = (
+    "engine.experiments",
+    "engine.sections",
+    "engine.spec",
+    "engine.inputs",
+    "engine.charts",
+    "engine.render",
+    "engine.platforms",
+    "engine.pipeline",
+    "engine.scaffold",
+    "engine.commands",
+    "engine.cli",
+    "engine.preview",
+)
+
+
+def _within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def test_the_lower_layers_import_nothing_built_on_them():
+    modules = module_names()
+    upward = {
+        name: sorted(target for target in imports_of(name, path, modules) if _within(target, UPPER))
+        for name, path in modules.items()
+        if _within(name, LOWER)
+    }
+    assert {name: found for name, found in upward.items() if found} == {}

@@ -34,7 +34,7 @@ def test_the_layout_lists_exactly_the_tree():
 
 def test_no_two_engine_modules_share_a_name_across_unrelated_packages():
     """A name said twice means one idea in two layers, and the package says which layer: a
-    command and the section it runs (commands/lab.py, experiments/lab.py), an axis's registry.
+    command and the section it runs (commands/lab.py, experiments/lab/), an axis's registry.
     Any other repeat is a name meaning two things."""
     layers = {"commands", "experiments", "charts"}  # a command, a section, a chart named after its idea
     seen: dict[str, list[str]] = {}

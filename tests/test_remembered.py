@@ -171,6 +171,64 @@ def test_a_process_reads_its_file_once_and_again_only_when_another_changed_it(ca
     (path,) = memory.folder().iterdir()
     path.unlink()  # make clean-cache, between two look-ups
     assert memory.recall("square", square(3), {"x": 3}) == 9 and computed_now == [3, 4, 5, 3]
+    assert memory.recall("square", square(3), {"x": 3}) == 9 and computed_now == [3, 4, 5, 3]
+    assert path.exists()  # kept again after the file went
+
+
+def test_a_line_another_build_appended_while_this_one_wrote_is_read_not_simulated_again(cache):
+    memory = remembered.Memory("toy", valid=lambda value: True)
+    other = remembered.Memory("toy", valid=lambda value: True)  # a concurrent build
+    computed_now: list[int] = []
+
+    def square(x: int) -> Any:
+        return lambda: computed_now.append(x) or x * x
+
+    memory.recall("square", square(1), {"x": 1})
+    store = memory.store()  # open while the other build appends, then add one of its own
+    other.recall("square", square(3), {"x": 3})
+    store.add(remembered.key("square", {"x": 2}), {"what": "square", "x": 2}, {"sha256": "-", "value": 4})
+    store.close()
+    assert memory.recall("square", square(3), {"x": 3}) == 9 and computed_now == [1, 3]
+
+
+def test_a_warm_sweep_reads_its_file_once_a_process(cache, calls, tmp_path, monkeypatch):
+    built(small(), tmp_path)  # the points, written
+    monkeypatch.setattr(experiment, "POINTS", remembered.Memory("sweeps", valid=adapter.is_metrics))
+    loads: list[Path] = []
+    real = store_module.ResultStore._load
+    monkeypatch.setattr(
+        store_module.ResultStore, "_load", lambda self, path: loads.append(path) or real(self, path)
+    )
+    calls.clear()
+    for _ in range(3):
+        built(small(), tmp_path)
+    assert calls == [] and len(loads) == 1
+
+
+def test_a_file_only_read_counts_as_used_and_outlives_newer_versions(cache, tmp_path, monkeypatch):
+    """Checkout A only reads its points after B's first build: A's file is then among the last
+    used, so when C and D come the one that goes is B's."""
+
+    def build_as(letter: str, made_at: int | None) -> None:
+        monkeypatch.setattr(remembered, "code_digest", lambda files=None: letter * 64)
+        monkeypatch.setattr(experiment, "POINTS", remembered.Memory("sweeps", valid=adapter.is_metrics))
+        built(small(), tmp_path)
+        if made_at is not None:  # as if written long ago, in this order
+            os.utime(cache / (letter * 64 + remembered.SUFFIX), ns=(made_at, made_at))
+
+    build_as("a", 1)
+    build_as("b", 2)
+    build_as("a", None)  # read, nothing simulated: used now all the same
+    build_as("c", 3)
+    build_as("d", 4)
+    assert sorted(name[0] for name in os.listdir(cache)) == ["a", "c", "d"]
+
+
+def test_a_platform_that_cannot_touch_a_link_still_remembers(cache, monkeypatch):
+    monkeypatch.setattr(os, "supports_follow_symlinks", set())
+    memory = remembered.Memory("toy", valid=lambda value: True)
+    assert memory.recall("square", lambda: 4, {"x": 2}) == 4
+    assert remembered.Memory("toy", valid=lambda value: True).recall("square", lambda: 0, {"x": 2}) == 4
 
 
 def test_a_process_whose_engine_files_changed_remembers_nothing(cache, calls, tmp_path, monkeypatch):
@@ -419,7 +477,8 @@ def test_the_code_digest_is_worked_out_once_and_again_for_an_edited_file(tmp_pat
     real = cachedir.code_digest
     monkeypatch.setattr(cachedir, "code_digest", lambda *a: hashed.append(a) or real(*a))
     assert remembered.code_digest([source]) == first and hashed == []  # the files as they were
-    source.write_text("x = 22\n")
+    source.write_text("x = 2\n")  # the same size: its times tell it apart
+    os.utime(source, ns=(1, 1))
     assert remembered.code_digest([source]) == real([source], remembered.LIBRARIES) != first
     assert len(hashed) == 1
     # the same files on another machine sharing the cache folder: another digest, never theirs

@@ -3,8 +3,9 @@ targets, and find the cheapest configurations that meet them.
 
 The pieces, one idea each:
 
-- ``grid``: the ``sweep`` section of a spec (axes, targets, workload, where to run) and the
-  points it expands to, each with a stable key;
+- ``grid``: the grid of a spec's ``sweep`` section (its axes; the section itself, with its
+  targets, workload and where to run, is engine.experiments.sweep) and the points it expands
+  to, each with a stable key;
 - ``adapter``: the one function that turns a point and a workload into metrics, the only place
   that knows the simulator's API;
 - ``store``: a results file keyed by point, so an interrupted sweep resumes without recomputing;

@@ -134,21 +134,23 @@ def run(
     """Evaluate the points not already in `store`; return every point's row in grid order."""
     pending = [(k, p) for k, p in zip(the_plan.keys, the_plan.points) if k not in store]
     pending = list(dict(pending).items())  # a key once, even if two points share it
-    if pending:
-        bar = _progress(len(pending), len(the_plan.points), progress)
+    try:
+        if pending:
+            bar = _progress(len(pending), len(the_plan.points), progress)
 
-        def done(key: str, point: Point, metrics: dict[str, Any]) -> None:
-            store.add(key, point.to_dict(), metrics)
-            bar.update(1)
+            def done(key: str, point: Point, metrics: dict[str, Any]) -> None:
+                store.add(key, point.to_dict(), metrics)
+                bar.update(1)
 
-        try:
-            if ray_address is not None:
-                _run_ray(the_plan, pending, ray_address, done)
-            else:
-                _run_local(the_plan, pending, workers or _cores(), done)
-        finally:
-            bar.close()
-            store.close()
+            try:
+                if ray_address is not None:
+                    _run_ray(the_plan, pending, ray_address, done)
+                else:
+                    _run_local(the_plan, pending, workers or _cores(), done)
+            finally:
+                bar.close()
+    finally:
+        store.close()  # with nothing pending too: a remembered store notes what it read
     # the metrics in evaluate's order, whether computed now or read back (a store's lines are
     # written with sorted keys): a template iterating a row sees the same columns either way
     rows = []
