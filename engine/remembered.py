@@ -106,7 +106,7 @@ class Memory:
         self.name = name
         self.valid = valid
         # what this process last read and wrote: the file, its identity and size then, its results
-        self._seen: tuple[Path, tuple[int, int, int], dict[str, dict[str, Any]]] | None = None
+        self._seen: tuple[Path, tuple[int, int, int] | None, dict[str, dict[str, Any]]] | None = None
 
     def folder(self) -> Path:
         return cachedir.root() / FOLDER / self.name
@@ -133,8 +133,7 @@ class Memory:
             _forget_old(path)
             if now is not None and os.utime in os.supports_follow_symlinks:
                 with contextlib.suppress(FileNotFoundError):  # used now: kept over older versions
-                    os.utime(path, follow_symlinks=False)
-                now = _identity(path)
+                    os.utime(path, follow_symlinks=False)  # (its identity holds no times)
             return _Remembered(path, self.valid, now, closed=self._note)
         except (OSError, UserError):
             self._seen = None
@@ -144,7 +143,7 @@ class Memory:
         """What a closed store leaves for the next look-up to reuse: its results, if the file is
         still what it read and wrote (no other build appended in between), else nothing."""
         self._seen = None
-        if store.path is not None and store.known is not None:
+        if store.path is not None and store.whole:
             with contextlib.suppress(OSError):
                 if _identity(store.path) == store.known:
                     self._seen = (store.path, store.known, store.results)
@@ -203,9 +202,12 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
     """Which file is at ``path`` and how long it is (None: there is none): another build
     appends, a fresh start replaces; either changes this."""
     try:
-        found = path.lstat()
+        return _mark(path.lstat())
     except FileNotFoundError:
         return None
+
+
+def _mark(found: os.stat_result) -> tuple[int, int, int]:
     return found.st_dev, found.st_ino, found.st_size
 
 
@@ -228,9 +230,10 @@ class _Remembered(ResultStore):
     only (the build goes on), never an error. ``results``: what this process read of the file
     before, unchanged since (the file is not read again); ``closed``: told when it closes.
 
-    ``known`` is the file's identity (_identity) that ``results`` hold all of: as it was opened,
-    then as each of this store's own lines left it. A line another build appended in between
-    makes it None: the next look-up reads the file again rather than miss that line."""
+    ``known`` is the file's identity (_identity; None: there was none) as it was opened, then as
+    each of this store's own lines left it. ``whole``: ``results`` hold all of the file, until a
+    line another build appended is found in between (the file is then not as ``known`` says
+    before one of ours): the next look-up reads the file again rather than miss that line."""
 
     def __init__(
         self,
@@ -246,18 +249,15 @@ class _Remembered(ResultStore):
             super().__init__(None, valid=valid)
             self.path, self.results = path, results
         self.known = known
+        self.whole = True
         self._closed = closed
 
     def add(self, key: str, point: dict[str, Any], metrics: dict[str, Any]) -> None:
         try:
-            if self.path is not None and self.known is not None:
-                found = self._file_identity()
-                if found is not None and found != self.known:
-                    self.known = None  # another build's line came first: not all of it is here
-            first = self._file is None and self.path is not None and _identity(self.path) is None
+            if self._file_identity() != self.known:
+                self.whole = False  # another build's line came first: not all of it is here
             super().add(key, point, metrics)
-            if self._file is not None and (self.known is not None or first):
-                self.known = self._file_identity()
+            self.known = self._file_identity()
         except (OSError, UserError):
             self.results[key] = metrics
             self.path = None  # stop trying to write; the rest of the run stays in memory
@@ -266,8 +266,7 @@ class _Remembered(ResultStore):
     def _file_identity(self) -> tuple[int, int, int] | None:
         if self._file is None:
             return None if self.path is None else _identity(self.path)
-        found = os.fstat(self._file.fileno())
-        return found.st_dev, found.st_ino, found.st_size
+        return _mark(os.fstat(self._file.fileno()))
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
