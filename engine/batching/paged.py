@@ -50,8 +50,9 @@ also pause at a given time and take more requests, so several engines run side b
 a router (engine.batching.cosim).
 
 What a visit costs is the simulator's speed (about two visits per request), so the loop is
-written for it: counters in locals, the common cases inline (see _Simulation.steps), one int per
-queued completion, and no per-request objects.
+written for it: each rule once, in one loop whose counters are locals (see _Simulation.steps),
+one int per queued completion, and no per-request objects. Prefill-first scheduling (vLLM V0) is
+the same loop with steps 3 and 4 in V0's order (engine.batching.prefill_first).
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ class PagedPolicy:
     allow_empty_prompt: bool = False
     name = "paged"
     max_wait = None
+    prefills_first = False  # vLLM V0's order of the same rules (engine.batching.prefill_first)
 
     @property
     def usable_blocks(self) -> int | None:
@@ -178,7 +180,7 @@ class PagedPolicy:
         return schedule_paged(unused, prompt, output, slots, self, clock=(step_time, arrival))
 
     def simulation(self) -> type[_Simulation]:
-        """The loop that runs these rules (prefill-first scheduling brings its own)."""
+        """The loop that runs these rules (prefill-first scheduling too, in its own order)."""
         return _Simulation
 
     def check(self, prompt: np.ndarray, output: np.ndarray, cap: int) -> None:
@@ -308,15 +310,13 @@ class _Simulation:
         self.limited = policy.num_blocks is not None
         self.pool = policy.usable_blocks or 0
         self.gate = policy.reserve_full_prompt and self.limited  # admission needs the whole prompt's blocks
-        # async scheduling: requests that sampled their last token in step t − 1, holding their
-        # seat and blocks (explicitly, in `held`) until step t is scheduled
+        # async scheduling: a request that sampled its last token in step t − 1 keeps its seat
+        # and its blocks (held explicitly) until step t is scheduled
         self.lingers = policy.async_scheduling
         self.lingering: dict[int, None] = {}
         self.late_preempted: array[int] = array("q")  # stays preempted while lingering
-        self.free = 0  # blocks free, kept exact within a visited step (set at its start)
-        self.explicit = 0  # blocks held by running requests that are not decoding (prefills)
+        self.prefills_first = policy.prefills_first  # vLLM V0's order (see steps)
         self.decoding_blocks = DecodeBlocks(self.bs)  # the decoding requests' blocks
-        self.held_step = 0  # the step whose allocations the decoding requests have taken
         self.budget = policy.max_num_batched_tokens
         self.chunked = policy.chunked_prefill
         # per request
@@ -353,19 +353,15 @@ class _Simulation:
         self.c_done: array[int] = array("q")
         # the clock, when arrivals are in seconds: what the current step runs, and when it began
         self.t = 0
+        self.now = 0.0
         self.timing: StepTime | None = None
+        self.tolerance = 0.0
         if clock is not None:
             self.timing, arrival = clock
             self.arrival = array("d", np.ascontiguousarray(arrival, dtype=np.float64).tobytes())
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.advance = clock_functions(self.timing, cap).advance  # plain floats, made once
-        self.now = 0.0  # seconds when step t begins
-        self.decoding = 0  # requests decoding in step t
-        self.context_sum = 0  # Σ (cached at decode start − decode start + 1): KV read = this + t·decoding
-        # prefills that finish in step t (they decode from t + 1): how many, Σ their contexts
-        self.join_count = self.join_sum = 0
         self.whole_prompts = False  # chunks rebuilt from the stays (set by steps, see there)
-        self.prefill_now = 0  # prompt tokens processed in step t
         # Side by side with other engines (engine.batching.cosim): more requests may come
         # (`open`), and the loop pauses before the first step that begins at or after
         # `checkpoint` seconds, so a router can look at every engine at one moment.
@@ -405,55 +401,237 @@ class _Simulation:
         """The loop. Yields step t, before doing anything in it, only when a checkpoint is set
         and step t begins at or after it; without one it runs to the end without yielding.
 
-        The hot loop, so everything it reads per visit is a local and the common cases are
-        written out here: completions (as _complete), admitting whole prompts (as _admit,
-        _open_stay, _chunk and _start_decoding do) and the clock (as _advance). Those methods
-        stay the rules' reference and run the rare paths (chunked prefill, a pool running short)
-        and prefill-first scheduling; the counters they share with the loop are handed to them
-        (_store) and taken back (_load) around each such call. A change to the rules changes
-        both. Few builtin calls (max, min, float) are left where arithmetic does: on an
-        interpreter built without optimisations each costs several arithmetic operations.
+        Each rule of the module docstring is written once, under its number, in the order
+        vLLM's Scheduler.schedule() applies them: the running requests (3a, 3b) before the
+        waiting (4). Prefill-first scheduling (vLLM V0, engine.batching.prefill_first) runs
+        the same rules in its own order: admission first, and a step that admits pauses the
+        decodes. What several rules do alike is one small function, defined below over the
+        loop's own counters: a request leaving (`leave`, its blocks out of the decoding count
+        by `hold`), being preempted (`preempt`, `make_room`), prefilling a chunk (`prefill`)
+        and starting to decode (`start_decoding`); admission is one (`admit`) because the two
+        orders call it at different points. The counters are locals, not attributes, because a
+        visit is the simulator's cost (about two per request). Few builtin calls (max, min)
+        are left where arithmetic does: on an interpreter built without optimisations each
+        costs several arithmetic operations.
         """
-        events, eligible = self.events, self.eligible
-        waiting, running, prefilling = self.waiting, self.running, self.prefilling
-        blocks, limited, budget, chunked = self.decoding_blocks, self.limited, self.budget, self.chunked
-        hist, bs, pool, cap = blocks.hist, self.bs, self.pool, self.cap
+        # per request (compact arrays; add_request appends to them while the run is open)
         prompt, output, generated, context = self.prompt, self.output, self.generated, self.context
-        decode_from, offset, counted, due = self.decode_from, self.offset, self.counted, self.due
-        stay, first_start, finish = self.stay, self.first_start, self.finish
+        prefilled, decode_from, offset, held = self.prefilled, self.decode_from, self.offset, self.held
+        counted, due, stay = self.counted, self.due, self.stay
+        first_start, finish = self.first_start, self.finish
+        # the run's output: its stays, and its prefill chunks
         s_request, s_slot, s_start, s_decode = self.s_request, self.s_slot, self.s_start, self.s_decode
-        s_emit, s_end, s_context, free_slots = self.s_emit, self.s_end, self.s_context, self.free_slots
+        s_emit, s_end, s_context = self.s_emit, self.s_end, self.s_context
+        c_stay, c_step, c_tokens, c_done = self.c_stay, self.c_step, self.c_tokens, self.c_done
+        # the queues: waiting, running (admission order, the last key the newest), prefilling,
+        # lingering (async: sampled their last token in step t − 1), queued completions, seats
+        waiting, running, prefilling, lingering = self.waiting, self.running, self.prefilling, self.lingering
+        events, free_slots, late_preempted = self.events, self.free_slots, self.late_preempted
+        # the policy
+        cap, bs, pool, budget, chunked = self.cap, self.bs, self.pool, self.budget, self.chunked
+        limited, gate, lingers, prefills_first = self.limited, self.gate, self.lingers, self.prefills_first
+        blocks = self.decoding_blocks
+        hist = blocks.hist  # decoding requests by residue (engine.batching.blocks)
         heappop, heappush = heapq.heappop, heapq.heappush
         shift, mask = EVENT_SHIFT, EVENT_MASK
         timed = self.timing is not None
-        arrival: Any = self.arrival if timed else eligible  # seconds, or steps
-        tolerance = 0.0
+        arrival: Any = self.arrival if timed else self.eligible  # seconds, or steps
+        tolerance = self.tolerance
         if timed:
-            tolerance = self.tolerance
             advance = self.advance
-        # Whole prompts (no chunking): every stay emits from its first step and prefills its
-        # context there in one chunk, so schedule() rebuilds those from the stays.
-        self.whole_prompts = not chunked
-        held_step, now = self.held_step, self.now
-        # With the decoding count (hist is shared with it): how many, and the pool's slack
-        # against the most they could hold in a period before the `m` term (see
-        # blocks.first_over): slack = pool − explicit − Σq − 2·count, kept as they come and go.
-        (
-            free,
-            explicit,
-            decoding,
-            context_sum,
-            prefill_now,
-            join_count,
-            join_sum,
-            counting,
-            slack,
-        ) = self._load()
-        safe = 0  # no step before this can run the pool short (bound kept by the previous visit)
+        # Whole prompts (no chunks, no pauses): every stay prefills its context in its first
+        # step, in one chunk, so schedule() rebuilds the chunks from the stays.
+        whole = self.whole_prompts = not chunked and not prefills_first
         completed, checkpoint, n = self.completed, self.checkpoint, self.n
-        lingers, lingering = self.lingers, self.lingering
+        t = 0  # the step being scheduled
+        now = self.now  # seconds when step t begins
+        free = 0  # blocks free, exact within a visited step once counted (see "the free blocks")
+        explicit = 0  # blocks held outside the decoding count: prefilling and lingering requests
+        counting = 0  # requests in the decoding count
+        # the pool's slack against the most the count could hold in a period before the `m` term
+        # (see blocks.first_over): pool − explicit − Σq − 2·counting, kept as requests come and go
+        slack = pool
+        held_step = 0  # the step after whose allocations the decoding count's blocks are counted
+        safe = 0  # no step before this can run the pool short (bound kept by the previous visit)
+        decoding = context_sum = 0  # timed: requests decoding in step t; KV read = context_sum + t·decoding
+        join_count = join_sum = 0  # timed: prefills that finish in step t: how many, Σ their contexts
+        prefill_now = 0  # prompt tokens processed in step t
+        preempted = False  # in step t
+        preemptions = 0
         head = events[0] >> shift if events else None  # the step of the next queued completion
-        t, arrived = 0, 0
+
+        def hold(r: int, step: int) -> None:
+            """r's blocks leave the decoding count, held as they stood after step `step`'s
+            allocations (ceil(reads / block_size), its reads being offset + step)."""
+            nonlocal counting, explicit, slack
+            a = offset[r]
+            q, u = divmod(a - 1, bs)
+            kept = -(-(a + step) // bs)
+            hist[u] -= 1
+            counted[r] = False
+            held[r] = kept
+            counting -= 1
+            explicit += kept
+            slack += q + 2 - kept
+
+        def leave(r: int) -> None:
+            """r is out of the running: its seat and its blocks are free (rules 1 and 3)."""
+            nonlocal free, explicit, slack
+            del running[r]
+            if limited:
+                if counted[r]:
+                    hold(r, held_step)
+                kept = held[r]
+                held[r] = 0
+                free += kept
+                explicit -= kept
+                slack += kept
+            heappush(free_slots, s_slot[stay[r]])
+
+        def preempt(v: int) -> None:
+            """Rule 3: v is preempted by recompute in step t. It keeps the tokens it emitted and
+            goes back to the front of the queue. A lingering request (its last token is out)
+            only gives its seat and blocks back early: vLLM counts it preempted, and it is done."""
+            nonlocal preemptions, decoding, context_sum, join_count, join_sum
+            w = stay[v]
+            preemptions += 1
+            if v in lingering:
+                del lingering[v]
+                leave(v)
+                late_preempted.append(w)
+                return
+            if v in prefilling:
+                del prefilling[v]
+                s_decode[w] = s_emit[w] = t  # it never decoded in this stay
+            else:
+                # one token per step from its first emitting step up to t, whose token never comes
+                generated[v] += t - s_emit[w]
+                if s_decode[w] > t:  # its prefill finished in step t
+                    s_decode[w] = t
+                if timed:
+                    if decode_from[v] <= t:
+                        decoding -= 1
+                        context_sum -= offset[v]
+                    else:
+                        join_count -= 1
+                        join_sum -= context[v]
+            leave(v)
+            due[v] = -1  # its queued completion is stale
+            s_end[w] = t
+            waiting.appendleft(v)
+
+        def make_room(r: int, need: int) -> bool:
+            """Rule 3: while fewer than `need` blocks are free, the newest running request is
+            preempted (r itself when it is the newest). Whether r still runs."""
+            nonlocal preempted
+            while free < need and r in running:
+                preempted = True
+                preempt(next(reversed(running)))
+            return r in running
+
+        def open_stay(r: int, slot: int, cached: int) -> None:
+            """r begins a stay in step t, to have `cached` tokens in cache when it decodes."""
+            stay[r] = len(s_request)
+            s_request.append(r)
+            s_slot.append(slot)
+            s_start.append(t)
+            s_decode.append(-1)
+            s_emit.append(-1)
+            s_end.append(-1)
+            s_context.append(cached)
+            context[r] = cached
+
+        def prefill(r: int, tokens: int) -> None:
+            """r prefills `tokens` more of its context in step t (a chunk, unless whole)."""
+            nonlocal prefill_now
+            prefilled[r] += tokens
+            prefill_now += tokens
+            if not whole:
+                c_stay.append(stay[r])
+                c_step.append(t)
+                c_tokens.append(tokens)
+                c_done.append(prefilled[r])
+
+        def start_decoding(r: int, step: int, emit: int) -> None:
+            """Rule 5: r decodes from `step` (t with nothing to prefill, t + 1 after a prefill
+            that completes in step t or a pause) and emits one token per step from `emit`, so
+            it is done output − generated steps after. Its blocks join the decoding count: its
+            reads at step s are context − step + 1 + s, which also gives its prefill's blocks
+            at step − 1."""
+            nonlocal head, decoding, context_sum, join_count, join_sum, counting, explicit, slack
+            w = stay[r]
+            decode_from[r] = s_decode[w] = step
+            s_emit[w] = emit
+            cached = context[r]
+            offset[r] = a = cached - step + 1
+            if timed:
+                if step == t:
+                    decoding += 1
+                    context_sum += a
+                else:
+                    join_count += 1
+                    join_sum += cached
+            end = emit + output[r] - generated[r]
+            due[r] = end
+            heappush(events, end << shift | r)
+            if head is None or end < head:
+                head = end
+            if limited:
+                kept = held[r]
+                held[r] = 0
+                q, u = divmod(a - 1, bs)
+                hist[u] += 1
+                counted[r] = True
+                counting += 1
+                explicit -= kept
+                slack += kept - q - 2
+
+        def admit(budget_left: int | None) -> bool:
+            """Rule 4: waiting requests are admitted in queue order while a seat, the budget and
+            the blocks for their first step allow (with the full-prompt gate, the free blocks
+            hold the whole prompt); the first that does not fit stops the queue. True if the
+            budget stopped it."""
+            nonlocal free, explicit, slack
+            seats = cap - len(running)
+            while waiting and seats:
+                r = waiting[0]
+                cached = prompt[r] + generated[r]
+                if cached:
+                    tokens = cached
+                    if chunked and budget_left is not None and budget_left < cached:
+                        tokens = budget_left  # its first chunk
+                    taken = -(-tokens // bs)
+                else:
+                    tokens = taken = 1  # nothing cached: it decodes at once, in one block
+                if budget_left is not None and (tokens > budget_left or tokens == 0):
+                    return True
+                if limited and (taken > free or (gate and -(-cached // bs) > free)):
+                    return False
+                waiting.popleft()
+                if budget_left is not None:
+                    budget_left -= tokens
+                seats -= 1
+                running[r] = None
+                open_stay(r, heappop(free_slots), cached)
+                if first_start[r] < 0:
+                    first_start[r] = t
+                if limited:
+                    free -= taken
+                    held[r] = taken
+                    explicit += taken
+                    slack -= taken
+                if not cached:
+                    start_decoding(r, t, t)
+                    continue
+                prefilled[r] = 0
+                prefill(r, tokens)
+                if tokens == cached:
+                    start_decoding(r, t + 1, t)
+                else:
+                    prefilling[r] = None
+            return False
+
+        arrived = 0
         coming: Any = arrival[0] if n else math.inf  # the next arrival's time (step), inf: none yet
         while True:
             if checkpoint is not None and now + tolerance >= checkpoint:
@@ -462,51 +640,28 @@ class _Simulation:
                 n, checkpoint = self.n, self.checkpoint  # the router may have added requests
                 if arrived < n:
                     coming = arrival[arrived]
-            # 1. completions (the blocks they free are counted with the rest in 3a)
+            held_step = t - 1  # the decoding requests hold their blocks as after step t − 1
+            # 1. completions: requests that emitted their last token in step t − 1 leave
             while head == t:
                 r = heappop(events) & mask
                 head = events[0] >> shift if events else None
-                if due[r] == t:  # else stale: preempted or paused since it was queued
-                    due[r] = -1
-                    a = offset[r]  # its reads at step s are a + s
-                    if timed:
-                        decoding -= 1
-                        context_sum -= a
-                    if lingers:
-                        # async: out of the batch, but its seat and the blocks it had after
-                        # step t − 1 stay taken until this step is scheduled (released below)
-                        if counted[r]:
-                            q, u = divmod(a - 1, bs)
-                            counting -= 1
-                            hist[u] -= 1
-                            counted[r] = False
-                            kept = -(-(a + t - 1) // bs)
-                            self.held[r] = kept
-                            explicit += kept
-                            slack += q + 2 - kept
-                        lingering[r] = None
-                        s_end[stay[r]] = t
-                        finish[r] = t
-                        completed += 1
-                        continue
-                    del running[r]
+                if due[r] != t:
+                    continue  # stale: preempted or paused since it was queued
+                due[r] = -1
+                if timed:
+                    decoding -= 1
+                    context_sum -= offset[r]
+                s_end[stay[r]] = finish[r] = t  # (its `generated` is no longer read)
+                completed += 1
+                if lingers:
+                    # async: step t is scheduled before its last token is back, so it keeps
+                    # its seat and the blocks it had after step t − 1 until then (see below)
                     if limited:
-                        if counted[r]:
-                            q, u = divmod(a - 1, bs)
-                            counting -= 1
-                            slack += q + 2
-                            hist[u] -= 1
-                            counted[r] = False
-                        else:
-                            explicit -= self.held[r]
-                            slack += self.held[r]
-                            self.held[r] = 0
-                    where = stay[r]
-                    heappush(free_slots, s_slot[where])
-                    s_end[where] = t
-                    finish[r] = t  # (its `generated` is no longer read)
-                    completed += 1
-            # 2. arrivals: by step, or by the time step t begins
+                        hold(r, t - 1)
+                    lingering[r] = None
+                else:
+                    leave(r)
+            # 2. arrivals join the back of the queue: by step, or by the time step t begins
             horizon = now + tolerance if timed else t
             if coming <= horizon:
                 while True:
@@ -515,188 +670,86 @@ class _Simulation:
                     coming = arrival[arrived] if arrived < n else math.inf
                     if coming > horizon:
                         break
-            # 3a. block boundaries of decoding requests, oldest first
-            preempted = False
+            # The free blocks, counted only when a rule below reads them: a completion visit
+            # whose block boundaries cannot run the pool short skips it.
+            preempted = budget_blocked = looked = False
+            taking = 0  # decoding requests whose next token starts a block
             if limited:
                 taking = hist[-t % bs]
-                # The free blocks are counted only when something here needs them: a
-                # completion visit whose block boundaries cannot run the pool short skips it.
                 if waiting or prefilling or (taking and t >= safe):
-                    held_step = t - 1
+                    looked = True
                     m, v = divmod(held_step, bs)
                     free = slack - counting * (m - 1)  # pool − explicit − Σq − count·(m + 1)
                     if v:
                         free -= sum(hist[bs - v :])
-                    if taking <= free:
-                        free -= taking
-                    else:
-                        self._store(
-                            t,
-                            held_step,
-                            free,
-                            explicit,
-                            decoding,
-                            context_sum,
-                            prefill_now,
-                            join_count,
-                            join_sum,
-                            counting,
-                            slack,
-                        )
-                        preempted = self._reserve_blocks(t)
-                        (
-                            free,
-                            explicit,
-                            decoding,
-                            context_sum,
-                            prefill_now,
-                            join_count,
-                            join_sum,
-                            counting,
-                            slack,
-                        ) = self._load()
-                        head = events[0] >> shift if events else None
-                held_step = t
-            chunked_now = budget_blocked = False
-            if waiting or prefilling:
+            if prefills_first and waiting:
+                # V0: prefills first, with the whole budget; if any was admitted, the step runs
+                # them alone and every running request sits it out, where it left off (its
+                # stay ends and a new one, in its slot, decodes from t + 1)
+                budget_blocked = admit(budget)
+                if prefill_now:  # (every V0 request has a prompt)
+                    taking = 0
+                    for r in [r for r in running if decode_from[r] <= t]:  # not the new ones
+                        w = stay[r]
+                        generated[r] += t - s_emit[w]
+                        s_end[w] = t
+                        if timed:
+                            decoding -= 1
+                            context_sum -= offset[r]
+                        if limited:
+                            hold(r, t - 1)
+                        open_stay(r, s_slot[w], context[r] + t - decode_from[r])
+                        prefilled[r] = context[r]
+                        prefill(r, 0)  # nothing to prefill; the chunk keeps its blocks counted
+                        start_decoding(r, t + 1, t + 1)
+            # 3a. decoding requests at a block boundary take a block, oldest first
+            if looked and taking:
+                if taking <= free:
+                    free -= taking
+                else:
+                    for r in list(running):
+                        if r in running and counted[r] and not (offset[r] + t - 1) % bs and make_room(r, 1):
+                            free -= 1
+            held_step = t
+            if not prefills_first and (waiting or prefilling):
                 # one token per decoding request: the running less the prefilling and lingering
                 budget_left = (
                     None if budget is None else budget - (len(running) - len(prefilling) - len(lingering))
                 )
-                # 3b. prefill chunks of requests admitted earlier
-                if prefilling:
-                    self._store(
-                        t,
-                        held_step,
-                        free,
-                        explicit,
-                        decoding,
-                        context_sum,
-                        prefill_now,
-                        join_count,
-                        join_sum,
-                        counting,
-                        slack,
-                    )
-                    budget_left, more = self._continue_prefills(t, budget_left)
-                    (
-                        free,
-                        explicit,
-                        decoding,
-                        context_sum,
-                        prefill_now,
-                        join_count,
-                        join_sum,
-                        counting,
-                        slack,
-                    ) = self._load()
-                    head = events[0] >> shift if events else None
-                    preempted = preempted or more
-                    chunked_now = True
-                # 4. admission
+                # 3b. prefilling requests take their next chunk, and the blocks it fills
+                for r in list(prefilling) if prefilling else ():
+                    assert budget_left is not None  # chunked prefill always has a budget
+                    tokens = context[r] - prefilled[r]
+                    if budget_left < tokens:
+                        tokens = budget_left
+                    if tokens <= 0 or r not in running:
+                        continue  # no budget left: the chunk waits (or it was preempted)
+                    if limited:
+                        need = -(-(prefilled[r] + tokens) // bs) - held[r]
+                        if not make_room(r, need):
+                            continue
+                        free -= need
+                        held[r] += need
+                        explicit += need
+                        slack -= need
+                    budget_left -= tokens
+                    prefill(r, tokens)
+                    if prefilled[r] == context[r]:
+                        del prefilling[r]
+                        start_decoding(r, t + 1, t)
+                # 4. admission, unless something was preempted in this step
                 if waiting and not preempted:
-                    if chunked:
-                        self._store(
-                            t,
-                            held_step,
-                            free,
-                            explicit,
-                            decoding,
-                            context_sum,
-                            prefill_now,
-                            join_count,
-                            join_sum,
-                            counting,
-                            slack,
-                        )
-                        budget_left, budget_blocked, admitted_prefill = self._admit(t, budget_left)
-                        (
-                            free,
-                            explicit,
-                            decoding,
-                            context_sum,
-                            prefill_now,
-                            join_count,
-                            join_sum,
-                            counting,
-                            slack,
-                        ) = self._load()
-                        head = events[0] >> shift if events else None
-                        chunked_now = chunked_now or admitted_prefill
-                    else:
-                        # whole prompts: each admitted request prefills in t and decodes from
-                        # t + 1, or, with nothing to prefill, decodes from t
-                        seats = cap - len(running)
-                        while waiting and seats:
-                            r = waiting[0]
-                            cached = prompt[r] + generated[r]
-                            if cached:
-                                tokens, taken = cached, -(-cached // bs)
-                            else:
-                                tokens = taken = 1
-                            if budget_left is not None and tokens > budget_left:
-                                budget_blocked = True
-                                break
-                            if limited and taken > free:
-                                break
-                            waiting.popleft()
-                            if budget_left is not None:
-                                budget_left -= tokens
-                            seats -= 1
-                            running[r] = None
-                            stay[r] = len(s_request)
-                            s_request.append(r)
-                            s_slot.append(heappop(free_slots))
-                            s_start.append(t)
-                            s_emit.append(t)
-                            s_end.append(-1)
-                            s_context.append(cached)
-                            context[r] = cached
-                            if first_start[r] < 0:
-                                first_start[r] = t
-                            if cached:
-                                chunked_now = True
-                                prefill_now += cached
-                                start = t + 1
-                                if timed:
-                                    join_count += 1
-                                    join_sum += cached
-                            else:
-                                start = t
-                                if timed:
-                                    decoding += 1
-                                    context_sum += 1 - t
-                            s_decode.append(start)
-                            decode_from[r] = start
-                            end = t + output[r] - generated[r]
-                            due[r] = end
-                            heappush(events, end << shift | r)
-                            if head is None or end < head:
-                                head = end
-                            offset[r] = a = cached - start + 1
-                            if limited:
-                                # its prefill's blocks pass straight to the decoding count
-                                free -= taken
-                                q, u = divmod(a - 1, bs)
-                                counting += 1
-                                slack -= q + 2
-                                hist[u] += 1
-                                counted[r] = True
-            # async: step t is scheduled, so the requests that finished in t − 1 leave now
+                    budget_blocked = admit(budget_left)
+            # 1, async: step t is scheduled, so the requests that finished in t − 1 leave now
             released = False
             if lingering:
                 released = True
                 for r in lingering:
-                    del running[r]
-                    kept = self.held[r]
-                    explicit -= kept
-                    slack += kept
-                    self.held[r] = 0
-                    heappush(free_slots, s_slot[stay[r]])
+                    leave(r)
                 lingering.clear()
             # the next step where something can change (completions all lie after t)
             event = head
-            if prefilling or (waiting and (preempted or released or (budget_blocked and chunked_now))):
+            if prefilling or (waiting and (preempted or released or (budget_blocked and prefill_now))):
                 event = t + 1
             if limited and counting:
                 # No step before `safe` can hold more blocks than the pool has (the bound
@@ -710,34 +763,22 @@ class _Simulation:
                     if short is not None and (event is None or short < event):
                         event = short
             if timed:
-                # the clock (as _advance): step t's seconds, then the run to the next stop
-                batch, read, prefill = decoding, context_sum + t * decoding, prefill_now
+                # The clock: step t's seconds follow from what it ran; after it the batch is
+                # fixed (its finished prefills join), so the steps up to the next event are one
+                # closed-form run, and an arrival's step is solved only when it lands before
+                # the event (steptime.clock_functions).
+                batch, read, prefill_tokens = decoding, context_sum + t * decoding, prefill_now
                 if join_count:  # they read context + 1 tokens at step t + 1
                     context_sum += join_sum - t * join_count
                     decoding += join_count
                     join_count = join_sum = 0
                 prefill_now = 0
-                if checkpoint is None:
-                    target = None if waiting or arrived == n else coming
-                else:
+                if checkpoint is not None:
                     # side by side with other engines: the router may have changed what comes
-                    # next, and says when it wants this engine to stop (wake); it reads the
-                    # engine's state, so the counters are handed over first
+                    # next, and says when it wants this engine to stop (wake)
                     coming = arrival[arrived] if arrived < n else math.inf
-                    target = None if waiting or arrived == n else coming
-                    self._store(
-                        t,
-                        held_step,
-                        free,
-                        explicit,
-                        decoding,
-                        context_sum,
-                        prefill_now,
-                        join_count,
-                        join_sum,
-                        counting,
-                        slack,
-                    )
+                target = None if waiting or arrived == n else coming
+                if checkpoint is not None:
                     self.completed = completed
                     wake = self.wake()
                     checkpoint = self.checkpoint  # (a router may also let the engine go)
@@ -752,7 +793,7 @@ class _Simulation:
                 ahead, elapsed = advance(
                     batch,
                     read,
-                    prefill,
+                    prefill_tokens,
                     decoding,
                     context_sum + (t + 1) * decoding,
                     steps,
@@ -762,6 +803,7 @@ class _Simulation:
                 now += elapsed
                 t += 1 + ahead
             else:
+                prefill_now = 0
                 if not waiting and arrived < n and (event is None or coming < event):
                     event = coming
                 if event is None:
@@ -769,58 +811,8 @@ class _Simulation:
                 t = event if event > t else t + 1
         if self.open:
             raise AssertionError("an open run needs a checkpoint to wait for")
-        self._store(
-            t,
-            held_step,
-            free,
-            explicit,
-            decoding,
-            context_sum,
-            prefill_now,
-            join_count,
-            join_sum,
-            counting,
-            slack,
-        )
-        self.now, self.completed = now, completed
-        assert not self.running and not self.waiting and arrived == n, "paged run stalled"
-
-    def _store(
-        self,
-        t: int,
-        held_step: int,
-        free: int,
-        explicit: int,
-        decoding: int,
-        context_sum: int,
-        prefill_now: int,
-        join_count: int,
-        join_sum: int,
-        counting: int,
-        slack: int,
-    ) -> None:
-        """Hand the loop's counters to the methods (see steps). The loop keeps the pool's slack
-        (pool − explicit − Σq − 2·count); the decoding count keeps Σq itself."""
-        self.t, self.held_step, self.free, self.explicit = t, held_step, free, explicit
-        self.decoding, self.context_sum, self.prefill_now = decoding, context_sum, prefill_now
-        self.join_count, self.join_sum = join_count, join_sum
-        self.decoding_blocks.count = counting
-        self.decoding_blocks.q_sum = self.pool - explicit - 2 * counting - slack
-
-    def _load(self) -> tuple[int, int, int, int, int, int, int, int, int]:
-        """Take them back after a method ran, the slack derived again from Σq as _store keeps it."""
-        blocks = self.decoding_blocks
-        return (
-            self.free,
-            self.explicit,
-            self.decoding,
-            self.context_sum,
-            self.prefill_now,
-            self.join_count,
-            self.join_sum,
-            blocks.count,
-            self.pool - self.explicit - blocks.q_sum - 2 * blocks.count,
-        )
+        self.t, self.now, self.completed, self.preemptions = t, now, completed, preemptions
+        assert not running and not waiting and arrived == n, "the run stalled"
 
     def wake(self) -> float | None:
         """When a router wants this engine to stop skipping steps: the first step that begins at
@@ -828,239 +820,6 @@ class _Simulation:
         set, once per visited step after its admissions; the checkpoint itself by default.
         (engine.batching.shared pauses at every visited step and answers from the queue's state.)"""
         return self.checkpoint
-
-    # ---- pieces -------------------------------------------------------------------------------
-
-    def _complete(self, r: int, t: int) -> None:
-        if self.timing is not None:
-            self.decoding -= 1
-            self.context_sum -= self.context[r] - self.decode_from[r] + 1
-        del self.running[r]
-        if self.limited:
-            self._release(r)
-        heapq.heappush(self.free_slots, self.s_slot[self.stay[r]])
-        self.s_end[self.stay[r]] = t
-        self.generated[r] = self.output[r]
-        self.finish[r] = t
-        self.due[r] = -1
-        self.completed += 1
-
-    def _preempt(self, v: int, t: int) -> None:
-        """Evict v by recompute: free its blocks, keep its emitted tokens, queue it first.
-
-        A lingering victim (async scheduling: its last token is out, its seat still taken) only
-        gives its blocks and seat back a little early: vLLM counts it preempted, and it is done."""
-        del self.running[v]
-        stay = self.stay[v]
-        if v in self.lingering:
-            del self.lingering[v]
-            self._release(v)
-            heapq.heappush(self.free_slots, self.s_slot[stay])
-            self.late_preempted.append(stay)
-            self.preemptions += 1
-            return
-        if v in self.prefilling:
-            del self.prefilling[v]
-            self.s_decode[stay] = t  # never decoded in this stay
-            self.s_emit[stay] = t
-        else:
-            # it emitted one token per step from the step that finished its prefill (or from its
-            # first decode step), up to this one: preempted now, this step's token never comes
-            self.generated[v] += t - self.s_emit[stay]
-            self.s_decode[stay] = min(self.s_decode[stay], t)
-            if self.timing is not None:
-                if self.decode_from[v] <= t:
-                    self.decoding -= 1
-                    self.context_sum -= self.context[v] - self.decode_from[v] + 1
-                else:
-                    self.join_count -= 1
-                    self.join_sum -= self.context[v]
-        if self.limited:
-            self._release(v)
-        self.due[v] = -1  # its queued completion is stale
-        heapq.heappush(self.free_slots, self.s_slot[stay])
-        self.s_end[stay] = t
-        self.waiting.appendleft(v)
-        self.preemptions += 1
-
-    def _release(self, r: int) -> None:
-        """Free r's blocks: a decoding request's count follows from the step (see blocks)."""
-        if self.counted[r]:
-            self.free += ceil_div(self.offset[r] + self.held_step, self.bs)
-            self.decoding_blocks.remove(self.offset[r])
-            self.counted[r] = False
-        else:
-            self.free += self.held[r]
-            self.explicit -= self.held[r]
-            self.held[r] = 0
-
-    def _reserve_blocks(self, t: int) -> bool:
-        """Step 3a when the pool is short: every decoding request at a block boundary takes a
-        block, oldest first, preempting the newest while none is free. True if it preempted."""
-        preempted = False
-        bs = self.bs
-        for r in list(self.running):
-            if r not in self.running or not self.counted[r] or (self.offset[r] + t - 1) % bs:
-                continue
-            while self.free < 1 and r in self.running:
-                preempted = True
-                self._preempt(next(reversed(self.running)), t)
-            if r in self.running:
-                self.free -= 1
-        return preempted
-
-    def _continue_prefills(self, t: int, budget_left: int | None) -> tuple[int | None, bool]:
-        assert budget_left is not None  # chunked prefill always has a budget
-        preempted = False
-        for r in list(self.prefilling):
-            if r not in self.running:
-                continue
-            chunk = min(self.context[r] - self.prefilled[r], budget_left)
-            if chunk <= 0:
-                continue  # no budget left this step: the chunk waits
-            if self.limited:
-                need = ceil_div(self.prefilled[r] + chunk, self.bs) - self.held[r]
-                while self.free < need and r in self.running:
-                    preempted = True
-                    self._preempt(next(reversed(self.running)), t)
-                if r not in self.running:
-                    continue
-                self.free -= need
-                self.held[r] += need
-                self.explicit += need
-            budget_left -= chunk
-            self.prefilled[r] += chunk
-            self._chunk(r, t, chunk)
-            if self.prefilled[r] == self.context[r]:
-                del self.prefilling[r]
-                self._start_decoding(r, t + 1)
-        return budget_left, preempted
-
-    def _admit(self, t: int, budget_left: int | None) -> tuple[int | None, bool, bool]:
-        """Admit from the head of the queue while everything fits; report why it stopped."""
-        prefilled_any = False
-        while self.waiting and len(self.running) < self.cap:
-            r = self.waiting[0]
-            context = self.prompt[r] + self.generated[r]
-            if context == 0:
-                tokens, blocks = 1, 1
-            else:
-                tokens = context if not self.chunked else min(context, budget_left or 0)
-                blocks = ceil_div(tokens, self.bs)
-            if budget_left is not None and (tokens > budget_left or tokens == 0):
-                return budget_left, True, prefilled_any
-            if self.gate and ceil_div(context, self.bs) > self.free:
-                return budget_left, False, prefilled_any  # the whole prompt's blocks are not free
-            if self.limited and blocks > self.free:
-                return budget_left, False, prefilled_any
-            self.waiting.popleft()
-            if budget_left is not None:
-                budget_left -= tokens
-            self._open_stay(r, t, context)
-            if self.limited:
-                self.free -= blocks
-                self.held[r] = blocks
-                self.explicit += blocks
-            if context == 0:
-                self._start_decoding(r, t)
-            else:
-                prefilled_any = True
-                self.prefilled[r] = tokens
-                self._chunk(r, t, tokens)
-                if tokens == context:
-                    self._start_decoding(r, t + 1)
-                else:
-                    self.prefilling[r] = None
-        return budget_left, False, prefilled_any
-
-    def _open_stay(self, r: int, t: int, context: int) -> None:
-        self.running[r] = None
-        self.stay[r] = len(self.s_request)
-        self.s_request.append(r)
-        self.s_slot.append(heapq.heappop(self.free_slots))
-        self.s_start.append(t)
-        self.s_decode.append(-1)
-        self.s_emit.append(-1)
-        self.s_end.append(-1)
-        self.s_context.append(context)
-        self.context[r] = context
-        if self.first_start[r] < 0:
-            self.first_start[r] = t
-
-    def _chunk(self, r: int, t: int, tokens: int) -> None:
-        self.prefill_now += tokens
-        self.c_stay.append(self.stay[r])
-        self.c_step.append(t)
-        self.c_tokens.append(tokens)
-        self.c_done.append(self.prefilled[r])
-
-    def _start_decoding(self, r: int, step: int, emit_from: int | None = None) -> None:
-        """r decodes from `step`: queue its completion and, if blocks are limited, hand its
-        blocks to the decoding count (its reads at step s are context − step + 1 + s; the
-        formula also gives its prefill's blocks at step − 1, when this is called).
-
-        Called in the step that emits its next token: the step that finished its prefill (then
-        step = t + 1), or its first decode step (step = t, nothing to prefill). It emits one
-        token per step from t, so it is done output − generated steps after t. (emit_from: a
-        request resuming after a pause emits from its first decode step, `step`.)"""
-        emit = self.t if emit_from is None else emit_from
-        self.decode_from[r] = step
-        self.s_decode[self.stay[r]] = step
-        self.s_emit[self.stay[r]] = emit
-        if self.timing is not None:
-            if step == self.t:
-                self.decoding += 1
-                self.context_sum += self.context[r] - step + 1
-            else:
-                self.join_count += 1
-                self.join_sum += self.context[r]
-        end = emit + self.output[r] - self.generated[r]
-        self.due[r] = end
-        heapq.heappush(self.events, end << EVENT_SHIFT | r)
-        self.offset[r] = offset = self.context[r] - step + 1
-        if self.limited:
-            self.explicit -= self.held[r]
-            self.held[r] = 0
-            self.decoding_blocks.add(offset)
-            self.counted[r] = True
-
-    # ---- the clock (arrivals in seconds) ------------------------------------------------------
-
-    def _advance(self, t: int, event: int | None, waiting_for: int | None) -> int | None:
-        """Move the clock from the start of step t to the next step where something happens:
-        `event` (the next known one) or the first step that begins at or after the next
-        arrival's time, whichever is first, if nothing changes before. Returns that step (None:
-        nothing left to happen).
-
-        Step t's own seconds follow from what it ran; after it the batch is fixed (its prefills
-        that finished join), so the steps up to the next event are one closed-form run. The
-        arrival's step is solved only when it lands before `event`: usually one run is summed
-        per event, not a search per step.
-        """
-        decoding, prefill_now = self.decoding, self.prefill_now
-        read = self.context_sum + t * decoding
-        if self.join_count:
-            # they read context + 1 tokens at step t + 1
-            self.context_sum += self.join_sum - t * self.join_count
-            self.decoding += self.join_count
-            self.join_count = self.join_sum = 0
-        self.prefill_now = 0
-        batch = self.decoding
-        target = None if waiting_for is None else self.arrival[waiting_for]
-        wake = None if self.checkpoint is None else self.wake()
-        if wake is not None and (target is None or wake < target):
-            target = wake  # a router looks at this engine then: stop there too
-        steps = None if event is None else (event - t - 1 if event > t else 0)
-        if steps is None and target is None:
-            return None
-        # an arrival joins at the first step that begins at or after it (within tolerance)
-        deadline = None if target is None else target - self.tolerance
-        first_context = self.context_sum + (t + 1) * batch
-        more, elapsed = self.advance(
-            decoding, read, prefill_now, batch, first_context, steps, deadline, self.now
-        )
-        self.now += elapsed
-        return t + 1 + more
 
     # ---- result -------------------------------------------------------------------------------
 
