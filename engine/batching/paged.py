@@ -309,7 +309,9 @@ class _Simulation:
         self.bs = policy.block_size
         self.limited = policy.num_blocks is not None
         self.pool = policy.usable_blocks or 0
-        self.gate = policy.reserve_full_prompt and self.limited  # admission needs the whole prompt's blocks
+        # admission needs the whole prompt's blocks, not just its first chunk's (without
+        # chunks the two are the same)
+        self.gate = policy.reserve_full_prompt and self.limited and policy.chunked_prefill
         # async scheduling: a request that sampled its last token in step t − 1 keeps its seat
         # and its blocks (held explicitly) until step t is scheduled
         self.lingers = policy.async_scheduling
@@ -541,16 +543,17 @@ class _Simulation:
             s_context.append(cached)
             context[r] = cached
 
-        def prefill(r: int, tokens: int) -> None:
-            """r prefills `tokens` more of its context in step t (a chunk, unless whole)."""
+        def prefill(r: int, tokens: int, done: int) -> None:
+            """r prefills `tokens` of its context in step t, `done` of it then in cache (a
+            chunk, unless whole)."""
             nonlocal prefill_now
-            prefilled[r] += tokens
+            prefilled[r] = done
             prefill_now += tokens
             if not whole:
                 c_stay.append(stay[r])
                 c_step.append(t)
                 c_tokens.append(tokens)
-                c_done.append(prefilled[r])
+                c_done.append(done)
 
         def start_decoding(r: int, step: int, emit: int) -> None:
             """Rule 5: r decodes from `step` (t with nothing to prefill, t + 1 after a prefill
@@ -578,13 +581,15 @@ class _Simulation:
                 head = end
             if limited:
                 kept = held[r]
-                held[r] = 0
+                if kept:  # held while it prefilled, or while a V0 step ran without it
+                    held[r] = 0
+                    explicit -= kept
+                    slack += kept
                 q, u = divmod(a - 1, bs)
                 hist[u] += 1
                 counted[r] = True
                 counting += 1
-                explicit -= kept
-                slack += kept - q - 2
+                slack -= q + 2
 
         def admit(budget_left: int | None) -> bool:
             """Rule 4: waiting requests are admitted in queue order while a seat, the budget and
@@ -617,18 +622,18 @@ class _Simulation:
                     first_start[r] = t
                 if limited:
                     free -= taken
-                    held[r] = taken
-                    explicit += taken
-                    slack -= taken
                 if not cached:
                     start_decoding(r, t, t)
                     continue
-                prefilled[r] = 0
-                prefill(r, tokens)
+                prefill(r, tokens, tokens)
                 if tokens == cached:
-                    start_decoding(r, t + 1, t)
-                else:
-                    prefilling[r] = None
+                    start_decoding(r, t + 1, t)  # its blocks go straight to the decoding count
+                    continue
+                prefilling[r] = None
+                if limited:  # it holds them while it prefills
+                    held[r] = taken
+                    explicit += taken
+                    slack -= taken
             return False
 
         arrived = 0
@@ -699,8 +704,7 @@ class _Simulation:
                         if limited:
                             hold(r, t - 1)
                         open_stay(r, s_slot[w], context[r] + t - decode_from[r])
-                        prefilled[r] = context[r]
-                        prefill(r, 0)  # nothing to prefill; the chunk keeps its blocks counted
+                        prefill(r, 0, context[r])  # nothing to prefill: a chunk that keeps its blocks
                         start_decoding(r, t + 1, t + 1)
             # 3a. decoding requests at a block boundary take a block, oldest first
             if looked and taking:
@@ -733,7 +737,7 @@ class _Simulation:
                         explicit += need
                         slack -= need
                     budget_left -= tokens
-                    prefill(r, tokens)
+                    prefill(r, tokens, prefilled[r] + tokens)
                     if prefilled[r] == context[r]:
                         del prefilling[r]
                         start_decoding(r, t + 1, t)
