@@ -243,3 +243,38 @@ def test_the_tables_and_the_step_lists_are_one_reading() -> None:
     schedule.finish[0] += 1  # the first request finishes a step late
     found = first_difference(trace["events"], schedule_events(schedule))
     assert found is not None and found.startswith(f"step {step}: ")
+
+
+@pytest.mark.parametrize(
+    ("paged", "says"),
+    [
+        ({}, "vLLM 0.33.0 V1 scheduler as shipped (async scheduling, full-prompt admission gate)"),
+        ({"async_scheduling": False}, "vLLM 0.33.0 V1 scheduler with synchronous scheduling"),
+    ],
+)
+def test_the_post_names_the_vllm_scheduler_a_paged_run_reproduces(days_copy, tmp_path, paged, says):
+    """The LinkedIn post's where-from line names, for each paged policy the day runs, the vLLM
+    scheduler its rules are, from the spec's flags; results.json says the same per policy."""
+    from engine.pipeline import build
+
+    from helpers import dump_yaml, lean_spec, load_yaml, unlinked
+
+    day37 = days_copy / "day37.yaml"
+    data = load_yaml(unlinked(lean_spec(day37.read_text())))
+    data["batching"].update(
+        policies=["static", "continuous", "paged"],
+        paged={"num_blocks": 4096, "allow_empty_prompt": True, **paged},
+    )  # the lab has no prompts
+    day37.write_text(dump_yaml(data, sort_keys=False))
+    build(day37, tmp_path)
+    results = json.loads((tmp_path / "day37" / "results.json").read_text())["batching"]
+    assert results["scheduler"] == {
+        "paged": results["policies"]["paged"]["kv_blocks"]["scheduler"]["reproduces"]
+    }
+    assert results["scheduler"]["paged"].startswith(says)
+    (where,) = [
+        line
+        for line in (tmp_path / "day37" / "linkedin.md").read_text().splitlines()
+        if line.startswith("Where the numbers come from")
+    ]
+    assert f"the batching figures are simulated, paged by the rules of the {says}" in where

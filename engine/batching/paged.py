@@ -215,7 +215,7 @@ class PagedPolicy:
 def reproduces(policy: PagedPolicy) -> str:
     """The vLLM scheduler a paged policy's rules are, as a sentence."""
     if policy.name != "paged":
-        return "vLLM V0's prefill-first scheduler"
+        return "vLLM V0 prefill-first scheduler"
     rules = (policy.reserve_full_prompt, policy.async_scheduling, policy.null_block)
     if rules == (True, True, True):
         return f"vLLM {VLLM_VERSION} V1 scheduler as shipped (async scheduling, full-prompt admission gate)"

@@ -233,11 +233,13 @@ def run(section: BatchingSection, location: SpecLocation, inputs: Inputs) -> dic
     step_time = step_time_of(section, location, measurement)
     policies: dict[str, Any] = {}
     runs: dict[str, batching.PolicyResult] = {}
+    scheduler: dict[str, str] = {}  # policy → the vLLM scheduler its rules reproduce, where one does
     for name in section.policies:
+        policy = policy_of(name, section)
+        if isinstance(policy, batching.PagedPolicy):
+            scheduler[name] = policy.reproduces
         with blame(location, f"batching.policies.{name}"):
-            result = batching.simulate(
-                load, policy_of(name, section), slots=section.slots, step_time=step_time
-            )
+            result = batching.simulate(load, policy, slots=section.slots, step_time=step_time)
         runs[name] = result
         policies[name] = result.to_dict(timeline=load.n <= TIMELINE_LIMIT)
     summary = load.summary()
@@ -257,6 +259,7 @@ def run(section: BatchingSection, location: SpecLocation, inputs: Inputs) -> dic
             else None
         ),
         "policies": policies,
+        "scheduler": scheduler,
         "ideal_steps": max(math.ceil(tokens / section.slots), int(load.output_tokens.max())),
     }
     if "static" in policies:

@@ -132,6 +132,7 @@ def summarise(
     return {
         "source": "simulated",
         "simulator": adapter.SIMULATOR,
+        "scheduler": adapter.scheduler(),
         "points": count_points(section.grid),
         "feasible": sum(r["status"] == "ok" for r in rows),
         "meeting": meeting,

@@ -71,6 +71,14 @@ METRICS = (
 )
 
 
+def scheduler() -> str:
+    """The vLLM scheduler every point reproduces, as results and posts name it: the paged
+    policy's rules as simulate_point builds it (the settings' defaults, vLLM's as shipped)."""
+    policy = batching.registry.build("paged", batching.PolicySettings())
+    assert isinstance(policy, batching.PagedPolicy)
+    return policy.reproduces
+
+
 def check_supported(point: Point) -> None:
     """Refuse, before any work, a point the current simulator cannot express."""
     if point.router not in ROUTERS:
