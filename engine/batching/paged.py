@@ -132,7 +132,7 @@ class PagedPolicy:
     allow_empty_prompt: bool = False
     name = "paged"
     max_wait = None
-    prefills_first = False  # vLLM V0's order of the same rules (engine.batching.prefill_first)
+    admits_first = False  # vLLM V0's order of the same rules: admission first (engine.batching.prefill_first)
 
     @property
     def usable_blocks(self) -> int | None:
@@ -317,7 +317,7 @@ class _Simulation:
         self.lingers = policy.async_scheduling
         self.lingering: dict[int, None] = {}
         self.late_preempted: array[int] = array("q")  # stays preempted while lingering
-        self.prefills_first = policy.prefills_first  # vLLM V0's order (see steps)
+        self.admits_first = policy.admits_first  # vLLM V0's order (see steps)
         self.decoding_blocks = DecodeBlocks(self.bs)  # the decoding requests' blocks
         self.budget = policy.max_num_batched_tokens
         self.chunked = policy.chunked_prefill
@@ -431,7 +431,7 @@ class _Simulation:
         events, free_slots, late_preempted = self.events, self.free_slots, self.late_preempted
         # the policy
         cap, bs, pool, budget, chunked = self.cap, self.bs, self.pool, self.budget, self.chunked
-        limited, gate, lingers, prefills_first = self.limited, self.gate, self.lingers, self.prefills_first
+        limited, gate, lingers, admits_first = self.limited, self.gate, self.lingers, self.admits_first
         blocks = self.decoding_blocks
         hist = blocks.hist  # decoding requests by residue (engine.batching.blocks)
         heappop, heappush = heapq.heappop, heapq.heappush
@@ -443,7 +443,7 @@ class _Simulation:
             advance = self.advance
         # Whole prompts (no chunks, no pauses): every stay prefills its context in its first
         # step, in one chunk, so schedule() rebuilds the chunks from the stays.
-        whole = self.whole_prompts = not chunked and not prefills_first
+        whole = self.whole_prompts = not chunked and not admits_first
         completed, checkpoint, n = self.completed, self.checkpoint, self.n
         t = 0  # the step being scheduled
         now = self.now  # seconds when step t begins
@@ -493,8 +493,12 @@ class _Simulation:
         def preempt(v: int) -> None:
             """Rule 3: v is preempted by recompute in step t. It keeps the tokens it emitted and
             goes back to the front of the queue. A lingering request (its last token is out)
-            only gives its seat and blocks back early: vLLM counts it preempted, and it is done."""
-            nonlocal preemptions, decoding, context_sum, join_count, join_sum
+            only gives its seat and blocks back early: vLLM counts it preempted, and it is done.
+
+            A request decoding from t + 1 is never the victim: its prefill completed in this
+            step's 3b, and every request that can still preempt after it is newer than it, so
+            preempts itself first (admission and a V0 prefill step never preempt)."""
+            nonlocal preemptions, decoding, context_sum
             w = stay[v]
             preemptions += 1
             if v in lingering:
@@ -507,16 +511,11 @@ class _Simulation:
                 s_decode[w] = s_emit[w] = t  # it never decoded in this stay
             else:
                 # one token per step from its first emitting step up to t, whose token never comes
+                assert decode_from[v] <= t, "a request preempted in the step its prefill completed"
                 generated[v] += t - s_emit[w]
-                if s_decode[w] > t:  # its prefill finished in step t
-                    s_decode[w] = t
                 if timed:
-                    if decode_from[v] <= t:
-                        decoding -= 1
-                        context_sum -= offset[v]
-                    else:
-                        join_count -= 1
-                        join_sum -= context[v]
+                    decoding -= 1
+                    context_sum -= offset[v]
             leave(v)
             due[v] = -1  # its queued completion is stale
             s_end[w] = t
@@ -640,7 +639,7 @@ class _Simulation:
         coming: Any = arrival[0] if n else math.inf  # the next arrival's time (step), inf: none yet
         while True:
             if checkpoint is not None and now + tolerance >= checkpoint:
-                self.t, self.now, self.completed = t, now, completed
+                self.t, self.now, self.completed, self.preemptions = t, now, completed, preemptions
                 yield t
                 n, checkpoint = self.n, self.checkpoint  # the router may have added requests
                 if arrived < n:
@@ -677,22 +676,24 @@ class _Simulation:
                         break
             # The free blocks, counted only when a rule below reads them: a completion visit
             # whose block boundaries cannot run the pool short skips it.
-            preempted = budget_blocked = looked = False
+            preempted = budget_blocked = free_counted = False
             taking = 0  # decoding requests whose next token starts a block
             if limited:
                 taking = hist[-t % bs]
                 if waiting or prefilling or (taking and t >= safe):
-                    looked = True
+                    free_counted = True
                     m, v = divmod(held_step, bs)
                     free = slack - counting * (m - 1)  # pool − explicit − Σq − count·(m + 1)
                     if v:
                         free -= sum(hist[bs - v :])
-            if prefills_first and waiting:
-                # V0: prefills first, with the whole budget; if any was admitted, the step runs
-                # them alone and every running request sits it out, where it left off (its
-                # stay ends and a new one, in its slot, decodes from t + 1)
+            if admits_first and waiting:
+                # 4, in V0's order: admission first, with the whole budget. If it admitted any
+                # (it put prompt tokens in: V0 refuses empty prompts), the step runs those
+                # prefills alone: no decode takes a block (3a), and every running request sits
+                # it out where it left off (its stay ends; a new one, in its slot, decodes
+                # from t + 1).
                 budget_blocked = admit(budget)
-                if prefill_now:  # (every V0 request has a prompt)
+                if prefill_now:
                     taking = 0
                     for r in [r for r in running if decode_from[r] <= t]:  # not the new ones
                         w = stay[r]
@@ -707,7 +708,7 @@ class _Simulation:
                         prefill(r, 0, context[r])  # nothing to prefill: a chunk that keeps its blocks
                         start_decoding(r, t + 1, t + 1)
             # 3a. decoding requests at a block boundary take a block, oldest first
-            if looked and taking:
+            if free_counted and taking:
                 if taking <= free:
                     free -= taking
                 else:
@@ -715,7 +716,7 @@ class _Simulation:
                         if r in running and counted[r] and not (offset[r] + t - 1) % bs and make_room(r, 1):
                             free -= 1
             held_step = t
-            if not prefills_first and (waiting or prefilling):
+            if not admits_first and (waiting or prefilling):
                 # one token per decoding request: the running less the prefilling and lingering
                 budget_left = (
                     None if budget is None else budget - (len(running) - len(prefilling) - len(lingering))
@@ -864,8 +865,8 @@ class _Simulation:
                 chunks = (chunk_stay, start[chunk_stay], tokens, tokens)
         else:
             chunks = (ints(self.c_stay), ints(self.c_step), ints(self.c_tokens), ints(self.c_done))
-        # The first token comes from the first stay that emitted at all (a stay can be preempted
-        # in the very step its prefill finished, before that step's token is out).
+        # The first token comes from the first stay that emitted at all (a stay preempted while
+        # it prefilled emitted nothing).
         first_token = np.full(self.n, np.iinfo(np.int64).max, dtype=np.int64)
         emitted = end > emit
         np.minimum.at(first_token, request[emitted], emit[emitted])

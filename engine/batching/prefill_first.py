@@ -8,7 +8,8 @@ runs those prefills only: every running request pauses for the step (its cache n
 grown), and each prefill emits its request's first token at the step's end. Otherwise the step
 decodes every running request, taking a block at each block boundary and preempting the newest
 by recompute when none is free, exactly as the mixed-batch scheduler does (engine.batching.paged).
-The paged loop runs both: the same rules, written once there, with admission taken first here.
+The paged loop (engine.batching.paged._Simulation.steps) runs both policies: the same rules,
+written once there, with admission taken first for this one.
 
 Against vLLM V1's mixed batches (the `paged` policy) a new arrival waits less for its first
 token, and everyone already decoding waits one step per prefill step: the trade the two
@@ -42,7 +43,7 @@ class PrefillFirstPolicy(PagedPolicy):
     null_block: bool = False
     allow_empty_prompt: bool = True
     name = "prefill_first"
-    prefills_first = True  # the paged loop runs its rules in V0's order (paged._Simulation.steps)
+    admits_first = True  # the paged loop runs its rules in V0's order (paged._Simulation.steps)
 
     def check(self, prompt: np.ndarray, output: np.ndarray, cap: int) -> None:
         super().check(prompt, output, cap)

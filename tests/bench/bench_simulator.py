@@ -9,7 +9,9 @@ Prints, in one run, each figure beside its target:
   with Vidur on (prompts mean about 900 tokens, outputs about 224, Poisson 4 requests/s,
   Llama-2-7B on one A100 80GB under the roofline, 7,424 blocks of 16, at most 128 sequences and
   4,096 batched tokens), generated from a seed: 10,000 requests < 0.14 s, 1,000,000 < 12.5 s (the
-  loop's speed while its rules were still written twice, which one copy may not lose); and
+  CPU this case took, on the machine of the time, before the loop's rules were written once: a
+  bound a rewrite may not exceed, not a comparison; to see what a change to the loop costs, run
+  both trees here); and
   1,000 of them beside the naive loop (the same steps, preemptions and finishes, and the same
   seconds when the naive loop prices its steps one by one);
 - the peak memory of that timed run at 1,000,000 requests, each in a fresh child process: a
