@@ -176,7 +176,7 @@ class PagedPolicy:
     def schedule_timed(
         self, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray, slots: int, step_time: StepTime
     ) -> Schedule:
-        unused = np.zeros(len(output), dtype=np.int64)
+        unused = np.zeros(0, dtype=np.int64)  # the clock places the arrivals
         return schedule_paged(unused, prompt, output, slots, self, clock=(step_time, arrival))
 
     def simulation(self) -> type[_Simulation]:
@@ -286,10 +286,15 @@ def schedule_paged(
     return sim.schedule()
 
 
-def int_array(values: np.ndarray) -> array[int]:
-    """Whole numbers as a compact array of C longs: 8 bytes each, where a list holds a pointer
-    and an int object (36 bytes for most values); indexing gives plain ints all the same."""
-    return array("q", np.ascontiguousarray(values, dtype=np.int64).tobytes())
+def given(values: np.ndarray, code: str) -> Any:
+    """A run's input, per request, read in place: a memoryview of the caller's array indexes as
+    fast as an array.array and gives plain ints (floats) all the same, without a copy (8 MB an
+    input at a million requests). A run opened empty (engine.batching.cosim) takes its requests
+    one by one (add_request), so it gets an array it can grow instead."""
+    if len(values) == 0:
+        return array(code)
+    dtype = np.int64 if code == "q" else np.float64
+    return memoryview(np.ascontiguousarray(values, dtype=dtype))  # type: ignore[arg-type]
 
 
 def filled(n: int, value: int) -> array[int]:
@@ -302,9 +307,12 @@ class _Simulation:
 
     def __init__(self, eligible, prompt, output, cap: int, policy: PagedPolicy, clock=None) -> None:
         self.n = n = len(output)
-        self.eligible = int_array(eligible)
-        self.prompt = int_array(prompt)
-        self.output = int_array(output)
+        self.timing: StepTime | None = None
+        # inputs, read in place (see given); a timed run places arrivals by its clock instead
+        # of `eligible`, so it reads only their seconds
+        self.eligible = given(eligible, "q") if clock is None else array("q", bytes(0))
+        self.prompt = given(prompt, "q")
+        self.output = given(output, "q")
         self.cap = cap
         self.bs = policy.block_size
         self.limited = policy.num_blocks is not None
@@ -356,11 +364,10 @@ class _Simulation:
         # the clock, when arrivals are in seconds: what the current step runs, and when it began
         self.t = 0
         self.now = 0.0
-        self.timing: StepTime | None = None
         self.tolerance = 0.0
         if clock is not None:
             self.timing, arrival = clock
-            self.arrival = array("d", np.ascontiguousarray(arrival, dtype=np.float64).tobytes())
+            self.arrival = given(arrival, "d")
             self.tolerance = 1e-9 * self.timing.idle_seconds
             self.advance = clock_functions(self.timing, cap).advance  # plain floats, made once
         self.whole_prompts = False  # chunks rebuilt from the stays (set by steps, see there)
