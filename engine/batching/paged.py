@@ -293,8 +293,7 @@ def given(values: np.ndarray, code: str) -> Any:
     one by one (add_request), so it gets an array it can grow instead."""
     if len(values) == 0:
         return array(code)
-    dtype = np.int64 if code == "q" else np.float64
-    return memoryview(np.ascontiguousarray(values, dtype=dtype))  # type: ignore[arg-type]
+    return memoryview(np.ascontiguousarray(values, dtype=code))  # type: ignore[arg-type]
 
 
 def filled(n: int, value: int) -> array[int]:
@@ -307,10 +306,9 @@ class _Simulation:
 
     def __init__(self, eligible, prompt, output, cap: int, policy: PagedPolicy, clock=None) -> None:
         self.n = n = len(output)
-        self.timing: StepTime | None = None
         # inputs, read in place (see given); a timed run places arrivals by its clock instead
         # of `eligible`, so it reads only their seconds
-        self.eligible = given(eligible, "q") if clock is None else array("q", bytes(0))
+        self.eligible = given(eligible, "q") if clock is None else array("q")
         self.prompt = given(prompt, "q")
         self.output = given(output, "q")
         self.cap = cap
@@ -364,6 +362,7 @@ class _Simulation:
         # the clock, when arrivals are in seconds: what the current step runs, and when it began
         self.t = 0
         self.now = 0.0
+        self.timing: StepTime | None = None
         self.tolerance = 0.0
         if clock is not None:
             self.timing, arrival = clock
