@@ -404,6 +404,73 @@ def test_a_run_gives_the_same_results_in_blocks_of_any_size(monkeypatch):
     assert json.dumps(simulate(w, policy, slots=24, step_time=SEVEN_B).to_dict(), sort_keys=True) == whole
 
 
+def _windowed_cases():
+    """Timed runs whose clocks have every kind of segment: chunked prefills and preemptions
+    (paged), static groups that pad their finished members, and stays that never decode (one
+    output token: the prefill step emits it)."""
+    w, policy = _timed_paged_run()
+    yield "paged, chunked, preempting", w, policy, 24
+    rng = np.random.default_rng(9)
+    n = 400
+    one_token = Workload(
+        prompt_tokens=rng.integers(1, 300, n),
+        output_tokens=np.where(rng.random(n) < 0.3, 1, rng.integers(1, 200, n)),
+        arrival_time=np.sort(rng.uniform(0, 4.0, n)),
+        source="drawn",
+    )
+    yield "continuous, a third never decode", one_token, ContinuousPolicy(), 16
+    yield "static groups", one_token, StaticPolicy(), 16
+    yield "paged, scarce blocks", one_token, PagedPolicy(num_blocks=60, block_size=16, max_num_seqs=16), 16
+
+
+@pytest.mark.parametrize("case", list(_windowed_cases()), ids=lambda c: c[0])
+def test_the_clock_asked_a_window_at_a_time_gives_the_whole_clocks_answers(case):
+    """clock.asked builds the clock a window of steps at a time (at a million requests the whole
+    clock is a hundred MiB) and answers every question in one pass: the same floats and steps,
+    bit for bit, as the whole schedule's clock, for any number of windows. Asked at every
+    segment edge and the steps beside it, at each segment's exact start time (where one window
+    hands over to the next) and just either side, before the run and after it."""
+    from engine.batching import clock as clocks
+
+    _, w, policy, slots = case
+    r = simulate(w, policy, slots=slots, step_time=SEVEN_B)
+    whole = clocks.clock_for(r.schedule, SEVEN_B)
+    assert isinstance(whole, clocks.SegmentClock)
+    rng = np.random.default_rng(3)
+    edges = whole.edges
+    steps = np.concatenate((edges, edges + 1, edges - 1, rng.integers(0, r.steps + 50, 3_000)))
+    steps = steps[steps >= 0]
+    times = whole.times
+    seconds = np.concatenate(
+        (times, np.nextafter(times, np.inf), np.nextafter(times, -np.inf), [-1.0, 0.0]),
+    )
+    seconds = np.concatenate((seconds, rng.uniform(0, 1.05 * times[-1], 3_000)))
+    want_at, want_of = whole.at(steps), whole.step_of(seconds)
+    for windows in (1, 2, 3, 7, 64, 10_000):
+        (at, at_too), (of,) = clocks.asked(
+            r.schedule, SEVEN_B, at=(steps, steps[::-1]), step_of=(seconds,), windows=windows
+        )
+        assert np.array_equal(at, want_at), windows
+        assert np.array_equal(at_too, want_at[::-1]), windows
+        assert np.array_equal(of, want_of), windows
+
+
+def test_the_clock_asked_on_a_grid_is_the_grid():
+    """A constant step time needs no windows: asked gives the grid clock's own answers."""
+    from engine.batching import clock as clocks
+
+    r = simulate(
+        *_timed_paged_run()[:1],
+        PagedPolicy(num_blocks=400, block_size=16),
+        slots=8,
+        step_time=UnitStepTime(0.02),
+    )
+    grid = clocks.GridClock(0.02)
+    steps, seconds = np.arange(0, r.steps + 5), np.linspace(-0.1, r.makespan_seconds + 1, 777)
+    (at,), (of,) = clocks.asked(r.schedule, UnitStepTime(0.02), at=(steps,), step_of=(seconds,))
+    assert np.array_equal(at, grid.at(steps)) and np.array_equal(of, grid.step_of(seconds))
+
+
 def test_the_paged_loop_lets_go_of_its_working_lists_before_its_schedule():
     """After the run, the loop's per-request lists (inputs, queue and pool state) are dropped
     before the stays become arrays; the schedule is the one built with them still there."""

@@ -141,32 +141,28 @@ def simulate(
             "(e.g. unit, 0.02 s per step) to place them among the steps",
             field="step_time",
         )
-    clock: Clock | None
+    eligible: np.ndarray | None
     if step_time is None:
-        clock = None
         eligible = np.zeros(workload.n, dtype=np.int64)
         sched = schedule(workload, policy, slots, eligible, _deadline(policy, None, arrival))
     elif step_time.constant is not None:
         # Steps on an exact grid: an arrival joins at the first step that begins after it.
         grid = GridClock(step_time.constant)
-        clock = grid
         eligible = grid.step_of(arrival)
-        sched = schedule(workload, policy, slots, eligible, _deadline(policy, clock, arrival))
+        sched = schedule(workload, policy, slots, eligible, _deadline(policy, grid, arrival))
     elif not workload.has_arrivals:
         eligible = np.zeros(workload.n, dtype=np.int64)
         sched = schedule(workload, policy, slots, eligible)
-        clock = clock_for(sched, step_time)
     else:
         # Step lengths depend on the batch, so where an arrival falls among the steps depends on
-        # the schedule itself: the policies keep the clock as they go.
+        # the schedule itself: the policies keep the clock as they go, and pricing asks the
+        # finished schedule's clock for the step each arrival joins at.
         sched = _timed_schedule(workload, policy, slots, step_time)
-        clock = clock_for(sched, step_time)
-        eligible = clock.step_of(arrival)
+        eligible = None
     block_size = kv_info = None
     if policy.kv_blocks is not None:
         block_size, kv_info = policy.kv_blocks
-    priced = price(sched, workload.output_tokens, eligible, arrival, clock)
-    del clock  # done with: the metrics below are counted without it
+    priced = price(sched, workload.output_tokens, eligible, arrival, step_time)
     return measure(
         policy.name,
         sched,

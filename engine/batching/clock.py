@@ -19,7 +19,7 @@ until its group's end, its KV reads still growing by one token per step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,43 +180,104 @@ class SegmentLoad:
         return np.diff(self.edges)
 
 
-def segment_load(schedule: Schedule) -> SegmentLoad:
-    """The schedule cut at its events: stays' decode starts and (priced) ends, prefill steps.
+@dataclass(frozen=True, eq=False)
+class _Stays:
+    """A schedule's stays as the clock reads them, with their priced ends, and its prefills.
+    Only the stays that decode count (`live`; None when all do): a stay that never decodes adds
+    nothing to any step and no event."""
+
+    ds: np.ndarray
+    end: np.ndarray
+    cached: np.ndarray
+    live: np.ndarray | None
+    chunk_step: np.ndarray
+    chunk_tokens: np.ndarray
+    horizon: int
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> _Stays:
+        ds, end = schedule.decode_start, priced_end(schedule)
+        live = end > ds
+        return cls(
+            ds,
+            end,
+            schedule.context,
+            None if live.all() else live,
+            schedule.chunk_step,
+            schedule.chunk_tokens,
+            schedule.makespan,
+        )
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """What a window of steps inherits from the steps before it: the requests decoding in the
+    last step before it, the KV tokens they read in its first step, and when it begins."""
+
+    batch: int = 0
+    reads: int = 0
+    seconds: float = 0.0
+
+
+def _inside(values: np.ndarray, a: int, b: int) -> np.ndarray:
+    return (values >= a) & (values < b)
+
+
+def _window_load(stays: _Stays, a: int, b: int, entry: _Entry, last: bool = True) -> SegmentLoad:
+    """The segments of steps [a, b), cut at the events inside it; a and b are events of the
+    whole schedule, so these are the whole schedule's segments that lie in the window. A stay
+    that ends at b leaves in the next window's first step, or, in the `last` window, after
+    every step priced.
 
     A request decoding at step k with c tokens cached reads c + 1 (its new token included). From
     one segment to the next the reads follow a recurrence in whole numbers: every request still
     decoding reads one more, those that leave stop, those that join add their first read.
     """
-    horizon = schedule.makespan
-    ds, end, cached = schedule.decode_start, priced_end(schedule), schedule.context
-    live = end > ds
-    if not live.all():
-        ds, end, cached = ds[live], end[live], cached[live]
-    del live
+    hi = b + 1 if last else b
+    starts, ends, chunks = _inside(stays.ds, a, b), _inside(stays.end, a, hi), _inside(stays.chunk_step, a, b)
+    if stays.live is not None:
+        starts &= stays.live
+        ends &= stays.live
+    whole = bool(starts.all() and ends.all() and chunks.all())  # one window: no copies
+    ds = stays.ds if whole else stays.ds[starts]
+    end = stays.end if whole else stays.end[ends]
+    chunk_step = stays.chunk_step if whole else stays.chunk_step[chunks]
     # At a million requests every array here is several MiB: each is built in place, and let go
     # of as soon as the next one is made, so the run's peak memory is not these temporaries.
-    chunk_step = schedule.chunk_step
-    events = np.concatenate(([0, horizon], ds, end, chunk_step, chunk_step + 1)).astype(np.int64, copy=False)
+    events = np.concatenate(([a, b], ds, end, chunk_step, chunk_step + 1)).astype(np.int64, copy=False)
     edges = distinct(events, in_place=True)
     del events
-    edges = edges[: np.searchsorted(edges, horizon, side="right")]
+    edges = edges[: np.searchsorted(edges, b, side="right")]
     n_edges = len(edges)
     at_start = np.searchsorted(edges, ds)
     change = np.bincount(at_start, minlength=n_edges).astype(np.int64, copy=False)
     at_end = np.searchsorted(edges, end)
     change -= np.bincount(at_end, minlength=n_edges)
+    change[0] += entry.batch
     batch = np.cumsum(change[:-1])
     del change
     # each request reads one more per step of the segment before; joins add their first read
     # (cached + 1), leaves take back their last (cached + 1 + steps decoded)
+    cached = stays.cached if whole else stays.cached[starts]
     flow = _whole_bincount(at_start, cached + 1, n_edges)
-    del at_start
-    flow -= _whole_bincount(at_end, cached + 1 + (end - ds), n_edges)
-    del at_end
+    del at_start, cached
+    if whole:
+        last_read = stays.cached + 1 + (stays.end - stays.ds)
+    else:
+        last_read = stays.cached[ends] + 1 + (end - stays.ds[ends])
+    flow -= _whole_bincount(at_end, last_read, n_edges)
+    del at_end, last_read
+    flow[0] += entry.reads
     flow[1:] += batch * np.diff(edges)
     context = np.cumsum(flow[:-1], out=flow[:-1])
-    prefill = _whole_bincount(np.searchsorted(edges, chunk_step), schedule.chunk_tokens, n_edges)[:-1]
+    tokens = stays.chunk_tokens if whole else stays.chunk_tokens[chunks]
+    prefill = _whole_bincount(np.searchsorted(edges, chunk_step), tokens, n_edges)[:-1]
     return SegmentLoad(edges, batch, context, prefill)
+
+
+def segment_load(schedule: Schedule) -> SegmentLoad:
+    """The schedule cut at its events: stays' decode starts and (priced) ends, prefill steps."""
+    return _window_load(_Stays.of(schedule), 0, schedule.makespan, _Entry())
 
 
 def _whole_bincount(index: np.ndarray, weights: np.ndarray, length: int) -> np.ndarray:
@@ -235,11 +296,8 @@ def _whole_bincount(index: np.ndarray, weights: np.ndarray, length: int) -> np.n
     return out
 
 
-def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
-    """The clock of a finished schedule under a step-time model."""
-    if step_time.constant is not None:
-        return GridClock(step_time.constant)
-    load = segment_load(schedule)
+def _priced(load: SegmentLoad, step_time: StepTime, begins: float) -> SegmentClock:
+    """The clock of the segments `load` holds, the first beginning at `begins` seconds."""
     idle = step_time.idle_seconds
     nothing = (load.batch == 0) & (load.prefill == 0)
     first = np.where(nothing, idle, blockwise(step_time.seconds, load.batch, load.context, load.prefill))
@@ -249,9 +307,12 @@ def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
     summed = blockwise(step_time.segment_seconds, load.batch, load.context, lengths, dtype=np.float64)
     seconds = np.where(flat, lengths * first, summed)
     del lengths, summed
+    # times[j + 1] = times[j] + seconds[j], added one after another (np.cumsum is sequential),
+    # so a window that starts from the seconds before it gets the whole schedule's floats
     times = np.empty(len(seconds) + 1, dtype=np.float64)
-    times[0] = 0.0
-    np.cumsum(seconds, out=times[1:])
+    times[0] = begins
+    times[1:] = seconds
+    np.cumsum(times, out=times)
     del seconds
     return SegmentClock(
         idle=idle,
@@ -263,3 +324,74 @@ def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
         first=first,
         flat=flat,
     )
+
+
+def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
+    """The clock of a finished schedule under a step-time model."""
+    if step_time.constant is not None:
+        return GridClock(step_time.constant)
+    return _priced(segment_load(schedule), step_time, 0.0)
+
+
+WINDOW_STAYS = 1 << 17  # decoding stays per window of a windowed clock (asked)
+
+
+def _window_bounds(stays: _Stays, windows: int) -> list[int]:
+    """0, then up to windows − 1 steps strictly inside the schedule that are ends of decoding
+    stays, splitting those ends about evenly, then the makespan. Each is an event, so an edge of
+    the whole schedule's segments: a window never cuts a segment in two, whose closed-form sum
+    would round differently. (A stay that never decodes makes no event: its end is no bound.)"""
+    inner: list[int] = []
+    ends = stays.end if stays.live is None else stays.end[stays.live]
+    if windows > 1 and len(ends):
+        sample = np.sort(ends[:: max(1, len(ends) // (64 * windows))])
+        picks = sample[(np.arange(1, windows) * len(sample)) // windows]
+        inner = [int(p) for p in distinct(picks) if 0 < p < stays.horizon]
+    return [0, *inner, stays.horizon]
+
+
+def asked(
+    schedule: Schedule,
+    step_time: StepTime,
+    at: Sequence[np.ndarray] = (),
+    step_of: Sequence[np.ndarray] = (),
+    windows: int | None = None,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The clock's answers to every question a run's pricing asks, in one pass: `clock.at` of
+    each array in `at`, `clock.step_of` of each in `step_of`, the same floats and steps.
+
+    At a million requests the whole clock is millions of segments (a hundred MiB), so it is
+    built a window of steps at a time (`windows`, by default one per WINDOW_STAYS stays): each
+    window answers the questions that fall in it and is let go of before the next is built.
+    """
+    if step_time.constant is not None:
+        grid = GridClock(step_time.constant)
+        return [grid.at(q) for q in at], [grid.step_of(q) for q in step_of]
+    stays = _Stays.of(schedule)
+    if windows is None:
+        windows = -(-len(stays.end) // WINDOW_STAYS)
+    bounds = _window_bounds(stays, windows)
+    steps = [np.asarray(q, dtype=np.int64) for q in at]
+    seconds = [np.asarray(q, dtype=np.float64) for q in step_of]
+    out_at = [np.empty(q.shape, dtype=np.float64) for q in steps]
+    out_of = [np.empty(q.shape, dtype=np.int64) for q in seconds]
+    idle = step_time.idle_seconds
+    entry = _Entry()
+    for w, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        first, last = w == 0, w == len(bounds) - 2
+        clock = _priced(_window_load(stays, a, b, entry, last), step_time, entry.seconds)
+        for q, out in zip(steps, out_at):
+            mine = ((q >= a) | first) & ((q < b) | last)
+            out[mine] = clock.at(q[mine])
+        # an arrival belongs to the segment whose times bracket it, less the clock's tolerance
+        for when, joins in zip(seconds, out_of):
+            target = when - _EPS * idle
+            mine = ((target > clock.times[0]) | first) & ((target <= clock.times[-1]) | last)
+            del target
+            joins[mine] = clock.step_of(when[mine])
+        if not last:
+            batch = int(clock.batch[-1])
+            reads = int(clock.context[-1]) + batch * int(clock.edges[-1] - clock.edges[-2])
+            entry = _Entry(batch, reads, float(clock.times[-1]))
+        del clock
+    return out_at, out_of

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from engine.batching.clock import clock_for
 from engine.batching.continuous import ContinuousPolicy, refuse_changed_rule
 from engine.batching.metrics import measure, price
 from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
@@ -131,11 +130,8 @@ def measure_replicas(
             results.append(None)
             continue
         served = np.asarray(served_list)
-        clock = clock_for(schedule, step_time)
-        eligible = clock.step_of(arrival[served])
         block_size, kv_info = policy.kv_blocks if policy.kv_blocks is not None else (None, None)
-        priced = price(schedule, output[served], eligible, arrival[served], clock)
-        del clock
+        priced = price(schedule, output[served], None, arrival[served], step_time)
         results.append(
             measure(
                 policy.name,

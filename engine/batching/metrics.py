@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 
 from engine.batching.blocks import kv_usage
-from engine.batching.clock import Clock
+from engine.batching.clock import asked
 from engine.batching.distinct import distinct
 from engine.batching.schedule import Schedule
+from engine.batching.steptime import StepTime
 
 PERCENTILES = (50, 90, 99)
 SERIES_POINTS = 500  # per-step series are binned to at most this many points for charts
@@ -64,36 +65,47 @@ def percentiles(values: np.ndarray) -> dict[str, float] | None:
 
 @dataclass(frozen=True, eq=False)
 class Latencies:
-    """Per-request latencies (arrays aligned with the workload); seconds are None untimed."""
+    """Per-request latencies, arrays aligned with the workload: in steps from the first step
+    each request could join (`eligible`), and in seconds from its arrival (None untimed).
 
-    steps: dict[str, np.ndarray]
+    The steps are worked out when asked, from the schedule: at a million requests they are four
+    arrays of 8 MB that a summary reads once."""
+
+    schedule: Schedule
+    output: np.ndarray
+    eligible: np.ndarray
     seconds: dict[str, np.ndarray] | None
 
+    @property
+    def steps(self) -> dict[str, np.ndarray]:
+        s, eligible = self.schedule, self.eligible
+        first_out = s.first_token + 1  # the first token is out when its step ends
+        return {
+            "queueing": (s.first_start - eligible).astype(np.float64),
+            "ttft": (first_out - eligible).astype(np.float64),
+            "tpot": (s.finish - first_out) / _later(self.output),
+            "e2e": (s.finish - eligible).astype(np.float64),
+        }
 
-def latencies(
-    schedule: Schedule, output: np.ndarray, eligible: np.ndarray, arrival: np.ndarray, clock: Clock | None
-) -> Latencies:
-    later = np.where(output > 1, output - 1, np.nan)
-    first_out = schedule.first_token + 1  # the first token is out when its step ends
-    steps = {
-        "queueing": (schedule.first_start - eligible).astype(np.float64),
-        "ttft": (first_out - eligible).astype(np.float64),
-        "tpot": (schedule.finish - first_out) / later,
-        "e2e": (schedule.finish - eligible).astype(np.float64),
+
+def _later(output: np.ndarray) -> np.ndarray:
+    """Tokens after each request's first: TPOT's divisor (NaN when there are none)."""
+    return np.where(output > 1, output - 1, np.nan)
+
+
+def latencies_seconds(
+    output: np.ndarray, arrival: np.ndarray, start_s: np.ndarray, first_s: np.ndarray, finish_s: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Latencies in seconds from each request's arrival, given when it first got a slot, when
+    its first token was out and when its last was. The three arrays are taken over: each is
+    reused for the latency it gives (at a million requests every array here is 8 MB)."""
+    tpot = (finish_s - first_s) / _later(output)
+    return {
+        "queueing": np.subtract(start_s, arrival, out=start_s),
+        "ttft": np.subtract(first_s, arrival, out=first_s),
+        "tpot": tpot,
+        "e2e": np.subtract(finish_s, arrival, out=finish_s),
     }
-    if clock is None:
-        return Latencies(steps, None)
-    # one array at a time, each reused for the latency it gives (at a million requests every
-    # array here is 8 MB); the clock works element by element, so the floats are the same
-    start_s = clock.at(schedule.first_start)
-    queueing = np.subtract(start_s, arrival, out=start_s)
-    first_s = clock.at(first_out)
-    finish_s = clock.at(schedule.finish)
-    tpot = (finish_s - first_s) / later
-    ttft = np.subtract(first_s, arrival, out=first_s)
-    e2e = np.subtract(finish_s, arrival, out=finish_s)
-    seconds = {"queueing": queueing, "ttft": ttft, "tpot": tpot, "e2e": e2e}
-    return Latencies(steps, seconds)
 
 
 def per_step(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
@@ -284,8 +296,9 @@ def makespan_record(steps: int, seconds: float | None) -> dict[str, Any]:
 @dataclass(frozen=True, eq=False)
 class Priced:
     """What a run's clock says of it: the latencies, and when each bin of the series begins
-    (the makespan last; None untimed). Priced apart from the other metrics so that the caller
-    can let go of the clock (a few hundred MB at a million requests) before they are counted."""
+    (the makespan last; None untimed). Priced apart from the other metrics, and the clock asked
+    everything at once (engine.batching.clock.asked), so that at a million requests no whole
+    clock (a hundred MiB) is alive while they are counted."""
 
     latency: Latencies
     at_bounds: np.ndarray | None
@@ -297,11 +310,29 @@ def bin_bounds(schedule: Schedule) -> np.ndarray:
 
 
 def price(
-    schedule: Schedule, output: np.ndarray, eligible: np.ndarray, arrival: np.ndarray, clock: Clock | None
+    schedule: Schedule,
+    output: np.ndarray,
+    eligible: np.ndarray | None,
+    arrival: np.ndarray,
+    step_time: StepTime | None,
 ) -> Priced:
-    # the bins' start times and the makespan in one call (the clock works element by element)
-    at_bounds = clock.at(bin_bounds(schedule)) if clock is not None else None
-    return Priced(latencies(schedule, output, eligible, arrival, clock), at_bounds)
+    """The clock's part of a run's metrics. `eligible` is the first step each request could
+    join; None when the step time depends on the batch and requests arrive over time, where
+    it follows from the schedule's own clock (asked here with the rest)."""
+    if step_time is None:
+        assert eligible is not None, "an untimed run says when its requests may join"
+        return Priced(Latencies(schedule, output, eligible, None), None)
+    at, of = asked(
+        schedule,
+        step_time,
+        at=(schedule.first_start, schedule.first_token + 1, schedule.finish, bin_bounds(schedule)),
+        step_of=(arrival,) if eligible is None else (),
+    )
+    start_s, first_s, finish_s, at_bounds = at
+    del at
+    seconds = latencies_seconds(output, arrival, start_s, first_s, finish_s)
+    joins = of[0] if eligible is None else eligible
+    return Priced(Latencies(schedule, output, joins, seconds), at_bounds)
 
 
 def measure(
