@@ -11,6 +11,7 @@ the simulator's closed-form sums and the naive loop's step-by-step sums must agr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -24,8 +25,9 @@ from engine.batching import (
     StaticPolicy,
     UnitStepTime,
     simulate,
+    windows,
 )
-from engine.batching.blocks import blocks_per_step
+from engine.batching.blocks import blocks_at, blocks_per_step, kv_usage
 from engine.batching.continuous import fcfs_servers
 from engine.batching.metrics import per_step
 from engine.batching.paged import UNGATED_SYNC_RULES
@@ -250,6 +252,66 @@ def test_paged_matches_naive_under_vllm_rules(setup):
         used = blocks_per_step(result.schedule, policy.block_size)
         assert used.tolist() == naive.blocks
         assert used.max() <= policy.usable_blocks
+
+
+@settings(max_examples=examples(40, 800), deadline=None)
+@given(setup=vllm_setups(), stays=st.integers(1, 5))
+def test_counts_a_window_at_a_time_match_the_naive_loop(setup, stays):
+    """At a million requests the blocks held and the busy steps are counted a window of steps
+    at a time, each over the stays that hold a slot in it (engine.batching.windows): with
+    windows of one to five stays, every bin's maximum, the peak, the mean and the busy steps are
+    the naive loop's, counted step by step."""
+    load, slots, policy, rules = setup
+    with patch.object(windows, "WINDOW_STAYS", stays):
+        result = simulate(as_workload(*load), policy, slots=slots, step_time=ONE_SECOND)
+        # bins of several steps, so that some straddle two windows
+        wide = np.append(np.arange(0, result.steps, 7), result.steps)
+        wide_max = kv_usage(result.schedule, policy.block_size, wide).bin_max
+    naive = naive_paged_for(*in_naive_order(load), slots, policy, **rules)
+    assert result.busy_steps == sum(1 for b, _, p in naive.load if b or p)
+    if policy.num_blocks is not None:
+        assert wide_max.tolist() == np.maximum.reduceat(naive.blocks, wide[:-1]).tolist()
+        edges, _ = bins_of(result)
+        blocks = blocks_per_step(result.schedule, policy.block_size)  # the whole schedule's
+        assert blocks.tolist() == naive.blocks  # (lingering requests' blocks are not counted)
+        assert result.kv_blocks["peak"] == max(naive.blocks)
+        assert result.kv_blocks["mean"] == pytest.approx(np.mean(naive.blocks), rel=1e-12)
+        assert result.series["kv_blocks_used"].tolist() == np.maximum.reduceat(naive.blocks, edges).tolist()
+
+
+@settings(max_examples=examples(30, 500), deadline=None)
+@given(setup=vllm_setups(), cut=st.tuples(st.integers(0, 60), st.integers(1, 60)))
+def test_a_window_of_a_schedule_is_its_stays_that_hold_a_slot_in_it(setup, cut):
+    """Schedule.within(a, b): exactly the stays with a step in [a, b), each row as it was, with
+    their own chunks, late preemptions and requests; the KV blocks held at each step of [a, b)
+    are the whole schedule's."""
+    load, slots, policy, _ = setup
+    s = simulate(as_workload(*load), policy, slots=slots, step_time=ONE_SECOND).schedule
+    a, b = cut[0], cut[0] + cut[1]
+    w = s.within(a, b)
+    kept = [i for i in range(len(s.start)) if s.start[i] < b and s.end[i] > a]
+    rows = lambda x, i: (
+        x.request[i],
+        x.slot[i],
+        x.start[i],
+        x.decode_start[i],
+        x.end[i],
+        x.context[i],
+        x.emit_start[i],
+    )  # noqa: E731
+    assert [rows(w, j) for j in range(len(w.start))] == [rows(s, i) for i in kept]
+    chunks = lambda x, stays: sorted(  # noqa: E731
+        (stays[c], x.chunk_step[k], x.chunk_tokens[k], x.chunk_done[k])
+        for k, c in enumerate(x.chunk_stay)
+        if c in stays
+    )
+    assert chunks(w, dict(enumerate(kept))) == chunks(s, {i: i for i in kept})
+    if s.late_preempted is not None:
+        assert [kept[j] for j in w.late_preempted] == [i for i in s.late_preempted if i in kept]
+    if policy.num_blocks is not None:
+        steps = np.arange(a, min(b, s.makespan), dtype=np.int64)
+        whole = blocks_per_step(s, policy.block_size)[a : min(b, s.makespan)]
+        assert blocks_at(w, policy.block_size, steps).tolist() == whole.tolist()
 
 
 @EXAMPLES

@@ -6,6 +6,7 @@ import json
 import math
 import time
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -490,10 +491,14 @@ def test_the_paged_loop_lets_go_of_its_working_lists_before_its_schedule():
         policy.check(w.prompt_tokens, w.output_tokens, 24)
         sim.run()
         if end:
+            # the per-request state that only the loop reads lives in mappings of its own, which
+            # go back to the system with it (the stays' arrays would otherwise sit above its holes)
+            pages = [weakref.ref(getattr(sim, name).obj) for name in ("generated", "offset", "due", "held")]
             sim.end_run()
             assert not any(
                 len(getattr(sim, name)) for name in ("prompt", "output", "arrival", "offset", "due")
             )
+            assert all(page() is None for page in pages)
         runs.append(sim.schedule())
     kept, ended = runs
     for name, value in vars(kept).items():

@@ -39,7 +39,7 @@ from engine.batching.blocks import blocks_per_step
 from engine.batching.clock import Clock, GridClock, SegmentClock, clock_for
 from engine.batching.continuous import ContinuousPolicy, schedule_continuous
 from engine.batching.loaders import roofline_from_catalog
-from engine.batching.metrics import PolicyResult, measure, price, throughput_multiple
+from engine.batching.metrics import PolicyResult, measure, throughput_multiple
 from engine.batching.paged import PagedPolicy, schedule_paged
 from engine.batching.registry import PolicyKind, PolicySettings
 from engine.batching.schedule import Schedule, prefill_steps
@@ -162,15 +162,15 @@ def simulate(
     block_size = kv_info = None
     if policy.kv_blocks is not None:
         block_size, kv_info = policy.kv_blocks
-    priced = price(sched, workload.output_tokens, eligible, arrival, step_time)
     return measure(
         policy.name,
         sched,
         workload.output_tokens,
-        priced,
+        arrival,
+        eligible,
+        step_time,
         block_size=block_size,
         kv_info=kv_info,
-        step_time=step_time.describe() if step_time is not None else None,
     )
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching import windows
 from engine.batching.clock import blockwise
 from engine.batching.distinct import distinct
 from engine.batching.schedule import Schedule
@@ -242,16 +243,31 @@ def kv_usage(schedule: Schedule, block_size: int, bounds: np.ndarray) -> KvUsage
     The count only falls when a stay ends (a prefill's blocks pass to its decoding, a chunk's to
     the next, never fewer), so within a bin it peaks at the bin's last step or just before some
     stay's end: only those steps are evaluated. The mean is summed in closed form per stay.
+
+    The steps are evaluated a window at a time (engine.batching.windows), each over the stays
+    that hold a slot in it: at a million requests, the sorted copies of every stay for the whole
+    run at once were a hundred MiB.
     """
     bs = block_size
     horizon = int(bounds[-1])
-    ends = schedule.end[(schedule.end >= 1) & (schedule.end <= horizon)] - 1
-    points = distinct(np.concatenate((ends, bounds[1:] - 1)))
-    used = blocks_at(schedule, bs, points)
-    which = np.searchsorted(bounds, points, side="right") - 1
-    starts = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1])))
-    bin_max = np.maximum.reduceat(used, starts)
-    return KvUsage(bin_max, int(used.max()), _block_steps(schedule, bs) / horizon)
+    end, last_steps = schedule.end, bounds[1:] - 1
+    bin_max = np.zeros(len(bounds) - 1, dtype=np.int64)
+    peak = 0
+    cuts = windows.bounds(end, horizon, windows.count(len(end)))
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        # the steps just before the ends, and the bins' last steps, that lie in [a, b)
+        ends = end[(end > a) & (end <= b)] - 1
+        points = distinct(np.concatenate((ends, last_steps[(last_steps >= a) & (last_steps < b)])))
+        del ends
+        if len(points) == 0:
+            continue
+        used = blocks_at(schedule.within(a, b), bs, points)
+        which = np.searchsorted(bounds, points, side="right") - 1
+        starts = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1])))
+        bins = which[starts]  # a bin split between windows keeps its larger maximum
+        bin_max[bins] = np.maximum(bin_max[bins], np.maximum.reduceat(used, starts))
+        peak = max(peak, int(used.max()))
+    return KvUsage(bin_max, peak, _block_steps(schedule, bs) / horizon)
 
 
 def _block_steps(schedule: Schedule, bs: int) -> float:

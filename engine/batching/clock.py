@@ -28,6 +28,8 @@ import numpy as np
 from engine.batching.distinct import distinct
 from engine.batching.schedule import Schedule
 from engine.batching.steptime import StepTime
+from engine.batching.windows import bounds as window_bounds
+from engine.batching.windows import count as window_count
 
 _EPS = 1e-9  # an arrival computed as 2.9999999999 steps still joins at step 3
 
@@ -333,21 +335,13 @@ def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
     return _priced(segment_load(schedule), step_time, 0.0)
 
 
-WINDOW_STAYS = 1 << 17  # decoding stays per window of a windowed clock (asked)
-
-
 def _window_bounds(stays: _Stays, windows: int) -> list[int]:
-    """0, then up to windows − 1 steps strictly inside the schedule that are ends of decoding
-    stays, splitting those ends about evenly, then the makespan. Each is an event, so an edge of
-    the whole schedule's segments: a window never cuts a segment in two, whose closed-form sum
-    would round differently. (A stay that never decodes makes no event: its end is no bound.)"""
-    inner: list[int] = []
+    """Bounds that split the ends of decoding stays about evenly. Each is an event, so an edge
+    of the whole schedule's segments: a window never cuts a segment in two, whose closed-form
+    sum would round differently. (A stay that never decodes makes no event: its end is no
+    bound.)"""
     ends = stays.end if stays.live is None else stays.end[stays.live]
-    if windows > 1 and len(ends):
-        sample = np.sort(ends[:: max(1, len(ends) // (64 * windows))])
-        picks = sample[(np.arange(1, windows) * len(sample)) // windows]
-        inner = [int(p) for p in distinct(picks) if 0 < p < stays.horizon]
-    return [0, *inner, stays.horizon]
+    return window_bounds(ends, stays.horizon, windows)
 
 
 def asked(
@@ -361,7 +355,7 @@ def asked(
     each array in `at`, `clock.step_of` of each in `step_of`, the same floats and steps.
 
     At a million requests the whole clock is millions of segments (a hundred MiB), so it is
-    built a window of steps at a time (`windows`, by default one per WINDOW_STAYS stays): each
+    built a window of steps at a time (`windows`, by default engine.batching.windows.count): each
     window answers the questions that fall in it and is let go of before the next is built.
     """
     if step_time.constant is not None:
@@ -369,7 +363,7 @@ def asked(
         return [grid.at(q) for q in at], [grid.step_of(q) for q in step_of]
     stays = _Stays.of(schedule)
     if windows is None:
-        windows = -(-len(stays.end) // WINDOW_STAYS)
+        windows = window_count(len(stays.end))
     bounds = _window_bounds(stays, windows)
     steps = [np.asarray(q, dtype=np.int64) for q in at]
     seconds = [np.asarray(q, dtype=np.float64) for q in step_of]

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from engine.batching.continuous import ContinuousPolicy, refuse_changed_rule
-from engine.batching.metrics import measure, price
+from engine.batching.metrics import measure
 from engine.batching.paged import UNGATED_SYNC_RULES, PagedPolicy
 from engine.errors import UserError
 from engine.workload import Workload
@@ -131,16 +131,16 @@ def measure_replicas(
             continue
         served = np.asarray(served_list)
         block_size, kv_info = policy.kv_blocks if policy.kv_blocks is not None else (None, None)
-        priced = price(schedule, output[served], None, arrival[served], step_time)
         results.append(
             measure(
                 policy.name,
                 schedule,
                 output[served],
-                priced,
+                arrival[served],
+                None,
+                step_time,
                 block_size=block_size,
                 kv_info=kv_info,
-                step_time=step_time.describe(),
             )
         )
     return results

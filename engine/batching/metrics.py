@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from engine.batching import windows
 from engine.batching.blocks import kv_usage
-from engine.batching.clock import asked
+from engine.batching.clock import asked, blockwise
 from engine.batching.distinct import distinct
 from engine.batching.schedule import Schedule
 from engine.batching.steptime import StepTime
@@ -98,8 +99,11 @@ def latencies_seconds(
 ) -> dict[str, np.ndarray]:
     """Latencies in seconds from each request's arrival, given when it first got a slot, when
     its first token was out and when its last was. The three arrays are taken over: each is
-    reused for the latency it gives (at a million requests every array here is 8 MB)."""
-    tpot = (finish_s - first_s) / _later(output)
+    reused for the latency it gives (at a million requests every array here is 8 MB), and TPOT,
+    the one new array, is worked a block at a time."""
+    tpot = blockwise(
+        lambda finish, first, out: (finish - first) / _later(out), finish_s, first_s, output, dtype=np.float64
+    )
     return {
         "queueing": np.subtract(start_s, arrival, out=start_s),
         "ttft": np.subtract(first_s, arrival, out=first_s),
@@ -187,6 +191,25 @@ def union_length(start: np.ndarray, end: np.ndarray) -> int:
     begin = np.concatenate((start[:1], reach[:-1]))
     del reach
     return int(np.maximum(0, end - begin).sum())
+
+
+def busy_steps(schedule: Schedule) -> int:
+    """Steps in which anything runs: the union of the stays' decoding steps [decode_start, end)
+    and the prefill chunks' steps. Counted a window of steps at a time (engine.batching.windows),
+    each interval clipped to the window: the windows partition the steps, so their unions add
+    up; the last reaches past everything, so nothing is clipped off."""
+    ds, end, chunk = schedule.decode_start, schedule.end, schedule.chunk_step
+    top = max(int(end.max(initial=0)), int(chunk.max(initial=-1)) + 1)
+    cuts = windows.bounds(end, top, windows.count(len(end)))
+    total = 0
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        held = (ds < b) & (end > a)
+        here = chunk[(chunk >= a) & (chunk < b)]
+        total += union_length(
+            np.concatenate((np.maximum(ds[held], a), here)),
+            np.concatenate((np.minimum(end[held], b), here + 1)),
+        )
+    return total
 
 
 def held_intervals(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -339,24 +362,27 @@ def measure(
     policy: str,
     schedule: Schedule,
     output: np.ndarray,
-    priced: Priced,
+    arrival: np.ndarray,
+    eligible: np.ndarray | None,
+    step_time: StepTime | None,
     *,
     block_size: int | None = None,
     kv_info: dict[str, Any] | None = None,
-    step_time: dict[str, Any] | None = None,
 ) -> PolicyResult:
-    """Every metric of a finished schedule, its clock's part given (price); KV blocks too when
-    `block_size` is given (paged)."""
+    """Every metric of a finished schedule; KV blocks too when `block_size` is given (paged).
+    `eligible` and `step_time` are as price takes them.
+
+    What the schedule alone gives is counted first and the clock's part (price) last: at a
+    million requests each needs tens of MiB of temporaries for a moment, and the latencies that
+    pricing gives (five arrays of 8 MB) stay with the result, so they are not alive while the
+    counts are made."""
     steps = schedule.makespan
     slots = schedule.slots
     tokens = int(output.sum())
     bounds = bin_bounds(schedule)
     edges = bounds[:-1]
-    at_bounds = priced.at_bounds
-    seconds = float(at_bounds[-1]) if at_bounds is not None else None
     width = np.diff(bounds)
-    ds, end = schedule.decode_start, schedule.end
-    ended = ramp(end, None, bounds)
+    ended = ramp(schedule.end, None, bounds)
     busy = np.diff(ramp(schedule.emit_start, None, bounds) - ended)  # slots emitting a token
     if schedule.groups is None:  # a stay holds its slot from its start to its end
         held = np.diff(ramp(schedule.start, None, bounds) - ended)
@@ -367,8 +393,6 @@ def measure(
         "busy": np.asarray(busy, dtype=np.float64) / width,
         "held": np.asarray(held, dtype=np.float64) / width,
     }
-    if at_bounds is not None:
-        series["seconds"] = at_bounds[:-1]
     kv_blocks = None
     if block_size is not None:
         used = kv_usage(schedule, block_size, bounds)
@@ -376,9 +400,12 @@ def measure(
         kv_blocks = dict(kv_info or {})
         kv_blocks["peak"] = used.peak
         kv_blocks["mean"] = used.mean
-    busy_steps = union_length(
-        np.concatenate((ds, schedule.chunk_step)), np.concatenate((end, schedule.chunk_step + 1))
-    )
+    busy_step_count = busy_steps(schedule)
+    priced = price(schedule, output, eligible, arrival, step_time)
+    at_bounds = priced.at_bounds
+    seconds = float(at_bounds[-1]) if at_bounds is not None else None
+    if at_bounds is not None:
+        series["seconds"] = at_bounds[:-1]
     group_maxima = schedule.groups.longest if schedule.groups is not None else None
     return PolicyResult(
         policy=policy,
@@ -386,7 +413,7 @@ def measure(
         requests=len(output),
         tokens=tokens,
         steps=steps,
-        busy_steps=busy_steps,
+        busy_steps=busy_step_count,
         makespan_seconds=seconds,
         utilisation=tokens / (slots * steps),
         occupancy=float(sum(held.tolist())) / (slots * steps),
@@ -399,7 +426,7 @@ def measure(
         series=series,
         group_maxima=group_maxima,
         kv_blocks=kv_blocks,
-        step_time=step_time,
+        step_time=step_time.describe() if step_time is not None else None,
     )
 
 

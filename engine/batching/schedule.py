@@ -16,7 +16,7 @@ tokens decodes n − 1 steps; a stay without a prefill emits from its first deco
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -77,6 +77,40 @@ class Schedule:
     def emitted(self) -> np.ndarray:
         """Tokens emitted in each stay."""
         return self.end - self.emit_start
+
+    def within(self, a: int, b: int) -> Schedule:
+        """The stays that hold a slot at some step of [a, b) (start < b, end > a), with their
+        prefill chunks: what a stay holds or runs lies inside its [start, end), so any count at
+        a step of [a, b) is the same over these as over the whole schedule. Stay indices are
+        renumbered (chunks, late preemptions, static members); per-request arrays and groups
+        are the whole schedule's, shared, not copied."""
+        held = (self.start < b) & (self.end > a)
+        keep = np.flatnonzero(held)
+        if len(keep) == len(held):
+            return self
+        chunk = np.flatnonzero(held[self.chunk_stay])
+        late = self.late_preempted
+        if late is not None:
+            late = np.searchsorted(keep, late[held[late]])
+        groups = self.groups
+        if groups is not None:
+            groups = replace(groups, member_group=groups.member_group[keep])
+        return replace(
+            self,
+            request=self.request[keep],
+            slot=self.slot[keep],
+            start=self.start[keep],
+            decode_start=self.decode_start[keep],
+            end=self.end[keep],
+            context=self.context[keep],
+            emit_start=self.emit_start[keep],
+            chunk_stay=np.searchsorted(keep, self.chunk_stay[chunk]),
+            chunk_step=self.chunk_step[chunk],
+            chunk_tokens=self.chunk_tokens[chunk],
+            chunk_done=self.chunk_done[chunk],
+            late_preempted=late,
+            groups=groups,
+        )
 
 
 def single_stays(
