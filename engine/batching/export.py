@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.batching.clock import clock_for
+from engine.batching.clock import asked
 from engine.errors import UserError
 from engine.outdir import atomic
 
@@ -43,12 +43,13 @@ class Run:
     step_time: Any
 
 
-def _clock(run: Run) -> Any:
-    return None if run.step_time is None else clock_for(run.result.schedule, run.step_time)
-
-
-def _at(clock: Any, steps: np.ndarray) -> np.ndarray:
-    return np.asarray(steps, dtype=np.float64) if clock is None else clock.at(steps)
+def _times(run: Run, *steps: np.ndarray) -> list[np.ndarray]:
+    """When each of `steps` begins: seconds by the run's clock, asked once for them all (a
+    window of steps at a time, engine.batching.clock.asked, so a run of a million requests
+    builds no whole clock), or the steps themselves as floats when the run is untimed."""
+    if run.step_time is None:
+        return [np.asarray(a, dtype=np.float64) for a in steps]
+    return asked(run.result.schedule, run.step_time, at=steps)[0]
 
 
 def preemptions_per_request(schedule: Any, n: int) -> np.ndarray:
@@ -101,11 +102,10 @@ def write_requests_csv(
             ]
         )
         for run in runs:
-            s, clock = run.result.schedule, _clock(run)
+            s = run.result.schedule
             n = len(run.requests)
-            scheduled = _at(clock, s.first_start)
-            first = _at(clock, s.first_token + 1)  # out when its step ends
-            finish = _at(clock, s.finish)
+            # the first token is out when its step ends
+            scheduled, first, finish = _times(run, s.first_start, s.first_token + 1, s.finish)
             arrival = (
                 run.arrival
                 if unit == "s"
@@ -147,7 +147,7 @@ def write_trace(path: str | Path, runs: Iterable[Run], flag: str = "--trace", *,
     scale = 1e6 if timed else 1e3  # microseconds; untimed, one step is drawn as one millisecond
     events: list[dict[str, Any]] = []
     for pid, run in enumerate(runs, start=1):
-        s, clock = run.result.schedule, _clock(run)
+        s = run.result.schedule
         label = run.policy if run.replica is None else f"{run.policy}, replica {run.replica}"
         events.append({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": label}})
         for slot in np.unique(s.slot).tolist():
@@ -160,7 +160,7 @@ def write_trace(path: str | Path, runs: Iterable[Run], flag: str = "--trace", *,
                     "args": {"name": f"slot {slot}"},
                 }
             )
-        start, decode, end = (_at(clock, a) * scale for a in (s.start, s.decode_start, s.end))
+        start, decode, end = (t * scale for t in _times(run, s.start, s.decode_start, s.end))
         for k in range(len(s.request)):
             request = int(run.requests[int(s.request[k])])
             for name, lo, hi in (("prefill", start[k], decode[k]), ("decode", decode[k], end[k])):

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from engine import batching  # noqa: E402
-from engine.batching.clock import clock_for  # noqa: E402
+from engine.batching.clock import asked, clock_for  # noqa: E402
 from engine.workload import GeneratedWorkload, generate  # noqa: E402
 
 from naive_batching import naive_clock, naive_continuous, naive_paged, naive_static  # noqa: E402
@@ -318,9 +318,8 @@ def peak_memory(keep: str, requests: int = MEMORY_REQUESTS) -> None:
     loaded = peak_rss_mib()
     r = batching.simulate(load, VIDUR_CASE, slots=128, step_time=roofline)
     if keep == "per-step":  # what --trace and --requests-csv read: every stay's times
-        clock = clock_for(r.schedule, roofline)
         s = r.schedule
-        times = [clock.at(a) for a in (s.start, s.decode_start, s.end, s.first_start, s.finish)]
+        times, _ = asked(s, roofline, at=(s.start, s.decode_start, s.end, s.first_start, s.finish))
         assert all(len(t) for t in times)
     else:
         assert r.latency.seconds is not None and r.makespan_seconds
