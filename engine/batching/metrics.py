@@ -393,19 +393,19 @@ def measure(
         "busy": np.asarray(busy, dtype=np.float64) / width,
         "held": np.asarray(held, dtype=np.float64) / width,
     }
-    kv_blocks = None
-    if block_size is not None:
-        used = kv_usage(schedule, block_size, bounds)
-        series["kv_blocks_used"] = used.bin_max
-        kv_blocks = dict(kv_info or {})
-        kv_blocks["peak"] = used.peak
-        kv_blocks["mean"] = used.mean
+    used = kv_usage(schedule, block_size, bounds) if block_size is not None else None
     busy_step_count = busy_steps(schedule)
     priced = price(schedule, output, eligible, arrival, step_time)
     at_bounds = priced.at_bounds
     seconds = float(at_bounds[-1]) if at_bounds is not None else None
     if at_bounds is not None:
         series["seconds"] = at_bounds[:-1]
+    kv_blocks = None
+    if used is not None:
+        series["kv_blocks_used"] = used.bin_max
+        kv_blocks = dict(kv_info or {})
+        kv_blocks["peak"] = used.peak
+        kv_blocks["mean"] = used.mean
     group_maxima = schedule.groups.longest if schedule.groups is not None else None
     return PolicyResult(
         policy=policy,

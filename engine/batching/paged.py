@@ -297,6 +297,9 @@ def given(values: np.ndarray, code: str) -> Any:
     return memoryview(np.ascontiguousarray(values, dtype=code))  # type: ignore[arg-type]
 
 
+MAPPED_BYTES = 1 << 20  # scratch arrays this large get a mapping of their own (see scratch)
+
+
 def scratch(n: int, value: int, code: Literal["q", "i"] = "q") -> Any:
     """n whole numbers of array type `code`, each `value`: per-request state the run writes as it
     goes and lets go of at its end (end_run).
@@ -305,11 +308,14 @@ def scratch(n: int, value: int, code: Literal["q", "i"] = "q") -> Any:
     as an array.array), so letting go of them gives their pages back to the system. From the
     heap, a million requests' ten of them (70 MiB) stayed in the process after the run, freed
     but in holes beneath the stays' arrays, and every metric counted afterwards was built on top
-    of them. Pages never written are never taken. A run opened empty (engine.batching.cosim)
-    takes its requests one by one (add_request), so it gets an array it can grow instead."""
-    if n == 0:
-        return array(code)
-    pages = mmap.mmap(-1, n * array(code).itemsize)
+    of them. Pages never written are never taken. Below MAPPED_BYTES an array comes from the
+    heap all the same: there a mapping saves nothing and costs two system calls (a small run is
+    most of a sweep). A run opened empty (engine.batching.cosim) takes its requests one by one
+    (add_request), so it gets an array it can grow instead."""
+    size = n * array(code).itemsize
+    if size < MAPPED_BYTES:
+        return array(code, [value]) * n
+    pages = mmap.mmap(-1, size)
     if value:
         np.frombuffer(pages, dtype=np.dtype(code)).fill(value)  # the view is let go of at once
     return memoryview(pages).cast(code)
@@ -902,9 +908,11 @@ class _Simulation:
             end=end,
             context=context,
             emit_start=emit,
-            first_start=ints(self.first_start),
+            # copied out of the loop's scratch: a result holds no mapping of its own (a process
+            # keeping tens of thousands of results would run out of them)
+            first_start=np.array(self.first_start, dtype=np.int64),
             first_token=first_token,
-            finish=ints(self.finish),
+            finish=np.array(self.finish, dtype=np.int64),
             chunk_stay=chunks[0],
             chunk_step=chunks[1],
             chunk_tokens=chunks[2],
