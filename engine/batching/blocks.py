@@ -253,8 +253,7 @@ def kv_usage(schedule: Schedule, block_size: int, bounds: np.ndarray) -> KvUsage
     end, last_steps = schedule.end, bounds[1:] - 1
     bin_max = np.zeros(len(bounds) - 1, dtype=np.int64)
     peak = 0
-    cuts = windows.bounds(end, horizon, windows.count(len(end)))
-    for a, b in zip(cuts[:-1], cuts[1:]):
+    for a, b in windows.spans(end, horizon):
         # the steps just before the ends, and the bins' last steps, that lie in [a, b)
         ends = end[(end > a) & (end <= b)] - 1
         points = distinct(np.concatenate((ends, last_steps[(last_steps >= a) & (last_steps < b)])))

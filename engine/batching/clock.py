@@ -28,8 +28,8 @@ import numpy as np
 from engine.batching.distinct import distinct
 from engine.batching.schedule import Schedule
 from engine.batching.steptime import StepTime
-from engine.batching.windows import bounds as window_bounds
 from engine.batching.windows import count as window_count
+from engine.batching.windows import spans as window_spans
 
 _EPS = 1e-9  # an arrival computed as 2.9999999999 steps still joins at step 3
 
@@ -335,13 +335,13 @@ def clock_for(schedule: Schedule, step_time: StepTime) -> Clock:
     return _priced(segment_load(schedule), step_time, 0.0)
 
 
-def _window_bounds(stays: _Stays, windows: int) -> list[int]:
-    """Bounds that split the ends of decoding stays about evenly. Each is an event, so an edge
-    of the whole schedule's segments: a window never cuts a segment in two, whose closed-form
-    sum would round differently. (A stay that never decodes makes no event: its end is no
-    bound.)"""
+def _window_spans(stays: _Stays, windows: int) -> list[tuple[int, int]]:
+    """Windows whose bounds split the ends of decoding stays about evenly. Each bound is an
+    event, so an edge of the whole schedule's segments: a window never cuts a segment in two,
+    whose closed-form sum would round differently. (A stay that never decodes makes no event:
+    its end is no bound.)"""
     ends = stays.end if stays.live is None else stays.end[stays.live]
-    return window_bounds(ends, stays.horizon, windows)
+    return window_spans(ends, stays.horizon, windows)
 
 
 def asked(
@@ -364,15 +364,15 @@ def asked(
     stays = _Stays.of(schedule)
     if windows is None:
         windows = window_count(len(stays.end))
-    bounds = _window_bounds(stays, windows)
+    spans = _window_spans(stays, windows)
     steps = [np.asarray(q, dtype=np.int64) for q in at]
     seconds = [np.asarray(q, dtype=np.float64) for q in step_of]
     out_at = [np.empty(q.shape, dtype=np.float64) for q in steps]
     out_of = [np.empty(q.shape, dtype=np.int64) for q in seconds]
     idle = step_time.idle_seconds
     entry = _Entry()
-    for w, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        first, last = w == 0, w == len(bounds) - 2
+    for w, (a, b) in enumerate(spans):
+        first, last = w == 0, w == len(spans) - 1
         clock = _priced(_window_load(stays, a, b, entry, last), step_time, entry.seconds)
         for q, out in zip(steps, out_at):
             mine = ((q >= a) | first) & ((q < b) | last)

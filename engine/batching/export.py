@@ -106,11 +106,7 @@ def write_requests_csv(
             n = len(run.requests)
             # the first token is out when its step ends
             scheduled, first, finish = _times(run, s.first_start, s.first_token + 1, s.finish)
-            arrival = (
-                run.arrival
-                if unit == "s"
-                else run.result.schedule.first_start - run.result.latency.steps["queueing"]
-            )
+            arrival = run.arrival if unit == "s" else run.result.latency.eligible
             evicted = preemptions_per_request(s, n)
             for i in range(n):
                 out.writerow(

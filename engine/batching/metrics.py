@@ -200,9 +200,8 @@ def busy_steps(schedule: Schedule) -> int:
     up; the last reaches past everything, so nothing is clipped off."""
     ds, end, chunk = schedule.decode_start, schedule.end, schedule.chunk_step
     top = max(int(end.max(initial=0)), int(chunk.max(initial=-1)) + 1)
-    cuts = windows.bounds(end, top, windows.count(len(end)))
     total = 0
-    for a, b in zip(cuts[:-1], cuts[1:]):
+    for a, b in windows.spans(end, top):
         held = (ds < b) & (end > a)
         here = chunk[(chunk >= a) & (chunk < b)]
         total += union_length(
@@ -338,17 +337,19 @@ def price(
     eligible: np.ndarray | None,
     arrival: np.ndarray,
     step_time: StepTime | None,
+    bounds: np.ndarray,
 ) -> Priced:
-    """The clock's part of a run's metrics. `eligible` is the first step each request could
-    join; None when the step time depends on the batch and requests arrive over time, where
-    it follows from the schedule's own clock (asked here with the rest)."""
+    """The clock's part of a run's metrics, the series' bins' `bounds` (bin_bounds) priced too.
+    `eligible` is the first step each request could join; None when the step time depends on
+    the batch and requests arrive over time, where it follows from the schedule's own clock
+    (asked here with the rest)."""
     if step_time is None:
         assert eligible is not None, "an untimed run says when its requests may join"
         return Priced(Latencies(schedule, output, eligible, None), None)
     at, of = asked(
         schedule,
         step_time,
-        at=(schedule.first_start, schedule.first_token + 1, schedule.finish, bin_bounds(schedule)),
+        at=(schedule.first_start, schedule.first_token + 1, schedule.finish, bounds),
         step_of=(arrival,) if eligible is None else (),
     )
     start_s, first_s, finish_s, at_bounds = at
@@ -395,7 +396,7 @@ def measure(
     }
     used = kv_usage(schedule, block_size, bounds) if block_size is not None else None
     busy_step_count = busy_steps(schedule)
-    priced = price(schedule, output, eligible, arrival, step_time)
+    priced = price(schedule, output, eligible, arrival, step_time, bounds)
     at_bounds = priced.at_bounds
     seconds = float(at_bounds[-1]) if at_bounds is not None else None
     if at_bounds is not None:

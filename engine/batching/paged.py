@@ -297,6 +297,10 @@ def given(values: np.ndarray, code: str) -> Any:
     return memoryview(np.ascontiguousarray(values, dtype=code))  # type: ignore[arg-type]
 
 
+def filled(n: int, value: int, code: Literal["q", "i"] = "q") -> array[int]:
+    return array(code, [value]) * n
+
+
 MAPPED_BYTES = 1 << 20  # scratch arrays this large get a mapping of their own (see scratch)
 
 
@@ -308,13 +312,15 @@ def scratch(n: int, value: int, code: Literal["q", "i"] = "q") -> Any:
     as an array.array), so letting go of them gives their pages back to the system. From the
     heap, a million requests' ten of them (70 MiB) stayed in the process after the run, freed
     but in holes beneath the stays' arrays, and every metric counted afterwards was built on top
-    of them. Pages never written are never taken. Below MAPPED_BYTES an array comes from the
+    of them. Pages never written are never taken. Nothing the schedule keeps is scratch: a
+    result that held mappings would let a process keeping tens of thousands of results run out
+    of them. Below MAPPED_BYTES an array comes from the
     heap all the same: there a mapping saves nothing and costs two system calls (a small run is
     most of a sweep). A run opened empty (engine.batching.cosim) takes its requests one by one
     (add_request), so it gets an array it can grow instead."""
     size = n * array(code).itemsize
     if size < MAPPED_BYTES:
-        return array(code, [value]) * n
+        return filled(n, value, code)
     pages = mmap.mmap(-1, size)
     if value:
         np.frombuffer(pages, dtype=np.dtype(code)).fill(value)  # the view is let go of at once
@@ -351,9 +357,9 @@ class _Simulation:
         # per request
         # (counts of tokens and blocks fit 32 bits: a request has at most 2 × MAX_TOKENS; steps
         # need 64)
+        self.first_start = filled(n, -1)  # (these two are the schedule's: no scratch)
+        self.finish = filled(n, -1)
         self.generated = scratch(n, 0, "i")  # tokens emitted so far (survive preemption)
-        self.first_start = scratch(n, -1)
-        self.finish = scratch(n, -1)
         self.stay = scratch(n, 0)  # index of its current stay
         self.context = scratch(n, 0, "i")  # tokens to have in cache when decoding starts
         self.prefilled = scratch(n, 0, "i")  # of those, prefilled so far (while prefilling)
@@ -908,11 +914,9 @@ class _Simulation:
             end=end,
             context=context,
             emit_start=emit,
-            # copied out of the loop's scratch: a result holds no mapping of its own (a process
-            # keeping tens of thousands of results would run out of them)
-            first_start=np.array(self.first_start, dtype=np.int64),
+            first_start=ints(self.first_start),
             first_token=first_token,
-            finish=np.array(self.finish, dtype=np.int64),
+            finish=ints(self.finish),
             chunk_stay=chunks[0],
             chunk_step=chunks[1],
             chunk_tokens=chunks[2],

@@ -31,3 +31,10 @@ def bounds(points: np.ndarray, horizon: int, windows: int) -> list[int]:
         picks = sample[(np.arange(1, windows) * len(sample)) // windows]
         inner = [int(p) for p in distinct(picks) if 0 < p < horizon]
     return [0, *inner, horizon]
+
+
+def spans(points: np.ndarray, horizon: int, windows: int | None = None) -> list[tuple[int, int]]:
+    """The windows [a, b) that `bounds` cuts, in order: `windows` of them at most, by default
+    count(len(points))."""
+    cuts = bounds(points, horizon, count(len(points)) if windows is None else windows)
+    return list(zip(cuts[:-1], cuts[1:]))
