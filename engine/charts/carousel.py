@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from engine import charts
-from engine.charts import drawcache, pdffonts, pdfimages, reads, style
+from engine.charts import canvas, drawcache, pdffonts, pdfimages, reads, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
 from engine.outdir import atomic
 
@@ -212,11 +212,10 @@ def signature() -> list[str]:
 
 
 def _page(slide: Slide, text: SlideText, results: dict[str, Any], number: int, total: int) -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(PAGE_W / DPI, PAGE_H / DPI), dpi=DPI)
-    FigureCanvasAgg(fig)
+    canvas.attach(fig)
     fig.patch.set_facecolor("white")
     _frame(fig, results, number, total)
     if slide.kind == "cover":

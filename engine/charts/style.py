@@ -26,7 +26,7 @@ from cycler import cycler  # matplotlib's own dependency, a small module that do
 # One spelling of a figure on every surface: the posts' own formatters (charts use style.pct).
 from engine import numbers
 from engine.batching import registry
-from engine.charts import png
+from engine.charts import canvas, png
 from engine.numbers import gib_short as gib  # noqa: F401  (style.gib: a chart label in GiB)
 from engine.numbers import pct as pct
 from engine.numbers import thousands as thousands
@@ -159,14 +159,13 @@ def _agg() -> Any:
 
 def new_figure(size: Size | str = "x") -> Figure:
     """A figure at exactly size.width × size.height pixels, on its own Agg canvas (no pyplot:
-    no global state, and text can be measured before saving)."""
+    no global state, and text can be measured before saving; engine.charts.canvas)."""
     _agg()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     size = SIZES[size] if isinstance(size, str) else size
     fig = Figure(figsize=(WIDTH_IN, size.height / size.dpi), dpi=size.dpi)
-    FigureCanvasAgg(fig)
+    canvas.attach(fig)
     return fig
 
 
@@ -206,9 +205,9 @@ def fit_width(fig: Figure, text: Text, left: float = 0.012, right: float = 0.988
     left and right: titles and sources come from results and can be any length."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    canvas = fig.canvas
-    assert isinstance(canvas, FigureCanvasAgg)  # new_figure draws on Agg
-    renderer = canvas.get_renderer()
+    agg = fig.canvas
+    assert isinstance(agg, FigureCanvasAgg)  # new_figure draws on Agg
+    renderer = agg.get_renderer()
     room = (right - left) * fig.bbox.width
     while text.get_window_extent(renderer).width > room and float(text.get_fontsize()) > MIN_FONT_PT:
         text.set_fontsize(max(MIN_FONT_PT, float(text.get_fontsize()) - 0.5))
