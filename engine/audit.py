@@ -27,7 +27,6 @@ which read a day's folder (its drafts, alt texts, results.json and the build's r
 from __future__ import annotations
 
 import bisect
-import difflib
 import functools
 import re
 from collections.abc import Iterator
@@ -44,6 +43,7 @@ from engine.limits import (
     read_json_object,
     read_text_limited,
 )
+from engine.opcodes import opcodes
 from engine.outdir.manifest import AUDIT, read_base
 from engine.platforms.registry import platforms
 from engine.platforms.thread import label_spans
@@ -348,10 +348,7 @@ class _Alignment:
     def __init__(self, a: str, b: str):
         self.a = [m.span() for m in _WORD.finditer(a)]
         self.b = [m.span() for m in _WORD.finditer(b)]
-        matcher = difflib.SequenceMatcher(
-            None, [a[s:e] for s, e in self.a], [b[s:e] for s, e in self.b], autojunk=False
-        )
-        self.blocks = matcher.get_opcodes()
+        self.blocks = opcodes([a[s:e] for s, e in self.a], [b[s:e] for s, e in self.b])
         self._a_starts = [start for start, _ in self.a]
         self._block_starts = [i1 for _, i1, _, _, _ in self.blocks]
 

@@ -8,7 +8,6 @@ out, so only the numbers the posts are made of are compared.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from pathlib import Path
@@ -22,6 +21,7 @@ from engine.limits import (
     read_bytes_limited,
     read_json_object,
 )
+from engine.opcodes import opcodes
 from engine.outdir.manifest import CHANGES
 
 RESULTS = "results.json"
@@ -150,7 +150,7 @@ def word_diff(old: str, new: str) -> list[list[str]]:
         else:
             segments.append([kind, text])
 
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in opcodes(a, b):
         if op == "equal":
             add("=", "".join(a[i1:i2]))
         else:
