@@ -43,8 +43,8 @@ from engine.limits import (
     read_json_object,
     read_text_limited,
 )
-from engine.opcodes import opcodes
 from engine.outdir.manifest import AUDIT, read_base
+from engine.outdir.opcodes import opcodes
 from engine.platforms.registry import platforms
 from engine.platforms.thread import label_spans
 from engine.render.posts import IDIOMS

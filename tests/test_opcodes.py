@@ -1,11 +1,11 @@
-"""engine.opcodes: a word diff whose steps cover both lists in order, pair only equal words, turn
+"""engine.outdir.opcodes: a word diff whose steps cover both lists in order, pair only equal words, turn
 the old list into the new one, and keep at least the lists' common head and tail."""
 
 from __future__ import annotations
 
 import random
 
-from engine.opcodes import opcodes
+from engine.outdir.opcodes import opcodes
 
 
 def _apply(a: list[str], b: list[str], steps: list[tuple[str, int, int, int, int]]) -> list[str]:

@@ -21,8 +21,8 @@ from engine.limits import (
     read_bytes_limited,
     read_json_object,
 )
-from engine.opcodes import opcodes
 from engine.outdir.manifest import CHANGES
+from engine.outdir.opcodes import opcodes
 
 RESULTS = "results.json"
 # Not figures: the spec echoed back, character counts of the drafts, image and page sizes
