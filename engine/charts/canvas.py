@@ -7,9 +7,9 @@ such as DejaVu Sans that reruns the font's hinting set-up program before the nex
 about half of each glyph's cost, and text is a fifth of a chart's drawing time. Asking once for
 the run of glyphs that share a font and size gives FreeType the same size, so the same hinted
 outlines and the same bitmaps (tests/test_canvas.py holds the pixels to matplotlib's own
-renderer's). matplotlib's development branch has reworked this loop for the same reason
-(matplotlib/matplotlib#32120, not in a release yet); with a release that no longer sets the size
-per glyph, this is a pass-through.
+renderer's). matplotlib's development branch has reworked this loop since, caching hinted
+outlines among other things (matplotlib/matplotlib#32120, in no release yet); with a release
+that no longer sets the size per glyph, this is a pass-through.
 
 How: the renderer hands matplotlib's glyph loop each font through a view whose ``set_size``
 reaches FreeType only when the size differs from the one it last set for this string. Nothing
