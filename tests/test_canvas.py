@@ -55,24 +55,53 @@ def test_the_canvas_draws_matplotlibs_pixels(dpi: float) -> None:
 
 
 class _Font:
-    def __init__(self, log: list[tuple[str, float, float]], name: str) -> None:
-        self.log, self.name = log, name
+    """A FreeType face as the glyph loop sees it: a size, set by set_size, that also sets the
+    sizes of its fallback fonts (as FT2Font.set_size does), and glyphs drawn at the size set."""
+
+    def __init__(self, log: list[tuple[str, float]], name: str, fallbacks: tuple[_Font, ...] = ()) -> None:
+        self.log, self.name, self.fallbacks = log, name, fallbacks
+        self.size: float | None = None
 
     def set_size(self, size: float, dpi: float) -> None:
-        self.log.append((self.name, size, dpi))
+        self.log.append((self.name, size))
+        for font in (self, *self.fallbacks):
+            font.size = size
 
-    def _render_glyph(self, index: int) -> str:
-        return f"{self.name}{index}"
+    def _render_glyph(self, index: int) -> tuple[str, int, float | None]:
+        return (self.name, index, self.size)
 
 
-def test_a_string_sets_each_fonts_size_once_a_run() -> None:
-    """A hand-worked run: A at 10 pt for two glyphs, a fallback B, A again, then A at 12 pt."""
-    log: list[tuple[str, float, float]] = []
-    a, b = _Font(log, "A"), _Font(log, "B")
-    glyphs = [(a, 10.0, 1), (a, 10.0, 2), (b, 10.0, 3), (a, 10.0, 4), (a, 12.0, 5), (a, 12.0, 6)]
+def _draw(glyphs: list[tuple[_Font, float, int]]) -> list[tuple[str, int, float | None]]:
+    """What matplotlib's loop does with each glyph: set the size, then render."""
     drawn = []
     for font, size, index in canvas.sized_once(glyphs):
         font.set_size(size, 72.0)
         drawn.append(font._render_glyph(index))
-    assert log == [("A", 10.0, 72.0), ("B", 10.0, 72.0), ("A", 12.0, 72.0)]
-    assert drawn == ["A1", "A2", "B3", "A4", "A5", "A6"]  # every other call reaches its font
+    return drawn
+
+
+def test_a_run_of_glyphs_in_one_font_and_size_sets_the_size_once() -> None:
+    """Hand-worked: A at 10 pt for two glyphs, B, A again, then A at 12 pt for two."""
+    log: list[tuple[str, float]] = []
+    a, b = _Font(log, "A"), _Font(log, "B")
+    glyphs = [(a, 10.0, 1), (a, 10.0, 2), (b, 10.0, 3), (a, 10.0, 4), (a, 12.0, 5), (a, 12.0, 6)]
+    assert _draw(glyphs) == [
+        ("A", 1, 10.0),
+        ("A", 2, 10.0),
+        ("B", 3, 10.0),
+        ("A", 4, 10.0),
+        ("A", 5, 12.0),
+        ("A", 6, 12.0),
+    ]
+    assert log == [("A", 10.0), ("B", 10.0), ("A", 10.0), ("A", 12.0)]
+
+
+def test_a_fallback_font_resized_through_its_parent_is_sized_again() -> None:
+    """Sizing a font sizes its fallbacks: a string alternating between a font at 10 pt and its
+    own fallback at 14 pt draws every glyph at its own size."""
+    log: list[tuple[str, float]] = []
+    fallback = _Font(log, "B")
+    main = _Font(log, "A", fallbacks=(fallback,))
+    glyphs = [(main, 10.0, 1), (fallback, 14.0, 2), (main, 10.0, 3), (fallback, 14.0, 4), (fallback, 14.0, 5)]
+    assert [size for _, _, size in _draw(glyphs)] == [10.0, 14.0, 10.0, 14.0, 14.0]
+    assert len(log) == 4  # the last glyph's request, a repeat, was dropped

@@ -1,5 +1,5 @@
-"""The Agg canvas every figure here draws on: matplotlib's own, whose text sets each string's
-font size once instead of once a glyph, for the same pixels.
+"""The Agg canvas every figure here draws on: matplotlib's own, whose text sets the font size
+once a run of glyphs in one font and size instead of once a glyph, for the same pixels.
 
 Why: matplotlib 3.11's Agg renderer draws a string glyph by glyph and sets the font's size before
 every glyph. FreeType treats each size request as a new size, and for a hinted TrueType font
@@ -11,9 +11,9 @@ renderer's). matplotlib's development branch has reworked this loop since, cachi
 outlines among other things (matplotlib/matplotlib#32120, in no release yet); with a release
 that no longer sets the size per glyph, this is a pass-through.
 
-How: the renderer hands matplotlib's glyph loop each font through a view whose ``set_size``
-reaches FreeType only when the size differs from the one it last set for this string. Nothing
-else of matplotlib's is replaced: the loop, its positions and its blending are its own.
+How: the renderer hands matplotlib's glyph loop, for each glyph whose font and size are the glyph
+before it's, a view of the font whose ``set_size`` does nothing. Nothing else of matplotlib's is
+replaced: the loop, its positions and its blending are its own.
 
 matplotlib is imported on first use (canvas_class), not with this module: checking a spec's
 chart names must not import it.
@@ -29,32 +29,30 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-class SizedOnce:
-    """One font as one string's glyph loop sees it: a size request that repeats the last one
-    this view made is dropped, every other call goes to the font."""
+class AlreadySized:
+    """A font whose size is already the one the glyph loop is about to ask for: the request is
+    dropped, every other call goes to the font."""
 
     def __init__(self, font: Any) -> None:
         self.font = font
-        self.size: tuple[float, float] | None = None
 
     def set_size(self, size: float, dpi: float) -> None:
-        if self.size != (size, dpi):
-            self.font.set_size(size, dpi)
-            self.size = (size, dpi)
+        pass
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.font, name)
 
 
 def sized_once(glyphs: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
-    """The glyphs of one string (font first in each tuple), each font behind one SizedOnce view
-    for the whole string: a fallback font keeps its own."""
-    views: dict[int, SizedOnce] = {}
-    for font, *rest in glyphs:
-        view = views.get(id(font))
-        if view is None:
-            view = views[id(font)] = SizedOnce(font)
-        yield (view, *rest)
+    """The glyphs of one string (font and size first in each tuple), a glyph whose font and size
+    are those of the glyph before it behind AlreadySized. Only the glyph just before counts:
+    setting a font's size also sets its fallback fonts', so after any other font was sized the
+    next one is sized again."""
+    previous: tuple[Any, Any] | None = None
+    for font, size, *rest in glyphs:
+        same = previous is not None and previous[0] is font and previous[1] == size
+        yield (AlreadySized(font) if same else font, size, *rest)
+        previous = (font, size)
 
 
 @functools.cache

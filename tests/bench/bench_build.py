@@ -17,9 +17,11 @@ count as they do for the person. CPU seconds are the children's user + system ti
 (resource.getrusage(RUSAGE_CHILDREN)), measured here around each process; wall seconds and the
 load average are printed beside them: on a shared machine wall time grows with the neighbours'
 load, CPU time much less, yet CPU seconds still vary by a third from one build to the next on
-these machines, so the warm and changed rows are each the median of REPEATS builds from the same
-state (the cold ones, a build each). The caches and out folders are temporary: the person's
-cache and out/ are not touched.
+these machines, so the warm and changed rows are each the median of REPEATS builds: warm ones
+one after another (the first after the cold build writes the review page's record of what
+changed, the others find it there; they cost the same), changed ones each from the cache and
+out folder as they were before the first (the cold ones, a build each). The caches and out
+folders are temporary: the person's cache and out/ are not touched.
 """
 
 from __future__ import annotations
@@ -172,7 +174,9 @@ def main() -> int:
     every_day = sorted(DAYS.glob("day[0-9]*.yaml"))
     print("rebuilds against the drawing cache: CPU seconds (user + system) of each build's process")
     print(f"wall seconds beside them; {load_average()}")
-    print(f"warm and changed rows: the median of {REPEATS} builds, each from the same state\n")
+    print(
+        f"warm and changed rows: the median of {REPEATS} builds (changed ones each from the same cache and out)\n"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-build-") as temp:
         root = Path(temp)
         print("Day 37")
