@@ -136,3 +136,39 @@ def test_the_gif_is_the_same_bytes_without_the_shortcuts(
         animation._draw(batching, shown, tmp_path / "drawn.gif", FRAMES)
     assert sum(s.pasted for s in made) > 0  # continuous batching's finished panel was pasted
     assert (tmp_path / "stamped.gif").read_bytes() == (tmp_path / "drawn.gif").read_bytes()
+
+
+def test_frames_are_kept_as_indices_into_the_finished_pictures_colours(
+    built_out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each frame is kept as one palette index a pixel (not the canvas's four bytes), and the
+    palette is the most common colours of the last frame, as that frame was on the canvas."""
+    from PIL import Image
+
+    results = json.loads((built_out / "day37" / "results.json").read_text())
+    batching, shown = animation._shown(results)
+    writer = animation.steady_palette_writer()
+    seen: dict[str, Any] = {}
+    grab, finish = writer.grab_frame, writer.finish
+
+    def grab_and_look(self: Any, **kwargs: Any) -> None:
+        seen["canvas"] = np.array(self.fig.canvas.buffer_rgba())[..., :3]  # this frame, as drawn
+        grab(self, **kwargs)
+
+    def finish_and_look(self: Any) -> None:
+        seen["frames"], seen["palette"] = list(self._frames), list(self.palette)
+        finish(self)
+
+    monkeypatch.setattr(writer, "grab_frame", grab_and_look)
+    monkeypatch.setattr(writer, "finish", finish_and_look)
+    with style.theme():
+        animation._draw(batching, shown, tmp_path / "a.gif", FRAMES)
+    height, width = animation.SIZE.height, animation.SIZE.width
+    assert len(seen["frames"]) == FRAMES
+    assert all(f.dtype == np.uint8 and f.shape == (height, width) for f in seen["frames"])
+    last = Image.fromarray(seen["canvas"])
+    assert seen["palette"] == [v for _, c in animation.common_colours(last) for v in c]
+    colours = np.array(seen["palette"], dtype=np.uint8).reshape(-1, 3)
+    with Image.open(tmp_path / "a.gif") as gif:  # the file shows those indices in that palette
+        gif.seek(FRAMES - 1)
+        assert np.array_equal(np.asarray(gif.convert("RGB")), colours[seen["frames"][-1]])

@@ -50,32 +50,43 @@ def steady_palette_writer() -> Any:
           a saved background), not a fresh savefig: a whole-figure draw per frame costs ten times
           as much and draws the same axes, ticks and legend every time.
         - PillowWriter lets Pillow quantise each frame on its own: colours drift between frames and
-          the file grows. Here every frame is mapped to the palette of the final frame, which holds
-          every colour the animation settles on.
-        - Frames are kept as the canvas's RGBA bytes: the palette mapper reads a pixel as one 32-bit
-          word, and maps only the pixels that changed since the frame before.
+          the file grows. Here every frame is mapped to one palette, that of the finished picture,
+          which holds every colour the animation settles on. The caller draws the finished picture
+          first (set_palette), so each frame is mapped as it is grabbed and kept as one byte a
+          pixel, not four: a build's peak memory is not 36 copies of the canvas.
+        - The palette mapper reads the canvas's RGBA bytes in place, a pixel as one 32-bit word,
+          and maps only the pixels that changed since the frame before.
         """
 
-        _frames: list[Any]  # PillowWriter's list of frames, filled by grab_frame
+        _frames: list[Any]  # PillowWriter's list of frames: here, each frame's palette indices
 
         def __init__(self, *args: Any, hold_ms: int = 0, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.hold_ms = hold_ms
+            self.palette: list[int] | None = None
+            self.mapper: PaletteMapper | None = None
+
+        def set_palette(self) -> None:
+            """The palette of the canvas as it is now (the finished picture)."""
+            from PIL import Image
+
+            finished = np.asarray(cast(Any, self.fig.canvas).buffer_rgba())[..., :3]
+            colours = np.array([c for _, c in common_colours(Image.fromarray(finished))], dtype=np.int64)
+            self.mapper = PaletteMapper(colours)
+            self.palette = colours.astype(np.uint8).ravel().tolist()
 
         def grab_frame(self, **savefig_kwargs: Any) -> None:
-            self._frames.append(np.array(cast(Any, self.fig.canvas).buffer_rgba()))
+            assert self.mapper is not None, "set_palette comes before the first frame"
+            self._frames.append(self.mapper(np.asarray(cast(Any, self.fig.canvas).buffer_rgba())))
 
         def finish(self) -> None:
             from PIL import Image
 
-            last = self._frames[-1][..., :3]
-            colours = np.array([c for _, c in common_colours(Image.fromarray(last))], dtype=np.int64)
-            mapper = PaletteMapper(colours)
-            flat = colours.astype(np.uint8).ravel().tolist()
+            assert self.palette is not None, "set_palette comes before the first frame"
             indexed = []
             for frame in self._frames:
-                image = Image.fromarray(mapper(frame), mode="P")
-                image.putpalette(flat)
+                image = Image.fromarray(frame, mode="P")
+                image.putpalette(self.palette)
                 indexed.append(image)
             step_ms = int(1000 / self.fps)
             durations = [step_ms] * (len(indexed) - 1) + [step_ms + self.hold_ms]
@@ -286,11 +297,19 @@ def _draw(batching: dict[str, Any], shown: list[tuple[str, dict[str, Any]]], pat
         canvas.draw()
         background = canvas.copy_from_bbox(fig.bbox)
         stamps = [Stamp(fig) for _ in panels]
-        for step in sample_steps(horizon, frames):
+
+        def show(step: int) -> None:
+            """The canvas at decode step ``step``: the background, each panel in its state."""
             canvas.restore_region(background)
             for panel, stamp in zip(panels, stamps):
                 t = min(step, int(panel[1]["steps"]))  # the panel's state: done once t is its last
                 stamp.draw(t, lambda p=panel, t=t: update(p, t))
+
+        steps = sample_steps(horizon, frames)
+        show(steps[-1])  # the finished picture first: its colours are the palette
+        writer.set_palette()
+        for step in steps:
+            show(step)
             writer.grab_frame()
 
 
