@@ -174,9 +174,7 @@ def main() -> int:
     every_day = sorted(DAYS.glob("day[0-9]*.yaml"))
     print("rebuilds against the drawing cache: CPU seconds (user + system) of each build's process")
     print(f"wall seconds beside them; {load_average()}")
-    print(
-        f"warm and changed rows: the median of {REPEATS} builds (changed ones each from the same cache and out)\n"
-    )
+    print(f"warm and changed rows: the median of {REPEATS} builds (each changed one from the same state)\n")
     with tempfile.TemporaryDirectory(prefix="bench-build-") as temp:
         root = Path(temp)
         print("Day 37")
