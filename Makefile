@@ -91,3 +91,4 @@ clean-cache: $(STAMP)
 	@$(PY) -c "from engine.charts import drawcache; print('emptied', drawcache.clear() or 'nothing: no cache folder')"
 	@$(PY) -c "from engine.render import template_cache; print('emptied', template_cache.clear() or 'nothing')"
 	@$(PY) -c "from engine import remembered; print('emptied', remembered.clear() or 'nothing')"
+	@$(PY) -c "from engine.platforms import urls; print('emptied', urls.clear() or 'nothing')"

@@ -22,7 +22,7 @@ from engine.errors import UserError
 from engine.limits import MAX_DRAFT_BYTES, read_text_limited
 from engine.outdir import atomic
 from engine.outdir.manifest import AUDIT, read_base
-from engine.platforms import check_alt_text, posting
+from engine.platforms import check_alt_text, posting, urls
 from engine.platforms import registry as platforms
 from engine.platforms.day_dir import check_day_dir
 from engine.platforms.rules import ChecksFailed
@@ -153,7 +153,14 @@ def write_json(path: Path, data: Any, *, root: Path | None = None) -> None:
 def build(
     spec_path: Path, out_root: Path, *, force: bool = False, templates_root: Path = TEMPLATES
 ) -> BuildReport:
-    spec_path = Path(spec_path)
+    """Build one day into out_root (see the module's docstring). The URLs in its posts are
+    looked up among those the last builds found (engine.platforms.urls): a build whose posts
+    are unchanged compiles no URL expression."""
+    with urls.kept_between_builds():
+        return _build(Path(spec_path), out_root, force=force, templates_root=templates_root)
+
+
+def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path) -> BuildReport:
     spec = load_spec(spec_path)
     target = out_root / day_folder_name(spec.day)
     # What the writes at the end would refuse (a link at out/, out/dayNN or out/index.html),

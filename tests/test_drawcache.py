@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 
 from engine import cachedir, charts, pipeline
 from engine.charts import animation, carousel, drawcache, style
+from engine.platforms import urls
 from engine.render.slides import SlideText
 
 from helpers import DAYS, Lab
@@ -299,6 +301,8 @@ from engine.cli import main
 rc = main(["build", sys.argv[1], "--out", sys.argv[2]])
 loaded = sorted({m.split(".")[0] for m in sys.modules} & {"matplotlib", "PIL", "fontTools", "torch"})
 print("loaded:", " ".join(loaded) or "none")
+from engine.platforms import _twitter_text
+print("URL expressions compiled:", _twitter_text.expressions_compiled())
 import engine.measured
 assert "engine.gpubench" not in sys.modules, "reading measurements imported engine.gpubench"
 import engine.commands.bench, engine.gpubench.shapes
@@ -310,7 +314,9 @@ sys.exit(rc)
 def test_a_build_that_draws_nothing_imports_no_drawing_library(cold_and_warm, tmp_path: Path) -> None:
     """A new process (this one has torch loaded by the bench's tests) runs `engine build` on
     Day 37 with the cache the cold build filled: it finds every drawing there, loads none of
-    matplotlib, Pillow, fontTools or torch, prints the summary and writes the cold build's bytes.
+    matplotlib, Pillow, fontTools or torch, finds its posts' URLs among those the session's
+    builds found (engine.platforms.urls) so compiles no URL expression, prints the summary and
+    writes the cold build's bytes.
 
     The same process then checks the other modules that must stay torch-free, each import on
     its own so a failure names it: reading measurements (engine.measured) imports no part of
@@ -322,11 +328,14 @@ def test_a_build_that_draws_nothing_imports_no_drawing_library(cold_and_warm, tm
     cache.mkdir(parents=True)
     for entry in kept.iterdir():
         (cache / entry.name).write_bytes(entry.read_bytes())
+    found = cachedir.root() / urls.FOLDER  # the session's: Day 37's cold build wrote its answers there
+    shutil.copytree(found, cache.parent / urls.FOLDER)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     run = [sys.executable, "-c", PROBE, str(DAYS / "day37.yaml"), str(tmp_path / "b")]
     warm = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True)
     assert warm.returncode == 0, warm.stderr
     assert "loaded: none" in warm.stdout.splitlines(), warm.stdout
+    assert "URL expressions compiled: False" in warm.stdout.splitlines(), warm.stdout
     assert f"{Lab.static_steps:,} steps" in warm.stdout and f"{Lab.continuous_steps:,} steps" in warm.stdout
     assert str(tmp_path / "b" / "day37") in warm.stdout
     assert files_of(tmp_path / "b" / "day37") == files_of(cold)

@@ -8,7 +8,8 @@ opt-in thread platforms, each with its own count), ``counted_thread`` (the threa
 three share), ``graphemes`` (Unicode grapheme clusters), ``thread`` (posts, attachments and k/n
 numbering), ``reflow`` (threads cut into posts that fit), ``emoji`` (emoji sequences by shape),
 ``alt_text``, ``media`` (the carousel's and the GIF's file limits), ``day_dir`` (a whole out/dayNN
-folder), ``rules`` (the Count and Violation they return). The facts behind X's and LinkedIn's
+folder), ``rules`` (the Count and Violation they return), ``urls`` (where a post's URLs are,
+remembered between builds). The facts behind X's and LinkedIn's
 limits are in ../shared/reference/platform-rules.md; the newer platforms cite theirs in their
 modules.
 

@@ -16,24 +16,32 @@ imported under it, and every ``twitter_text`` module is then taken out of ``sys.
 code that imports the library later gets it whole and as published, and nothing here depends on
 what the package's ``__init__`` would have done.
 
+The URL expressions are compiled when a URL is first looked for, not when the engine starts: they
+hold every top-level domain, several times over, and compiling them is a sixth of a second, where
+the configuration and the invalid-character expression cost nothing. A build whose texts' URLs
+are remembered (engine.platforms.urls) never compiles them.
+
 Everything the rest of engine.platforms needs from the library is re-exported here, so this is
 the one place that knows how it is imported.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import re
 import sys
 import types
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
-# The library's modules the count reads, under the package ``twitter_text``.
-_PARTS = (
-    "config",
+# The library's modules the count reads, under the package ``twitter_text``: those read as the
+# engine starts, and the URL expressions, read when a URL is first looked for.
+_AT_START = ("config", "regexp.invalid_chars")
+_URL_PARTS = (
     "regexp.extract_url",
-    "regexp.invalid_chars",
     "regexp.invalid_url_without_protocol_preceding_chars",
     "regexp.valid_ascii_domain",
     "regexp.valid_cctld",
@@ -41,10 +49,11 @@ _PARTS = (
     "regexp.valid_punycode",
     "regexp.valid_tco_url",
 )
+_PARTS = _AT_START + _URL_PARTS
 
 
-def _import_parts() -> dict[str, types.ModuleType]:
-    """Each of _PARTS, imported under a ``twitter_text`` package whose ``__init__`` never ran."""
+def _import_parts(names: tuple[str, ...] = _PARTS) -> dict[str, types.ModuleType]:
+    """Each of ``names``, imported under a ``twitter_text`` package whose ``__init__`` never ran."""
     spec = importlib.util.find_spec("twitter_text")
     if spec is None:
         raise ImportError("twitter-text-parser is not installed (pip install -e .)")
@@ -52,7 +61,7 @@ def _import_parts() -> dict[str, types.ModuleType]:
     published = sys.modules.get("twitter_text")  # the package as published, if code imported it
     sys.modules["twitter_text"] = importlib.util.module_from_spec(spec)
     try:
-        return {name: importlib.import_module(f"twitter_text.{name}") for name in _PARTS}
+        return {name: importlib.import_module(f"twitter_text.{name}") for name in names}
     finally:
         for name in set(sys.modules) - before:
             if name.startswith("twitter_text."):
@@ -63,21 +72,67 @@ def _import_parts() -> dict[str, types.ModuleType]:
             sys.modules["twitter_text"] = published
 
 
-_parts = _import_parts()
+_parts = _import_parts(_AT_START)
 _config = _parts["config"].config
-extract_url: re.Pattern[str] = _parts["regexp.extract_url"].extract_url
 invalid_chars: re.Pattern[str] = _parts["regexp.invalid_chars"].invalid_chars
-invalid_url_without_protocol_preceding_chars: re.Pattern[str] = _parts[
-    "regexp.invalid_url_without_protocol_preceding_chars"
-].invalid_url_without_protocol_preceding_chars
-valid_ascii_domain: re.Pattern[str] = _parts["regexp.valid_ascii_domain"].valid_ascii_domain
-valid_cctld: re.Pattern[str] = _parts["regexp.valid_cctld"].valid_cctld
-valid_gtld: re.Pattern[str] = _parts["regexp.valid_gtld"].valid_gtld
-valid_punycode: re.Pattern[str] = _parts["regexp.valid_punycode"].valid_punycode
-valid_tco_url: re.Pattern[str] = _parts["regexp.valid_tco_url"].valid_tco_url
 
 #: The v3 configuration (280, scale 100, default weight 200, URLs 23, emoji parsing on).
 V3 = _config["version3"]
+
+
+@dataclass(frozen=True)
+class _Expressions:
+    """The library's URL expressions, and the marker built from its top-level domains."""
+
+    extract_url: re.Pattern[str]
+    invalid_url_without_protocol_preceding_chars: re.Pattern[str]
+    valid_ascii_domain: re.Pattern[str]
+    valid_tco_url: re.Pattern[str]
+    tld_marker: re.Pattern[str]
+
+
+@functools.cache
+def _expressions() -> _Expressions:
+    parts = _import_parts(_URL_PARTS)
+
+    def pattern(name: str) -> re.Pattern[str]:
+        return _compiled(getattr(parts[f"regexp.{name}"], name))
+
+    extract_url = pattern("extract_url")
+    tlds = (pattern(name).pattern for name in ("valid_gtld", "valid_cctld", "valid_punycode"))
+    return _Expressions(
+        extract_url=extract_url,
+        invalid_url_without_protocol_preceding_chars=pattern("invalid_url_without_protocol_preceding_chars"),
+        valid_ascii_domain=pattern("valid_ascii_domain"),
+        valid_tco_url=pattern("valid_tco_url"),
+        # Every URL's domain ends in "." and a top-level domain (the library's valid_domain), and
+        # a URL holds no whitespace. Where no such marker follows a position within its run of
+        # non-space characters, no URL can start there, and the library's expression is not
+        # tried: on text like "a.a.a.a…" with no TLD it backtracks for seconds per thousand
+        # characters.
+        tld_marker=re.compile(r"\.(?:" + "|".join(tlds) + ")", extract_url.flags),
+    )
+
+
+def _compiled(value: Any) -> re.Pattern[str]:
+    if not isinstance(value, re.Pattern):
+        raise ImportError(
+            f"twitter-text-parser: expected a compiled expression, found {type(value).__name__}"
+        )
+    return value
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    """The URL expressions as module attributes (``extract_url`` …), compiled on first use."""
+    if name in _Expressions.__dataclass_fields__:
+        return getattr(_expressions(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def expressions_compiled() -> bool:
+    """Whether this process has compiled the URL expressions yet."""
+    return _expressions.cache_info().currsize > 0
+
 
 _DEFAULT_PROTOCOL = "https://"
 _MAX_URL_LENGTH = 4096
@@ -94,7 +149,7 @@ def _js_domain_ok(domain: str) -> bool:
     is 1..63 characters. The Python port asks Python's ``idna`` codec instead, which refuses
     mixed-script labels ("בn") that the official library, and X, accept as a domain; a link
     missed is a post counted short by up to 22."""
-    if domain.startswith("xn--") and not valid_ascii_domain.fullmatch(domain):
+    if domain.startswith("xn--") and not _expressions().valid_ascii_domain.fullmatch(domain):
         return False
     for label in domain.split("."):
         try:
@@ -106,21 +161,14 @@ def _js_domain_ok(domain: str) -> bool:
     return True
 
 
-# Every URL's domain ends in "." and a top-level domain (the library's valid_domain), and a URL
-# holds no whitespace. Where no such marker follows a position within its run of non-space
-# characters, no URL can start there, and the library's expression is not tried: on text like
-# "a.a.a.a…" with no TLD it backtracks for seconds per thousand characters.
-_TLD_MARKER = re.compile(
-    r"\.(?:" + valid_gtld.pattern + "|" + valid_cctld.pattern + "|" + valid_punycode.pattern + ")",
-    extract_url.flags,
-)
 _SPACE = re.compile(r"\s")
 
 
 def _url_matches(text: str) -> Iterator[re.Match[str]]:
     """``extract_url.finditer(text)``, the same matches in the same order, trying the
-    expression only at positions from which a URL could start (see _TLD_MARKER)."""
-    markers = [m.start() for m in _TLD_MARKER.finditer(text)]
+    expression only at positions from which a URL could start (see _expressions' tld_marker)."""
+    found = _expressions()
+    markers = [m.start() for m in found.tld_marker.finditer(text)]
     if not markers:
         return
     spaces = [m.start() for m in _SPACE.finditer(text)]
@@ -136,7 +184,7 @@ def _url_matches(text: str) -> Iterator[re.Match[str]]:
         if w < len(spaces) and spaces[w] < markers[k]:
             pos = spaces[w]  # a space before the next marker: no URL starts before that space
             continue
-        match = extract_url.match(text, pos)
+        match = found.extract_url.match(text, pos)
         if match is None:
             pos += 1
             continue
@@ -150,6 +198,7 @@ def extract_urls(text: str) -> list[tuple[int, int]]:
     and length rule (UTF-16 length of protocol and URL at most 4,096)."""
     if "." not in text:
         return []
+    expressions = _expressions()
     found: list[tuple[int, int]] = []
     for match in _url_matches(text):
         _, before, url, protocol, domain, _, path, _ = match.groups()
@@ -161,10 +210,10 @@ def extract_urls(text: str) -> list[tuple[int, int]]:
         ):
             continue
         if protocol is None:
-            if invalid_url_without_protocol_preceding_chars.match(before):
+            if expressions.invalid_url_without_protocol_preceding_chars.match(before):
                 continue
             last: list[int] | None = None
-            for ascii_match in valid_ascii_domain.finditer(domain):
+            for ascii_match in expressions.valid_ascii_domain.finditer(domain):
                 last = [start + ascii_match.start(), start + ascii_match.end()]
                 found.append((last[0], last[1]))
             if last is None:
@@ -172,7 +221,7 @@ def extract_urls(text: str) -> list[tuple[int, int]]:
             if path:
                 found[-1] = (last[0], end)
         else:
-            tco = valid_tco_url.search(url)
+            tco = expressions.valid_tco_url.search(url)
             if tco:
                 slug = tco.group(1)
                 if slug and len(slug) > _MAX_TCO_SLUG_LENGTH:
@@ -182,4 +231,4 @@ def extract_urls(text: str) -> list[tuple[int, int]]:
     return found
 
 
-__all__ = ["V3", "extract_url", "extract_urls", "invalid_chars"]
+__all__ = ["V3", "extract_urls", "invalid_chars"]

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import re
 
-from engine.platforms._twitter_text import extract_urls
 from engine.platforms.counted_thread import ThreadRules, check_counted_thread
 from engine.platforms.graphemes import grapheme_length
 from engine.platforms.reflow import PostLimits
 from engine.platforms.registry import Example, Platform, register_platform
 from engine.platforms.rules import Count, Violation
+from engine.platforms.urls import extract_urls
 
 MAX_CHARS = 500
 URL_LENGTH = 23

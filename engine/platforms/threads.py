@@ -26,13 +26,13 @@ Chosen, not found stated by Meta (so set on the strict side):
 
 from __future__ import annotations
 
-from engine.platforms._twitter_text import extract_urls
 from engine.platforms.counted_thread import ThreadRules, check_counted_thread
 from engine.platforms.graphemes import graphemes, is_emoji
 from engine.platforms.linkedin import utf16_length
 from engine.platforms.reflow import PostLimits
 from engine.platforms.registry import Example, Platform, register_platform
 from engine.platforms.rules import Count, Violation
+from engine.platforms.urls import extract_urls
 
 MAX_CHARS = 500
 MAX_LINKS = 5

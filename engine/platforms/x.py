@@ -19,12 +19,13 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from engine.platforms._twitter_text import V3, extract_urls, invalid_chars
+from engine.platforms._twitter_text import V3, invalid_chars
 from engine.platforms.emoji import newer_pattern, twemoji, utf16_units
 from engine.platforms.reflow import PostLimits
 from engine.platforms.registry import Example, Platform, register_platform
 from engine.platforms.rules import Count, Violation
 from engine.platforms.thread import images_in, numbering_problem, post_text
+from engine.platforms.urls import extract_urls
 
 MAX_WEIGHTED_LENGTH: int = V3["max_weighted_tweet_length"]  # 280
 MAX_IMAGES_PER_POST = 4

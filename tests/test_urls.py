@@ -1,0 +1,131 @@
+"""URLs found in posts, remembered between builds (engine.platforms.urls): inside a build the
+answers are twitter-text's, a later build with the same texts reads them back without asking
+the finder, a damaged or impossible answer is found again, the file stays bounded, and outside a
+build nothing is kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.platforms import _twitter_text, urls, x_weighted_length
+
+# Hand-worked: "https://example.com/x" is code points 4–25, "foo.org" 30–37 (the final "." is
+# no part of it); the emoji is one code point; t.co/abc and bit.ly are links without a scheme.
+TEXTS = {
+    "see https://example.com/x and foo.org.": [(4, 25), (30, 37)],
+    "no links here": [],
+    "a.b.c.d": [],
+    "émoji 🎉 at t.co/abc and bit.ly": [(11, 19), (24, 30)],
+}
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "sixty-days-engine" / urls.FOLDER
+
+
+def refuse_to_find(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(text: str) -> list[tuple[int, int]]:
+        raise AssertionError(f"looked for URLs in {text!r}, which the last build's answers hold")
+
+    monkeypatch.setattr(_twitter_text, "extract_urls", refuse)
+
+
+def test_a_build_finds_what_twitter_text_finds_and_the_next_reads_it_back(cache, monkeypatch) -> None:
+    post = "read https://example.com/a/long/path/here"  # X counts 23 for the link, 1 a character else
+    with urls.kept_between_builds():
+        assert {text: urls.extract_urls(text) for text in TEXTS} == TEXTS
+        assert x_weighted_length(post) == 5 + 23
+    assert len(list(cache.glob("*.json"))) == 1
+    with monkeypatch.context() as patch, urls.kept_between_builds():
+        refuse_to_find(patch)
+        assert {text: urls.extract_urls(text) for text in TEXTS} == TEXTS
+        assert x_weighted_length(post) == 5 + 23  # the count reads its URLs through the same memory
+
+
+def test_outside_a_build_nothing_is_kept(cache) -> None:
+    for text, spans in TEXTS.items():
+        assert urls.extract_urls(text) == spans
+    assert not cache.exists()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda doc: doc["spans"].update({k: [[0, 10_000]] for k in doc["spans"]}),  # checksum no longer holds
+        lambda doc: doc.update(sha256="0" * 64),
+        lambda doc: doc.pop("spans"),
+        lambda doc: doc.update(spans=[1, 2, 3]),
+    ],
+)
+def test_a_damaged_file_is_found_again(cache, damage) -> None:
+    with urls.kept_between_builds():
+        for text in TEXTS:
+            urls.extract_urls(text)
+    (path,) = cache.glob("*.json")
+    doc = json.loads(path.read_text())
+    damage(doc)
+    path.write_text(json.dumps(doc))
+    with urls.kept_between_builds():
+        assert {text: urls.extract_urls(text) for text in TEXTS} == TEXTS
+    assert json.loads(path.read_text())["spans"]  # written anew, whole
+
+
+def test_an_answer_that_cannot_be_the_texts_is_found_again(cache) -> None:
+    """An answer whose checksum holds but whose spans run past the text, or overlap, or go
+    backwards, is no answer for that text (another text's, or a hand-made file)."""
+    text = "see https://example.com/x and foo.org."
+    with urls.kept_between_builds():
+        urls.extract_urls(text)
+    (path,) = cache.glob("*.json")
+    for wrong in ([[4, 25], [20, 37]], [[30, 37], [4, 25]], [[4, 99]], [[5, 5]]):
+        doc = json.loads(path.read_text())
+        doc["spans"] = {name: wrong for name in doc["spans"]}
+        doc["sha256"] = urls._checksum(doc["spans"])
+        path.write_text(json.dumps(doc))
+        with urls.kept_between_builds():
+            assert urls.extract_urls(text) == TEXTS[text], wrong
+
+
+def test_the_file_is_bounded_and_keeps_this_builds_answers_first(cache, monkeypatch) -> None:
+    monkeypatch.setattr(urls, "MAX_TEXTS", 3)
+    with urls.kept_between_builds():
+        for k in range(5):
+            urls.extract_urls(f"old post {k} at example.com")
+    with urls.kept_between_builds():
+        urls.extract_urls("new post at example.org")
+    (path,) = cache.glob("*.json")
+    assert len(json.loads(path.read_text())["spans"]) == 3
+    with monkeypatch.context() as patch, urls.kept_between_builds():
+        refuse_to_find(patch)
+        assert urls.extract_urls("new post at example.org") == [(12, 23)]
+
+
+def test_a_cache_that_cannot_be_written_only_costs_time(tmp_path, monkeypatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    with urls.kept_between_builds():
+        assert {text: urls.extract_urls(text) for text in TEXTS} == TEXTS
+    assert blocker.read_text() == "not a folder"
+
+
+def test_answers_of_other_code_are_never_read(cache, monkeypatch) -> None:
+    """The file is named after the code that finds URLs and the library's version: another
+    digest's file is not read, and is deleted when this one is written."""
+    with urls.kept_between_builds():
+        urls.extract_urls("x at example.com")
+    (older,) = cache.glob("*.json")
+    urls.code_digest.cache_clear()
+    monkeypatch.setattr(urls, "code_digest", lambda: "another-version")
+    with monkeypatch.context() as patch, urls.kept_between_builds():
+        found = []
+        real = _twitter_text.extract_urls
+        patch.setattr(_twitter_text, "extract_urls", lambda text: found.append(text) or real(text))
+        assert urls.extract_urls("x at example.com") == [(5, 16)]
+        assert found == ["x at example.com"]
+    assert [p.name for p in cache.glob("*.json")] == ["another-version.json"] and not older.exists()
