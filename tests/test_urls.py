@@ -129,3 +129,19 @@ def test_answers_of_other_code_are_never_read(cache, monkeypatch) -> None:
         assert urls.extract_urls("x at example.com") == [(5, 16)]
         assert found == ["x at example.com"]
     assert [p.name for p in cache.glob("*.json")] == ["another-version.json"] and not older.exists()
+
+
+def test_clean_cache_empties_it_and_nothing_follows_a_linked_folder(cache, tmp_path) -> None:
+    with urls.kept_between_builds():
+        urls.extract_urls("x at example.com")
+    assert urls.clear() == cache and not list(cache.glob("*.json"))
+    elsewhere = tmp_path / "someone-elses"
+    elsewhere.mkdir()
+    (elsewhere / "keep.json").write_text("{}")
+    cache.rmdir()
+    cache.symlink_to(elsewhere)
+    urls.clear()
+    with urls.kept_between_builds():  # nor does a build read or write through it
+        assert urls.extract_urls("x at example.com") == [(5, 16)]
+    assert [p.name for p in elsewhere.iterdir()] == ["keep.json"]
+    assert (elsewhere / "keep.json").read_text() == "{}"

@@ -13,8 +13,9 @@ else, a count finds its URLs as it always did. The file is named after a digest 
 finds URLs, twitter-text-parser's version and Python's (its Unicode tables), so spans another
 version found are never read. A kept answer is used only if it is a list of spans that can be
 in the text (each inside it, in order, not overlapping) and the file's checksum holds; anything
-else is found again. The file holds at most MAX_TEXTS answers, this build's first; a cache that
-cannot be read or written only makes the build slower.
+else is found again. A linked folder is neither read nor written through. The file holds at most
+MAX_TEXTS answers, this build's first; a cache that cannot be read or written only makes the
+build slower.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ def kept_between_builds() -> Iterator[None]:
 def _open() -> _Kept:
     try:
         path = cachedir.root() / FOLDER / f"{code_digest()}.json"
+        if path.parent.is_symlink() or path.parent.parent.is_symlink():
+            return _Kept(None, {})  # a linked folder: not the engine's to read or write through
     except (OSError, metadata.PackageNotFoundError):
         return _Kept(None, {})
     try:
