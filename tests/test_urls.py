@@ -145,3 +145,46 @@ def test_clean_cache_empties_it_and_nothing_follows_a_linked_folder(cache, tmp_p
         assert urls.extract_urls("x at example.com") == [(5, 16)]
     assert [p.name for p in elsewhere.iterdir()] == ["keep.json"]
     assert (elsewhere / "keep.json").read_text() == "{}"
+
+
+def test_spans_of_another_type_are_no_answer(cache) -> None:
+    """Floats, booleans and strings are not read as code point indices, checksum or not."""
+    text = "see https://example.com/x and foo.org."
+    for wrong in ([[4.0, 25.0]], [[False, True]], [["4", "25"]], [[4, 25, 1]], [{"a": 4, "b": 25}]):
+        with urls.kept_between_builds():
+            urls.extract_urls(text)
+        (path,) = cache.glob("*.json")
+        doc = json.loads(path.read_text())
+        doc["spans"] = {name: wrong for name in doc["spans"]}
+        doc["sha256"] = urls._checksum(doc["spans"])
+        path.write_text(json.dumps(doc))
+        with urls.kept_between_builds():
+            assert urls.extract_urls(text) == TEXTS[text], wrong
+
+
+def test_threads_compiling_the_expressions_at_once_leave_nothing_behind(monkeypatch) -> None:
+    """The first URL look-up imports the library's parts under a stand-in package; eight threads
+    doing it at once each get the one compiled set, and no twitter_text module is left over."""
+    import sys
+    import threading
+
+    monkeypatch.setattr(_twitter_text, "_compiled_once", None)
+    start = threading.Barrier(8)
+    found: list[object] = []
+    failed: list[BaseException] = []
+
+    def first_lookup() -> None:
+        start.wait()
+        try:
+            found.append(_twitter_text._expressions())
+        except BaseException as exc:  # reported below
+            failed.append(exc)
+
+    threads = [threading.Thread(target=first_lookup) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == [] and len(found) == 8 and all(f is found[0] for f in found)
+    assert not [name for name in sys.modules if name.split(".")[0] == "twitter_text"]
+    assert _twitter_text.extract_urls("x at example.com") == [(5, 16)]

@@ -27,11 +27,11 @@ the one place that knows how it is imported.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.util
 import re
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -52,8 +52,18 @@ _URL_PARTS = (
 _PARTS = _AT_START + _URL_PARTS
 
 
+# Held while the stand-in package is in sys.modules: the URL expressions are imported on first
+# use, possibly by two threads at once, and one's clean-up must not take out the other's modules.
+_lock = threading.RLock()
+
+
 def _import_parts(names: tuple[str, ...] = _PARTS) -> dict[str, types.ModuleType]:
     """Each of ``names``, imported under a ``twitter_text`` package whose ``__init__`` never ran."""
+    with _lock:
+        return _import_under_stand_in(names)
+
+
+def _import_under_stand_in(names: tuple[str, ...]) -> dict[str, types.ModuleType]:
     spec = importlib.util.find_spec("twitter_text")
     if spec is None:
         raise ImportError("twitter-text-parser is not installed (pip install -e .)")
@@ -91,8 +101,20 @@ class _Expressions:
     tld_marker: re.Pattern[str]
 
 
-@functools.cache
+_compiled_once: _Expressions | None = None
+
+
 def _expressions() -> _Expressions:
+    """The URL expressions, compiled by the first caller (the others wait for it)."""
+    global _compiled_once
+    if _compiled_once is None:
+        with _lock:
+            if _compiled_once is None:
+                _compiled_once = _compile_expressions()
+    return _compiled_once
+
+
+def _compile_expressions() -> _Expressions:
     parts = _import_parts(_URL_PARTS)
 
     def pattern(name: str) -> re.Pattern[str]:
@@ -131,7 +153,7 @@ def __getattr__(name: str) -> re.Pattern[str]:
 
 def expressions_compiled() -> bool:
     """Whether this process has compiled the URL expressions yet."""
-    return _expressions.cache_info().currsize > 0
+    return _compiled_once is not None
 
 
 _DEFAULT_PROTOCOL = "https://"

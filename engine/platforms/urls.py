@@ -124,10 +124,17 @@ def _open() -> _Kept:
         body = doc["spans"]
         if doc["sha256"] != _checksum(body):
             raise ValueError("damaged")
-        earlier = {str(name): [(int(a), int(b)) for a, b in spans] for name, spans in body.items()}
+        earlier = {str(name): [_span(pair) for pair in spans] for name, spans in body.items()}
     except (UserError, OSError, ValueError, KeyError, TypeError, AttributeError):
         earlier = {}  # absent, damaged or of another shape: found again, and written anew
     return _Kept(path, earlier)
+
+
+def _span(pair: Any) -> tuple[int, int]:
+    """A kept [start, end] as written: two integers (no float, bool or string read as one)."""
+    if not (isinstance(pair, list) and len(pair) == 2 and all(type(end) is int for end in pair)):
+        raise ValueError("not a span")
+    return pair[0], pair[1]
 
 
 def _fits(spans: Spans, length: int) -> bool:
