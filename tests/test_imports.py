@@ -8,7 +8,8 @@ Importing ``engine.a.b`` runs ``engine/a/__init__.py`` first, so that is an edge
 A module says what it needs in its first lines. The exceptions are the heavy optional libraries
 (matplotlib, PIL, fontTools, torch, ray), imported inside the functions that use them so that a
 build that draws nothing, the other commands and a spec check never pay for them; emoji, whose
-import reads a table of every emoji; tqdm, whose bar only a running sweep draws; and the torch side of engine.gpubench, which is torch.
+import reads a table of every emoji; tqdm, whose bar only a running sweep draws; regex, for
+graphemes and a lab's patterns; and the torch side of engine.gpubench, which is torch.
 Plug-in discovery (engine/registry.py, the command line) goes through importlib, not an import
 statement.
 """
@@ -155,8 +156,9 @@ def test_no_engine_module_imports_its_way_back_to_itself():
 
 # Imported inside the functions that use them (see the module's docstring). emoji too: its
 # import reads a table of every emoji, 20 ms that a build pays only for an X draft that is not
-# all ASCII; and tqdm, 30 ms of every build for a bar only a running sweep or bench draws.
-HEAVY = {"matplotlib", "PIL", "fontTools", "torch", "ray", "emoji", "tqdm"}
+# all ASCII; tqdm, 30 ms of every build for a bar only a running sweep or bench draws; and
+# regex, 10–15 ms, for graphemes (Bluesky, Mastodon, Threads) and a lab's patterns only.
+HEAVY = {"matplotlib", "PIL", "fontTools", "torch", "ray", "emoji", "tqdm", "regex"}
 
 
 def _allowed_late(name: str) -> bool:
