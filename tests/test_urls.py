@@ -6,11 +6,16 @@ build nothing is kept."""
 from __future__ import annotations
 
 import json
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from engine.platforms import _twitter_text, urls, x_weighted_length
+from engine.preview import builder
+
+from helpers import DAYS
 
 # Hand-worked: "https://example.com/x" is code points 4–25, "foo.org" 30–37 (the final "." is
 # no part of it); the emoji is one code point; t.co/abc and bit.ly are links without a scheme.
@@ -165,9 +170,6 @@ def test_spans_of_another_type_are_no_answer(cache) -> None:
 def test_threads_compiling_the_expressions_at_once_leave_nothing_behind(monkeypatch) -> None:
     """The first URL look-up imports the library's parts under a stand-in package; eight threads
     doing it at once each get the one compiled set, and no twitter_text module is left over."""
-    import sys
-    import threading
-
     monkeypatch.setattr(_twitter_text, "_compiled_once", None)
     start = threading.Barrier(8)
     found: list[object] = []
@@ -188,3 +190,12 @@ def test_threads_compiling_the_expressions_at_once_leave_nothing_behind(monkeypa
     assert failed == [] and len(found) == 8 and all(f is found[0] for f in found)
     assert not [name for name in sys.modules if name.split(".")[0] == "twitter_text"]
     assert _twitter_text.extract_urls("x at example.com") == [(5, 16)]
+
+
+def test_the_previews_drafts_read_the_builds_answers(cache, tmp_path, monkeypatch) -> None:
+    """`serve` renders a day's drafts before its build: they keep and read answers as a build
+    does, so a preview of unchanged posts looks for no URL either."""
+    first = builder.render_drafts(DAYS / "day37.yaml", tmp_path / "out")
+    with monkeypatch.context() as patch:
+        refuse_to_find(patch)
+        assert builder.render_drafts(DAYS / "day37.yaml", tmp_path / "out") == first
