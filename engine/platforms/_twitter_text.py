@@ -137,6 +137,8 @@ def _compile_expressions() -> _Expressions:
 
 
 def _compiled(value: Any) -> re.Pattern[str]:
+    """A module attribute that must be a compiled expression (another library version's might
+    not be): checked, so a changed library fails where it is imported, naming it."""
     if not isinstance(value, re.Pattern):
         raise ImportError(
             f"twitter-text-parser: expected a compiled expression, found {type(value).__name__}"
