@@ -13,9 +13,6 @@ from pathlib import Path
 import pytest
 
 from engine.platforms import _twitter_text, urls, x_weighted_length
-from engine.preview import builder
-
-from helpers import DAYS
 
 # Hand-worked: "https://example.com/x" is code points 4–25, "foo.org" 30–37 (the final "." is
 # no part of it); the emoji is one code point; t.co/abc and bit.ly are links without a scheme.
@@ -190,12 +187,3 @@ def test_threads_compiling_the_expressions_at_once_leave_nothing_behind(monkeypa
     assert failed == [] and len(found) == 8 and all(f is found[0] for f in found)
     assert not [name for name in sys.modules if name.split(".")[0] == "twitter_text"]
     assert _twitter_text.extract_urls("x at example.com") == [(5, 16)]
-
-
-def test_the_previews_drafts_read_the_builds_answers(cache, tmp_path, monkeypatch) -> None:
-    """`serve` renders a day's drafts before its build: they keep and read answers as a build
-    does, so a preview of unchanged posts looks for no URL either."""
-    first = builder.render_drafts(DAYS / "day37.yaml", tmp_path / "out")
-    with monkeypatch.context() as patch:
-        refuse_to_find(patch)
-        assert builder.render_drafts(DAYS / "day37.yaml", tmp_path / "out") == first

@@ -33,7 +33,6 @@ from engine.limits import (
 from engine.outdir import report_lines
 from engine.outdir.manifest import read_manifest_quiet, sha256
 from engine.pipeline import ChecksFailed, build
-from engine.platforms import urls
 from engine.preview.state import State
 from engine.render import review
 from engine.render.review import RESULTS
@@ -48,17 +47,11 @@ def render_drafts(spec_path: Path, out: Path) -> dict[str, bytes]:
     """The day's fresh drafts and its review page rendered with them, by path relative to out/;
     nothing is written. A draft in out/ that is not the engine's last render (the person edited
     it) is left out, and the page shows their version, as the build will keep it. The page shows
-    the images of the day's last build (they are redrawn next), as that build recorded them.
-    Its posts' URLs are looked up among those the last builds found, as a build's are."""
+    the images of the day's last build (they are redrawn next), as that build recorded them."""
     spec = load_spec(spec_path)
     results = pipeline.compute(spec, SpecLocation(spec_path=spec_path))
-    with urls.kept_between_builds():
-        return _drafts_and_page(spec.day, results, out)
-
-
-def _drafts_and_page(day: int, results: dict[str, Any], out: Path) -> dict[str, bytes]:
     drafts = pipeline.render_drafts(results)
-    folder = pipeline.day_folder_name(day)
+    folder = pipeline.day_folder_name(spec.day)
     day_dir = out / folder
     recorded = read_manifest_quiet(day_dir)
     files: dict[str, bytes] = {}
