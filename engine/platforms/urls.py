@@ -10,8 +10,8 @@ cache folder (engine.cachedir), and the expressions are compiled only for a text
 
 Only inside ``kept_between_builds()`` (engine.pipeline.build opens it for one build): anywhere
 else, a count finds its URLs as it always did. The file is named after a digest of the code that
-finds URLs, twitter-text-parser's version and Python's (its Unicode tables), so spans another
-version found are never read. A kept answer is used only if it is a list of spans that can be
+finds URLs, twitter-text-parser's version and the interpreter's (its Unicode tables), so spans
+another version found are never read. A kept answer is used only if it is a list of spans that can be
 in the text (each inside it, in order, not overlapping) and the file's checksum holds; anything
 else is found again. A linked folder is neither read nor written through. The file holds at most
 MAX_TEXTS answers, this build's first; a cache that cannot be read or written only makes the
@@ -25,9 +25,9 @@ import contextvars
 import functools
 import hashlib
 import json
-import sys
 from collections.abc import Iterator
 from importlib import metadata
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +71,8 @@ class _Kept:
         answers first, then the others it held, up to MAX_TEXTS."""
         if self.path is None or not self.found_new:
             return
-        answers = dict(self.used)
-        for name, spans in self.earlier.items():
-            if len(answers) >= MAX_TEXTS:
-                break
-            answers.setdefault(name, spans)
-        body = {name: [list(span) for span in spans] for name, spans in list(answers.items())[:MAX_TEXTS]}
+        answers = {**self.used, **{n: s for n, s in self.earlier.items() if n not in self.used}}
+        body = {name: [list(span) for span in spans] for name, spans in islice(answers.items(), MAX_TEXTS)}
         data = json.dumps({"sha256": _checksum(body), "spans": body}, sort_keys=True).encode("utf-8")
         if len(data) > MAX_BYTES:
             return
@@ -154,12 +150,9 @@ def _checksum(body: Any) -> str:
 @functools.cache
 def code_digest() -> str:
     """The code that finds URLs (this module and the library's importer), the library's version
-    and Python's."""
-    digest = hashlib.sha256()
-    for path in (Path(__file__), Path(_twitter_text.__file__)):
-        digest.update(path.read_bytes() + b"\0")
-    digest.update(f"twitter-text-parser=={metadata.version('twitter-text-parser')}\0{sys.version}".encode())
-    return digest.hexdigest()[:32]
+    and the interpreter's (engine.cachedir.code_digest, as the drawings' keys)."""
+    files = (Path(__file__), Path(_twitter_text.__file__))
+    return cachedir.code_digest(files, ("twitter-text-parser",))[:32]
 
 
 def clear() -> Path | None:
