@@ -286,14 +286,14 @@ def _draw_from_scratch(name: str, results: dict, out: Path, size: str | None = N
     built and laid out once in this module, not once more for the tests that read it."""
     results = _sample(name, results)
     kept = []
-    save_png = style.save_png
+    png_bytes = style.png_bytes
 
-    def save_and_keep(fig, path: Path) -> None:
-        save_png(fig, path)
+    def save_and_keep(fig) -> bytes:
         kept.append(fig)
+        return png_bytes(fig)
 
     with drawcache.fresh(), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(style, "save_png", save_and_keep)
+        patch.setattr(style, "png_bytes", save_and_keep)
         chart = charts.draw(name, results, out, size=size)
     (_FIGURES[_figure_key(name, results, size)],) = kept
     return chart
@@ -865,11 +865,11 @@ def test_a_chart_is_drawn_again_exactly_when_what_it_read_changed(tmp_path: Path
     from engine.charts import registry
 
     real: list[str] = []
-    save_png = style.save_png
+    png_bytes = style.png_bytes
 
-    def counted(fig, path: Path) -> None:
-        real.append(path.name)
-        save_png(fig, path)
+    def counted(fig) -> bytes:
+        real.append(style.size_of(fig).key)
+        return png_bytes(fig)
 
     registry.register_chart("toy_reads", needs=(), size="linkedin")(_toy_reads)
     registry.register_chart("toy_everything", needs=(), size="linkedin")(_toy_everything)
@@ -880,7 +880,7 @@ def test_a_chart_is_drawn_again_exactly_when_what_it_read_changed(tmp_path: Path
         patch_module.setattr(_toy_reads, "__module__", "engine.charts.toy")
         patch_module.setattr(_toy_everything, "__module__", "engine.charts.toy")
         with drawcache.fresh(), pytest.MonkeyPatch.context() as patch:
-            patch.setattr(style, "save_png", counted)
+            patch.setattr(style, "png_bytes", counted)
 
             def alt(name: str, results: dict, drawn: bool) -> str:
                 before = len(real)
@@ -1023,3 +1023,76 @@ def test_the_png_writer_is_read_back_by_pillow_pixel_for_pixel() -> None:
         assert [kind for kind, _ in png_chunks(data)] == [b"IHDR", b"pHYs", b"IDAT", b"IEND"]
     with pytest.raises(ValueError, match="height × width × 3"):
         png.encode(np.zeros((2, 2, 4), np.uint8), 100)
+
+
+def test_the_png_reader_reads_what_the_writer_and_pillow_wrote_and_refuses_the_rest() -> None:
+    """png.decode reads the writer's files (random pixels, odd sizes), and the same pixels
+    saved by Pillow with filter 0 and its IDAT split in pieces (another writer's layout of the
+    same form); a PNG with filtered rows, another colour type, a damaged or cut-short chunk, a
+    side past its bound, or image data longer than the header says is a ValueError."""
+    import io
+    import struct
+    import zlib
+
+    from PIL import Image
+
+    from engine.charts import png
+
+    rng = np.random.default_rng(11)
+    for height, width in ((1, 1), (3, 5), (627, 1200)):
+        rgb = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        assert np.array_equal(png.decode(png.encode(rgb, 100)), rgb)
+        split = io.BytesIO()
+        Image.fromarray(rgb).save(split, format="png", compress_level=1)  # Pillow filters its rows
+        if height > 1:
+            with pytest.raises(ValueError, match="filtered"):
+                png.decode(split.getvalue())
+    flat = np.zeros((40, 30, 3), np.uint8)  # every row of zeros: Pillow's adaptive choice is filter 0
+    written = io.BytesIO()
+    Image.fromarray(flat).save(written, format="png")
+    assert np.array_equal(png.decode(written.getvalue()), flat)
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    def made(width: int, height: int, rows: bytes, colour: int = 2) -> bytes:
+        header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+        data = zlib.compress(rows)
+        pieces = [chunk(b"IDAT", data[k : k + 7]) for k in range(0, len(data), 7)]  # split IDAT
+        return png.SIGNATURE + chunk(b"IHDR", header) + b"".join(pieces) + chunk(b"IEND", b"")
+
+    row = b"\0" + bytes(range(6))
+    assert png.decode(made(2, 3, row * 3)).tolist() == [[[0, 1, 2], [3, 4, 5]]] * 3
+    good = png.encode(np.full((4, 4, 3), 9, np.uint8), 72)
+    refused = {
+        "not a PNG": b"GIF89a" + good[6:],
+        "cut short": good[:-3],
+        "damaged": good[:40] + bytes([good[40] ^ 1]) + good[41:],
+        "8-bit RGB": made(2, 3, (b"\0" + bytes(8)) * 3, colour=6),  # RGBA
+        "this module wrote": made(9000, 1, b"\0" * 27001),  # a side past MAX_SIDE
+        "wrong size": made(2, 3, row * 4),  # more rows than the header says
+        "one header": png.SIGNATURE + chunk(b"IEND", b""),
+    }
+    for reason, data in refused.items():
+        with pytest.raises(ValueError, match=reason):
+            png.decode(data)
+
+
+def test_a_slide_preview_shrinks_the_chart_keeping_its_colours_and_areas() -> None:
+    """carousel.shrunk: a flat colour stays that colour exactly; 2 × 2 blocks halved become
+    their colours; a stripe one old pixel wide keeps its share of the area (a third of the
+    grey, not dropped or doubled as sampling would); the size is the one asked for."""
+    from engine.charts import carousel
+
+    flat = np.full((900, 1600, 3), (0, 114, 178), np.uint8)
+    assert (carousel.shrunk(flat, 513, 912) == (0, 114, 178)).all()
+    blocks = np.kron(
+        np.array([[[10, 20, 30], [200, 100, 0]], [[0, 0, 0], [255, 255, 255]]]), np.ones((2, 2, 1))
+    )
+    halved = carousel.shrunk(blocks.repeat(8, axis=0).repeat(8, axis=1).astype(np.uint8), 16, 16)
+    assert halved[4, 4].tolist() == [10, 20, 30] and halved[12, 12].tolist() == [255, 255, 255]
+    stripes = np.full((30, 30, 3), 255, np.uint8)
+    stripes[:, ::3] = 0  # every third column black
+    thirds = carousel.shrunk(stripes, 10, 10).astype(float)
+    assert thirds.shape == (10, 10, 3)
+    assert abs(thirds[2:-2, 2:-2].mean() - 255 * 2 / 3) < 2

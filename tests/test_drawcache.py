@@ -36,7 +36,7 @@ def refuse_to_draw(patch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("drew, where the drawing cache holds these bytes")
 
-    patch.setattr(style, "save_png", refuse)
+    patch.setattr(style, "png_bytes", refuse)
     patch.setattr(animation, "_draw", refuse)
     patch.setattr(carousel, "_draw", refuse)
 
@@ -70,15 +70,16 @@ def test_a_warm_build_copies_the_cold_builds_bytes_and_draws_nothing(cold_and_wa
 
 
 def test_the_cache_holds_every_kind_of_drawing(cold_and_warm) -> None:
-    """Charts, the GIF, the deck's pages, their chart images, the PDF, its fonts, and what each
-    chart read: each entry's header names its parts."""
+    """Charts (a slide's chart is its post's image: no image of its own), the GIF, the deck's
+    pages, the PDF, its fonts, and what each chart read: each entry's header names its parts."""
     _, _, kept = cold_and_warm
     names = set()
     for entry in kept.iterdir():
         header = json.loads(entry.read_bytes().split(b"\n", 1)[0])
         names |= {name for name, _ in header["parts"]}
     assert "slot_timeline_animation.gif" in names and "carousel.pdf" in names
-    assert {"rgba", "font", "slot_timeline.png", "carousel/page-02.png"} <= names
+    assert {"font", "slot_timeline.png", "carousel/page-02.png"} <= names
+    assert "rgba" not in names
 
 
 def test_a_new_number_draws_only_the_page_that_shows_it(cold_and_warm, tmp_path: Path, monkeypatch) -> None:
@@ -155,17 +156,17 @@ def test_a_damaged_chart_is_drawn_again_to_the_same_bytes(cold_and_warm, tmp_pat
     cold, _, _ = cold_and_warm
     results = json.loads((cold / "results.json").read_text())
     saved: list[str] = []
-    save_png = style.save_png
+    png_bytes = style.png_bytes
     with drawcache.fresh() as cache, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(style, "save_png", lambda fig, path: saved.append(path.name) or save_png(fig, path))
+        patch.setattr(style, "png_bytes", lambda fig: saved.append(style.size_of(fig).key) or png_bytes(fig))
         first = charts.draw("kv_fit", results, tmp_path / "a").path.read_bytes()
         charts.draw("kv_fit", results, tmp_path / "b")
-        assert saved == ["kv_fit.png"]  # the second came from the cache
+        assert saved == ["linkedin"]  # the second came from the cache
         for entry in cache.iterdir():
             if b"kv_fit.png" in entry.read_bytes().split(b"\n", 1)[0]:
                 entry.write_bytes(entry.read_bytes()[:-100])  # cut short
         again = charts.draw("kv_fit", results, tmp_path / "c").path.read_bytes()
-        assert saved == ["kv_fit.png", "kv_fit.png"] and again == first == (cold / "kv_fit.png").read_bytes()
+        assert saved == ["linkedin", "linkedin"] and again == first == (cold / "kv_fit.png").read_bytes()
 
 
 def test_the_cache_is_bounded_least_recently_used_out_first(monkeypatch) -> None:

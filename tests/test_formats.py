@@ -78,17 +78,58 @@ def test_slides_say_the_labs_numbers_as_text(pdf: PdfReader, results: dict) -> N
     assert [f"{k} / 5" in page_text(pdf, k - 1) for k in range(1, 6)] == [True] * 5
 
 
-def test_each_chart_slide_embeds_its_chart_at_twice_the_page_resolution(pdf: PdfReader) -> None:
-    """Cover and closing are text only; each chart slide carries one image, 1,824 pixels wide
-    (twice the 912 points between the margins), so it stays sharp when a reader zooms in."""
+def test_each_chart_slide_embeds_the_image_its_post_carries(pdf: PdfReader, built_out: Path) -> None:
+    """Cover and closing are text only; each chart slide carries one image, the chart's PNG as
+    the post attaches it: the picture a reader sees (the samples, decoded from the PDF by pypdf,
+    turned as the page's matrix places them) is the PNG's pixels, decoded by Pillow (neither
+    wrote them)."""
     import re
 
-    drawn = [re.findall(rb"/(\w+) Do", page.get_contents().get_data()) for page in pdf.pages]
-    assert [len(names) for names in drawn] == [0, 1, 1, 1, 0]
-    assert len({names[0] for names in drawn if names}) == 3  # three different charts
+    spec = load_spec(DAYS / "day37.yaml")
+    assert spec.carousel is not None
+    charts = [slide.chart for slide in spec.carousel.slides]
+    placed = [
+        re.findall(rb"([-\d.]+) 0 0 ([-\d.]+) [-\d.]+ [-\d.]+ cm /(\w+) Do", page.get_contents().get_data())
+        for page in pdf.pages
+    ]
+    assert [len(images) for images in placed] == [0, 1, 1, 1, 0]
     xobjects = pdf.pages[1]["/Resources"]["/XObject"]  # matplotlib shares one resource dictionary
-    widths = {int(xobjects["/" + names[0].decode()].get_object()["/Width"]) for names in drawn if names}
-    assert widths == {1824}
+    for chart, images in zip(charts, placed):
+        if chart is None:
+            continue
+        ((width, height, name),) = images
+        assert float(width) > 0
+        samples = xobjects["/" + name.decode()].get_object().decode_as_image().convert("RGB")
+        shown = np.asarray(samples)[:: -1 if float(height) < 0 else 1]  # rows from the top down
+        with Image.open(built_out / "day37" / f"{chart}.png") as posted:
+            assert np.array_equal(shown, np.asarray(posted.convert("RGB"))), chart
+
+
+def test_a_chart_slides_preview_shows_the_post_image_shrunk_and_placed_as_it_is(
+    pdf: PdfReader, built_out: Path
+) -> None:
+    """The preview of the slot timeline's slide (an X-sized chart, 1,600 × 900, on 912 × 513
+    points) holds the post's PNG reduced by carousel.shrunk, pixel for pixel, where the PDF
+    places it (inside the thin frame drawn over its edge): no second resampling, so no seams."""
+    import re
+
+    from engine.charts import carousel, png
+
+    page = 4
+    placed = re.search(
+        rb"q 1 0 0 1 ([-\d.]+) ([-\d.]+) cm ([-\d.]+) 0 0 ([-\d.]+) [-\d.]+ [-\d.]+ cm /\w+ Do",
+        pdf.pages[page - 1].get_contents().get_data(),
+    )
+    assert placed is not None
+    left, bottom, width, height = (float(v) for v in placed.groups())
+    top = 1350 - (bottom - height)  # points down from the page's top (height < 0: rows top down)
+    assert (width, -height) == (912, 513)
+    post = png.decode((built_out / "day37" / "slot_timeline.png").read_bytes())
+    with Image.open(built_out / "day37" / "carousel" / f"page-{page:02d}.png") as preview:
+        shown = np.asarray(preview.convert("RGB"))
+    region = shown[round(top) : round(top) + 513, round(left) : round(left) + 912]
+    inside = (slice(3, -3), slice(3, -3))
+    assert np.array_equal(region[inside], carousel.shrunk(post, 513, 912)[inside])
 
 
 def _fonts(obj) -> list[dict]:

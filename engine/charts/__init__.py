@@ -61,31 +61,49 @@ def draw(name: str, results: dict[str, Any], out_dir: Path, size: str | None = N
         raise ValueError(err.args[0]) from None
     if chart.animated:
         return _animate(chart, results, Path(out_dir))
-    key = size or chart.size
-    if key not in style.SIZES:
-        raise ValueError(f"unknown size '{key}'; known: {', '.join(style.SIZES)}")
-    stem = name if key == chart.size else f"{name}-{key}"
+    picture = still(name, size or chart.size, results)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{stem}.png"
-    alt_name = f"{stem}.alt.txt"
-    # Drawn before, by this code, from the same numbers: the same bytes, copied from the cache.
-    # The numbers are those of results the function read (reads.part), so a build whose other
-    # sections or measurement differ does not draw this chart again.
-    function = drawing_id(name, key, results)
-    kept = drawcache.recall(chart_key("chart", function, results), out_dir)
-    if kept:
-        _check_alt(name, kept["alt"])  # as a drawn one is: a kept alt text is held to the same rule
-        return ChartFile(name, path, kept["alt"], kept["width"], kept["height"], kept["platform"])
+    path = out_dir / picture.file
+    atomic.write_bytes(path, picture.png, what="chart", durable=False)
+    atomic.write_text(path.with_suffix(".alt.txt"), picture.alt + "\n", what="alt text", durable=False)
+    return ChartFile(name, path, picture.alt, picture.size.width, picture.size.height, picture.size.platform)
+
+
+@dataclass(frozen=True)
+class Still:
+    """A still chart drawn at one size: the PNG's bytes, the file they go in, and the alt text."""
+
+    file: str  # <name>.png at the chart's own size, <name>-<size>.png at another
+    png: bytes
+    alt: str
+    size: style.Size
+
+
+def still(name: str, size: str, results: dict[str, Any]) -> Still:
+    """Chart ``name`` at size key ``size`` (a style.SIZES key), as a post and a carousel slide
+    show it: drawn before, by this code, from the same numbers, the bytes come from the
+    drawing cache. The numbers are those of results the function read (reads.part), so a build
+    whose other sections or measurement differ does not draw this chart again."""
+    if size not in style.SIZES:
+        raise ValueError(f"unknown size '{size}'; known: {', '.join(style.SIZES)}")
+    file = f"{name}.png" if size == resolve(name, results).size else f"{name}-{size}.png"
+    function = drawing_id(name, size, results)
+    key = chart_key("chart", function, results)
+    entry = drawcache.load(key) if key is not None else None
+    if entry is not None and file in entry.parts:
+        note = entry.note
+        _check_alt(name, note["alt"])  # as a drawn one is: a kept alt text is held to the same rule
+        return Still(file, entry.parts[file], note["alt"], style.SIZES[note["size"]])
     with style.theme():
-        fig, alt = figure(name, key, results)
+        fig, alt = figure(name, size, results)
         drawn = style.size_of(fig)
         _check_alt(name, alt)
-        style.save_png(fig, path)
-    atomic.write_text(out_dir / alt_name, alt + "\n", what="alt text", durable=False)
-    note = {"alt": alt, "width": drawn.width, "height": drawn.height, "platform": drawn.platform}
-    drawcache.keep(chart_key("chart", function, results), out_dir, [path.name, alt_name], note)
-    return ChartFile(name, path, alt, drawn.width, drawn.height, drawn.platform)
+        data = style.png_bytes(fig)
+    key = chart_key("chart", function, results)  # what it read is known now
+    if key is not None:
+        drawcache.save(key, drawcache.Entry({file: data}, {"alt": alt, "size": drawn.key}))
+    return Still(file, data, alt, drawn)
 
 
 def figure(name: str, size: str, results: dict[str, Any]) -> tuple[Any, str]:

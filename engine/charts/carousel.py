@@ -6,15 +6,14 @@ format it takes that every tool can check. Pages are 1080 × 1350 points, so the
 
 Same bytes every build: fonts embedded as TrueType (``pdf.fonttype`` 42, which also keeps the
 text selectable and searchable), no creation date in the metadata, charts drawn from the same
-numbers. The slide words come from engine.render.slides (a template under the drafts' rules); the
-charts are the registered chart functions, drawn afresh at their own sizes and embedded as
-images at twice the page's resolution.
+numbers. The slide words come from engine.render.slides (a template under the drafts' rules); a
+slide's chart is the image its post carries (the registered chart at its own size, the same
+PNG's pixels), embedded as it is.
 """
 
 from __future__ import annotations
 
 import io
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from engine import charts
-from engine.charts import canvas, drawcache, pdffonts, pdfimages, reads, style
+from engine.charts import canvas, drawcache, pdffonts, pdfimages, png, reads, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
 from engine.outdir import atomic
 
@@ -37,7 +36,6 @@ MARGIN = 84  # points: the same on every side of every slide
 ACCENT = OKABE_ITO["blue"]
 FILE = "carousel.pdf"
 PREVIEWS = "carousel"  # folder of page PNGs: derived views, not images to post (so no alt text)
-CHART_PX = 2 * (PAGE_W - 2 * MARGIN)  # chart images at twice the page's resolution
 
 # Type sizes in points on a 1080-point page: read on a phone at ~375 px wide, 30 pt ≈ 10 px.
 TYPE = {"kicker": 26, "day": 120, "title": 64, "headline": 50, "body": 34, "footer": 24}
@@ -67,7 +65,7 @@ def build(
     Each page's preview is kept in the drawing cache by what that page shows (page_key), and the
     PDF by all of its pages' keys (deck_key): a build with the same pages copies every file and
     imports no matplotlib; one whose number shows on one page draws that page's chart and
-    preview again, and lays the other pages into the new PDF from their kept chart images."""
+    preview again, and lays the other pages into the new PDF from their charts' kept PNGs."""
     folder = Path(folder)
     (folder / PREVIEWS).mkdir(parents=True, exist_ok=True)
     total = len(carousel.slides)
@@ -128,31 +126,38 @@ def _draw(
             pdf.savefig(fig)
             if kept[number - 1]:
                 continue
-            # resample for the preview, embed as-is in the PDF (a slide's one image is its chart's
-            # axes': walking every artist of the page to find it cost more than the resampling)
-            for image in [image for ax in fig.axes for image in ax.images]:
-                extent = image.get_extent()  # the 2× image's, which the halved one keeps
-                image.set_interpolation("antialiased")
-                image.set_data(_halved(np.asarray(image.get_array())))
-                image.set_extent(extent)
+            # shrunk for the preview, embedded as it is in the PDF (a slide's one image is its
+            # chart's axes': walking every artist of the page to find it cost more than shrinking)
+            for ax in fig.axes:
+                for image in ax.images:
+                    extent = image.get_extent()  # the post image's, which the shrunk one keeps
+                    # shrunk to the axes' pixels, each is placed as it is: matplotlib's own
+                    # filter at a ratio of almost one would blur it and leave faint seams
+                    image.set_interpolation("nearest")
+                    image.set_data(shrunk(np.asarray(image.get_array()), *_pixels(ax)))
+                    image.set_extent(extent)
             style.write_png(fig, folder / previews[number - 1], DPI, (PAGE_W, PAGE_H))
             key = page_key(slide, text, results, number, total)  # its chart's reads are known now
             drawcache.keep(key, folder, [previews[number - 1]])
     atomic.write_bytes(folder / FILE, document.getvalue(), what="carousel", durable=False)
 
 
-def _halved(pixels: np.ndarray) -> np.ndarray:
-    """A 2× chart's bytes at the page's own resolution, each 2 × 2 block averaged, as floats in
-    [0, 1] (the form matplotlib resamples a byte image in, without its own division through a
-    masked array). The preview then resamples a quarter of the pixels: halving first is the
-    box filter a 2:1 reduction wants, where resampling the whole 2× image in floats cost a
-    tenth of a second a slide, most of it fresh memory."""
-    h, w = pixels.shape[0] // 2 * 2, pixels.shape[1] // 2 * 2
-    total = pixels[0:h:2, 0:w:2].astype(np.uint16)
-    total += pixels[1:h:2, 0:w:2]
-    total += pixels[0:h:2, 1:w:2]
-    total += pixels[1:h:2, 1:w:2]
-    return np.divide(total, 4 * 0xFF, dtype=np.float32)
+def shrunk(pixels: np.ndarray, height: int, width: int) -> np.ndarray:
+    """``pixels`` (RGB bytes) reduced to ``height`` × ``width`` by Pillow's bilinear filter,
+    which on a reduction widens with the factor, so each new pixel weighs the whole area of the
+    old ones it covers (no aliasing of thin lines and small text).
+
+    Why: a slide's preview shows a chart of 1,200 or 1,600 pixels in 912. Left to matplotlib,
+    the whole image is resampled in floats, fresh memory a tenth of a second a slide; reduced
+    first, in Pillow's C, matplotlib maps the result about one to one."""
+    from PIL import Image
+
+    return np.asarray(Image.fromarray(pixels).resize((width, height), Image.Resampling.BILINEAR))
+
+
+def _pixels(ax: Any) -> tuple[int, int]:
+    """The height and width, in whole pixels, an axes covers on the page at DPI."""
+    return round(ax.bbox.height), round(ax.bbox.width)
 
 
 def page_key(slide: Slide, text: SlideText, results: dict[str, Any], number: int, total: int) -> str | None:
@@ -385,33 +390,20 @@ def _chart_slide(fig: Figure, slide: Slide, text: SlideText, results: dict[str, 
 
 
 def chart_pixels(name: str, results: dict[str, Any]) -> np.ndarray:
-    """A registered chart drawn at its own platform size, as RGBA pixels CHART_PX wide.
+    """A registered chart as its post shows it, at its own platform size: the pixels of the PNG
+    charts.draw writes of it (charts.still: the same bytes, from the drawing cache where the
+    build drew them already), RGB.
 
-    RGBA as the canvas holds them: matplotlib gives an RGB image an alpha channel before it
-    resamples it for the page preview (a copy of the whole 2× image, a tenth of a second a
-    slide), and the charts' backgrounds are opaque, so the alpha it would add is the canvas's."""
+    Why the post's image, not a drawing of its own: the slide then shows what the post shows,
+    and a build draws each chart once. At 1,600 pixels across the 912 points between the
+    margins, an X-sized chart has 1.75 pixels a point, sharp when a reader zooms in."""
     try:
         chart = charts.resolve(name, results)
     except KeyError:
         raise ValueError(
             f"chart '{name}' cannot go on a slide; slides take: {', '.join(sorted(charts.CHARTS))}"
         ) from None
-    function = charts.drawing_id(name, chart.size, results)
-    key = charts.chart_key("chart-pixels", function, results, CHART_PX)
-    entry = drawcache.load(key) if key is not None else None
-    if entry is not None:
-        shape = tuple(entry.note["shape"])
-        return np.frombuffer(bytearray(zlib.decompress(entry.parts["rgba"])), np.uint8).reshape(shape)
-    with style.theme():  # what the chart reads is what the page's key holds of it
-        fig, _alt = charts.figure(name, chart.size, results)
-        fig.set_dpi(CHART_PX / style.WIDTH_IN)  # the chart's own layout, at twice the page's resolution
-        fig.canvas.draw()
-        pixels = np.array(cast(Any, fig.canvas).buffer_rgba())
-    key = charts.chart_key("chart-pixels", function, results, CHART_PX)
-    if key is not None:  # level 1: flat colours compress well at once, and this is a miss's cost
-        blob = zlib.compress(pixels.tobytes(), 1)
-        drawcache.save(key, drawcache.Entry({"rgba": blob}, {"shape": list(pixels.shape)}))
-    return pixels
+    return png.decode(charts.still(name, chart.size, results).png)
 
 
 # ---- text ---------------------------------------------------------------------------------------

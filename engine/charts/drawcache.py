@@ -45,8 +45,8 @@ from engine.outdir import atomic
 # The libraries whose output is the drawings' bytes, by distribution name (their versions are
 # pinned in pyproject.toml, and each is part of every key).
 LIBRARIES = ("matplotlib", "numpy", "fonttools", "pillow")
-# A Day 37 build keeps about 2.5 MiB here (its charts, the GIF, five pages and their chart images,
-# the PDF and its fonts): the bound holds about a hundred builds.
+# A Day 37 build keeps about 2 MiB here (its charts, the GIF, five pages, the PDF and its fonts):
+# the bound holds over a hundred builds.
 MAX_BYTES = 256 * 2**20
 SUFFIX = ".entry"
 FOLDER: Path | None = None  # None: the standard location (see the module's docstring)
