@@ -911,6 +911,24 @@ def test_a_chart_is_drawn_again_exactly_when_what_it_read_changed(tmp_path: Path
         registry.unregister_chart("toy_everything")
 
 
+def test_a_slide_shows_its_posts_image_and_the_chart_is_drawn_once(results: dict, tmp_path: Path) -> None:
+    """A chart drawn for its post is not drawn again for a carousel slide: the slide's pixels
+    are the PNG charts.draw wrote (decoded by Pillow here), and no figure is built for it."""
+    from PIL import Image
+
+    from engine.charts import carousel
+
+    built: list[str] = []
+    figure = charts.figure
+    with drawcache.fresh(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(charts, "figure", lambda name, *a: built.append(name) or figure(name, *a))
+        posted = charts.draw("kv_fit", results, tmp_path)
+        on_slide = carousel.chart_pixels("kv_fit", results)
+    assert built == ["kv_fit"]
+    with Image.open(posted.path) as image:
+        assert np.array_equal(on_slide, np.asarray(image.convert("RGB")))
+
+
 def test_a_carousel_is_drawn_again_when_a_figure_its_slides_show_changed(results: dict) -> None:
     """The carousel is remembered by what its slides' charts read: the step-time chart reads the
     measurement, which no section names, so another machine's file draws its slide again, and
