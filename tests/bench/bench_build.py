@@ -6,6 +6,9 @@ status 1 when one is missed):
 - a warm build of Day 37 with nothing changed (every drawing copied from the cache);
 - a build of a copy of Day 37 with one number changed (the batching slots: 16 → 12), which
   draws again only the charts, animation and carousel pages that show the batching results;
+  beside it, for reference, its floor: a warm build (nothing to draw) in a process that first
+  imports the libraries any drawing needs, what a build that redraws one picture costs before
+  its first pixel;
 - a warm build of every day (after a cold one, also printed);
 - `serve`: from its start to the first page served (it serves the last built pages before it
   builds anything), and from an edit of the spec (the slots, as above) to the new draft served
@@ -50,12 +53,23 @@ class Took:
     wall: float
 
 
-def build(specs: list[Path], out: Path, cache: Path) -> Took:
+# What a build that draws anything imports before its first pixel (a redraw's floor).
+DRAWING_LIBRARIES = (
+    "import matplotlib.figure, matplotlib.backends.backend_agg, matplotlib.backends.backend_pdf, PIL.Image"
+)
+
+
+def build(specs: list[Path], out: Path, cache: Path, first: str | None = None) -> Took:
+    """One `python -m engine build` process; with ``first``, a statement that process runs
+    before the engine's command line does."""
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(ROOT)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
+    command = ["-m", "engine"]
+    if first is not None:
+        command = ["-c", f"{first}; import runpy; runpy.run_module('engine', run_name='__main__')"]
     subprocess.run(
-        [sys.executable, "-m", "engine", "build", *map(str, specs), "--out", str(out)],
+        [sys.executable, *command, "build", *map(str, specs), "--out", str(out)],
         env=env,
         check=True,
         stdout=subprocess.DEVNULL,
@@ -194,6 +208,11 @@ def main() -> int:
             median(lambda: build([changed], out, cache), restore=(cache, out)),
             cold,
             CHANGED_TARGET,
+        )
+        row(
+            "  its floor: warm + drawing libraries",
+            median(lambda: build([day37], root / "out-floor", cache, first=DRAWING_LIBRARIES)),
+            cold,
         )
         shutil.copytree(DAYS, root / "days-served")
         serve_rows(root / "days-served", root / "out-served", cache, cold)
