@@ -9,6 +9,7 @@ truth: 5,797 static steps, 1,148 continuous steps, 13,280 busy slot-steps.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -1044,13 +1045,13 @@ def test_the_png_writer_is_read_back_by_pillow_pixel_for_pixel() -> None:
 
 
 def test_the_png_reader_reads_what_the_writer_and_pillow_wrote_and_refuses_the_rest() -> None:
-    """png.decode reads the writer's files (random pixels, odd sizes), and the same pixels
-    saved by Pillow with filter 0 and its IDAT split in pieces (another writer's layout of the
-    same form); a PNG with filtered rows, another colour type, a damaged or cut-short chunk, a
-    side past its bound, or image data longer than the header says is a ValueError."""
+    """png.decode reads the writer's files (random pixels, odd sizes), and the same form written
+    by Pillow (a flat picture, whose rows it leaves unfiltered) and by hand with the IDAT split
+    in pieces. Refused, each with a ValueError that says why: filtered rows, another colour
+    type, a damaged or cut-short chunk, a side past its bound, chunks out of order or after the
+    end, a damaged, unended or overlong zlib stream; and any byte changed (the CRCs put right)
+    gives a picture or a ValueError, never another exception."""
     import io
-    import struct
-    import zlib
 
     from PIL import Image
 
@@ -1082,18 +1083,45 @@ def test_the_png_reader_reads_what_the_writer_and_pillow_wrote_and_refuses_the_r
     row = b"\0" + bytes(range(6))
     assert png.decode(made(2, 3, row * 3)).tolist() == [[[0, 1, 2], [3, 4, 5]]] * 3
     good = png.encode(np.full((4, 4, 3), 9, np.uint8), 72)
-    refused = {
-        "not a PNG": b"GIF89a" + good[6:],
-        "cut short": good[:-3],
-        "damaged": good[:40] + bytes([good[40] ^ 1]) + good[41:],
-        "8-bit RGB": made(2, 3, (b"\0" + bytes(8)) * 3, colour=6),  # RGBA
-        "this module wrote": made(9000, 1, b"\0" * 27001),  # a side past MAX_SIDE
-        "wrong size": made(2, 3, row * 4),  # more rows than the header says
-        "one header": png.SIGNATURE + chunk(b"IEND", b""),
-    }
-    for reason, data in refused.items():
+    header = chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 3, 8, 2, 0, 0, 0))
+    end = chunk(b"IEND", b"")
+
+    def with_data(stream: bytes) -> bytes:
+        return png.SIGNATURE + header + chunk(b"IDAT", stream) + end
+
+    whole = zlib.compress(row * 3)
+    refused = [
+        ("not a PNG", b"GIF89a" + good[6:]),
+        ("cut short", good[:-3]),
+        ("damaged", good[:40] + bytes([good[40] ^ 1]) + good[41:]),
+        ("8-bit RGB", made(2, 3, (b"\0" + bytes(8)) * 3, colour=6)),  # RGBA
+        ("this module wrote", made(9000, 1, b"\0" * 27001)),  # a side past MAX_SIDE
+        ("wrong size", made(2, 3, row * 4)),  # more rows than the header says
+        ("header first", png.SIGNATURE + end),
+        ("header first", png.SIGNATURE + chunk(b"IDAT", whole) + header + end),  # data first
+        ("its header", png.SIGNATURE + chunk(b"IHDR", bytes(12)) + chunk(b"IDAT", whole) + end),
+        ("empty end", png.SIGNATURE + header + chunk(b"IDAT", whole) + chunk(b"IEND", b"x")),
+        ("end last", with_data(whole) + chunk(b"tEXt", b"after the end")),
+        ("image data damaged", with_data(whole[:2] + bytes([whole[2] ^ 0xFF]) + whole[3:])),
+        ("wrong size", with_data(whole[:-4])),  # the stream never ends
+        ("wrong size", with_data(whole + b"junk")),  # bytes after the stream
+    ]
+    for reason, data in refused:
         with pytest.raises(ValueError, match=reason):
             png.decode(data)
+    # Any byte changed, the CRCs put right again: a picture or a ValueError, nothing else.
+    for _ in range(300):
+        damaged = bytearray(good)
+        damaged[rng.integers(8, len(good))] = rng.integers(0, 256)
+        at, fixed = len(png.SIGNATURE), bytearray(damaged[: len(png.SIGNATURE)])
+        while at + 12 <= len(damaged):
+            (length,) = struct.unpack(">I", damaged[at : at + 4])
+            length = min(length, len(damaged) - at - 12)
+            kind, body = bytes(damaged[at + 4 : at + 8]), bytes(damaged[at + 8 : at + 8 + length])
+            fixed += chunk(kind, body)
+            at += 12 + length
+        with contextlib.suppress(ValueError):
+            png.decode(bytes(fixed))
 
 
 def test_a_slide_preview_shrinks_the_chart_keeping_its_colours_and_areas() -> None:

@@ -20,7 +20,7 @@ SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LEVEL = 3  # zlib level: 6 makes files about 10 % smaller in twice the time
 _RGB_8_BIT = (8, 2, 0, 0, 0)  # bit depth, colour type (truecolour), compression, filter, interlace
 _METRE_PER_INCH = 0.0254
-MAX_SIDE = 8192  # pixels: a decoded side longer than any platform's image is refused before it is inflated
+MAX_SIDE = 4096  # pixels: over twice any platform image's side; a longer one is refused before inflating
 
 
 def encode(rgb: np.ndarray, dpi: float) -> bytes:
@@ -45,14 +45,16 @@ def decode(data: bytes) -> np.ndarray:
     """The pixels of a PNG ``encode`` wrote (height × width × 3, uint8): the carousel lays the
     post's own image of a chart on its slide, from the bytes the drawing cache holds.
 
-    Only this module's layout is read (8-bit RGB, not interlaced, every row filter 0; chunks in
-    any order, IDAT split or not, each chunk's CRC checked): any other PNG is a ValueError, not
-    a picture half read."""
+    Only this module's form is read: the header first (8-bit RGB, not interlaced), the end last
+    and empty, each chunk's CRC right, the image data one whole zlib stream (in one IDAT or
+    several) of exactly the rows the header says, each row filter 0. Anything else is a
+    ValueError, not a picture half read; no side may pass MAX_SIDE, so what is inflated is
+    bounded before it is."""
     if not data.startswith(SIGNATURE):
         raise ValueError("not a PNG")
-    chunks: dict[bytes, list[bytes]] = {}
+    chunks: list[tuple[bytes, bytes]] = []
     at = len(SIGNATURE)
-    while at < len(data):
+    while not chunks or chunks[-1][0] != b"IEND":
         (length,) = struct.unpack(">I", data[at : at + 4].rjust(4, b"\0"))
         end = at + 12 + length
         if end > len(data):
@@ -60,22 +62,26 @@ def decode(data: bytes) -> np.ndarray:
         kind, body = data[at + 4 : at + 8], data[at + 8 : end - 4]
         if zlib.crc32(kind + body) != struct.unpack(">I", data[end - 4 : end])[0]:
             raise ValueError(f"PNG chunk {kind!r} damaged")
-        chunks.setdefault(kind, []).append(body)
+        chunks.append((kind, body))
         at = end
-    if len(chunks.get(b"IHDR", [])) != 1 or b"IEND" not in chunks:
-        raise ValueError("PNG without one header and an end")
-    width, height, *layout = struct.unpack(">IIBBBBB", chunks[b"IHDR"][0])
+    (first, header), (_, ending) = chunks[0], chunks[-1]
+    if first != b"IHDR" or len(header) != 13 or ending or at != len(data):
+        raise ValueError("PNG without its header first and one empty end last")
+    width, height, *layout = struct.unpack(">IIBBBBB", header)
     if tuple(layout) != _RGB_8_BIT or not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE):
         raise ValueError("not an 8-bit RGB PNG this module wrote")
     size = height * (1 + 3 * width)
     inflate = zlib.decompressobj()
-    rows = np.frombuffer(inflate.decompress(b"".join(chunks.get(b"IDAT", [])), size + 1), np.uint8)
-    if rows.size != size or inflate.unconsumed_tail:
+    try:
+        rows = inflate.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"), size + 1)
+    except zlib.error as err:
+        raise ValueError(f"PNG image data damaged: {err}") from None
+    if len(rows) != size or not inflate.eof or inflate.unused_data or inflate.unconsumed_tail:
         raise ValueError("PNG image data of the wrong size")
-    rows = rows.reshape(height, 1 + 3 * width)
-    if rows[:, 0].any():
+    samples = np.frombuffer(rows, np.uint8).reshape(height, 1 + 3 * width)
+    if samples[:, 0].any():
         raise ValueError("PNG rows filtered: not a PNG this module wrote")
-    return rows[:, 1:].reshape(height, width, 3)
+    return samples[:, 1:].reshape(height, width, 3)
 
 
 def unfiltered_rows(samples: np.ndarray) -> bytes:
