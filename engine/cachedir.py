@@ -8,11 +8,13 @@ only makes the next build slower.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import platform
+import re
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -22,6 +24,7 @@ import numpy as np
 import engine
 
 NAME = "sixty-days-engine"
+KEEP_VERSIONS = 3  # a cache's files of code digests kept: this code's, and two others still in use
 
 
 class NoCacheFolder(OSError):
@@ -47,6 +50,30 @@ def root() -> Path:
 
 
 ENGINE = Path(engine.__file__).resolve().parent
+
+
+def forget_old(keep: Path, ours: re.Pattern[str], versions: int = KEEP_VERSIONS) -> None:
+    """Delete the files beside ``keep`` named as ``ours`` (a cache's digest-named files, never
+    another), but ``keep`` and the ``versions`` − 1 others used last, by their modification
+    time (each cache touches its file as it uses it): two checkouts, or a branch and main,
+    sharing one cache folder each find their own, and the folder stays bounded."""
+    others = []
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(keep.parent) as entries:
+        for entry in entries:
+            if ours.fullmatch(entry.name) and entry.name != keep.name:
+                with contextlib.suppress(OSError):
+                    others.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name, entry.path))
+    for *_, path in sorted(others, reverse=True)[max(versions - 1, 0) :]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def touch(path: Path) -> None:
+    """Mark a cache's file used now (its modification time, what forget_old keeps by), never
+    through a link; a file that cannot be touched is only forgotten sooner."""
+    if os.utime in os.supports_follow_symlinks:
+        with contextlib.suppress(OSError):
+            os.utime(path, follow_symlinks=False)
 
 
 def code_digest(files: Iterable[Path], libraries: Iterable[str]) -> str:

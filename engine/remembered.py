@@ -13,7 +13,8 @@ cache folder (engine.cachedir, beside the drawings, never under out/), in one re
   (``code_digest``), so an edit anywhere in the engine is a new file, and nothing other code
   computed is ever read. The files of the KEEP_VERSIONS digests used last are kept (two
   checkouts, or a branch and main, sharing one cache each find their own); older ones are
-  deleted when another is opened, so the cache holds at most KEEP_VERSIONS × MAX_BYTES a kind.
+  deleted when another is opened, so the cache holds at most KEEP_VERSIONS × MAX_BYTES a kind
+  (engine.cachedir.forget_old).
 - A process reads its file once: later look-ups reuse what it read and wrote, unless the file
   is no longer the one it left (another build appended to it, or it was replaced), when it is
   read again.
@@ -43,7 +44,6 @@ from engine.errors import UserError
 from engine.sweep.store import ResultStore
 
 MAX_BYTES = 64 * 2**20  # about 200,000 sweep points' lines
-KEEP_VERSIONS = 3  # digests kept a kind: this code's, and two others still in use
 SUFFIX = ".jsonl"
 LIBRARIES = ("numpy",)
 FOLDER = "remembered"
@@ -130,10 +130,9 @@ class Memory:
             if seen is not None and seen[0] == path and seen[1] == now:
                 return _Remembered(path, self.valid, now, results=seen[2], closed=self._note)
             self._seen = None
-            _forget_old(path)
-            if now is not None and os.utime in os.supports_follow_symlinks:
-                with contextlib.suppress(FileNotFoundError):  # used now: kept over older versions
-                    os.utime(path, follow_symlinks=False)  # (its identity holds no times)
+            cachedir.forget_old(path, _OURS)
+            if now is not None:  # used now: kept over older versions (its identity holds no times)
+                cachedir.touch(path)
             return _Remembered(path, self.valid, now, closed=self._note)
         except (OSError, UserError):
             self._seen = None
@@ -190,11 +189,11 @@ def clear() -> Path | None:
                 for kind in kinds:
                     if kind.is_dir(follow_symlinks=False):
                         with contextlib.suppress(OSError):  # one it cannot list: the others still go
-                            _forget_old(Path(kind.path) / "none", versions=0)
+                            cachedir.forget_old(Path(kind.path) / "none", _OURS, versions=0)
     earlier = top.parent / "sweeps"  # where sweep points were kept before there were kinds
     with contextlib.suppress(OSError):
         if not earlier.is_symlink():
-            _forget_old(earlier / "none", versions=0)
+            cachedir.forget_old(earlier / "none", _OURS, versions=0)
     return top
 
 
@@ -209,20 +208,6 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
 
 def _mark(found: os.stat_result) -> tuple[int, int, int]:
     return found.st_dev, found.st_ino, found.st_size
-
-
-def _forget_old(keep: Path, versions: int = KEEP_VERSIONS) -> None:
-    """Delete the files of other code digests but the ``versions`` − 1 used last (``keep`` is
-    the one), by their modification time: appended to, or opened, as they are used."""
-    others = []
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(keep.parent) as entries:
-        for entry in entries:
-            if _OURS.fullmatch(entry.name) and entry.name != keep.name:
-                with contextlib.suppress(OSError):
-                    others.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name, entry.path))
-    for *_, path in sorted(others, reverse=True)[max(versions - 1, 0) :]:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
 
 
 class _Remembered(ResultStore):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine import queueing, remembered, sections
+from engine import cachedir, queueing, remembered, sections
 from engine.experiments import queueing as queue_experiment
 from engine.experiments import sweep as experiment
 from engine.experiments.sweep import SweepSection
@@ -116,7 +116,7 @@ def test_other_code_is_a_new_file_and_only_versions_past_the_last_few_are_delete
     (old,) = cache.iterdir()
     mine = cache / "my-sweep.jsonl"
     mine.write_text("a person's file, not the cache's\n")
-    others = [f"{i}" * 64 for i in range(remembered.KEEP_VERSIONS)]  # processes started with other code
+    others = [f"{i}" * 64 for i in range(cachedir.KEEP_VERSIONS)]  # processes started with other code
     for n, other in enumerate(others, start=1):
         monkeypatch.setattr(remembered, "code_digest", lambda files=None, other=other: other)
         monkeypatch.setattr(experiment, "POINTS", remembered.Memory("sweeps", valid=adapter.is_metrics))
@@ -124,7 +124,7 @@ def test_other_code_is_a_new_file_and_only_versions_past_the_last_few_are_delete
         assert same(built(small(), tmp_path), computed(small(), tmp_path))
         assert len(calls) == 2 * POINTS  # nothing another version computed is read
         os.utime(cache / (other + remembered.SUFFIX), ns=(n * 10**9, n * 10**9))  # used in this order
-        if n < remembered.KEEP_VERSIONS:  # still among the last used: kept for its checkout
+        if n < cachedir.KEEP_VERSIONS:  # still among the last used: kept for its checkout
             assert old.exists()
             os.utime(old, ns=(0, 0))  # the first version, used before any of them
     # the last KEEP_VERSIONS used stay; the first went when the last one was opened

@@ -6,12 +6,14 @@ build nothing is kept."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from pathlib import Path
 
 import pytest
 
+from engine import cachedir
 from engine.platforms import _twitter_text, urls, x_weighted_length
 
 # Hand-worked: "https://example.com/x" is code points 4–25, "foo.org" 30–37 (the final "." is
@@ -131,21 +133,37 @@ def test_a_cache_that_cannot_be_written_only_costs_time(tmp_path, monkeypatch) -
     assert blocker.read_text() == "not a folder"
 
 
-def test_answers_of_other_code_are_never_read(cache, monkeypatch) -> None:
+def test_answers_of_other_code_are_never_read_and_the_last_few_versions_are_kept(cache, monkeypatch) -> None:
     """The file is named after the code that finds URLs and the library's version: another
-    digest's file is not read, and is deleted when this one is written."""
-    with urls.kept_between_builds():
-        urls.extract_urls("x at example.com")
-    (older,) = cache.glob("*.json")
-    urls.code_digest.cache_clear()
-    monkeypatch.setattr(urls, "code_digest", lambda: "another-version")
-    with monkeypatch.context() as patch, urls.kept_between_builds():
-        found = []
+    digest's file is never read. Two checkouts sharing the cache each find their own file again;
+    once KEEP_VERSIONS others were used after it, a version's file is deleted, and a file not
+    named as the module names its own is never touched."""
+    text = "x at example.com"
+    mine = cache / "notes.json"
+    cache.mkdir(parents=True, exist_ok=True)
+    mine.write_text("a person's file, not the cache's")
+
+    def build(digest: str) -> list[str]:
+        """One build's count of ``text`` under code ``digest``: the texts it had to find afresh."""
+        found: list[str] = []
         real = _twitter_text.extract_urls
-        patch.setattr(_twitter_text, "extract_urls", lambda text: found.append(text) or real(text))
-        assert urls.extract_urls("x at example.com") == [(5, 16)]
-        assert found == ["x at example.com"]
-    assert [p.name for p in cache.glob("*.json")] == ["another-version.json"] and not older.exists()
+        with monkeypatch.context() as patch:
+            patch.setattr(urls, "code_digest", lambda: digest)
+            patch.setattr(_twitter_text, "extract_urls", lambda t: found.append(t) or real(t))
+            with urls.kept_between_builds():
+                assert urls.extract_urls(text) == [(5, 16)]
+        return found
+
+    versions = [f"{k:x}" * 32 for k in range(10, 10 + cachedir.KEEP_VERSIONS + 1)]
+    assert build(versions[0]) == [text] and build(versions[1]) == [text]  # not read across versions
+    assert build(versions[0]) == [] and build(versions[1]) == []  # each checkout's own, found again
+    for age, digest in enumerate(versions[:2]):
+        os.utime(cache / f"{digest}.json", ns=(age * 10**9, age * 10**9))  # used in this order
+    for digest in versions[2:]:
+        assert build(digest) == [text]
+    assert sorted(p.name for p in cache.glob("*.json")) == sorted(
+        [*(f"{d}.json" for d in versions[1:]), "notes.json"]
+    )  # the least recently used went; the person's file stays
 
 
 def test_clean_cache_empties_it_and_nothing_follows_a_linked_folder(cache, tmp_path) -> None:

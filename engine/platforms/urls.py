@@ -11,11 +11,12 @@ cache folder (engine.cachedir), and the expressions are compiled only for a text
 Only inside ``kept_between_builds()`` (engine.pipeline.build opens it for one build): anywhere
 else, a count finds its URLs as it always did. The file is named after a digest of the code that
 finds URLs, twitter-text-parser's version and the interpreter's (its Unicode tables), so spans
-another version found are never read. A kept answer is used only if it is a list of spans that can be
-in the text (each inside it, in order, not overlapping) and the file's checksum holds; anything
-else is found again. A linked folder is neither read nor written through. The file holds at most
-MAX_TEXTS answers, this build's first; a cache that cannot be read or written only makes the
-build slower.
+another version found are never read; the files of the few versions used last are kept (two
+checkouts sharing one cache folder each find their own), older ones deleted. A kept answer is
+used only if it is a list of spans that can be in the text (each inside it, in order, not
+overlapping) and the file's checksum holds; anything else is found again. A linked folder is
+neither read nor written through. The file holds at most MAX_TEXTS answers, this build's first;
+a cache that cannot be read or written only makes the build slower.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import contextvars
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from importlib import metadata
 from itertools import islice
@@ -40,6 +42,7 @@ from engine.platforms import _twitter_text
 MAX_TEXTS = 2000  # a day's build counts a handful of posts; every day of a series, a few hundred
 MAX_BYTES = 1 * MIB
 FOLDER = "urls"
+_OURS = re.compile(r"[0-9a-f]{32}\.json")  # the only names this module deletes (code_digest's)
 
 Spans = list[tuple[int, int]]
 
@@ -79,9 +82,6 @@ class _Kept:
         with contextlib.suppress(OSError, UserError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic.write_bytes(self.path, data, what="URL spans", durable=False)
-            for other in self.path.parent.glob("*.json"):  # what older code found: never read again
-                if other.name != self.path.name and not other.is_symlink():
-                    other.unlink()
 
 
 _KEPT: contextvars.ContextVar[_Kept | None] = contextvars.ContextVar("kept_urls", default=None)
@@ -121,8 +121,10 @@ def _open() -> _Kept:
         if doc["sha256"] != _checksum(body):
             raise ValueError("damaged")
         earlier = {str(name): [_span(pair) for pair in spans] for name, spans in body.items()}
+        cachedir.touch(path)  # used now: kept over the files of other code
     except (UserError, OSError, ValueError, KeyError, TypeError, AttributeError):
         earlier = {}  # absent, damaged or of another shape: found again, and written anew
+    cachedir.forget_old(path, _OURS)  # other code's files, but the few used last (other checkouts')
     return _Kept(path, earlier)
 
 
@@ -163,7 +165,5 @@ def clear() -> Path | None:
         return None
     with contextlib.suppress(OSError):
         if not folder.is_symlink():
-            for item in folder.glob("*.json"):
-                with contextlib.suppress(OSError):
-                    item.unlink()
+            cachedir.forget_old(folder / "none", _OURS, versions=0)
     return folder
