@@ -58,8 +58,20 @@ LOADED_NS = time.time_ns()
 
 
 def sources() -> list[Path]:
-    """Every module and data file of the engine, in a fixed order."""
-    return sorted(p for p in cachedir.ENGINE.rglob("*") if p.suffix in (".py", ".yaml") and p.is_file())
+    """Every module and data file of the engine, in a fixed order. Its folders are listed with
+    os.scandir, bytecode folders left out: every look-up of a memory lists them (to see whether
+    the engine changed), and pathlib's rglob made a path of every file there, compiled ones too."""
+    found: list[Path] = []
+    folders = [cachedir.ENGINE]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        folders.append(Path(entry.path))
+                elif entry.name.endswith((".py", ".yaml")) and entry.is_file():
+                    found.append(Path(entry.path))
+    return sorted(found)
 
 
 # code_digest's answers, by what it read: the machine, each file's path, identity, size and times
