@@ -68,6 +68,14 @@ def forget_old(keep: Path, ours: re.Pattern[str], versions: int = KEEP_VERSIONS)
             os.unlink(path)
 
 
+def forget_all(folder: Path, ours: re.Pattern[str]) -> None:
+    """Delete every file in ``folder`` named as ``ours`` (`make clean-cache`): none through a
+    linked folder, and a folder that cannot be listed only keeps its files."""
+    with contextlib.suppress(OSError):
+        if not folder.is_symlink():
+            forget_old(folder / "\0", ours, versions=0)  # kept: a name no file can have
+
+
 def touch(path: Path) -> None:
     """Mark a cache's file used now (its modification time, what forget_old keeps by), never
     through a link; a file that cannot be touched is only forgotten sooner."""

@@ -199,13 +199,9 @@ def clear() -> Path | None:
         if not top.is_symlink():
             with os.scandir(top) as kinds:
                 for kind in kinds:
-                    if kind.is_dir(follow_symlinks=False):
-                        with contextlib.suppress(OSError):  # one it cannot list: the others still go
-                            cachedir.forget_old(Path(kind.path) / "none", _OURS, versions=0)
-    earlier = top.parent / "sweeps"  # where sweep points were kept before there were kinds
-    with contextlib.suppress(OSError):
-        if not earlier.is_symlink():
-            cachedir.forget_old(earlier / "none", _OURS, versions=0)
+                    if kind.is_dir(follow_symlinks=False):  # one it cannot list: the others still go
+                        cachedir.forget_all(Path(kind.path), _OURS)
+    cachedir.forget_all(top.parent / "sweeps", _OURS)  # where sweep points were kept before kinds
     return top
 
 

@@ -163,7 +163,5 @@ def clear() -> Path | None:
         folder = cachedir.root() / FOLDER
     except cachedir.NoCacheFolder:
         return None
-    with contextlib.suppress(OSError):
-        if not folder.is_symlink():
-            cachedir.forget_old(folder / "none", _OURS, versions=0)
+    cachedir.forget_all(folder, _OURS)
     return folder
