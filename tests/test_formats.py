@@ -462,6 +462,45 @@ def test_the_slides_wrap_breaks_where_measuring_every_line_would(words, size, we
         )
 
 
+@settings(max_examples=examples(40, 400), deadline=None)
+@given(
+    words=st.lists(_WORDS, min_size=2, max_size=40),
+    size=st.sampled_from([24, 34, 50, 64]),
+    weight=st.sampled_from(["normal", "bold"]),
+    room=st.floats(200, 912),
+)
+def test_the_slides_lines_fit_the_room_as_the_pdf_sets_them(words, size, weight, room):
+    """The wrap measures on the page's Agg canvas; the PDF sets the text at its own widths
+    (matplotlib's PDF renderer, the reference here). A line of more than one word fits the room
+    as the PDF sets it, and with the next line's first word it would not have."""
+    import io
+
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_pdf import PdfFile, RendererPdf
+    from matplotlib.figure import Figure
+    from matplotlib.font_manager import FontProperties
+
+    from engine.charts import carousel
+
+    with matplotlib.rc_context(carousel.RC):
+        fig = Figure(
+            figsize=(carousel.PAGE_W / carousel.DPI, carousel.PAGE_H / carousel.DPI), dpi=carousel.DPI
+        )
+        FigureCanvasAgg(fig)
+        lines = carousel.wrap(fig, " ".join(words), size, weight, room)
+        pdf = RendererPdf(PdfFile(io.BytesIO()), carousel.DPI, carousel.PAGE_H, carousel.PAGE_W)
+        font = FontProperties(size=size, weight=weight)
+
+        def set_width(line: str) -> float:
+            return float(pdf.get_text_width_height_descent(line, font, False)[0])
+
+        for line, following in zip(lines, lines[1:]):
+            assert set_width(f"{line} {following.split()[0]}") > room, (line, following)
+        for line in lines:
+            assert " " not in line or set_width(line) <= room, line
+
+
 @pytest.mark.parametrize("colours", [3, 16, 300])  # up to 256 colours matplotlib indexes them (mode P)
 def test_a_pdfs_images_decode_to_the_pixels_drawn_without_pillows_writer(colours, tmp_path):
     """engine.charts.pdfimages writes the PNG-predicted image streams itself (filter 0, 8 bits):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from engine import charts
-from engine.charts import canvas, drawcache, pdffonts, pdfimages, png, reads, style
+from engine.charts import drawcache, pdffonts, pdfimages, png, reads, style
 from engine.charts.style import GREY, INK, LIGHT_GREY, MUTED, OKABE_ITO
 from engine.outdir import atomic
 
@@ -39,7 +39,13 @@ PREVIEWS = "carousel"  # folder of page PNGs: derived views, not images to post 
 
 # Type sizes in points on a 1080-point page: read on a phone at ~375 px wide, 30 pt ≈ 10 px.
 TYPE = {"kicker": 26, "day": 120, "title": 64, "headline": 50, "body": 34, "footer": 24}
-RC = {"pdf.fonttype": 42, "font.family": "DejaVu Sans", "text.color": INK, "text.parse_math": False}
+RC = {
+    "pdf.fonttype": 42,
+    "font.family": "DejaVu Sans",
+    "text.color": INK,
+    "text.parse_math": False,
+    "text.hinting": style.THEME["text.hinting"],  # wrapped by the widths the PDF sets
+}
 
 
 @dataclass(frozen=True)
@@ -217,10 +223,11 @@ def signature() -> list[str]:
 
 
 def _page(slide: Slide, text: SlideText, results: dict[str, Any], number: int, total: int) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(PAGE_W / DPI, PAGE_H / DPI), dpi=DPI)
-    canvas.attach(fig)
+    FigureCanvasAgg(fig)
     fig.patch.set_facecolor("white")
     _frame(fig, results, number, total)
     if slide.kind == "cover":
