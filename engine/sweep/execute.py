@@ -16,10 +16,9 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import engine
 from engine.batching.calibrated import points_from_file
@@ -30,6 +29,9 @@ from engine.sweep import adapter
 from engine.sweep.grid import Grid, Point, expand, parse_step_time, point_key
 from engine.sweep.store import ResultStore
 from engine.workload import WorkloadSpec
+
+if TYPE_CHECKING:  # the pool is imported where a sweep starts one: a build has none to start
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 RAY_EXTRA = "pip install 'sixty-days-engine[ray]' (or: pip install ray==2.60.0)"
 
@@ -197,6 +199,8 @@ def _run_local(the_plan: Plan, pending: list[tuple[str, Point]], workers: int, d
         for key, point in pending:
             done(key, point, adapter.evaluate(point, the_plan.workload, the_plan.options))
         return
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
     workers = min(workers, len(pending))
     pool = ProcessPoolExecutor(
         workers, initializer=_init_worker, initargs=(the_plan.workload, the_plan.options)
