@@ -300,7 +300,7 @@ PROBE = """
 import sys
 from engine.cli import main
 rc = main(["build", sys.argv[1], "--out", sys.argv[2]])
-loaded = sorted({m.split(".")[0] for m in sys.modules} & {"matplotlib", "PIL", "fontTools", "torch", "tqdm", "regex"})
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"matplotlib", "PIL", "fontTools", "torch", "tqdm", "regex", "concurrent"})
 print("loaded:", " ".join(loaded) or "none")
 from engine.platforms import _twitter_text
 print("URL expressions compiled:", _twitter_text.expressions_compiled())
@@ -315,9 +315,9 @@ sys.exit(rc)
 def test_a_build_that_draws_nothing_imports_no_drawing_library(cold_and_warm, tmp_path: Path) -> None:
     """A new process (this one has torch loaded by the bench's tests) runs `engine build` on
     Day 37 with the cache the cold build filled: it finds every drawing there, loads none of
-    matplotlib, Pillow, fontTools, torch, tqdm or regex, finds its posts' URLs among those the session's
-    builds found (engine.platforms.urls) so compiles no URL expression, prints the summary and
-    writes the cold build's bytes.
+    matplotlib, Pillow, fontTools, torch, tqdm, regex or concurrent.futures, finds its posts' URLs
+    among those the session's builds found (engine.platforms.urls) so compiles no URL expression,
+    prints the summary and writes the cold build's bytes.
 
     The same process then checks the other modules that must stay torch-free, each import on
     its own so a failure names it: reading measurements (engine.measured) imports no part of

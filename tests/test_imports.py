@@ -157,8 +157,9 @@ def test_no_engine_module_imports_its_way_back_to_itself():
 # Imported inside the functions that use them (see the module's docstring). emoji too: its
 # import reads a table of every emoji, 20 ms that a build pays only for an X draft that is not
 # all ASCII; tqdm, 30 ms of every build for a bar only a running sweep or bench draws; and
-# regex, 10–15 ms, for graphemes (Bluesky, Mastodon, Threads) and a lab's patterns only.
-HEAVY = {"matplotlib", "PIL", "fontTools", "torch", "ray", "emoji", "tqdm", "regex"}
+# regex, 10–15 ms, for graphemes (Bluesky, Mastodon, Threads) and a lab's patterns only; and
+# concurrent.futures, 10–35 ms with the logging it imports, for the pool only a sweep starts.
+HEAVY = {"matplotlib", "PIL", "fontTools", "torch", "ray", "emoji", "tqdm", "regex", "concurrent"}
 
 
 def _allowed_late(name: str) -> bool:
