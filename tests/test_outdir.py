@@ -241,6 +241,45 @@ def test_a_conflict_leaves_their_file_and_marks_the_merge(tmp_path):
     assert "line 3-7 of linkedin.new.md" in line
 
 
+def test_a_conflict_answered_in_the_draft_stays_answered_and_later_numbers_merge_into_it(tmp_path):
+    """The person takes the new figure into their own wording and deletes linkedin.new.md: the
+    next build, with the same numbers, keeps their file and writes no merge; a later build with
+    new numbers merges them into that answer (its base is the render the conflict was against)."""
+    target = tmp_path / "day37"
+    outdir.commit(stage(target, {"linkedin.md": POST.format(u="72.3%", s="14.3%")}))
+    (target / "linkedin.md").write_text(POST.format(u="nearly three quarters (72.3%)", s="14.3%"))
+    report = outdir.commit(stage(target, {"linkedin.md": POST.format(u="74.1%", s="14.3%")}))
+    assert [kept.name for kept, _, _ in report.conflicts] == ["linkedin.md"]
+    line = next(x for x in outdir.report_lines(report) if "conflicts" in x)
+    assert "answer it in linkedin.md" in line and "delete linkedin.new.md" in line
+    answer = POST.format(u="nearly three quarters (74.1%)", s="14.3%")
+    (target / "linkedin.md").write_text(answer)
+    (target / "linkedin.new.md").unlink()
+    report = outdir.commit(stage(target, {"linkedin.md": POST.format(u="74.1%", s="14.3%")}))
+    assert report.conflicts == [] and report.unchanged_edits == [target / "linkedin.md"]
+    assert (target / "linkedin.md").read_text() == answer
+    assert not (target / "linkedin.new.md").exists()
+    report = outdir.commit(stage(target, {"linkedin.md": POST.format(u="74.1%", s="15.0%")}))
+    assert report.conflicts == [] and report.merged == [target / "linkedin.md"]
+    assert (target / "linkedin.md").read_text() == answer.replace("14.3%", "15.0%")
+
+
+def test_a_resolved_merge_moved_over_the_draft_is_the_answer(tmp_path):
+    """The other way to answer: the markers taken out of linkedin.new.md, which is then moved
+    over linkedin.md. Left untouched instead, the conflict is written again at every build."""
+    target = tmp_path / "day37"
+    outdir.commit(stage(target, {"linkedin.md": "v1\n", "x-thread.md": "t1\n"}))
+    (target / "linkedin.md").write_text("v1, tweaked by hand\n")
+    outdir.commit(stage(target, {"linkedin.md": "v2\n", "x-thread.md": "t1\n"}))
+    report = outdir.commit(stage(target, {"linkedin.md": "v2\n", "x-thread.md": "t1\n"}))
+    assert [new.name for _, new, _ in report.conflicts] == ["linkedin.new.md"]  # not answered yet
+    (target / "linkedin.new.md").write_text("v2, tweaked by hand\n")
+    (target / "linkedin.new.md").replace(target / "linkedin.md")
+    report = outdir.commit(stage(target, {"linkedin.md": "v2\n", "x-thread.md": "t2\n"}))
+    assert report.conflicts == [] and (target / "linkedin.md").read_text() == "v2, tweaked by hand\n"
+    assert sorted(p.name for p in target.glob("*.md")) == ["linkedin.md", "x-thread.md"]
+
+
 def test_force_still_overwrites_a_conflict(tmp_path):
     target = tmp_path / "day37"
     outdir.commit(stage(target, {"linkedin.md": POST.format(u="72.3%", s="14.3%")}))

@@ -12,7 +12,9 @@ subfolder, a ``.new.md`` they edited.
 An engine file the person edited:
 - a draft or alt text (text): the new numbers are merged into it (engine.outdir.merge) with the render
   they last saw (``.base.json``) as the merge base; a conflict leaves their file as it is and
-  writes the merge with conflict markers beside it as ``<name>.new<suffix>``;
+  writes the merge with conflict markers beside it as ``<name>.new<suffix>``. The person answers
+  it in their file (or moves the resolved merge over it) and deletes that file: their file then
+  answers to the render the conflict was against, and later merges start from there;
 - anything else (results.json, a chart): the fresh file takes its place so the folder stays
   consistent, and their version is kept beside it as ``<name>.edited<suffix>``.
 """
@@ -44,6 +46,7 @@ from engine.outdir.manifest import (
     INTERNAL,
     MANIFEST,
     MERGEABLE,
+    conflicts_left,
     read_base,
     read_manifest,
     sha256,
@@ -183,7 +186,9 @@ def report_lines(report: CommitReport) -> list[str]:
     for kept, new, where in report.conflicts:
         lines.append(
             f"your edit of {kept.name} conflicts with the new numbers ({where} of {new.name}): "
-            f"{kept.name} is as you left it, {new.name} holds the merge with conflict markers"
+            f"{kept.name} is as you left it, {new.name} holds the merge with conflict markers; "
+            f"answer it in {kept.name} (or move {new.name} over it once resolved) and delete "
+            f"{new.name}: the next build takes {kept.name} as it then is"
         )
     for replaced, aside in report.set_aside:
         lines.append(
@@ -333,6 +338,7 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
         report=report,
         old_base=read_base(target) if exists else {},
         base=base,
+        conflicted=conflicts_left(target) if exists else {},
     )
 
     edited: list[tuple[str, Path, str]] = []
@@ -374,6 +380,7 @@ def _commit(staging: Staging, *, force: bool) -> CommitReport:
         "files": {**rendered, **plan.extra},
         "consumed": plan.consumed,
         "build": (_build_number(target) or 0) + 1 if exists else 1,
+        **({"conflicts": plan.conflicts} if plan.conflicts else {}),
     }
     _write(stage / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     _write(stage / BASE, json.dumps(base, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
@@ -400,6 +407,8 @@ class _Plan:
     report: CommitReport
     old_base: dict[str, str]  # the renders the person last saw, by name
     base: dict[str, str]  # the same for the next build: the fresh renders, unless noted
+    conflicted: dict[str, tuple[str, str]]  # the last build's conflicts (manifest.conflicts_left)
+    conflicts: dict[str, dict[str, str]] = field(default_factory=dict)  # this build's, recorded
     consumed: dict[str, str] = field(default_factory=dict)  # old files the new folder answers for
     extra: dict[str, str] = field(default_factory=dict)  # engine files beside renders (merges)
     before: dict[str, str] = field(default_factory=dict)  # drafts as the person had them
@@ -408,6 +417,9 @@ class _Plan:
         """``name`` is the file's path below the day's folder (``carousel/page-01.png``)."""
         stage, target = self.stage, self.target
         base = self.old_base.get(name)
+        answered = self.conflicted.get(name)
+        if answered is not None and not os.path.lexists(target / answered[0]):
+            base = answered[1]  # the merge file is gone: their file answers to that render now
         if (
             force
             or current == self.rendered[name]
@@ -444,7 +456,8 @@ class _Plan:
 
     def _merge(self, name: str, old: Path, current: str, theirs: str, base: str) -> None:
         stage, target = self.stage, self.target
-        result = merge.three_way(base, theirs, read_text_limited(stage / name, MAX_RESULTS_BYTES, "staged"))
+        fresh = read_text_limited(stage / name, MAX_RESULTS_BYTES, "staged")
+        result = merge.three_way(base, theirs, fresh)
         if result.clean:
             _write(stage / name, result.text)
             self.consumed[name] = current
@@ -457,5 +470,6 @@ class _Plan:
         os.unlink(stage / name)
         _carry(old, stage / name)
         self.base[name] = base  # their file still answers to the old base
+        self.conflicts[name] = {"merge": beside, "against": fresh}
         where = merge.describe(result.conflicts)
         self.report.conflicts.append((target / name, target / beside, where))

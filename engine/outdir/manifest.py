@@ -1,8 +1,10 @@
 """A day folder's record of what the engine wrote, and of the renders the person last saw.
 
 ``.manifest.json`` holds the hash of every file the engine wrote (``files``), the person's files
-a build consumed (``consumed``: a draft merged with new numbers, an edited chart set aside) and
-the build's number (``build``, which tells the newer of two folders after a crash).
+a build consumed (``consumed``: a draft merged with new numbers, an edited chart set aside), the
+build's number (``build``, which tells the newer of two folders after a crash) and, for each draft
+whose edit conflicted with new numbers, the file that holds the merge with its markers and the
+render the conflict was against (``conflicts``: see conflicts_left).
 ``.base.json`` holds the text of each render as the person last saw it: the next merge's base.
 ``.audit.json`` holds each draft's fresh render and the render before it, for engine.audit.
 """
@@ -78,6 +80,23 @@ def build_number(folder: Path) -> int | None:
     """Which build made this folder (1, 2, …): tells the newer of two folders after a crash."""
     number = field(folder, "build")
     return number if isinstance(number, int) and not isinstance(number, bool) else None
+
+
+def conflicts_left(folder: Path) -> dict[str, tuple[str, str]]:
+    """Drafts whose edit conflicted with the new numbers at the last build: name → (the file the
+    merge with conflict markers went to, the render the conflict was against). Once that file is
+    gone, the person has answered the conflict in their draft (or moved the resolved merge over
+    it), which then answers to that render: the next merge's base. Unreadable: none."""
+    found = field(folder, "conflicts")
+    if not isinstance(found, dict):
+        return {}
+    return {
+        str(name): (entry["merge"], entry["against"])
+        for name, entry in found.items()
+        if isinstance(entry, dict)
+        and isinstance(entry.get("merge"), str)
+        and isinstance(entry.get("against"), str)
+    }
 
 
 def read_base(folder: Path) -> dict[str, str]:
