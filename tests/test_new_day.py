@@ -94,6 +94,8 @@ def test_a_lab_that_only_prints_becomes_a_day_with_no_edit(project, capsys):
     assert "printed as" in page and "p50 lookup: 1,234 ns" in page  # the review page shows the line
     assert lab["figures"]["write_amplification_lsm"]["value"] == 12.5
     assert lab["figures"]["reads_per_lookup_btree"]["value"] == 3
+    assert lab["figures"]["keys"]["value"] == 10_000  # quoted by the drafts as f.keys
+    assert "10,000" in (folder / "linkedin.md").read_text()
     (table,) = lab["tables"].values()
     assert dict(table["columns"]) == {"depth": "count", "btree": "us", "lsm": "us"}
     assert table["rows"] == [[d, 1.5 * d, 2.5 * d + 1] for d in (1, 2, 3, 4)]

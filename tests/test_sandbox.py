@@ -290,3 +290,17 @@ def test_what_the_templates_do_still_renders(tmp_path):
     assert render_case(tmp_path, body) == (
         "0 99 99 1.62 162% some many in T static batching static=static batching 50 T\n"
     )
+
+
+def test_a_name_reads_a_mappings_entry_before_its_methods(tmp_path):
+    """A lab's figure (or a table's column) may be called keys, items, values or count:
+    ``f.keys`` is that figure, as ``f["keys"]`` is. A mapping without such an entry keeps its
+    read-only methods (``names.items()``)."""
+    figures = {name: {"label": f"the {name}"} for name in ("keys", "items", "values", "get", "count")}
+    body = (
+        "{% set f = lab %}{{ f.keys.label }}, {{ f.items.label }}, {{ f.values.label }},"
+        " {{ f.get.label }}, {{ f['count'].label }}"
+        "{% for k, v in names.items() %} {{ k }}={{ v }}{% endfor %}"
+    )
+    rendered = render_case(tmp_path, body, {**CONTEXT, "lab": figures})
+    assert rendered == "the keys, the items, the values, the get, the count static=static batching\n"

@@ -240,7 +240,13 @@ class Sandbox(ImmutableSandboxedEnvironment):
     # ---- what the sandbox intercepts, each a step -----------------------------------------------
 
     def getattr(self, obj: Any, attribute: str) -> Any:
+        """``x.name``: on a mapping that has the key ``name``, its entry, before any method of
+        the mapping (Jinja's order is the other way round). A lab's figure or a table's column
+        may well be called ``keys``, ``items``, ``values`` or ``count``, and ``f.keys.label``
+        must read that figure, not find dict.keys."""
         self.budget.step()
+        if isinstance(obj, Mapping) and isinstance(attribute, str) and attribute in obj:
+            return obj[attribute]
         return super().getattr(obj, attribute)
 
     def getitem(self, obj: Any, argument: Any) -> Any:

@@ -1,6 +1,7 @@
 """B-tree against LSM tree: lookups by page depth."""
 
-print("B-tree vs LSM, 10,000 keys")
+print("B-tree vs LSM")
+print("keys: 10,000")  # a figure named as a mapping's method: f.keys is the figure
 print("write amplification (lsm): 12.5 x")
 print("reads per lookup (btree): 3")
 print("p50 lookup: 1,234 ns")
