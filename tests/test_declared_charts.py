@@ -122,3 +122,41 @@ def test_a_name_the_results_do_not_have_is_one_error_naming_the_field(entry, fie
     with pytest.raises(UserError) as err:
         draw(entry, tmp_path)
     assert err.value.field == field and words in err.value.message
+
+
+def _wide(columns: int, rows: int) -> dict:
+    """A table of `rows` sizes and `columns` series, series k at size n being (k + 1) · n µs."""
+    names = [f"series_{k}" for k in range(columns)]
+    return {
+        "columns": [["size", "count"], *([name, "us"] for name in names)],
+        "rows": [[n, *((k + 1) * n for k in range(columns))] for n in range(1, rows + 1)],
+        "source": SOURCE,
+    }
+
+
+def _drawn_alt(table: dict, columns: int, tmp_path: Path) -> str:
+    results = results_with()
+    results["lab"]["tables"]["wide"] = table
+    entry = {"line": {"name": "w", "title": "Wide", "table": "wide", "x": "size", "y": []}}
+    entry["line"]["y"] = [f"series_{k}" for k in range(columns)]
+    results["inputs"]["charts"] = [entry]
+    return charts.draw("w", results, tmp_path).alt_text
+
+
+def test_a_long_series_is_said_by_its_lowest_and_highest_and_the_source_stays(tmp_path):
+    """Twelve points of two series do not fit 250 characters: each series is said in brief."""
+    alt = _drawn_alt(_wide(2, 12), 2, tmp_path)
+    assert alt == (
+        "Line chart: Wide. series_0: lowest 1.0 µs at size 1, highest 12 µs at size 12. "
+        "series_1: lowest 2.0 µs at size 1, highest 24 µs at size 12. Source: Measured on Test box."
+    )
+
+
+def test_series_past_the_briefs_room_are_still_named(tmp_path):
+    """Six series: the briefs that fit, then the others by name; the source always last."""
+    alt = _drawn_alt(_wide(6, 12), 6, tmp_path)
+    assert len(alt) <= 250 and alt.endswith("Source: Measured on Test box.")
+    assert "series_0: lowest 1.0 µs at size 1, highest 12 µs at size 12." in alt
+    shown = alt.split("Also shown: ")[1].split(".")[0].split(", ")
+    briefed = [f"series_{k}" for k in range(6) if f"series_{k}: lowest" in alt]
+    assert briefed + shown == [f"series_{k}" for k in range(6)]

@@ -149,15 +149,29 @@ def _figure_lines(found: Found, *, prefix: str = "") -> list[str]:
     return lines
 
 
+# A table of up to QUOTED_ROWS rows is quoted whole; a longer one by its first and last ENDS
+# rows around an ellipsis: the lab's sweep may print a hundred rows, and the post must stay under
+# LinkedIn's 3,000 characters (the whole table is on the review page and in the screenshot).
+QUOTED_ROWS = 8
+ENDS = 3
+
+
 def _table_block(table: FoundTable) -> list[str]:
     cells = " · ".join(
         f"{{{{ row.{c} }}}}" if unit == "text" else f"{{{{ row.{c} | figure }}}}"
         for c, unit in table.columns.items()
     )
     return [
-        f"{{% for row in lab.tables.{table.name}.records %}}",
-        f"{cells}",
+        f"{{% set rows = lab.tables.{table.name}.records %}}",
+        f"{{% for row in (rows if rows | length <= {QUOTED_ROWS} else rows[:{ENDS}]) %}}",
+        cells,
         "{% endfor %}",
+        f"{{% if rows | length > {QUOTED_ROWS} %}}",
+        "…",
+        f"{{% for row in rows[-{ENDS}:] %}}",
+        cells,
+        "{% endfor %}",
+        "{% endif %}",
     ]
 
 
