@@ -293,3 +293,30 @@ def test_a_pattern_that_backtracks_without_end_is_stopped_within_its_limit(monke
     with pytest.raises(ValueError, match="took over 0.2 s to match"):
         output.figure_from_output(printed, r"((?:a+)+$)")
     assert time.monotonic() - start < 0.2 + 1
+
+
+def test_printed_labels_that_share_a_name_each_become_a_figure():
+    """Fourteen labels that differ only in their last word are cut to one 40-character name:
+    each still becomes a figure, under a name of its own, read off its own line only."""
+    import re
+
+    from engine.scaffold import detect
+
+    lines = [f"probe length at load factor step number {i}: {1.5 + i} x" for i in range(14)]
+    found = detect.read_output("\n".join(lines) + "\n")
+    names = [f.name for f in found.figures]
+    assert len(names) == 14 and len(set(names)) == 14 and all(len(n) <= 40 for n in names)
+    for line, figure in zip(lines, found.figures):
+        assert figure.pattern is not None and figure.label is not None
+        assert [x for x in lines if re.match(figure.pattern, x)] == [line]
+        assert figure.label == figure.label.strip()
+
+
+def test_a_table_whose_long_column_names_repeat_is_read_and_ends():
+    """Two header words that are the same past 40 characters (their names used to be extended
+    for ever, each cut back to the name it had)."""
+    from engine.scaffold import detect
+
+    word = "a_really_long_column_name_that_goes_past_forty_characters"
+    (table,) = detect.read_output(f"{word} {word}\n1 2\n3 4\n").tables
+    assert len(table.columns) == 2 and all(len(c) <= 40 for c in table.columns)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from engine import units
@@ -83,6 +84,17 @@ def _slug(text: str) -> str:
     words = re.findall(r"[a-z0-9]+", text.lower())
     name = "_".join(words)[:40].strip("_") or "value"
     return name if name[0].isalpha() else f"n_{name}"[:40]
+
+
+def _unique(name: str, taken: Container[str]) -> str:
+    """``name``, or ``name_2``, ``name_3`` … (cut to 40 characters) when it is taken: two
+    printed labels can share a slug ("… step number 0" and "… step number 1" cut at 40)."""
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        suffix = f"_{n}"
+        candidate = name[: 40 - len(suffix)].rstrip("_") + suffix
+    return candidate
 
 
 def read_calls(source: str) -> Found:
@@ -162,10 +174,7 @@ def _header_columns(tokens: list[str], first_row: list[str]) -> dict[str, str]:
             kind = unit or "count"
         except ValueError:
             kind = output.TEXT
-        name = _slug(base)
-        while name in columns:
-            name = f"{name}_2"[:40]
-        columns[name] = kind
+        columns[_unique(_slug(base), columns)] = kind
     return columns
 
 
@@ -190,13 +199,11 @@ def read_output(transcript: str) -> Found:
         if unit is None and not re.fullmatch(r"[-+]?[\d,]+", number):
             continue  # a fraction with no unit: a ratio? a share? not guessed
         label = match.group("label").strip()
-        name = _slug(label)
-        if name in names:
-            continue
+        name = _unique(_slug(label), names)
         names.add(name)
         pattern = _figure_pattern(match.group("lead"), match.group("label"), match.group("sep"), raw_unit)
         found.figures.append(
-            FoundFigure(name, unit or "count", f"{label}, as the lab prints it", label[:40], pattern)
+            FoundFigure(name, unit or "count", f"{label}, as the lab prints it", label[:40].rstrip(), pattern)
         )
     found.tables = _tables(lines, counts, names)
     return found
@@ -226,9 +233,7 @@ def _tables(lines: list[str], counts: dict[str, int], taken: set[str]) -> list[F
         numeric = rows and all(_all_numbers(r[1:]) for r in rows)
         if len(rows) >= 2 and numeric:
             columns = _header_columns(tokens, rows[0])
-            name = _slug("_".join(list(columns)[:2]) + "_table")
-            while name in taken:
-                name = f"{name}_2"[:40]
+            name = _unique(_slug("_".join(list(columns)[:2]) + "_table"), taken)
             taken.add(name)
             pattern = r"^\s*" + r"\s+".join(re.escape(t) for t in tokens) + r"\s*$"
             tables.append(FoundTable(name, columns, pattern, len(rows)))
