@@ -320,3 +320,13 @@ def test_a_table_whose_long_column_names_repeat_is_read_and_ends():
     word = "a_really_long_column_name_that_goes_past_forty_characters"
     (table,) = detect.read_output(f"{word} {word}\n1 2\n3 4\n").tables
     assert len(table.columns) == 2 and all(len(c) <= 40 for c in table.columns)
+
+
+def test_a_share_printed_as_pct_or_percent_is_a_percentage():
+    from engine.scaffold import detect
+
+    found = detect.read_output("size  hit_pct  miss(percent)\n10  22.76  77.24\n100  61.5  38.5\n")
+    (table,) = found.tables
+    assert table.columns == {"size": "count", "hit": "%", "miss": "%"}
+    found = detect.read_output("hit rate: 22.76 pct\nlatency: 1.5 μs\n")
+    assert [(f.name, f.unit) for f in found.figures] == [("hit_rate", "%"), ("latency", "µs")]

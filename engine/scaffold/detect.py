@@ -149,11 +149,17 @@ _FIGURE_LINE = re.compile(
 _UNIT_IN_HEADER = re.compile(r"^(?P<base>.+?)(?:[_ (\[](?P<unit>[A-Za-zµ/%]+)[)\]]?)$")
 
 
+# How labs spell units the engine writes otherwise: a Greek mu, and a share as a suffix
+# ("hit_pct", "miss (percent)").
+_SPELLED = {"μs": "µs", "pct": "%", "percent": "%"}
+
+
 def _unit_of(token: str | None) -> str | None:
     if not token:
         return None
     token = token.strip("()[],.;")
-    return {"μs": "µs"}.get(token, token) if token in units.UNITS or token == "μs" else None
+    token = _SPELLED.get(token, token)
+    return token if token in units.UNITS else None
 
 
 def _figure_pattern(lead: str, label: str, sep: str, unit: str | None) -> str:
