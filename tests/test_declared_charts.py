@@ -160,3 +160,52 @@ def test_series_past_the_briefs_room_are_still_named(tmp_path):
     shown = alt.split("Also shown: ")[1].split(".")[0].split(", ")
     briefed = [f"series_{k}" for k in range(6) if f"series_{k}: lowest" in alt]
     assert briefed + shown == [f"series_{k}" for k in range(6)]
+
+
+def _tick_labels(entry: dict, table: dict) -> tuple[list[str], list[str]]:
+    """The x and y tick labels of a declared chart of ``table``, as drawn."""
+    from engine.charts import style
+
+    results = results_with()
+    results["lab"]["tables"]["t"] = table
+    results["inputs"]["charts"] = [entry]
+    name = next(iter(entry.values()))["name"]
+    with style.theme():
+        fig, _ = charts.figure(name, "x", results)
+        fig.canvas.draw()
+    (ax,) = fig.axes
+    shown = [t for t in ax.get_xticklabels() if t.get_text()]
+    return [t.get_text() for t in shown], [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+
+
+SIZES = {
+    "columns": [["size", "count"], ["lookup", "us"]],
+    "rows": [[10, 0.5], [100, 0.75], [1_000, 2.5], [5_000, 250_000]],
+    "source": SOURCE,
+}
+
+
+def test_points_bunched_along_x_take_the_axis_ticks_and_spread_ones_a_tick_each():
+    """10, 100, 1,000 and 5,000 on a linear axis: the first three are within 2% of the axis, so
+    their labels would overlap; the axis's own ticks are used, written as the posts write
+    numbers. On a log axis the same points are spread: a tick each, as the posts print them."""
+    line = {"name": "l", "title": "L", "table": "t", "x": "size", "y": ["lookup"]}
+    xs, ys = _tick_labels({"line": line}, SIZES)
+    assert xs != ["10", "100", "1,000", "5,000"] and "1,000" in xs and "5,000" in xs
+    assert all("e" not in label and "^" not in label for label in xs + ys)
+    assert "250,000" in ys or "200,000" in ys  # separators on the y axis too
+    xs, _ = _tick_labels({"line": {**line, "log_x": True}}, SIZES)
+    assert xs == ["10", "100", "1,000", "5,000"]
+
+
+def test_a_scaffolded_line_chart_of_a_wide_table_takes_log_axes():
+    """A lab printing sizes from 10 to 100,000 and lookups from 0.05 to 557 µs: both spans are
+    over a hundredfold, so the chart it is given has log axes; a narrow span keeps linear ones."""
+    from engine.scaffold import detect, drafts
+
+    wide = "size  dict_us  list_us\n10  0.05  0.4\n1000  0.06  5.6\n100000  0.07  557\n"
+    (chart,) = drafts.declared_charts(detect.read_output(wide))
+    assert chart["line"]["log_x"] is True and chart["line"]["log_y"] is True
+    narrow = "size  dict_us  list_us\n10  5  6\n20  5.5  7\n30  6  9\n"
+    (chart,) = drafts.declared_charts(detect.read_output(narrow))
+    assert "log_x" not in chart["line"] and "log_y" not in chart["line"]

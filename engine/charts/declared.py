@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Field, Tag
@@ -283,6 +284,7 @@ def draw_bar(
     ax.set_xticks(positions, labels, fontsize=FONT["small"])
     ax.set_ylabel(f"value{axis_unit(unit)}".strip())
     ax.set_ylim(0, max(max(values), 0) * 1.18 or 1)
+    _plain_ticks(ax.yaxis)
     texts = [value_text(v, unit) for v in values]
     for x, v, text in zip(positions, values, texts):
         ax.annotate(
@@ -346,6 +348,7 @@ def draw_grouped_bar(
     ax.set_ylabel(f"value{axis_unit(unit)}".strip() if len(ys) > 1 else settings.y[0] + axis_unit(unit))
     top = max(max(v) for v in ys.values())
     ax.set_ylim(0, top * 1.15 if top > 0 else 1)
+    _plain_ticks(ax.yaxis)
     if len(ys) > 1:
         ax.legend(frameon=False, fontsize=FONT["small"], loc="upper left", ncols=min(len(ys), 3))
     source = _footer([table["source"]])
@@ -391,13 +394,17 @@ def draw_line(
         )
     if settings.log_x:
         ax.set_xscale("log")
-    if len(xs) <= MAX_BARS:  # few points: a tick at each, labelled as the posts print it
+    if len(xs) <= MAX_BARS and _apart(xs, settings.log_x):
+        # few points, far enough apart: a tick at each, labelled as the posts print it
         ax.set_xticks(xs, [value_text(x, x_unit) for x in xs])
         ax.minorticks_off()
+    else:
+        _plain_ticks(ax.xaxis)
     if settings.log_y:
         ax.set_yscale("log")
     else:
         ax.set_ylim(bottom=0)
+    _plain_ticks(ax.yaxis)
     ax.set_xlabel(settings.x + axis_unit(x_unit))
     ax.set_ylabel(f"value{axis_unit(unit)}".strip() if len(ys) > 1 else settings.y[0] + axis_unit(unit))
     if len(ys) > 1:
@@ -413,6 +420,26 @@ def draw_line(
     places = [f" at {settings.x} {_x_text(x, x_unit)}" for x in xs]
     briefs = [_extremes(c, vals, places, unit) for c, vals in ys.items()]
     return fig, _alt("Line", settings.title, parts, briefs, source)
+
+
+# A tick label is about 7% of the axis wide (100,000 at the small size on an X chart): points
+# closer than that along x are labelled by the axis's own ticks, not one each.
+MIN_TICK_GAP = 0.08
+
+
+def _apart(xs: list[float], log: bool) -> bool:
+    """Whether the sorted points along x are far enough apart for a labelled tick at each."""
+    places = [math.log10(x) for x in xs] if log else xs
+    span = places[-1] - places[0]
+    return span == 0 or min(b - a for a, b in zip(places, places[1:])) >= MIN_TICK_GAP * span
+
+
+def _plain_ticks(axis: Any) -> None:
+    """The axis's own tick labels written as the posts write numbers (200,000; 0.25), not as
+    matplotlib does (200000, 2.5e-01, 10^3)."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: numbers.precise(value)))
 
 
 _DRAW = {"bar": draw_bar, "grouped_bar": draw_grouped_bar, "line": draw_line}

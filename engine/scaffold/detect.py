@@ -41,6 +41,7 @@ class FoundTable:
     columns: dict[str, str]  # column → unit ('text' for labels)
     pattern: str | None = None
     rows: int = 0
+    spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # column → (lowest, highest)
 
 
 @dataclass
@@ -242,7 +243,12 @@ def _tables(lines: list[str], counts: dict[str, int], taken: set[str]) -> list[F
             name = _unique(_slug("_".join(list(columns)[:2]) + "_table"), taken)
             taken.add(name)
             pattern = r"^\s*" + r"\s+".join(re.escape(t) for t in tokens) + r"\s*$"
-            tables.append(FoundTable(name, columns, pattern, len(rows)))
+            spans = {
+                column: (min(values), max(values))
+                for k, (column, kind) in enumerate(columns.items())
+                if kind != output.TEXT and (values := [output.parse_number(r[k]) for r in rows])
+            }
+            tables.append(FoundTable(name, columns, pattern, len(rows), spans))
             i = j
         else:
             i += 1

@@ -44,17 +44,19 @@ def declared_charts(found: Found) -> list[dict[str, Any]]:
             ]
         kind = "grouped_bar" if x_unit == "text" or table.rows < 3 else "line"
         title = f"{', '.join(ys)} by {x}"
-        charts.append(
-            {
-                kind: {
-                    "name": _chart_name(table.name, charts),
-                    "title": title,
-                    "table": table.name,
-                    "x": x,
-                    "y": ys,
-                }
-            }
-        )
+        entry: dict[str, Any] = {
+            "name": _chart_name(table.name, charts),
+            "title": title,
+            "table": table.name,
+            "x": x,
+            "y": ys,
+        }
+        if kind == "line":
+            if _wide([table.spans.get(x)]):
+                entry["log_x"] = True
+            if _wide([table.spans.get(c) for c in ys]):
+                entry["log_y"] = True
+        charts.append({kind: entry})
     by_dim: dict[str, list[FoundFigure]] = {}
     for fig in found.figures:
         by_dim.setdefault(units.unit(fig.unit).dimension, []).append(fig)
@@ -70,6 +72,21 @@ def declared_charts(found: Found) -> list[dict[str, Any]]:
             }
         )
     return charts
+
+
+# Values spanning this many times from lowest to highest go on a log axis: on a linear one the
+# low end is squeezed into the first tick (10, 100 and 1,000 in the first fiftieth of 100,000).
+WIDE_SPAN = 100
+
+
+def _wide(spans: list[tuple[float, float] | None]) -> bool:
+    """Whether printed values (lowest, highest) of one axis span WIDE_SPAN times or more, all
+    above zero (a log axis has no zero). Spans not read (a labkit lab's table): no."""
+    if not spans or any(span is None for span in spans):
+        return False
+    low = min(span[0] for span in spans if span is not None)
+    high = max(span[1] for span in spans if span is not None)
+    return low > 0 and high >= WIDE_SPAN * low
 
 
 def _chart_name(base: str, charts: list[dict[str, Any]]) -> str:
