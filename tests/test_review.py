@@ -687,3 +687,17 @@ def test_copy_texts_are_in_the_static_page(tmp_path: Path) -> None:
     assert THREAD.count("---") == 2 and page.count('data-kind="x"') == 3
     post = page[page.index('id="post-2"') : page.index('id="post-3"')]
     assert 'class="beside"' in post and 'src="scoreboard.png"' in post and 'data-kind="alt"' in post
+
+
+def test_the_index_checks_the_drafts_a_person_edited(built_out: Path, tmp_path: Path) -> None:
+    """A built day's drafts passed at build; an edit that puts X's first post over 280 is what
+    the index reports then, as the day's page does, not the build's pass."""
+    from helpers import copy_built
+
+    out = copy_built(built_out, tmp_path / "out")
+    assert review.render_index(out).count("rules passed<") == 2
+    thread = out / "day37" / "x-thread.md"
+    posts = thread.read_text().split("\n---\n")
+    thread.write_text("\n---\n".join([posts[0] + " and more" * 40, *posts[1:]]))
+    html = review.render_index(out)
+    assert "1 rule broken in your edits" in html and html.count("rules passed<") == 1

@@ -32,6 +32,8 @@ from engine.limits import (
     read_text_limited,
 )
 from engine.outdir import atomic, changes
+from engine.outdir.manifest import read_manifest_quiet, sha256
+from engine.platforms.day_dir import check_day_dir
 from engine.platforms.linkedin import FOLD, fold_index
 from engine.platforms.registry import Platform, platforms
 from engine.render import template_cache
@@ -224,19 +226,42 @@ def index_context(out_root: Path) -> dict[str, Any]:
         checks: dict[str, Any] = found if isinstance(found, dict) else {}
         title = results.get("title")
         charts, violations = results.get("charts"), checks.get("violations")
+        drafts = [p.draft for p in platforms() if (folder / p.draft).is_file()]
+        broken = len(violations) if isinstance(violations, list) else 0
+        edited = _edited(folder, drafts)
+        if edited:  # the build checked its own render; the person's text is checked as it is now
+            try:
+                broken = len(check_day_dir(folder).violations)
+            except UserError:
+                broken = max(broken, 1)  # a draft that cannot be read is not ready to post
         days.append(
             {
                 "day": day,
                 "folder": folder.name,
                 "title": title if isinstance(title, str) else "(results.json unreadable)",
                 "page": f"{folder.name}/{PAGE}",
-                "drafts": [p.draft for p in platforms() if (folder / p.draft).is_file()],
+                "drafts": drafts,
                 "charts": len(charts) if isinstance(charts, list) else 0,
-                "violations": len(violations) if isinstance(violations, list) else 0,
+                "violations": broken,
+                "edited": edited,
                 "sources": sources(results),
             }
         )
     return {"days": days}
+
+
+def _edited(folder: Path, drafts: list[str]) -> list[str]:
+    """The drafts in a day's folder that are not as the engine wrote them (the manifest's
+    hashes): the person's edits, which the build's own check did not see."""
+    written = read_manifest_quiet(folder)
+    edited = []
+    for name in drafts:
+        try:
+            if written.get(name) != sha256(folder / name):
+                edited.append(name)
+        except UserError:  # over the day folder's file limit: not the engine's
+            edited.append(name)
+    return edited
 
 
 def _changes() -> Any:
