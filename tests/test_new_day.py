@@ -70,6 +70,7 @@ def test_a_labkit_lab_becomes_a_day_with_no_edit(project, capsys):
         assert value["source"] == "set"
         assert f"{value['label']}: {value['text']} (set)" in post
     assert results["given"]["probe_interval"]["text"] == "200 ms"
+    assert results["given"]["probe_interval"]["label"] == "Probe every"  # labkit.given(label=...)
     # The table is quoted row by row, and drawn by a declared chart whose alt text holds its numbers.
     assert "round robin · " in post and "least conn · " in post
     chart = next(c for c in results["charts"] if c["name"] == "latency_chart")

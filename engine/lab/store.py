@@ -8,7 +8,7 @@ Schema ``lab/1`` (times in seconds, sizes in bytes)::
      "lab": {"script": "day01.lab/lab.py", "files_sha256": hex, "files": [relative paths]},
      "wall_seconds": float,
      "figures": {name: {"value": float, "unit": str, "about": str, "label"?: str, "line"?: str}},
-     "given": {name: {"value": float, "unit": str, "about": str}},   (values the person set)
+     "given": {name: {"value": float, "unit": str, "about": str, "label"?: str}},   (values set)
      "tables": {name: {"columns": [[column, unit]], "rows": [[cell]], "about": str, "line"?: str}},
      "notes": [str],
      "transcript": {"text": str, "lines": int, "truncated": bool}}

@@ -175,6 +175,9 @@ def _given(recorded: Any, fail: Callable[..., UserError]) -> dict[str, dict[str,
         except ValueError as err:
             raise fail(f"the lab set {name!r} in {err}", "lab") from None
         given[str(name)] = {"value": value, "unit": unit, "about": _text(got.get("about")) or ""}
+        label = _text(got.get("label"), MAX_LABEL_CHARS)
+        if label:
+            given[str(name)]["label"] = label
     return given
 
 

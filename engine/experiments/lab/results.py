@@ -92,7 +92,7 @@ def from_document(
                 field="lab.table" if name in section.table else f"lab.compare.{name}",
             )
     given = {
-        name: set_value(name, g["value"], g["unit"], g["about"], None)
+        name: set_value(name, g["value"], g["unit"], g["about"], g.get("label"))
         for name, g in doc.get("given", {}).items()
     }
     tables = {

@@ -71,10 +71,13 @@ def figure(
     return number
 
 
-def given(name: str, value: float, unit: str, *, about: str | None = None) -> float:
-    """Record a value the person set (not measured): posted as "set"; returns the value."""
+def given(
+    name: str, value: float, unit: str, *, about: str | None = None, label: str | None = None
+) -> float:
+    """Record a value the person set (not measured): posted as "set", with what it is
+    (``about``) and a short ``label``, as a figure is; returns the value."""
     number = _number(f"given {name}", value)
-    _given[_name("given", name)] = _entry(number, unit, about, None)
+    _given[_name("given", name)] = _entry(number, unit, about, label)
     _save(f"{name} = {number:.6g} {unit} (set)")
     return number
 

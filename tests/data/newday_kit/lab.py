@@ -3,7 +3,7 @@
 from labkit import figure, given, table
 
 clients = given("clients", 20, "count", about="clients the load generator runs at once")
-given("probe_interval", 200, "ms", about="how often the balancer probes each backend")
+given("probe_interval", 200, "ms", about="how often the balancer probes each backend", label="Probe every")
 figure("rr_failed", 4, "count", about="requests that failed under round robin", label="Round robin, failed")
 figure(
     "lc_failed", 1, "count", about="requests that failed under least connections", label="Least conn, failed"
