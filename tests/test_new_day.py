@@ -138,6 +138,20 @@ def test_new_never_overwrites_and_writes_nothing_when_refused(project, capsys):
     assert not (days / "day12.yaml").exists() and not (days / "day12.lab").exists()
 
 
+def test_new_over_an_existing_day_is_refused_before_its_lab_runs(project, capsys, tmp_path):
+    """A lab that prints is run once to read it, which may take a minute: a day whose spec is
+    there already is refused first (the lab here would leave a file behind had it run)."""
+    lab = tmp_path / "lab.py"
+    ran = tmp_path / "ran"
+    lab.write_text(f"open({str(ran)!r}, 'w').close()\nprint('keys: 10,000')\n")
+    days, templates = project / "days", project / "templates"
+    args = ["new", "37", "--lab", str(lab), "--days", str(days), "--templates", str(templates)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "day37.yaml" in err and "already exists" in err
+    assert not ran.exists()
+
+
 def test_new_from_an_existing_day_copies_its_spec_and_templates(project, capsys):
     days, templates = project / "days", project / "templates"
     assert main(["new", "45", "--from", "4", "--days", str(days), "--templates", str(templates)]) == 0

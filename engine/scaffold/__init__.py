@@ -134,6 +134,8 @@ def plan_from_lab(
 ) -> Plan:
     folder = _folder(day)
     lab_dir = days / f"{folder}.lab"
+    # Refused before the lab runs (a minute, perhaps) when the day's files are there already.
+    _check_free([days / f"{folder}.yaml", *(templates / folder / name for name in TEMPLATES)])
     files, script = _lab_files(lab)
     source = files[script].decode("utf-8", "replace") if script.endswith(".py") else ""
     kit = detect.uses_labkit(source)
@@ -159,15 +161,15 @@ def plan_from_lab(
     return Plan(planned, f"make lab-{folder}   (runs the lab once; then: make {folder})")
 
 
+TEMPLATES = ("linkedin.md.j2", "x-thread.md.j2", "carousel/slides.md.j2")  # a day's, as written
+
+
 def _templates(
     folder: Path, found: detect.Found, charts: list[str], spec: dict[str, Any]
 ) -> dict[Path, bytes]:
     slides = [s["chart"] for s in spec["carousel"]["slides"] if isinstance(s, dict)]
-    return {
-        folder / "linkedin.md.j2": drafts.linkedin(found).encode(),
-        folder / "x-thread.md.j2": drafts.x_thread(found, charts).encode(),
-        folder / "carousel" / "slides.md.j2": drafts.carousel(found, slides).encode(),
-    }
+    texts = (drafts.linkedin(found), drafts.x_thread(found, charts), drafts.carousel(found, slides))
+    return {folder / name: text.encode() for name, text in zip(TEMPLATES, texts)}
 
 
 def _validate(spec: dict[str, Any], path: Path) -> None:

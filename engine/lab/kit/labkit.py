@@ -71,9 +71,7 @@ def figure(
     return number
 
 
-def given(
-    name: str, value: float, unit: str, *, about: str | None = None, label: str | None = None
-) -> float:
+def given(name: str, value: float, unit: str, *, about: str | None = None, label: str | None = None) -> float:
     """Record a value the person set (not measured): posted as "set", with what it is
     (``about``) and a short ``label``, as a figure is; returns the value."""
     number = _number(f"given {name}", value)
