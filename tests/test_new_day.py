@@ -116,6 +116,10 @@ def test_a_lab_that_only_prints_becomes_a_day_with_no_edit(project, capsys):
     assert alt.startswith("Line chart") and alt.endswith(".") and "Source: Measured on" in alt
     assert "btree: lowest 1.5 µs at depth 1, highest 18 µs at depth 12." in alt
     assert "lsm: lowest 3.5 µs at depth 1, highest 31 µs at depth 12." in alt
+    # Its carousel slide is headed by the chart's title and says the chart's last point.
+    (page,) = [p for p in recorded(folder)["carousel"]["pages"] if p["chart"] == line["name"]]
+    assert page["headline"] == "Btree, lsm by depth."
+    assert page["body"] == "At depth 12: btree 18 µs, lsm 31 µs."
 
 
 def test_new_never_overwrites_and_writes_nothing_when_refused(project, capsys):

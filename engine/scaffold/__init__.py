@@ -168,7 +168,11 @@ def _templates(
     folder: Path, found: detect.Found, charts: list[str], spec: dict[str, Any]
 ) -> dict[Path, bytes]:
     slides = [s["chart"] for s in spec["carousel"]["slides"] if isinstance(s, dict)]
-    texts = (drafts.linkedin(found), drafts.x_thread(found, charts), drafts.carousel(found, slides))
+    texts = (
+        drafts.linkedin(found),
+        drafts.x_thread(found, charts),
+        drafts.carousel(found, slides, spec["charts"]),
+    )
     return {folder / name: text.encode() for name, text in zip(TEMPLATES, texts)}
 
 

@@ -250,7 +250,9 @@ def x_thread(found: Found, charts: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def carousel(found: Found, slides: list[str]) -> str:
+def carousel(found: Found, slides: list[str], charts: list[Any]) -> str:
+    """The slides' words: each chart slide headed by its chart's title and saying what the chart
+    shows (a table's last row, the figures it compares), so the words match the picture."""
     out = [
         "{# The LinkedIn carousel's words: one \"## name\" section per slide of the spec's carousel.",
         "   The first line of a section is the slide's headline; the lines under it, its text. #}",
@@ -260,11 +262,33 @@ def carousel(found: Found, slides: list[str]) -> str:
         "Measured on {{ lab.machine.name }}, {{ lab.when }}.",
     ]
     quotes = _figure_lines(found)
+    declared_by_name = {declared.entry_name(c): c for c in charts if isinstance(c, dict)}
+    units_of = {t.name: t.columns for t in found.tables}
     for i, name in enumerate(slides):
-        out += [f"## {name}", _slide_headline(name)]
-        out.append(quotes[i % len(quotes)] + "." if quotes else "{{ lab.source }}.")
+        entry = declared_by_name.get(name)
+        settings = next(iter(entry.values())) if entry else None
+        if settings is not None and "table" in settings:
+            columns = units_of.get(settings["table"], {})
+            out += [f"## {name}", settings["title"][:1].upper() + settings["title"][1:] + "."]
+            out.append(_last_row(settings["table"], settings["x"], settings["y"], columns))
+            continue
+        headline = settings["title"] + "." if settings is not None else _slide_headline(name)
+        out += [f"## {name}", headline]
+        shown = quotes[i % len(quotes) :][:2] if quotes else []
+        out.append("; ".join(shown) + "." if shown else "{{ lab.source }}.")
     out += ["## closing", "Run the lab on your machine.", "The code is public: {{ repository }}"]
     return "\n".join(out) + "\n"
+
+
+def _last_row(table: str, x: str, ys: list[str], columns: dict[str, str]) -> str:
+    """A sentence of a table chart's last point: 'At size 100,000: hit 61%, miss 39%.'"""
+
+    def cell(column: str) -> str:
+        shown = "row." + column
+        return f"{{{{ {shown} }}}}" if columns.get(column) == "text" else f"{{{{ {shown} | figure }}}}"
+
+    values = ", ".join(f"{y} {cell(y)}" for y in ys)
+    return f"{{% set row = lab.tables.{table}.records[-1] %}}At {x} {cell(x)}: {values}."
 
 
 def _slide_headline(name: str) -> str:
