@@ -69,6 +69,12 @@ def test_summary_line():
     assert changes.summary({"previous": True, "figures": many}, limit=2) == (
         "6 figures changed: f0 0 → 1, f1 1 → 2, … (all 6 on the review page)"
     )
+    # One quantity under two names is said once; the count still accounts for both.
+    twice = [*many[:2], {"name": "f1 again", "old": "1", "new": "2"}]
+    assert changes.summary({"previous": True, "figures": twice}) == (
+        "3 figures changed: f0 0 → 1, f1 1 → 2 (and 1 more under another name, the same change; "
+        "all on the review page)"
+    )
 
 
 def test_word_diff_marks_only_the_changed_words():

@@ -217,7 +217,12 @@ def summary(changes: dict[str, Any], limit: int = 4) -> str | None:
             pairs.add((f["old"], f["new"]))
             distinct.append(f)
     shown = ", ".join(f"{f['name']} {f['old']} → {f['new']}" for f in distinct[:limit])
-    more = f", … (all {len(figures)} on the review page)" if len(distinct) > limit else ""
+    more = ""
+    if len(distinct) > limit:
+        more = f", … (all {len(figures)} on the review page)"
+    elif len(distinct) < len(figures):  # every figure counted is accounted for on the line
+        folded = len(figures) - len(distinct)
+        more = f" (and {folded} more under another name, the same change; all on the review page)"
     noun = "figure" if len(figures) == 1 else "figures"
     return f"{len(figures)} {noun} changed: {shown}{more}"
 
