@@ -113,8 +113,9 @@ def links_back(spec: DaySpec, location: SpecLocation) -> list[dict[str, Any]]:
     for i, link in enumerate(spec.links_back):
         entry: dict[str, Any] = {"day": link.day, "claim": link.claim, "figure": None}
         if link.spec is not None:
+            earlier_path = location.file(link.spec, f"links_back.{i}.spec")
             with blame(location, f"links_back.{i}.spec"):
-                earlier = load_spec(location.spec_dir / link.spec)
+                earlier = load_spec(earlier_path)
             if earlier.day != link.day:  # else Day 4's figure would be credited to "Day 5"
                 raise UserError(
                     f"day {link.day}, but {link.spec} is the spec of day {earlier.day}",

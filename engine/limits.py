@@ -170,9 +170,11 @@ def _open_regular(path: Path, limit: int, what: str, *, field: str | None, follo
     return fd
 
 
-def read_text_limited(path: str | Path, limit: int, what: str, *, field: str | None = None) -> str:
+def read_text_limited(
+    path: str | Path, limit: int, what: str, *, field: str | None = None, follow_symlinks: bool = True
+) -> str:
     """``read_bytes_limited`` decoded as UTF-8; anything else is one line naming the byte."""
-    data = read_bytes_limited(path, limit, what, field=field)
+    data = read_bytes_limited(path, limit, what, field=field, follow_symlinks=follow_symlinks)
     return decode_utf8(data, path, field=field)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel
@@ -47,6 +47,21 @@ class SpecLocation:
 
     def resolve(self, relative: str) -> Path:
         return (self.spec_dir / relative).resolve()
+
+    def file(self, relative: str, where: str) -> Path:
+        """A file the spec names (a trace, an earlier day's spec, a per-operator CSV), which
+        must sit in the spec's folder or below it: a day someone else wrote must not have the
+        build read /proc/self/environ or a file of the person's elsewhere, and quote it in an
+        error. Its path, or one line naming the field."""
+        path = PurePosixPath(relative)
+        if path.is_absolute() or ".." in path.parts or "\\" in relative:
+            raise UserError(
+                f"{relative!r} must be a path inside the spec's folder ({self.spec_dir}), like "
+                "day37.workload.csv",
+                file=self.spec_path,
+                field=where,
+            )
+        return self.spec_dir / relative
 
 
 @dataclass(frozen=True)

@@ -1196,3 +1196,26 @@ def test_an_error_is_one_line_whatever_the_input_it_quotes_held():
     err = UserError("reported 'a\nb', not \u2028 this", file="days/x\x1b[2J.yaml", field="lab.\tfigures")
     assert err.line() == "days/x\\x1b[2J.yaml: lab.\\tfigures: reported 'a\\nb', not \\u2028 this"
     assert UserError("µs and → stay as they are").line() == "µs and → stay as they are"
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda d: d["batching"].update(workload={"trace": "/proc/self/environ"}), "batching.workload.trace"),
+        (
+            lambda d: d["batching"].update(workload={"trace": "../../day37.workload.csv"}),
+            "batching.workload.trace",
+        ),
+        (lambda d: d["links_back"][0].update(spec="../days/day04.yaml"), "links_back.0.spec"),
+    ],
+)
+def test_a_file_the_spec_names_outside_its_folder_is_refused_unread(tmp_path, edit, field):
+    """A day someone else wrote cannot have the build read a file elsewhere (the process's
+    environment, the person's notes) and quote it in an error: one line naming the field."""
+    path = spec_with(tmp_path, edit)
+    code, _, err = run_cli("build", str(path), "--out", str(tmp_path / "out"))
+    assert code == 2
+    line = one_line(err)
+    assert line.startswith(f"{path}: {field}: ") and "must be a path inside the spec's folder" in line
+    assert "PATH=" not in line and "HOME=" not in line
+    assert not (tmp_path / "out" / "day37").exists()

@@ -304,3 +304,24 @@ def test_a_name_reads_a_mappings_entry_before_its_methods(tmp_path):
     )
     rendered = render_case(tmp_path, body, {**CONTEXT, "lab": figures})
     assert rendered == "the keys, the items, the values, the get, the count static=static batching\n"
+
+
+@pytest.mark.parametrize("linked", ["file", "folder"])
+def test_a_template_reached_through_a_link_is_refused(tmp_path, linked):
+    """A link in templates/ (to a file, or a folder of them) pointing outside it would render
+    whatever it points at into a draft: one line naming the link instead."""
+    secret = tmp_path / "elsewhere"
+    secret.mkdir()
+    (secret / "notes.j2").write_text("the person's private notes\n")
+    root = tmp_path / "templates"
+    (root / "day05").mkdir(parents=True)
+    if linked == "file":
+        (root / "day05" / "leak.j2").symlink_to(secret / "notes.j2")
+        include, shown = "day05/leak.j2", "templates/day05/leak.j2"
+    else:
+        (root / "shared").symlink_to(secret)
+        include, shown = "shared/notes.j2", "templates/shared"
+    with pytest.raises(UserError) as err:
+        render_case(tmp_path, f'{{% include "{include}" %}}')
+    line = err.value.line()
+    assert line.startswith(f"{shown}: is a symbolic link") and "private" not in line

@@ -51,7 +51,11 @@ def _day_inputs(spec_path: Path) -> DayInputs:
     if kv_cache is None or batching is None:
         missing = "kv_cache" if kv_cache is None else "batching"
         raise UserError("missing (the bench needs it)", file=spec_path, field=missing)
-    with blame(SpecLocation(spec_path=spec_path), "batching.workload"):
+    location = SpecLocation(spec_path=spec_path)
+    trace = getattr(batching.workload, "trace", None)
+    if trace is not None:
+        location.file(trace, "batching.workload.trace")
+    with blame(location, "batching.workload"):
         workload = build_workload(batching.workload, spec_path.parent)
     return DayInputs(
         spec_path,

@@ -172,6 +172,8 @@ def step_time_of(section: BatchingSection, location: SpecLocation, measurement: 
     spec = section.step_time
     if spec is None:
         return None
+    if isinstance(spec, CalibratedStepTimeSpec) and spec.file is not None:
+        location.file(spec.file, "batching.step_time.file")
     if isinstance(spec, CalibratedStepTimeSpec) and spec.file is None and measurement is None:
         raise UserError(
             "kind 'calibrated' needs measurements: set measured: latest (and run "
@@ -222,7 +224,7 @@ def head_of_line_example(output_tokens: np.ndarray, group_sizes: list[int]) -> d
 def run(section: BatchingSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
     measurement = inputs.measurement
     trace = getattr(section.workload, "trace", None)
-    if trace is not None and not (location.spec_dir / trace).is_file():
+    if trace is not None and not location.file(trace, "batching.workload.trace").is_file():
         raise UserError(
             f"no such workload file {location.spec_dir / trace}",
             file=location.spec_path,

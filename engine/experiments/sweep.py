@@ -93,6 +93,9 @@ def run(
     progress: bool = False,
     full: bool = False,
 ) -> dict[str, Any]:
+    trace = getattr(section.workload, "trace", None)
+    if trace is not None:
+        ctx.file(trace, "sweep.workload.trace")
     with blame(ctx, "sweep"):
         the_plan = execute.plan(section, ctx.spec_dir)
     address = ray_address if ray_address is not None else (section.ray.address if section.ray else None)

@@ -247,12 +247,33 @@ class _LimitedLoader(jinja2.FileSystemLoader):
             if any((Path(root) / template).is_dir() for root in self.searchpath):
                 raise UserError("is a folder, not a template file", file=shown) from None
             raise
+        _refuse_links(Path(filename), [Path(root) for root in self.searchpath], shown)
         try:
-            source = read_text_limited(filename, MAX_TEMPLATE_BYTES, "template")
+            source = read_text_limited(filename, MAX_TEMPLATE_BYTES, "template", follow_symlinks=False)
         except UserError as err:
             raise UserError(err.message, file=shown) from None
         _refuse_typed_numbers(source, template)  # an imported or included file too
         return source, filename, uptodate
+
+
+def _refuse_links(filename: Path, roots: list[Path], shown: str) -> None:
+    """A template is a file of templates/ itself: a symbolic link on the way to it (the file, or
+    a folder below templates/) would have a day someone else wrote render a file from anywhere,
+    /etc/passwd or the person's notes, into a draft."""
+    for root in roots:
+        try:
+            parts = filename.relative_to(root).parts
+        except ValueError:
+            continue
+        where = root
+        for part in parts:
+            where = where / part
+            if where.is_symlink():
+                raise UserError(
+                    "is a symbolic link; a template must be a file in templates/ itself",
+                    file=f"templates/{where.relative_to(root).as_posix()}",
+                )
+        return
 
 
 def environment(templates_root: Path) -> jinja2.Environment:
