@@ -68,6 +68,13 @@ MAX_REQUESTS = 10_000_000  # generated or replayed requests in a batching worklo
 MAX_TOKENS = 10_000_000  # tokens per request, output or prompt: more than any model's context
 MAX_ARRIVAL_SECONDS = 1e9  # a request's arrival time, about 32 years
 MAX_SECONDS_PER_STEP = 3_600.0  # a unit step time: an hour a step is no GPU's, a larger figure a typo
+# A nanosecond a step: no GPU steps faster, and far smaller values (1e-320) overflow the rates
+# and times derived from them to infinity.
+MIN_SECONDS_PER_STEP = 1e-9
+# Queueing: a load under a thousandth has no queue to show, and one near zero (1e-320) drives the
+# simulated clock past a float; an arrival rate under one a million seconds (eleven days) likewise.
+MIN_LOAD = 1e-3
+MIN_ARRIVAL_RATE = 1e-6
 # gamma arrivals' coefficient of variation: burstier than any trace, and cv² stays finite
 MAX_ARRIVAL_CV = 1e6
 MAX_TIMELINE_REQUESTS = 5_000  # requests drawn one bar each on the slot_timeline chart

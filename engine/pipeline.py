@@ -11,6 +11,7 @@ input, a post over the limit) leaves out/ exactly as it was, and outdir keeps ha
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ def compute(spec: DaySpec, location: SpecLocation) -> dict[str, Any]:
     inputs = Inputs(measurement=measurement, day=spec.day, measured=spec.measured)
     for section, model in present:
         results[section.key] = section.run(model, location, inputs)
+        _refuse_non_finite(results[section.key], section.key, location)
     with blame(location, "given"):
         results["given"] = given.collect(spec.given, results)
     with blame(location, "headline"):
@@ -142,6 +144,26 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
     if violations:
         raise ChecksFailed(checks["violations"])
     return checks
+
+
+def _refuse_non_finite(value: Any, where: str, location: SpecLocation) -> None:
+    """A section's result holding an infinity or a NaN came from spec values at the edge of
+    their range (a rate so small that a time overflows): one line naming the section, not a
+    traceback from the JSON writer or "cannot print nan" from a template. Results hold no
+    non-finite value on purpose: results.json could not hold it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UserError(
+            f"computes {value} at {where}: a value in this part of the spec is too small or too "
+            "large for the arithmetic; bring it into a realistic range",
+            file=location.spec_path,
+            field=where.split(".")[0],
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_non_finite(item, f"{where}.{key}", location)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _refuse_non_finite(item, f"{where}.{index}", location)
 
 
 def write_json(path: Path, data: Any, *, root: Path | None = None) -> None:

@@ -75,8 +75,16 @@ def test_a_carousel_chart_named_with_a_line_break_is_one_line(tmp_path):
             "at most 100000",
         ),
         (lambda d: d["queueing"].update(seed=True), "queueing.seed", "whole number"),
+        # Near zero, these drove the simulated clock past a float: inf, then a traceback.
+        (
+            lambda d: d["queueing"]["shared"].update(arrival_rate=1e-320),
+            "queueing.shared.arrival_rate",
+            "at least",
+        ),
+        (lambda d: d["queueing"].update(utilisations=[1e-320]), "queueing.utilisations.0", "at least"),
+        (lambda d: d["queueing"]["lines"].update(load=1e-320), "queueing.lines.load", "at least"),
     ],
-    ids=["requests", "servers", "seed"],
+    ids=["requests", "servers", "seed", "rate-1e-320", "utilisation-1e-320", "load-1e-320"],
 )
 def test_day04_counts_have_limits(tmp_path, edit, field, words):
     err = spec_error(spec_with(tmp_path, edit, "day04"))
@@ -87,6 +95,11 @@ def test_day04_counts_have_limits(tmp_path, edit, field, words):
     "edit, field, words",
     [
         (lambda d: d["batching"].update(slots=2**63), "batching.slots", "at most 1000000"),
+        (
+            lambda d: d["batching"]["step_time"].update(seconds_per_step=1e-320),
+            "batching.step_time.seconds_per_step",
+            "at least",
+        ),
         (lambda d: d.update(title="x" * 1000), "title", "at most 200 characters"),
         (lambda d: d.update(title="LLM\nserving"), "title", "U+000A"),
         (lambda d: d.update(title="LLM serving \U0001f680"), "title", "U+1F680"),
@@ -139,6 +152,7 @@ def test_day04_counts_have_limits(tmp_path, edit, field, words):
     ],
     ids=[
         "slots-2^63",
+        "step-1e-320",
         "title-long",
         "title-newline",
         "title-emoji",
@@ -1219,3 +1233,19 @@ def test_a_file_the_spec_names_outside_its_folder_is_refused_unread(tmp_path, ed
     assert line.startswith(f"{path}: {field}: ") and "must be a path inside the spec's folder" in line
     assert "PATH=" not in line and "HOME=" not in line
     assert not (tmp_path / "out" / "day37").exists()
+
+
+def test_a_non_finite_result_is_one_line_naming_its_section():
+    """The net under every range check: an infinity or a NaN anywhere in a section's result
+    stops the build with one line naming the section and where, not a traceback from the JSON
+    writer or a template's "cannot print nan"."""
+    from engine import pipeline
+    from engine.sections import SpecLocation
+
+    where = SpecLocation(spec_path=Path("days/day04.yaml"))
+    pipeline._refuse_non_finite({"rows": [{"p99_ms": 1.0}, {"p99_ms": 2.5}], "n": 3}, "queueing", where)
+    for bad in (math.inf, -math.inf, math.nan):
+        with pytest.raises(UserError) as err:
+            pipeline._refuse_non_finite({"rows": [{"p99_ms": 1.0}, {"p99_ms": bad}]}, "queueing", where)
+        assert err.value.field == "queueing" and "queueing.rows.1.p99_ms" in err.value.message
+        assert err.value.line().startswith("days/day04.yaml: queueing: computes ")

@@ -349,3 +349,34 @@ def test_a_share_printed_as_pct_or_percent_is_a_percentage():
     assert table.columns == {"size": "count", "hit": "%", "miss": "%"}
     found = detect.read_output("hit rate: 22.76 pct\nlatency: 1.5 μs\n")
     assert [(f.name, f.unit) for f in found.figures] == [("hit_rate", "%"), ("latency", "µs")]
+
+
+@pytest.mark.parametrize(
+    ("title", "shown"),
+    [("C:\\path and \\g<0>", "C:\\path and \\g<0>"), ("Queues: 50% & more", "Queues: 50% & more")],
+)
+def test_a_title_is_taken_as_written(project, capsys, title, shown):
+    """Backslashes in --title are text (they were read as a regular expression's replacement)."""
+    from engine.spec import load_spec
+
+    days, templates = project / "days", project / "templates"
+    args = ["new", "46", "--from", "4", "--title", title, "--days", str(days), "--templates", str(templates)]
+    assert main(args) == 0
+    assert load_spec(days / "day46.yaml").title == shown
+
+
+def test_a_title_of_two_lines_or_a_huge_lab_folder_is_one_line_naming_the_flag(project, capsys, tmp_path):
+    days, templates = project / "days", project / "templates"
+    args = ["new", "46", "--from", "4", "--title", "a\nb", "--days", str(days), "--templates", str(templates)]
+    assert main(args) == 2
+    assert capsys.readouterr().err.startswith("--title: ")
+    lab = tmp_path / "big"
+    lab.mkdir()
+    (lab / "lab.py").write_text("print('x: 1 ms')\n")
+    for k in range(520):  # past the scaffolder's 200 and the engine's 500 for any lab folder
+        (lab / f"data{k}.txt").write_text("")
+    args = ["new", "47", "--lab", str(lab), "--days", str(days), "--templates", str(templates)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "--lab: the lab folder has over 200 files" in err and "Traceback" not in err
+    assert not (days / "day46.yaml").exists() and not (days / "day47.yaml").exists()

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from engine import scaffold
+from engine import scaffold, validation
 from engine.limits import MAX_SERIES_DAYS
 from engine.validation import whole_flag
 
@@ -42,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.title is not None:
+        validation.one_line_flag(args.title, "--title")  # one line, before any file is read
     if args.lab is not None:
         plan = scaffold.plan_from_lab(
             args.day, args.lab, days=args.days, templates=args.templates, title=args.title, status=sys.stderr

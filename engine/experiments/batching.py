@@ -31,8 +31,10 @@ from engine.workload import WorkloadSpec
 
 class UnitStepTimeSpec(Strict):
     kind: Literal["unit"]
-    # An hour a step is no GPU's; a larger figure is a typo.
-    seconds_per_step: Annotated[PositiveFloat, Field(le=limits.MAX_SECONDS_PER_STEP)]
+    # An hour a step is no GPU's; a larger figure is a typo. A nanosecond is the least.
+    seconds_per_step: Annotated[
+        PositiveFloat, Field(ge=limits.MIN_SECONDS_PER_STEP, le=limits.MAX_SECONDS_PER_STEP)
+    ]
 
 
 class RooflineStepTimeSpec(Strict):

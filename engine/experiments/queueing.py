@@ -22,7 +22,7 @@ Servers = Annotated[int, Field(ge=1, le=limits.MAX_SERVERS, strict=True)]
 class SharedLineSpec(Strict):
     """One shared line feeding c servers, at a fixed arrival rate (the lab's M/M/c table)."""
 
-    arrival_rate: PositiveFloat
+    arrival_rate: Annotated[PositiveFloat, Field(ge=limits.MIN_ARRIVAL_RATE)]
     servers: Annotated[list[Servers], Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)]
 
 
@@ -30,7 +30,7 @@ class LinesSpec(Strict):
     """One shared line against c separate lines, at the same load per server."""
 
     servers: Annotated[int, Field(ge=2, le=limits.MAX_SERVERS, strict=True)]
-    load: Annotated[float, Field(gt=0, lt=1)]
+    load: Annotated[float, Field(ge=limits.MIN_LOAD, lt=1)]
 
 
 class QueueingSection(Strict):
@@ -40,7 +40,8 @@ class QueueingSection(Strict):
     service: Literal["exponential", "deterministic", "lognormal"] = "exponential"
     service_cv: PositiveFloat | None = None
     utilisations: Annotated[
-        list[Annotated[float, Field(gt=0, lt=1)]], Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS)
+        list[Annotated[float, Field(ge=limits.MIN_LOAD, lt=1)]],
+        Field(min_length=1, max_length=limits.MAX_QUEUE_ROWS),
     ]
     shared: SharedLineSpec | None = None
     lines: LinesSpec

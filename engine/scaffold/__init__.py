@@ -76,11 +76,15 @@ def _lab_files(source: Path) -> tuple[dict[str, bytes], str]:
         return {source.name: _read(source)}, source.name
     if not source.is_dir():
         raise UserError("no such lab script or folder", file=source, field="--lab")
-    files = {p.relative_to(source).as_posix(): p for p in labfiles.lab_files(source)}
-    if len(files) > MAX_LAB_FILES:
+    try:
+        listed: list[Path] | None = labfiles.lab_files(source)
+    except ValueError:  # past the engine's ceiling for any lab folder, so past this one's too
+        listed = None
+    if listed is None or len(listed) > MAX_LAB_FILES:
         raise UserError(
             f"the lab folder has over {MAX_LAB_FILES} files, the stated limit", file=source, field="--lab"
         )
+    files = {p.relative_to(source).as_posix(): p for p in listed}
     scripts: list[str] = [n for n in ("lab.py", "main.py", "run.py") if n in files] or sorted(
         n for n in files if n.endswith(".py") and "/" not in n and n != "labkit.py"
     )
@@ -193,12 +197,8 @@ def plan_from_day(day: int, source_day: int, *, days: Path, templates: Path, tit
         raise UserError("has no 'day: N' line to renumber", file=spec_path, field="day")
     text = text.replace(f"{src}.lab/", f"{dst}.lab/").replace(f"{src}.workload", f"{dst}.workload")
     if title is not None:
-        text = re.sub(
-            r"(?m)^title:.*$",
-            "title: " + yaml.safe_dump(title, width=1000).strip().removesuffix("..."),
-            text,
-            count=1,
-        )
+        line = "title: " + yaml.safe_dump(title, width=1000).strip().removesuffix("...").strip()
+        text = re.sub(r"(?m)^title:.*$", lambda _: line, text, count=1)  # the title as written
     _validate(yamlfile.parse(text, spec_path), days / f"{dst}.yaml")
     planned: dict[Path, bytes] = {days / f"{dst}.yaml": text.encode()}
     for path in sorted((templates / src).rglob("*")):
