@@ -188,6 +188,8 @@ def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path
     # What the writes at the end would refuse (a link at out/, out/dayNN or out/index.html),
     # refused before any work: a build that cannot finish changes nothing.
     outdir.check_target(target)
+    if not force:
+        outdir.check_edits_fit(target)
     atomic.check_target(out_root / "index.html", what="review index", root=out_root)
     results = compute(spec, SpecLocation(spec_path=spec_path))
     drafts = render_drafts(results, templates_root)

@@ -1249,3 +1249,29 @@ def test_a_non_finite_result_is_one_line_naming_its_section():
             pipeline._refuse_non_finite({"rows": [{"p99_ms": 1.0}, {"p99_ms": bad}]}, "queueing", where)
         assert err.value.field == "queueing" and "queueing.rows.1.p99_ms" in err.value.message
         assert err.value.line().startswith("days/day04.yaml: queueing: computes ")
+
+
+def test_an_edited_draft_over_the_limit_stops_the_build_before_anything_changes(built_out, tmp_path):
+    """An edit of 300 KB is past the limit for a draft: the build says so in one line naming it
+    and changes nothing in out/ (it used to swap the new folder in, then fail reading it)."""
+    import hashlib
+
+    from helpers import copy_built
+
+    out = copy_built(built_out, tmp_path / "out")
+    draft = out / "day37" / "linkedin.md"
+    draft.write_text(draft.read_text() + "word " * 60_000)
+
+    def snapshot() -> dict[str, str]:
+        return {
+            p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(out.rglob("*"))
+            if p.is_file()
+        }
+
+    before = snapshot()
+    code, _, err = run_cli("build", str(DAYS / "day37.yaml"), "--out", str(out))
+    assert code == 2
+    line = one_line(err)
+    assert line.startswith(f"{draft}: your edit is 3") and "over the limit of 256 KiB" in line
+    assert snapshot() == before

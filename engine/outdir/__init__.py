@@ -31,11 +31,13 @@ from pathlib import Path
 
 from engine.errors import UserError
 from engine.limits import (
+    MAX_DRAFT_BYTES,
     MAX_RESULTS_BYTES,
     load_json,
     read_bytes_limited,
     read_json_limited,
     read_text_limited,
+    size_text,
 )
 from engine.outdir import atomic, changes, merge, swap
 from engine.outdir import lock as day_lock
@@ -65,6 +67,7 @@ __all__ = [
     "MERGEABLE",
     "CommitReport",
     "Staging",
+    "check_edits_fit",
     "check_target",
     "commit",
     "new_name",
@@ -105,6 +108,27 @@ def check_target(target: Path) -> None:
         )
     if target.exists() and not target.is_dir():
         raise UserError("is a file, not a day folder: move it away and build again", file=target)
+
+
+def check_edits_fit(target: Path) -> None:
+    """A draft or alt text the person edited past the limit for a draft (engine.limits) is
+    refused before the build does any work: merged, checked and shown only after the new folder
+    was in place, it failed the build there, with out/ already changed. Their file, and out/,
+    stay as they are."""
+    if not target.is_dir():
+        return
+    for name in read_manifest(target):
+        path = target / name
+        if not name.endswith(MERGEABLE) or path.is_symlink() or not path.is_file():
+            continue
+        size = path.stat().st_size
+        if size > MAX_DRAFT_BYTES:
+            raise UserError(
+                f"your edit is {size:,} bytes, over the limit of {size_text(MAX_DRAFT_BYTES)} for a "
+                "draft; shorten it or move it out of the folder (or build with --force to replace "
+                "it), then build again: out/ was left as it was",
+                file=path,
+            )
 
 
 # ---- staging ----------------------------------------------------------------------------------
