@@ -71,7 +71,10 @@ _NUMBER = re.compile(
     r"(?P<num>[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)"
     r"(?:[ \u00a0\u202f]?(?P<unit>" + _UNIT_ALTERNATION + r")(?![\w/])|(?!\.\d)(?!\w))"
 )
-_URL = re.compile(r"(?:https?://|www\.)\S+|\b(?:[\w-]+\.)+[A-Za-z]{2,}/\S*")
+# A bare link ("github.com/…"): DNS's own bounds (labels of at most 63 characters, and here at
+# most 20 of them) keep each try short, so a run like "1.1.1.…" is read in linear time (unbounded,
+# each of its n starts scanned the rest of the run: a 64 KB draft took half a minute).
+_URL = re.compile(r"(?:https?://|www\.)\S+|\b(?:[\w-]{1,63}\.){1,20}[A-Za-z]{2,63}/\S*")
 _HASHTAG = re.compile(r"(?<![\w&])#\w+")
 _LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
 _WORD = re.compile(r"\S+")
