@@ -9,6 +9,7 @@ libraries (torch, matplotlib) are imported inside the functions that use them.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 
@@ -79,3 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         # No flush at exit into the closed pipe.
         sys.stdout = None
         return 0
+    except OSError as err:
+        if err.errno != errno.ENAMETOOLONG:
+            raise
+        # A path past the file system's length limit, named in a flag or a spec: the system's
+        # refusal, wherever a path was first looked at, is one line naming the path.
+        name = err.filename if err.filename is not None else "a path"
+        print(f"{name}: {err.strerror or 'file name too long'}", file=sys.stderr)
+        return EXIT_USER_ERROR

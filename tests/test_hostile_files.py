@@ -813,3 +813,16 @@ def test_any_figures_file_is_a_measurement_the_build_takes_or_one_line(figures_d
         assert json.loads(path.read_text())["figures"] == doc["figures"]
     finally:
         shutil.rmtree(path.parent)
+
+
+def test_a_path_past_the_file_systems_length_limit_is_one_line(tmp_path, capsys):
+    """A name of 300 characters is past the 255 a folder entry may have: the system refuses it
+    wherever a path is first looked at (a flag here, or a file a spec names), and that is one
+    line naming the path, exit 2, never a traceback."""
+    from engine.cli import main
+
+    long = tmp_path / ("a" * 300)
+    for argv in (["check", str(long)], ["build", str(long / "day37.yaml")], ["review", "--out", str(long)]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err and "a" * 255 in err, argv
