@@ -55,7 +55,7 @@ from engine.limits import (
     read_json_limited,
 )
 from engine.outdir.atomic import write_json
-from engine.validation import Strict, recorded_date, validate
+from engine.validation import OneLine, Sentence, Strict, recorded_date, validate
 
 SCHEMA = 1
 
@@ -77,13 +77,13 @@ _MAX_BANDWIDTH = 1e15  # bytes per second (a petabyte per second)
 
 class Device(_Strict):
     kind: Literal["cuda", "cpu"]
-    name: str = Field(min_length=1)
+    name: OneLine  # what the posts and the terminal say the device is
     slug: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     memory_bytes: int = Field(ge=0, le=_MAX_BYTES)
 
 
 class ModelShapeSettings(_Strict):
-    name: str
+    name: OneLine
     num_layers: int = Field(gt=0)
     hidden_size: int = Field(gt=0)
     num_heads: int = Field(gt=0)
@@ -106,7 +106,7 @@ class ModelShapeSettings(_Strict):
 class Settings(BaseModel):
     model_config = ConfigDict(extra="allow")  # a newer bench may record more settings
     model: ModelShapeSettings
-    dtype: str
+    dtype: OneLine
     slots: int = Field(gt=0)
     contexts: list[int] = Field(min_length=1)
     quick: bool
@@ -184,13 +184,13 @@ class Measurement(_Strict):
     schema_: Literal[1] = Field(alias="schema")
     day: int = Field(ge=1)
     device: Device
-    torch: str
-    cuda: str | None
+    torch: OneLine
+    cuda: OneLine | None
     date: str
     settings: Settings
     random_weights: bool
-    note: str
-    notes: list[str] = Field(default_factory=list)
+    note: Sentence
+    notes: list[Sentence] = Field(default_factory=list)
     memory: Memory
     step_time: StepTimings
     batching: Batching

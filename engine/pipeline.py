@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,8 +82,14 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
     under its own limits, so one thread template feeds every thread platform."""
     env = posts.environment(templates_root)
     folder = day_folder_name(results["day"])
-    context = template_context(results)
     templates = sorted((templates_root / folder).glob("*.j2"))
+    for template in templates:  # each names a draft in out/ and a line in the terminal
+        if not _DRAFT_NAME.fullmatch(template.name):
+            raise UserError(
+                "a template's name is letters, digits, '.', '_' and '-' (it names a draft file): "
+                f"{ascii(template.name)}",
+                file=f"templates/{folder}/",
+            )
     if not templates:
         raise UserError(
             "no templates for this day: create linkedin.md.j2 and x-thread.md.j2 (see README)",
@@ -97,6 +104,7 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
             file=f"templates/{folder}/",
         )
     posts.check_no_typed_numbers(templates_root, [f"{folder}/{t.name}" for t in templates])
+    context = template_context(results)
     drafts: dict[str, str] = {}
     rendered: dict[str, str] = {}  # each thread as its template wrote it, before numbering
     for template in templates:
@@ -144,6 +152,9 @@ def check_drafts(drafts: dict[str, str], charts: list[dict[str, Any]]) -> dict[s
     if violations:
         raise ChecksFailed(checks["violations"])
     return checks
+
+
+_DRAFT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.j2")
 
 
 def _refuse_non_finite(value: Any, where: str, location: SpecLocation) -> None:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from engine import limits
 from engine.errors import UserError
@@ -43,12 +43,29 @@ Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 # One line: none of the characters str.splitlines breaks at (a line feed in a series name or a
 # machine name would start a new post of an X thread), and no other control character (a
 # terminal escape would reach the alt text and draw as a missing glyph on a chart).
+# Nor a bidirectional embedding, override or isolate (U+202A-U+202E, U+2066-U+2069): one in a
+# machine's name would reorder the rest of the post around it. Nor only spaces.
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
-_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
+_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$"
 MAX_ONE_LINE_CHARS = 160
-OneLine = Annotated[str, Field(min_length=1, max_length=MAX_ONE_LINE_CHARS, pattern=_ONE_LINE)]
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must say something: it is only spaces")
+    return value
+
+
+OneLine = Annotated[
+    str, Field(min_length=1, max_length=MAX_ONE_LINE_CHARS, pattern=_ONE_LINE), AfterValidator(_not_blank)
+]
 MAX_LABEL_CHARS = 40
-Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=_ONE_LINE)]
+Label = Annotated[
+    str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=_ONE_LINE), AfterValidator(_not_blank)
+]
+# A sentence a measurement file keeps (a note on how it was measured): one line, longer.
+MAX_SENTENCE_CHARS = 1_000
+Sentence = Annotated[str, Field(max_length=MAX_SENTENCE_CHARS, pattern=_ONE_LINE)]
 
 
 def one_line_flag(value: str, flag: str) -> str:

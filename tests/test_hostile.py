@@ -101,6 +101,8 @@ def test_day04_counts_have_limits(tmp_path, edit, field, words):
             "at least",
         ),
         (lambda d: d.update(title="x" * 1000), "title", "at most 200 characters"),
+        (lambda d: d["series"].update(name="   "), "series.name", "only spaces"),
+        (lambda d: d.update(repository="github.com/me/‮demo"), "repository", "control character (U+202E)"),
         (lambda d: d.update(title="LLM\nserving"), "title", "U+000A"),
         (lambda d: d.update(title="LLM serving \U0001f680"), "title", "U+1F680"),
         (
@@ -154,6 +156,8 @@ def test_day04_counts_have_limits(tmp_path, edit, field, words):
         "slots-2^63",
         "step-1e-320",
         "title-long",
+        "series-blank",
+        "repository-override",
         "title-newline",
         "title-emoji",
         "contexts",

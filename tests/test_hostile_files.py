@@ -826,3 +826,69 @@ def test_a_path_past_the_file_systems_length_limit_is_one_line(tmp_path, capsys)
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err and "a" * 255 in err, argv
+
+
+@pytest.mark.parametrize(
+    ("where", "text"),
+    [
+        (("device", "name"), "NVIDIA\x1b]0;pwned\x07\x1b[2J H200"),  # sets the title, clears the screen
+        (("device", "name"), "NVIDIA\nH200 second line"),
+        (("device", "name"), "H200 \u202egnitset"),  # a right-to-left override reorders the post
+        (("device", "name"), "   "),
+        (("torch",), "2.13.0\x1b[31m"),
+    ],
+)
+def test_text_a_measurement_file_puts_on_a_post_is_one_plain_line(where, text):
+    """A GPU measurement's names reach the posts, the charts and the terminal: an escape, a line
+    break, a direction override or only spaces is refused, one line naming the field."""
+    import copy
+
+    from engine.errors import UserError
+    from engine.measured import validate_measurement
+
+    from helpers import DAYS
+
+    doc = json.loads((DAYS / "day37.measured" / "nvidia-h200.json").read_text())
+    validate_measurement(copy.deepcopy(doc), file="m.json")  # as committed: accepted
+    target = doc
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = text
+    with pytest.raises(UserError) as err:
+        validate_measurement(doc, file="m.json")
+    assert err.value.field == ".".join(where) and "\n" not in err.value.line()
+
+
+def test_a_template_named_with_a_control_character_is_one_line(tmp_path):
+    """A template's name becomes a draft's file name and a line in the terminal."""
+    from engine.errors import UserError
+    from engine.pipeline import render_drafts
+
+    from helpers import REPO
+
+    root = tmp_path / "templates"
+    shutil.copytree(REPO / "templates", root)
+    (root / "day37" / "e\x1b[2Jx.md.j2").write_text("hello\n")
+    with pytest.raises(UserError) as err:
+        render_drafts({"day": 37}, root)
+    assert err.value.line() == (
+        "templates/day37/: a template's name is letters, digits, '.', '_' and '-' (it names a draft "
+        "file): 'e\\x1b[2Jx.md.j2'"
+    )
+
+
+@pytest.mark.parametrize("key", ["cpu", "os", "kernel", "arch", "python"])
+def test_a_lab_measurements_machine_fields_are_plain_lines(key):
+    """What a lab file says of its machine is drawn on charts and shown on the review page:
+    a terminal escape or a line break in any of it is refused, naming the field."""
+    from engine.errors import UserError
+    from engine.lab import store
+
+    from helpers import DAYS
+
+    doc = json.loads((DAYS / "day01.measured" / "amd-epyc-2-cores.json").read_text())
+    store.validate(json.loads(json.dumps(doc)), file="m.json")  # as committed: accepted
+    doc["machine"][key] = "6.1\x1b[2J\nx"
+    with pytest.raises(UserError) as err:
+        store.validate(doc, file="m.json")
+    assert err.value.field == f"machine.{key}"

@@ -105,7 +105,7 @@ def test_good_run_writes_figures_in_the_specs_units_with_provenance(tmp_path: Pa
     assert doc["command"] == "python lab.py good"
     assert 0 < doc["wall_seconds"] < 10
     assert "tiny lab: waiting and sizing" in doc["transcript"]["text"]
-    assert doc["notes"] == ["tiny lab: nothing measured, two fixed figures"]
+    assert doc["notes"] == ["tiny lab: nothing measured, two fixed figures", "a note on two lines, in red"]
     # The hash is sha256 over (length-prefixed) relative path and bytes of each file, sorted.
     data = (spec.parent / "day02.lab" / "lab.py").read_bytes()
     by_hand = hashlib.sha256()

@@ -41,13 +41,13 @@ MAX_TRANSCRIPT_CHARS = 200_000
 class Machine(Strict):
     name: validation.OneLine  # what the posts call the machine
     slug: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
-    cpu: str
+    cpu: validation.OneLine  # drawn on charts, shown on the review page: one plain line each
     cores: int = Field(ge=0)
     memory_bytes: int = Field(ge=0)
-    os: str
-    kernel: str
-    arch: str
-    python: str
+    os: validation.OneLine
+    kernel: validation.OneLine
+    arch: validation.OneLine
+    python: validation.OneLine
 
 
 class LabFiles(Strict):
@@ -131,7 +131,7 @@ class LabMeasurement(Strict):
     order: list[str] = []  # the figures in the order the lab reported them
     given: dict[str, Given] = {}
     tables: dict[str, Table] = {}
-    notes: list[str] = []
+    notes: list[validation.Sentence] = []
     transcript: Transcript
 
     _date = field_validator("date")(validation.recorded_date)

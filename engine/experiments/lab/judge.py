@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import units
+from engine import ansi, units
 from engine.errors import UserError
 from engine.experiments.lab.spec import LabFigure, LabSection
 from engine.given import MAX_GIVEN
 from engine.lab import output
 from engine.lab.runner import LabRun
-from engine.validation import MAX_LABEL_CHARS, MAX_ONE_LINE_CHARS
+from engine.validation import MAX_LABEL_CHARS, MAX_ONE_LINE_CHARS, MAX_SENTENCE_CHARS
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,8 @@ def judge(run: LabRun, section: LabSection, spec_path: Path) -> Judged:
     recorded_notes = recorded.get("notes", [])
     if not isinstance(recorded_notes, list):
         raise fail("the lab's 'notes' is not a list of lines", "lab")
-    notes = [str(n) for n in recorded_notes][:50]
+    # Each note as a terminal shows it (escapes dropped), on one line, bounded: it is posted text.
+    notes = [n for n in (_text(ansi.plain(str(n)), MAX_SENTENCE_CHARS) for n in recorded_notes[:50]) if n]
     return Judged(figures, given, tables, notes)
 
 

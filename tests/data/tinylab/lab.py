@@ -31,4 +31,5 @@ if mode != "missing":
 if mode == "unknown":
     figure("extra", 1, "x")
 note("tiny lab: nothing measured, two fixed figures")
+note("a note on\ntwo lines, \x1b[31min red\x1b[0m")  # kept as the terminal shows it, on one line
 print("wait 1.5 us, size 4096 B")
