@@ -190,7 +190,7 @@ class Measurement(_Strict):
     settings: Settings
     random_weights: bool
     note: Sentence
-    notes: list[Sentence] = Field(default_factory=list)
+    notes: list[Sentence] = Field(default_factory=list, max_length=50)  # as many as a lab's
     memory: Memory
     step_time: StepTimings
     batching: Batching

@@ -250,6 +250,8 @@ def _unknown_field(model: type[BaseModel], loc: list[str]) -> str:
     known = _fields_at(model, loc[:-1])
     if not known:
         return f"unknown field '{name}': this value takes no fields"
+    if name in known:  # a field of another form of a union: a calibrated step time's `file`
+        return f"unknown field '{name}': this kind takes no '{name}' (another kind does)"
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean '{close[0]}'?" if close else f"; known fields: {', '.join(known)}"
     return f"unknown field '{name}'{hint}"

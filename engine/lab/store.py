@@ -131,7 +131,7 @@ class LabMeasurement(Strict):
     order: list[str] = []  # the figures in the order the lab reported them
     given: dict[str, Given] = {}
     tables: dict[str, Table] = {}
-    notes: list[validation.Sentence] = []
+    notes: Annotated[list[validation.Sentence], Field(max_length=50)] = []  # the judge keeps 50
     transcript: Transcript
 
     _date = field_validator("date")(validation.recorded_date)
