@@ -462,7 +462,7 @@ def test_the_slides_wrap_breaks_where_measuring_every_line_would(words, size, we
         )
 
 
-@settings(max_examples=examples(40, 400), deadline=None)
+@settings(max_examples=examples(20, 400), deadline=None)
 @given(
     words=st.lists(_WORDS, min_size=2, max_size=40),
     size=st.sampled_from([24, 34, 50, 64]),

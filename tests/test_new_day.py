@@ -99,27 +99,28 @@ def test_a_lab_that_only_prints_becomes_a_day_with_no_edit(project, capsys):
     assert "10,000" in (folder / "linkedin.md").read_text()
     (table,) = lab["tables"].values()
     assert dict(table["columns"]) == {"depth": "count", "btree": "us", "lsm": "us"}
-    assert table["rows"] == [[d, 1.5 * d, 2.5 * d + 1] for d in range(1, 13)]
+    assert table["rows"] == [[d, 1.5 * d, 2.5 * d + 1] for d in range(1, 10)]
     # The post quotes the first and last three rows of a table that long, around an ellipsis.
     post = (folder / "linkedin.md").read_text()
     quoted = [line for line in post.splitlines() if " · " in line]
-    assert [line.split(" · ")[0] for line in quoted] == ["1", "2", "3", "10", "11", "12"]
+    assert [line.split(" · ")[0] for line in quoted] == ["1", "2", "3", "7", "8", "9"]
     assert "\n…\n" in post
     line = next(
         c for c in recorded(folder)["charts"] if c["name"].endswith("_chart") and c["name"] != "figures_chart"
     )
     for row in table["rows"]:
         assert output.parse_number(f"{row[1]}") == row[1]
-    # Twelve points a series do not fit the alt text: each series is said by its lowest and
-    # highest point (1.5 × 1 and 1.5 × 12; 2.5 × 1 + 1 and 2.5 × 12 + 1), and the source stays.
+    # Nine points a series do not fit the alt text: each series is said by its lowest and
+    # highest point (1.5 × 1 and 1.5 × 9 = 13.5; 2.5 × 1 + 1 and 2.5 × 9 + 1 = 23.5, each to two
+    # significant figures, half away from zero), and the source stays.
     alt = line["alt_text"]
     assert alt.startswith("Line chart") and alt.endswith(".") and "Source: Measured on" in alt
-    assert "btree: lowest 1.5 µs at depth 1, highest 18 µs at depth 12." in alt
-    assert "lsm: lowest 3.5 µs at depth 1, highest 31 µs at depth 12." in alt
+    assert "btree: lowest 1.5 µs at depth 1, highest 14 µs at depth 9." in alt
+    assert "lsm: lowest 3.5 µs at depth 1, highest 24 µs at depth 9." in alt
     # Its carousel slide is headed by the chart's title and says the chart's last point.
     (page,) = [p for p in recorded(folder)["carousel"]["pages"] if p["chart"] == line["name"]]
     assert page["headline"] == "Btree, lsm by depth."
-    assert page["body"] == "At depth 12: btree 18 µs, lsm 31 µs."
+    assert page["body"] == "At depth 9: btree 14 µs, lsm 24 µs."
 
 
 def test_new_never_overwrites_and_writes_nothing_when_refused(project, capsys):
