@@ -435,16 +435,16 @@ def _wrap_measuring_every_line(fig, text: str, size: float, weight: str, room: f
 _WORDS = st.text(alphabet=st.sampled_from("aeiouWMlil1.,%x→·—"), min_size=1, max_size=14)
 
 
-@settings(max_examples=examples(12, 400), deadline=None)
-@given(
-    words=st.lists(_WORDS, min_size=1, max_size=40),
-    size=st.sampled_from([24, 34, 50, 64]),
-    weight=st.sampled_from(["normal", "bold"]),
-    room=st.floats(200, 912),
+_SIZES, _WEIGHTS, _ROOMS = (
+    st.sampled_from([24, 34, 50, 64]),
+    st.sampled_from(["normal", "bold"]),
+    st.floats(200, 912),
 )
-def test_the_slides_wrap_breaks_where_measuring_every_line_would(words, size, weight, room):
-    """The carousel's wrap estimates a line from its words' widths and measures only lines near
-    the room: its breaks are the naive reference's on any words, sizes, weights and widths."""
+
+
+@contextlib.contextmanager
+def _slide_page():
+    """A carousel page's figure on its Agg canvas, inside the carousel's rc settings."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -456,6 +456,17 @@ def test_the_slides_wrap_breaks_where_measuring_every_line_would(words, size, we
             figsize=(carousel.PAGE_W / carousel.DPI, carousel.PAGE_H / carousel.DPI), dpi=carousel.DPI
         )
         FigureCanvasAgg(fig)
+        yield fig
+
+
+@settings(max_examples=examples(12, 400), deadline=None)
+@given(words=st.lists(_WORDS, min_size=1, max_size=40), size=_SIZES, weight=_WEIGHTS, room=_ROOMS)
+def test_the_slides_wrap_breaks_where_measuring_every_line_would(words, size, weight, room):
+    """The carousel's wrap estimates a line from its words' widths and measures only lines near
+    the room: its breaks are the naive reference's on any words, sizes, weights and widths."""
+    from engine.charts import carousel
+
+    with _slide_page() as fig:
         text = " ".join(words)
         assert carousel.wrap(fig, text, size, weight, room) == _wrap_measuring_every_line(
             fig, text, size, weight, room
@@ -463,31 +474,19 @@ def test_the_slides_wrap_breaks_where_measuring_every_line_would(words, size, we
 
 
 @settings(max_examples=examples(20, 400), deadline=None)
-@given(
-    words=st.lists(_WORDS, min_size=2, max_size=40),
-    size=st.sampled_from([24, 34, 50, 64]),
-    weight=st.sampled_from(["normal", "bold"]),
-    room=st.floats(200, 912),
-)
+@given(words=st.lists(_WORDS, min_size=2, max_size=40), size=_SIZES, weight=_WEIGHTS, room=_ROOMS)
 def test_the_slides_lines_fit_the_room_as_the_pdf_sets_them(words, size, weight, room):
     """The wrap measures on the page's Agg canvas; the PDF sets the text at its own widths
     (matplotlib's PDF renderer, the reference here). A line of more than one word fits the room
     as the PDF sets it, and with the next line's first word it would not have."""
     import io
 
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.backends.backend_pdf import PdfFile, RendererPdf
-    from matplotlib.figure import Figure
     from matplotlib.font_manager import FontProperties
 
     from engine.charts import carousel
 
-    with matplotlib.rc_context(carousel.RC):
-        fig = Figure(
-            figsize=(carousel.PAGE_W / carousel.DPI, carousel.PAGE_H / carousel.DPI), dpi=carousel.DPI
-        )
-        FigureCanvasAgg(fig)
+    with _slide_page() as fig:
         lines = carousel.wrap(fig, " ".join(words), size, weight, room)
         pdf = RendererPdf(PdfFile(io.BytesIO()), carousel.DPI, carousel.PAGE_H, carousel.PAGE_W)
         font = FontProperties(size=size, weight=weight)
