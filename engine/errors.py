@@ -19,6 +19,9 @@ EXIT_USER_ERROR = 2
 # break, an escape sequence), DEL, and the Unicode line and paragraph separators. A file name,
 # a field or a message quoting the input may hold any of them; each is shown as its escape.
 _BREAKS_THE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# A line is read, not scrolled: a message quoting a 5,000-digit cell keeps its start and its end
+# (the file and field lead, so they always stay) around an ellipsis.
+MAX_MESSAGE_CHARS = 600
 
 
 class UserError(Exception):
@@ -42,7 +45,11 @@ class UserError(Exception):
         """The single line the user sees, whatever the input it quotes held."""
         parts = [p for p in (self.file, self.field) if p]
         parts.append(self.message)
-        return _BREAKS_THE_LINE.sub(lambda m: repr(m.group())[1:-1], ": ".join(parts))
+        line = _BREAKS_THE_LINE.sub(lambda m: repr(m.group())[1:-1], ": ".join(parts))
+        if len(line) <= MAX_MESSAGE_CHARS:
+            return line
+        keep = MAX_MESSAGE_CHARS - 1
+        return line[: keep - 80] + "…" + line[-80:]
 
     def lines(self) -> list[str]:
         """This mistake's line, then one for each other mistake found with it."""

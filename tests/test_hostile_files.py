@@ -892,3 +892,18 @@ def test_a_lab_measurements_machine_fields_are_plain_lines(key):
     with pytest.raises(UserError) as err:
         store.validate(doc, file="m.json")
     assert err.value.field == f"machine.{key}"
+
+
+def test_a_huge_cell_quoted_in_an_error_is_cut_to_a_readable_line(tmp_path):
+    """A trace cell of 5,000 digits: the one line keeps the file, the field and the message's
+    end around an ellipsis, not the whole cell."""
+    from engine.errors import MAX_MESSAGE_CHARS, UserError
+    from engine.workload import load_trace
+
+    path = tmp_path / "w.csv"
+    path.write_text("output_tokens\n" + "9" * 5000 + "\n")
+    with pytest.raises(UserError) as err:
+        load_trace(path)
+    line = err.value.line()
+    assert len(line) == MAX_MESSAGE_CHARS and "…" in line
+    assert line.startswith(f"{path}: ") and line.endswith("9" * 20 + "'")
