@@ -9,7 +9,6 @@ libraries (torch, matplotlib) are imported inside the functions that use them.
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib
 import sys
 
@@ -81,10 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = None
         return 0
     except OSError as err:
-        if err.errno != errno.ENAMETOOLONG:
+        if err.filename is None:
             raise
-        # A path past the file system's length limit, named in a flag or a spec: the system's
-        # refusal, wherever a path was first looked at, is one line naming the path.
-        name = err.filename if err.filename is not None else "a path"
-        print(f"{name}: {err.strerror or 'file name too long'}", file=sys.stderr)
+        # The system refusing a path a flag or a spec named (too long a name, no permission, a
+        # loop of links), wherever the path was first looked at: one line naming the path, its
+        # escapes shown as escapes (the name is the input's).
+        shown = UserError(err.strerror or str(err), file=err.filename)
+        print("\n".join(shown.lines()), file=sys.stderr)
         return EXIT_USER_ERROR

@@ -82,6 +82,11 @@ def render_drafts(results: dict[str, Any], templates_root: Path = TEMPLATES) -> 
     under its own limits, so one thread template feeds every thread platform."""
     env = posts.environment(templates_root)
     folder = day_folder_name(results["day"])
+    if (templates_root / folder).is_symlink():  # its files would be read from anywhere
+        raise UserError(
+            "is a symbolic link; a day's templates are a folder in templates/ itself",
+            file=f"templates/{folder}",
+        )
     templates = sorted((templates_root / folder).glob("*.j2"))
     for template in templates:  # each names a draft in out/ and a line in the terminal
         if not _DRAFT_NAME.fullmatch(template.name):

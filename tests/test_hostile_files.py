@@ -822,10 +822,14 @@ def test_a_path_past_the_file_systems_length_limit_is_one_line(tmp_path, capsys)
     from engine.cli import main
 
     long = tmp_path / ("a" * 300)
-    for argv in (["check", str(long)], ["build", str(long / "day37.yaml")], ["review", "--out", str(long)]):
+    hostile = tmp_path / ("\x1b]0;title\x07\x1b[2J" + "a" * 300 + "\nFAKE: second line")
+    runs = (["check", str(long)], ["build", str(long / "day37.yaml")], ["review", "--out", str(long)])
+    for argv in (*runs, ["check", str(hostile)]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err and "a" * 255 in err, argv
+        if argv[1] == str(hostile):  # the escapes shown as escapes, the line break too
+            assert "\x1b" not in err and "\\x1b" in err
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ the template, and quickly (the caps stop it, not the machine running out of memo
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -325,3 +326,28 @@ def test_a_template_reached_through_a_link_is_refused(tmp_path, linked):
         render_case(tmp_path, f'{{% include "{include}" %}}')
     line = err.value.line()
     assert line.startswith(f"{shown}: is a symbolic link") and "private" not in line
+
+
+@pytest.mark.parametrize("linked", ["file", "folder"])
+def test_a_days_own_template_that_is_a_link_is_refused_unread(tmp_path, linked):
+    """The drafts' templates are checked for typed numbers before anything renders: a link
+    there (to /proc/self/environ, say) was read by that check, which quoted the offending line,
+    secrets and all. It is refused before a byte is read, named as the link."""
+    from engine.pipeline import render_drafts
+
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "env.md.j2").write_text("TOKEN=abc123\n")
+    root = tmp_path / "templates"
+    shutil.copytree(TEMPLATES, root, ignore=shutil.ignore_patterns("day37"))
+    if linked == "file":
+        shutil.copytree(TEMPLATES / "day37", root / "day37")
+        (root / "day37" / "env.md.j2").symlink_to(secret / "env.md.j2")
+        shown = "templates/day37/env.md.j2"
+    else:
+        (root / "day37").symlink_to(secret)
+        shown = "templates/day37"
+    with pytest.raises(UserError) as err:
+        render_drafts({"day": 37}, root)
+    line = err.value.line()
+    assert line.startswith(f"{shown}: is a symbolic link") and "abc123" not in line

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 from jinja2 import nodes
+from jinja2.loaders import split_template_path
 
 from engine import numbers
 from engine.errors import UserError
@@ -194,11 +195,26 @@ def _typed_numbers(source: str) -> tuple[tuple[int, str], ...]:
 def check_no_typed_numbers(templates_root: Path, names: list[str]) -> None:
     """Refuse a template with a figure typed into it, as text or as a Jinja constant."""
     for name in names:
-        try:
-            source = read_text_limited(templates_root / name, MAX_TEMPLATE_BYTES, "template")
-        except UserError as err:
-            raise UserError(err.message, file=f"templates/{name}") from None
-        _refuse_typed_numbers(source, name)
+        _refuse_typed_numbers(read_template(templates_root, name), name)
+
+
+def read_template(root: Path, name: str) -> str:
+    """Template ``name`` (``day37/linkedin.md.j2``) of the folder ``root``, read only if it is a
+    file of that folder itself: a symbolic link on the way (the file, or a folder below the
+    root) would have a day someone else wrote render, or quote in an error, a file from anywhere
+    (/proc/self/environ, the person's notes). Checked before a byte is read; bounded."""
+    shown = f"templates/{name}"
+    where, passed = Path(root), "templates"
+    for part in name.split("/"):
+        if part in ("", ".", ".."):
+            raise jinja2.TemplateNotFound(name)
+        where, passed = where / part, f"{passed}/{part}"
+        if where.is_symlink():  # named as the link itself: the file, or the folder it is in
+            raise UserError("is a symbolic link; a template must be a file in templates/ itself", file=passed)
+    try:
+        return read_text_limited(where, MAX_TEMPLATE_BYTES, "template", follow_symlinks=False)
+    except UserError as err:
+        raise UserError(err.message, file=shown) from None
 
 
 def _refuse_typed_numbers(source: str, name: str) -> None:
@@ -208,8 +224,11 @@ def _refuse_typed_numbers(source: str, name: str) -> None:
         raise _syntax_error(exc, name) from None
     if found:
         number, text = min(found)
+        quoted = text.strip()
+        if len(quoted) > 60:  # the line is quoted to find it, not to print a file's contents
+            quoted = quoted[:57] + "…"
         raise UserError(
-            f"a number typed into a template ({text.strip()}): every figure must come "
+            f"a number typed into a template ({quoted}): every figure must come "
             "from results through a filter",
             file=f"templates/{name}",
             field=f"line {number}",
@@ -232,48 +251,29 @@ def _finalize(value: Any) -> Any:
     raise UnformattedNumber(value)
 
 
-class _LimitedLoader(jinja2.FileSystemLoader):
-    """Jinja's file loader, reading through engine.limits: a template that is not UTF-8, too
-    big, or not a regular file (a folder named ``*.j2``) is one line naming it. Every file it
-    loads passes the no-typed-numbers rule, so a number cannot come in through an include."""
+class _LimitedLoader(jinja2.BaseLoader):
+    """The templates folder, read through read_template: a template that is a link or passes
+    through one, is not UTF-8, is too big, or is a folder named ``*.j2`` is one line naming it.
+    Every file it loads passes the no-typed-numbers rule, so a number cannot come in through an
+    include."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
 
     def get_source(
         self, environment: jinja2.Environment, template: str
     ) -> tuple[str, str, Callable[[], bool]]:
-        shown = f"templates/{template}"
-        try:
-            _, filename, uptodate = super().get_source(environment, template)
-        except jinja2.TemplateNotFound:
-            if any((Path(root) / template).is_dir() for root in self.searchpath):
-                raise UserError("is a folder, not a template file", file=shown) from None
-            raise
-        _refuse_links(Path(filename), [Path(root) for root in self.searchpath], shown)
-        try:
-            source = read_text_limited(filename, MAX_TEMPLATE_BYTES, "template", follow_symlinks=False)
-        except UserError as err:
-            raise UserError(err.message, file=shown) from None
-        _refuse_typed_numbers(source, template)  # an imported or included file too
-        return source, filename, uptodate
-
-
-def _refuse_links(filename: Path, roots: list[Path], shown: str) -> None:
-    """A template is a file of templates/ itself: a symbolic link on the way to it (the file, or
-    a folder below templates/) would have a day someone else wrote render a file from anywhere,
-    /etc/passwd or the person's notes, into a draft."""
-    for root in roots:
-        try:
-            parts = filename.relative_to(root).parts
-        except ValueError:
-            continue
-        where = root
-        for part in parts:
-            where = where / part
-            if where.is_symlink():
-                raise UserError(
-                    "is a symbolic link; a template must be a file in templates/ itself",
-                    file=f"templates/{where.relative_to(root).as_posix()}",
-                )
-        return
+        pieces = split_template_path(template)  # Jinja's own rule: no "..", no absolute path
+        name = "/".join(pieces)
+        path = self.root.joinpath(*pieces)
+        if path.is_dir() and not path.is_symlink():
+            raise UserError("is a folder, not a template file", file=f"templates/{name}")
+        if not path.exists() and not path.is_symlink():
+            raise jinja2.TemplateNotFound(template)
+        source = read_template(self.root, name)
+        _refuse_typed_numbers(source, name)  # an imported or included file too
+        mtime = path.stat().st_mtime
+        return source, str(path), lambda: path.is_file() and path.stat().st_mtime == mtime
 
 
 def environment(templates_root: Path) -> jinja2.Environment:
@@ -283,7 +283,7 @@ def environment(templates_root: Path) -> jinja2.Environment:
         max_chars=MAX_DRAFT_RENDER_CHARS,
         filters=FILTERS,
         printed=_finalize,
-        loader=_LimitedLoader(str(templates_root)),
+        loader=_LimitedLoader(templates_root),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
