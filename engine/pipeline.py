@@ -205,7 +205,7 @@ def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path
     # refused before any work: a build that cannot finish changes nothing.
     outdir.check_target(target)
     if not force:
-        outdir.check_edits_fit(target)
+        outdir.check_edits_fit(target, [p.draft for p in platforms.platforms()])
     atomic.check_target(out_root / "index.html", what="review index", root=out_root)
     results = compute(spec, SpecLocation(spec_path=spec_path))
     drafts = render_drafts(results, templates_root)
