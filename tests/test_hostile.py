@@ -1287,3 +1287,27 @@ def test_an_edited_draft_over_the_limit_stops_the_build_before_anything_changes(
     line = one_line(err)
     assert line.startswith(f"{draft}: your edit is 3") and "over the limit of 256 KiB" in line
     assert snapshot() == before
+
+
+def test_a_link_in_the_spec_folder_leading_out_of_it_is_refused_unread(tmp_path):
+    """A path written inside the folder that a link inside it leads out of (days/evil -> a
+    folder elsewhere) is outside too; so is a kv view's config.json written as an absolute path."""
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "x.csv").write_text("TOKEN=abc123\n")
+    (secret / "config.json").write_text('{"torch_dtype": "TOKEN=abc123"}')
+
+    def through_link(d):
+        d["batching"].update(workload={"trace": "evil/x.csv"})
+
+    path = spec_with(tmp_path, through_link)
+    (path.parent / "evil").symlink_to(secret)
+    code, _, err = run_cli("build", str(path), "--out", str(tmp_path / "out"))
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"{path}: batching.workload.trace: ") and "abc123" not in line
+
+    path = spec_with(tmp_path, lambda d: d["kv_cache"].update(model=str(secret / "config.json")))
+    code, _, err = run_cli("build", str(path), "--out", str(tmp_path / "out"))
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"{path}: kv_cache.model: ") and "abc123" not in line
+    assert not (tmp_path / "out" / "day37").exists()

@@ -17,7 +17,7 @@ from engine import remembered
 from engine.catalog import load_gpu, load_model
 from engine.sections import Inputs, SectionExample, SpecLocation, blame, register_section
 from engine.sweep import adapter, analysis, execute
-from engine.sweep.grid import LATENCY_METRICS, MAX_POINTS, Count, Grid, count_points
+from engine.sweep.grid import LATENCY_METRICS, MAX_POINTS, Count, Grid, count_points, parse_step_time
 from engine.sweep.prices import load_prices, price_of
 from engine.sweep.store import ResultStore
 from engine.validation import Strict
@@ -82,6 +82,19 @@ POINTS = remembered.Memory("sweeps", valid=adapter.is_metrics)
 ROWS_IN_RESULTS = 2000
 
 
+def _files_inside(section: SweepSection, ctx: SpecLocation) -> None:
+    """The files a sweep names beside its spec (its trace, its step-time files) are in the
+    spec's folder, as every file a spec names is (SpecLocation.file). A grid's model config
+    path is read from where the command runs, as on the command line."""
+    trace = getattr(section.workload, "trace", None)
+    if trace is not None:
+        ctx.file(trace, "sweep.workload.trace")
+    for text in section.grid.step_time:
+        kind, rest = parse_step_time(text)
+        if kind in ("measured", "calibrated"):
+            ctx.file(rest, "sweep.grid.step_time")
+
+
 def run(
     section: SweepSection,
     ctx: SpecLocation,
@@ -93,9 +106,7 @@ def run(
     progress: bool = False,
     full: bool = False,
 ) -> dict[str, Any]:
-    trace = getattr(section.workload, "trace", None)
-    if trace is not None:
-        ctx.file(trace, "sweep.workload.trace")
+    _files_inside(section, ctx)
     with blame(ctx, "sweep"):
         the_plan = execute.plan(section, ctx.spec_dir)
     address = ray_address if ray_address is not None else (section.ray.address if section.ray else None)
