@@ -410,3 +410,25 @@ def test_an_edit_saved_with_crlf_line_ends_merges_line_by_line(tmp_path):
     (target / "linkedin.md").write_bytes(b"line one, edited\r\nline two\r\n")
     outdir.commit(stage(target, {"linkedin.md": "line one\nline two, new\n"}))
     assert (target / "linkedin.md").read_bytes() == b"line one, edited\nline two, new\n"
+
+
+def test_an_answered_conflict_keeps_what_the_merge_carried_elsewhere(tmp_path):
+    """The new numbers changed two paragraphs: one the person had edited (the conflict), one
+    they had not (merged cleanly into linkedin.new.md). They answer the conflict in their own
+    file and delete the merge: the other paragraph's new number is carried into their file
+    too, and a later change to it merges, rather than conflicting over an edit never made."""
+    two = "Hook.\n\nBusy {u} of the time.\n\nStatic only {s}.\n"
+    target = tmp_path / "day37"
+    outdir.commit(stage(target, {"linkedin.md": two.format(u="72.3%", s="14.3%")}))
+    (target / "linkedin.md").write_text(two.format(u="about three quarters", s="14.3%"))
+    report = outdir.commit(stage(target, {"linkedin.md": two.format(u="74.1%", s="15.0%")}))
+    assert [kept.name for kept, _, _ in report.conflicts] == ["linkedin.md"]
+    assert "Static only 15.0%." in (target / "linkedin.new.md").read_text()  # the clean part
+    (target / "linkedin.md").write_text(two.format(u="nearly three quarters (74.1%)", s="14.3%"))
+    (target / "linkedin.new.md").unlink()
+    report = outdir.commit(stage(target, {"linkedin.md": two.format(u="74.1%", s="15.0%")}))
+    answer = two.format(u="nearly three quarters (74.1%)", s="15.0%")
+    assert report.conflicts == [] and report.merged == [target / "linkedin.md"]
+    assert (target / "linkedin.md").read_text() == answer
+    report = outdir.commit(stage(target, {"linkedin.md": two.format(u="74.1%", s="16.0%")}))
+    assert report.conflicts == [] and (target / "linkedin.md").read_text() == answer.replace("15.0%", "16.0%")

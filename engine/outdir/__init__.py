@@ -446,6 +446,8 @@ class _Plan:
         answered = self.conflicted.get(name)
         if answered is not None and not os.path.lexists(target / answered[0]):
             base = answered[1]  # the merge file is gone: their file answers to that render now
+        else:
+            answered = None
         if (
             force
             or current == self.rendered[name]
@@ -465,6 +467,12 @@ class _Plan:
                 f"{name} is over {MAX_MERGE_BYTES:,} bytes, too large to merge: kept as it is"
             )
         theirs = "" if too_big else _read_text(old)
+        original = theirs
+        if answered is not None and not too_big and name in self.old_base:
+            # What the merge carried besides the conflict (a number changed in another
+            # paragraph) is carried into their answer too, their words winning wherever they
+            # touched the same ones: the person answered the conflict, not the whole merge.
+            theirs = merge.three_way(self.old_base[name], theirs, answered[1], theirs_win=True).text
         if base is None or too_big:
             # No render on record to merge from (a file written before the engine's), or a file
             # no draft could be: keep it, and the fresh render beside it.
@@ -478,16 +486,18 @@ class _Plan:
                 self.base[name] = base  # their file still answers to the render they saw
             self.report.kept_edits.append((target / name, target / beside))
             return
-        self._merge(name, old, current, theirs, base)
+        self._merge(name, old, current, theirs, base, original)
 
-    def _merge(self, name: str, old: Path, current: str, theirs: str, base: str) -> None:
+    def _merge(self, name: str, old: Path, current: str, theirs: str, base: str, original: str) -> None:
+        """Merge fresh numbers into ``theirs`` (the person's file as it is, ``original``, or
+        with an answered conflict's other changes carried in)."""
         stage, target = self.stage, self.target
         fresh = read_text_limited(stage / name, MAX_RESULTS_BYTES, "staged")
         result = merge.three_way(base, theirs, fresh)
         if result.clean:
             _write(stage / name, result.text)
             self.consumed[name] = current
-            done = self.report.unchanged_edits if result.text == theirs else self.report.merged
+            done = self.report.unchanged_edits if result.text == original else self.report.merged
             done.append(target / name)
             return
         beside = _free_name(stage, name, "new")

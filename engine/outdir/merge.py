@@ -34,8 +34,9 @@ class Merged:
         return not self.conflicts
 
 
-def three_way(base: str, theirs: str, new: str) -> Merged:
-    """The person's text with the changes base → new applied, or the conflicts marked."""
+def three_way(base: str, theirs: str, new: str, *, theirs_win: bool = False) -> Merged:
+    """The person's text with the changes base → new applied, or the conflicts marked; with
+    ``theirs_win``, a conflict is settled by the person's side (they answered it already)."""
     out: list[str] = []
     conflicts: list[tuple[int, int]] = []
     lines = merge3.Merge3(_lines(base), _lines(theirs), _lines(new))
@@ -47,6 +48,9 @@ def three_way(base: str, theirs: str, new: str) -> Merged:
         words = _merge_words("".join(base_part), "".join(their_part), "".join(new_part))
         if words is not None:
             out.extend(_lines(words))
+            continue
+        if theirs_win:
+            out.extend(their_part)
             continue
         first = len(out) + 1
         out.append(START + "\n")
