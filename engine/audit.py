@@ -89,6 +89,7 @@ DIGITS = range(4)  # the decimals a template asks of fixed, pct, multiple, gib a
 ALT_SUFFIX = ".alt.txt"  # a chart's alt text, posted with it: audited like a draft
 MAX_RATIO_FIGURES = 40  # figures ({value, unit}) whose pairs' ratios are indexed, as a lab has
 CONTEXT_WORDS = 6  # the words a finding quotes either side of its number: enough to find it
+WINDOW = 300  # characters either side of a number the words are looked for in
 MAX_NAME = 200  # a longer text in the results is a sentence, not a name a draft repeats
 # A draft is a few kB (a post is at most 3,000 characters); a word alignment of one far larger
 # would take minutes, so such a draft is traced against its results alone.
@@ -125,8 +126,13 @@ class Finding:
 
     @property
     def words(self) -> str:
-        """The words around the number on its line: enough to find it, not the whole paragraph."""
-        before, after = self.line_text[: self.column], self.line_text[self.end :]
+        """The words around the number on its line: enough to find it, not the whole paragraph
+        (read from a window of WINDOW characters either side, so a finding on a line of a
+        hundred thousand costs what one on a short line does)."""
+        start = max(0, self.column - WINDOW)
+        before, after = self.line_text[start : self.column], self.line_text[self.end : self.end + WINDOW]
+        if start:
+            before = before[before.find(" ") + 1 :] if " " in before else before
         head = [m.start() for m in _WORD.finditer(before)]
         tail = [m.end() for m in _WORD.finditer(after)]
         if len(head) > CONTEXT_WORDS:
@@ -454,6 +460,7 @@ def audit_draft(
     names = _Spans([m.span() for name in results.names for m in re.finditer(re.escape(name), clean)])
     renders = _Renders(clean, strip_accepted(fresh) if fresh is not None else None, previous, thread)
     line_starts = [0] + [m.end() for m in re.finditer("\n", clean)]
+    lines: dict[int, str] = {}  # each line's text once, shared by its findings (not a copy each)
     found = []
     for number in numbers_in(clean, thread=thread):
         if accepted.holds(number.start, number.end) or names.overlaps(number.start, number.end):
@@ -465,14 +472,16 @@ def audit_draft(
             continue
         line = bisect.bisect_right(line_starts, number.start)
         line_start = line_starts[line - 1]
-        line_end = clean.find("\n", number.start)
+        if line not in lines:
+            line_end = clean.find("\n", number.start)
+            lines[line] = clean[line_start : line_end if line_end >= 0 else len(clean)]
         found.append(
             Finding(
                 draft=draft,
                 line=line,
                 column=number.start - line_start,
                 text=number.text,
-                line_text=clean[line_start : line_end if line_end >= 0 else len(clean)],
+                line_text=lines[line],
                 now=now,
                 stale=stale,
             )
@@ -480,13 +489,37 @@ def audit_draft(
     return found
 
 
+MAX_LISTED = 20  # findings of one draft listed one a line; the rest are counted
+
+
+def listed(findings: list[Finding], limit: int = MAX_LISTED) -> list[str]:
+    """Each finding's line, at most ``limit`` of each draft's, then how many more that draft
+    has: a pasted table of a thousand numbers is one mistake to read about, not a thousand."""
+    lines: list[str] = []
+    shown: dict[str, int] = {}
+    for finding in findings:
+        count = shown[finding.draft] = shown.get(finding.draft, 0) + 1
+        if count <= limit:
+            lines.append(str(finding))
+    for draft, count in shown.items():
+        if count > limit:
+            lines.append(
+                f"{draft}: {count - limit:,} more numbers that trace to no result (each marked on the review page)"
+            )
+    return lines
+
+
 def segments(text: str, findings: list[Finding]) -> list[tuple[str, str | None]]:
     """``text`` (a draft or a piece of one, accepted numbers stripped) cut into (words, None) and
     (number, why) pieces, the findings marked: what the review page prints. A finding is found by
     its line's words, so a piece cut from the draft (a post, the part above the fold) marks it too."""
     by_line: dict[str, list[Finding]] = {}
+    keys: dict[int, str] = {}  # a line's key once, however many findings it has
     for finding in findings:
-        by_line.setdefault(finding.line_text.rstrip(), []).append(finding)  # shown lines lose trailing spaces
+        key = keys.get(id(finding.line_text))
+        if key is None:
+            key = keys[id(finding.line_text)] = finding.line_text.rstrip()  # shown lines lose trailing spaces
+        by_line.setdefault(key, []).append(finding)
     out: list[tuple[str, str | None]] = []
     plain: list[str] = []
     for line in text.splitlines(keepends=True):

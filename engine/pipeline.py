@@ -260,7 +260,7 @@ def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path
         summary=headline(results),
         warnings=[f"chart '{name}' not drawn: {why}" for name, why in left_out]
         + check_kept_edits(target, committed.checked_edits())
-        + [str(finding) for finding in audit.folder_findings(target)],
+        + audit.listed(audit.folder_findings(target)),
         commit=committed,
     )
 

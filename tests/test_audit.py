@@ -303,3 +303,21 @@ def test_a_long_dotted_run_is_read_in_one_pass(run: str) -> None:
     assert time.process_time() - started < 3.0
     assert spans == ["github.com/anurag629/x", "docs.python.org/3/"]
     assert all(n.text not in ("3", "629") for n in numbers)
+
+
+def test_a_pasted_table_of_untraced_numbers_is_listed_twenty_then_counted() -> None:
+    """Each draft's first twenty findings one a line, then how many more: a pasted table of a
+    thousand numbers was a thousand warnings. Each finding's words come from a window around
+    it, on a line of any length."""
+    line = " ".join(f"{k}.5x" for k in range(20_000))
+    many = [
+        audit.Finding("linkedin.md", 1, line.index(f" {k}.5x") + 1, f"{k}.5x", line) for k in range(1, 26)
+    ]
+    other = audit.Finding("x-thread.md", 1, 0, "0.5x", "0.5x here")
+    lines = audit.listed([*many, other])
+    assert lines[:20] == [str(f) for f in many[:20]] and lines[20] == str(other)
+    assert lines[21:] == [
+        "linkedin.md: 5 more numbers that trace to no result (each marked on the review page)"
+    ]
+    assert all(len(f.words) < 2 * audit.WINDOW for f in many)
+    assert many[0].words.startswith("0.5x 1.5x 2.5x") and "…" in many[0].words

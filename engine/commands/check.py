@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from engine import audit
 from engine.errors import EXIT_USER_ERROR, UserError
 from engine.platforms import platforms
 from engine.platforms.day_dir import check_day_dir
@@ -69,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"  FAIL {violation}")
         failed += len(violations)
         findings = [f for f in report.numbers if only is None or f.draft == only]
-        for finding in findings:
-            print(f"  NUMBER {finding}")
+        for line in audit.listed(findings):
+            print(f"  NUMBER {line}")
         untraced += len(findings)
     if failed:
         print(f"{failed} rule{'s' if failed != 1 else ''} broken")
