@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine import limits
 from engine.errors import UserError
@@ -46,23 +46,15 @@ Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 # Nor a bidirectional embedding, override or isolate (U+202A-U+202E, U+2066-U+2069): one in a
 # machine's name would reorder the rest of the post around it. Nor only spaces.
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
-_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$"
+_NOT_IN_A_LINE = r"\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_ONE_LINE = rf"^[^{_NOT_IN_A_LINE}]*$"
+# The same, with at least one character that is not a space (a pattern, not a Python check: the
+# spec's models are built in every process, and a function validator on every text field costs).
+_SAYS_SOMETHING = rf"^[^{_NOT_IN_A_LINE}]*[^\s{_NOT_IN_A_LINE}][^{_NOT_IN_A_LINE}]*$"
 MAX_ONE_LINE_CHARS = 160
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must say something: it is only spaces")
-    return value
-
-
-OneLine = Annotated[
-    str, Field(min_length=1, max_length=MAX_ONE_LINE_CHARS, pattern=_ONE_LINE), AfterValidator(_not_blank)
-]
+OneLine = Annotated[str, Field(min_length=1, max_length=MAX_ONE_LINE_CHARS, pattern=_SAYS_SOMETHING)]
 MAX_LABEL_CHARS = 40
-Label = Annotated[
-    str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=_ONE_LINE), AfterValidator(_not_blank)
-]
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=_SAYS_SOMETHING)]
 # A sentence a measurement file keeps (a note on how it was measured): one line, longer.
 MAX_SENTENCE_CHARS = 1_000
 Sentence = Annotated[str, Field(max_length=MAX_SENTENCE_CHARS, pattern=_ONE_LINE)]
@@ -220,7 +212,9 @@ def _message(err: Mapping[str, Any], model: type[BaseModel], loc: list[str]) -> 
         return f"must be at most {ctx.get('max_length')} characters, the stated limit; got {len(got or ''):,}"
     if kind == "string_too_short":
         return f"must have at least {ctx.get('min_length')} character(s)"
-    if kind == "string_pattern_mismatch" and ctx.get("pattern") == _ONE_LINE:
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") in (_ONE_LINE, _SAYS_SOMETHING):
+        if re.fullmatch(_ONE_LINE, str(got)) is not None:  # one line, but only spaces
+            return "must say something: it is only spaces"
         return f"must be one line of text; {_shown(got)} holds {_control(str(got))}"
     if kind == "string_pattern_mismatch":
         return f"{_shown(got)} is not one word (letters, digits, underscores; CamelCase reads best)"
