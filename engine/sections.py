@@ -54,17 +54,21 @@ class SpecLocation:
         build read /proc/self/environ or a file of the person's elsewhere, and quote it in an
         error. Its path, or one line naming the field."""
         path = PurePosixPath(relative)
-        inside = not (path.is_absolute() or ".." in path.parts or "\\" in relative)
-        if inside:  # and no link on the way leads out of it: resolved, it is still below the folder
-            try:
-                folder = self.spec_dir.resolve()
-                inside = (self.spec_dir / relative).resolve().is_relative_to(folder)
-            except (OSError, RuntimeError):  # a loop of links: no file to read either way
-                inside = False
-        if not inside:
+        if path.is_absolute() or ".." in path.parts or "\\" in relative:
             raise UserError(
                 f"{relative!r} must be a path inside the spec's folder ({self.spec_dir}), like "
                 "day37.workload.csv",
+                file=self.spec_path,
+                field=where,
+            )
+        try:  # no link on the way leads out of it: resolved, it is still below the folder
+            inside = (self.spec_dir / relative).resolve().is_relative_to(self.spec_dir.resolve())
+        except (OSError, RuntimeError):  # a loop of links: no file to read either way
+            inside = False
+        if not inside:
+            raise UserError(
+                f"{relative!r} leads out of the spec's folder ({self.spec_dir}) through a symbolic "
+                "link; a file a spec names must be in its folder",
                 file=self.spec_path,
                 field=where,
             )

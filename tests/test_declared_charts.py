@@ -209,3 +209,18 @@ def test_a_scaffolded_line_chart_of_a_wide_table_takes_log_axes():
     narrow = "size  dict_us  list_us\n10  5  6\n20  5.5  7\n30  6  9\n"
     (chart,) = drafts.declared_charts(detect.read_output(narrow))
     assert "log_x" not in chart["line"] and "log_y" not in chart["line"]
+
+
+def test_an_alt_text_stays_within_the_limit_whatever_its_source_and_series():
+    """A source joined from many figures' sources, and forty series whose names alone do not
+    fit: the text is still within the strictest limit, says its kind, some names and how many
+    more, and where the numbers came from."""
+    from engine.charts.declared import _alt
+    from engine.platforms.registry import strictest_alt_limit
+
+    briefs = [(f"series_{k}", f"series_{k}: lowest 1 at 1, highest 2 at 2.") for k in range(40)]
+    long_source = "; ".join(f"Measured on machine {k}" for k in range(30))
+    for source in ("Measured on Test box.", long_source):
+        alt = _alt("Line", "t", [], briefs, source)
+        assert len(alt) <= strictest_alt_limit() and alt.startswith("Line chart: t.") and "Source: " in alt
+        assert "series_0" in alt and "more." in alt

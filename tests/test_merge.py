@@ -58,3 +58,23 @@ def test_the_same_words_changed_twice_is_a_conflict_with_standard_markers():
 def test_a_last_line_without_newline_still_gets_its_own_marker_line():
     merged = three_way("a\nb", "a\nmine", "a\nnew")
     assert merged.text == f"a\n{START}\nmine\n{MIDDLE}\nnew\n{END}\n"
+
+
+def test_a_settled_conflict_takes_the_new_numbers_on_lines_the_person_left_alone():
+    """Settled for the person (they answered the conflict), a conflicting stretch is settled line
+    by line: their reworded line stays theirs, the line beside it they never touched takes the
+    new number (merge3 puts both in one conflicting stretch)."""
+    base = (
+        "intro\n2,048-token chats: 64 requests fit (1.00 GiB each)\n8,192-token chats: 16 requests fit\nend\n"
+    )
+    theirs = (
+        "intro\nAt 2,048 tokens, 56 requests fit, each 1.00 GiB\n8,192-token chats: 16 requests fit\nend\n"
+    )
+    new = (
+        "intro\n2,048-token chats: 56 requests fit (1.00 GiB each)\n8,192-token chats: 14 requests fit\nend\n"
+    )
+    assert three_way(base, theirs, new).conflicts  # unsettled: a conflict, as before
+    settled = three_way(base, theirs, new, theirs_win=True)
+    assert settled.clean and settled.text == (
+        "intro\nAt 2,048 tokens, 56 requests fit, each 1.00 GiB\n8,192-token chats: 14 requests fit\nend\n"
+    )

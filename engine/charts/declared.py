@@ -229,16 +229,24 @@ def _alt(kind: str, title: str, parts: list[str], briefs: list[tuple[str, str]],
     else as many briefs as fit and the names of the rest."""
     limit = registry.strictest_alt_limit()
     tail = f"Source: {source}"
+    if len(tail) > limit // 2:  # sources joined from many figures: cut, the kind still said
+        tail = tail[: limit // 2 - 1] + "…"
     room = limit - len(tail) - 1
     head = f"{kind} chart: {title}."
     if len(head) > room:  # a title as long as the limit: cut, the source still said
-        head = head[: max(room - 1, 0)] + "…"
+        head = head[: room - 1] + "…"
     candidates = [[*parts], [brief for _, brief in briefs]]
     for shown in range(len(briefs) - 1, -1, -1):
         rest = ", ".join(name for name, _ in briefs[shown:])
         candidates.append([*(brief for _, brief in briefs[:shown]), f"Also shown: {rest}."])
-    for body in candidates:
+    for body in (c for c in candidates if c):  # a chart says at least its series or bars
         text = " ".join([head, *body])
+        if len(text) <= room:
+            return f"{text} {tail}"
+    # Not even the names fit: as many as do, and how many more.
+    names = [name for name, _ in briefs]
+    for count in range(len(names) - 1, 0, -1):
+        text = f"{head} Shown: {', '.join(names[:count])} and {len(names) - count} more."
         if len(text) <= room:
             return f"{text} {tail}"
     return f"{head} {tail}"

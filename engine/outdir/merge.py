@@ -50,7 +50,7 @@ def three_way(base: str, theirs: str, new: str, *, theirs_win: bool = False) -> 
             out.extend(_lines(words))
             continue
         if theirs_win:
-            out.extend(their_part)
+            out.extend(_settled(base_part, their_part, new_part))
             continue
         first = len(out) + 1
         out.append(START + "\n")
@@ -60,6 +60,25 @@ def three_way(base: str, theirs: str, new: str, *, theirs_win: bool = False) -> 
         out.append(END + "\n")
         conflicts.append((first, len(out)))
     return Merged(text="".join(out), conflicts=conflicts)
+
+
+def _settled(base: Sequence[str], theirs: Sequence[str], new: Sequence[str]) -> list[str]:
+    """A conflicting stretch settled for the person, line by line where the three sides have
+    as many lines (a render changes numbers in place): a line only the new render changed takes
+    it, a line only they changed stays theirs, a line both changed is merged word by word, their
+    words winning. Otherwise their stretch whole."""
+    if not len(base) == len(theirs) == len(new):
+        return list(theirs)
+    settled = []
+    for b, t, n in zip(base, theirs, new):
+        if t == b:
+            settled.append(n)
+        elif n == b:
+            settled.append(t)
+        else:
+            words = _merge_words(b, t, n)
+            settled.append(t if words is None else words)
+    return settled
 
 
 def _merge_words(base: str, theirs: str, new: str) -> str | None:
