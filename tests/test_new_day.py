@@ -200,9 +200,17 @@ def test_from_output_reads_the_one_matching_line_with_commas():
     assert (found.value, found.line, found.line_number) == (1234.5, "p50: 1,234.5 us", 2)
 
 
-def test_from_output_with_no_match_names_the_pattern():
-    with pytest.raises(ValueError, match="matches no line"):
-        output.figure_from_output(TRANSCRIPT, r"^p90: ([\d,.]+) us$")
+def test_from_output_with_no_match_names_the_pattern_and_quotes_the_nearest_line():
+    """A label the lab now prints differently: the line it most likely meant is quoted beside
+    the error; a pattern like no line quotes none."""
+    with pytest.raises(ValueError, match="matches no line") as err:
+        output.figure_from_output(
+            TRANSCRIPT.replace("p50: 1", "p50 lookups: 1"), r"^p50 lookup: ([\d,.]+) us$"
+        )
+    assert str(err.value).endswith("; the nearest is line 2: 'p50 lookups: 1,234.5 us'")
+    with pytest.raises(ValueError) as err:
+        output.figure_from_output(TRANSCRIPT, r"^zzz qqq: ([\d,.]+)$")
+    assert str(err.value).endswith("matches no line of the lab's output")
 
 
 def test_from_output_with_two_matches_quotes_both_lines():

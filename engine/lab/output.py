@@ -14,6 +14,7 @@ names the spec's field.
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
 from dataclasses import dataclass
@@ -101,11 +102,26 @@ def _one_line(lines: list[str], pattern: Any) -> tuple[int, str, Any]:
         if match:
             hits.append((n, line, match))
     if not hits:
-        raise ValueError(f"{pattern.pattern!r} matches no line of the lab's output")
+        near = _nearest(lines, pattern.pattern)
+        hint = f"; the nearest is {_quote([near])}" if near is not None else ""
+        raise ValueError(f"{pattern.pattern!r} matches no line of the lab's output{hint}")
     if len(hits) > 1:
         quoted = _quote([(n, line) for n, line, _ in hits])
         raise ValueError(f"{pattern.pattern!r} matches {len(hits)} lines, it must match one: {quoted}")
     return hits[0]
+
+
+def _nearest(lines: list[str], pattern: str) -> tuple[int, str] | None:
+    """The output line most like the words a pattern spells (its escapes and classes dropped):
+    a label the lab now prints differently ("p50 lookups:") is quoted beside the error."""
+    words = re.sub(r"\\[a-zA-Z]|\[[^\]]*\]|[()^$*+?{}|.\\]", " ", pattern)
+    words = " ".join(re.sub(r"\b\d+\b", " ", words).split())
+    stripped = [line.strip()[:200] for line in lines[:10_000]]  # bounded: an output is long
+    found = difflib.get_close_matches(words, stripped, n=1, cutoff=0.5) if words else []
+    if not found:
+        return None
+    number = stripped.index(found[0]) + 1
+    return number, lines[number - 1]
 
 
 def figure_from_output(transcript: str, pattern: str) -> Found:
