@@ -205,7 +205,8 @@ def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path
     # refused before any work: a build that cannot finish changes nothing.
     outdir.check_target(target)
     if not force:
-        outdir.check_edits_fit(target, [p.draft for p in platforms.platforms()])
+        alt_texts = [p.name for p in target.glob(f"*{audit.ALT_SUFFIX}")]  # none: no folder yet
+        outdir.check_edits_fit(target, [*(p.draft for p in platforms.platforms()), *alt_texts])
     atomic.check_target(out_root / "index.html", what="review index", root=out_root)
     results = compute(spec, SpecLocation(spec_path=spec_path))
     drafts = render_drafts(results, templates_root)
@@ -235,7 +236,7 @@ def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path
             **drafts,
             **{
                 p.name: read_text_limited(p, MAX_DRAFT_BYTES, "alt text")
-                for p in staging.path.glob("*.alt.txt")
+                for p in staging.path.glob(f"*{audit.ALT_SUFFIX}")
             },
         }
         committed = outdir.commit(staging, force=force)

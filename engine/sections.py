@@ -62,7 +62,7 @@ class SpecLocation:
                 field=where,
             )
         try:  # no link on the way leads out of it: resolved, it is still below the folder
-            inside = (self.spec_dir / relative).resolve().is_relative_to(self.spec_dir.resolve())
+            inside = self.resolve(relative).is_relative_to(self.spec_dir.resolve())
         except (OSError, RuntimeError):  # a loop of links: no file to read either way
             inside = False
         if not inside:
@@ -73,6 +73,12 @@ class SpecLocation:
                 field=where,
             )
         return self.spec_dir / relative
+
+    def trace(self, workload: Any, where: str) -> Path | None:
+        """The trace a section's workload replays (``where`` names the field), checked to sit
+        in the spec's folder as every file it names (file); None for a generated workload."""
+        trace = getattr(workload, "trace", None)
+        return None if trace is None else self.file(trace, where)
 
 
 @dataclass(frozen=True)

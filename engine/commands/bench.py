@@ -52,9 +52,7 @@ def _day_inputs(spec_path: Path) -> DayInputs:
         missing = "kv_cache" if kv_cache is None else "batching"
         raise UserError("missing (the bench needs it)", file=spec_path, field=missing)
     location = SpecLocation(spec_path=spec_path)
-    trace = getattr(batching.workload, "trace", None)
-    if trace is not None:
-        location.file(trace, "batching.workload.trace")
+    location.trace(batching.workload, "batching.workload.trace")
     with blame(location, "batching.workload"):
         workload = build_workload(batching.workload, spec_path.parent)
     return DayInputs(

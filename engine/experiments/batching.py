@@ -225,10 +225,11 @@ def head_of_line_example(output_tokens: np.ndarray, group_sizes: list[int]) -> d
 
 def run(section: BatchingSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
     measurement = inputs.measurement
-    trace = getattr(section.workload, "trace", None)
-    if trace is not None and not location.file(trace, "batching.workload.trace").is_file():
+    trace = getattr(section.workload, "trace", None)  # as the spec writes it
+    trace_file = location.trace(section.workload, "batching.workload.trace")
+    if trace_file is not None and not trace_file.is_file():
         raise UserError(
-            f"no such workload file {location.spec_dir / trace}",
+            f"no such workload file {trace_file}",
             file=location.spec_path,
             field="batching.workload.trace",
         )

@@ -86,9 +86,7 @@ def _files_inside(section: SweepSection, ctx: SpecLocation) -> None:
     """The files a sweep names beside its spec (its trace, its step-time files) are in the
     spec's folder, as every file a spec names is (SpecLocation.file). A grid's model config
     path is read from where the command runs, as on the command line."""
-    trace = getattr(section.workload, "trace", None)
-    if trace is not None:
-        ctx.file(trace, "sweep.workload.trace")
+    ctx.trace(section.workload, "sweep.workload.trace")
     for text in section.grid.step_time:
         kind, rest = parse_step_time(text)
         if kind in ("measured", "calibrated"):

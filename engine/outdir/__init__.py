@@ -110,16 +110,16 @@ def check_target(target: Path) -> None:
         raise UserError("is a file, not a day folder: move it away and build again", file=target)
 
 
-def check_edits_fit(target: Path, drafts: list[str]) -> None:
+def check_edits_fit(target: Path, read_back: list[str]) -> None:
     """A text the build reads back after the new folder is in place (an engine draft or alt text
-    the person edited, a platform's draft named in ``drafts`` they wrote by hand, any alt text)
-    past the limit for a draft (engine.limits) is refused before the build does any work: found
-    only then, it failed the build with out/ already changed. Their file, and out/, stay as they
-    are."""
+    the person edited, or a file named in ``read_back``: a platform's draft they wrote by hand,
+    any alt text) past the limit for a draft (engine.limits) is refused before the build does
+    any work: found only then, it failed the build with out/ already changed. Their file, and
+    out/, stay as they are."""
     if not target.is_dir():
         return
-    read_back = {*read_manifest(target), *drafts, *(p.name for p in target.glob("*.alt.txt"))}
-    for name in sorted(read_back):
+    names = {*read_manifest(target), *read_back}
+    for name in sorted(names):
         path = target / name
         if not name.endswith(MERGEABLE) or path.is_symlink() or not path.is_file():
             continue

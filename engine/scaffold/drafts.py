@@ -173,11 +173,14 @@ QUOTED_ROWS = 8
 ENDS = 3
 
 
+def _cell(column: str, unit: str | None) -> str:
+    """A table row's cell as a template quotes it: a label as it is, a number through the
+    figure filter."""
+    return f"{{{{ row.{column} }}}}" if unit == "text" else f"{{{{ row.{column} | figure }}}}"
+
+
 def _table_block(table: FoundTable) -> list[str]:
-    cells = " · ".join(
-        f"{{{{ row.{c} }}}}" if unit == "text" else f"{{{{ row.{c} | figure }}}}"
-        for c, unit in table.columns.items()
-    )
+    cells = " · ".join(_cell(c, unit) for c, unit in table.columns.items())
     return [
         f"{{% set rows = lab.tables.{table.name}.records %}}",
         f"{{% for row in (rows if rows | length <= {QUOTED_ROWS} else rows[:{ENDS}]) %}}",
@@ -282,13 +285,8 @@ def carousel(found: Found, slides: list[str], charts: list[Any]) -> str:
 
 def _last_row(table: str, x: str, ys: list[str], columns: dict[str, str]) -> str:
     """A sentence of a table chart's last point: 'At size 100,000: hit 61%, miss 39%.'"""
-
-    def cell(column: str) -> str:
-        shown = "row." + column
-        return f"{{{{ {shown} }}}}" if columns.get(column) == "text" else f"{{{{ {shown} | figure }}}}"
-
-    values = ", ".join(f"{y} {cell(y)}" for y in ys)
-    return f"{{% set row = lab.tables.{table}.records[-1] %}}At {x} {cell(x)}: {values}."
+    values = ", ".join(f"{y} {_cell(y, columns.get(y))}" for y in ys)
+    return f"{{% set row = lab.tables.{table}.records[-1] %}}At {x} {_cell(x, columns.get(x))}: {values}."
 
 
 def _slide_headline(name: str) -> str:
