@@ -74,6 +74,15 @@ class SpecLocation:
             )
         return self.spec_dir / relative
 
+    def config(self, relative: str, where: str) -> Path:
+        """A model's config.json the spec names, as the file or the folder that holds it: the
+        file read must sit in the spec's folder too (file), so a config.json that links out
+        of a folder inside it is refused as the folder would be."""
+        path = self.file(relative, where)
+        if path.is_dir():
+            return self.file(f"{relative.rstrip('/')}/config.json", where)
+        return path
+
     def trace(self, workload: Any, where: str) -> Path | None:
         """The trace a section's workload replays (``where`` names the field), checked to sit
         in the spec's folder as every file it names (file); None for a generated workload."""

@@ -1316,3 +1316,12 @@ def test_a_link_in_the_spec_folder_leading_out_of_it_is_refused_unread(tmp_path)
     line = one_line(err)
     assert code == 2 and line.startswith(f"{path}: kv_cache.model: ") and "abc123" not in line
     assert not (tmp_path / "out" / "day37").exists()
+
+    # a model's folder inside the spec's folder, whose config.json is the link out
+    (path.parent / "my-model").mkdir()
+    (path.parent / "my-model" / "config.json").symlink_to(secret / "config.json")
+    path = spec_with(tmp_path, lambda d: d["kv_cache"].update(model={"config": "my-model"}))
+    code, _, err = run_cli("build", str(path), "--out", str(tmp_path / "out"))
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"{path}: kv_cache.model: ") and "leads out" in line
+    assert "abc123" not in line and not (tmp_path / "out" / "day37").exists()

@@ -363,7 +363,9 @@ def test_an_edited_model_config_does_not_reuse_stored_results(tmp_path, monkeypa
     doc = dict(catalog_model_entry("llama-3-8b")["config"])
     config.write_text(json.dumps(doc))
     store = tmp_path / "points.jsonl"
-    sec = section(**{"grid.model": [str(config.parent)]})
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # read from the spec's folder, not where it runs
+    sec = section(**{"grid.model": ["my-model"]})
     before = run(sec, tmp_path, workers=1, store_path=store)
     calls: list[Any] = []
     real = adapter.evaluate
@@ -374,6 +376,29 @@ def test_an_edited_model_config_does_not_reuse_stored_results(tmp_path, monkeypa
     after = run(sec, tmp_path, workers=1, store_path=store)
     assert len(calls) == 8  # twice the layers: twice the KV per token, every point again
     assert [r["num_blocks"] for r in after["rows"]] != [r["num_blocks"] for r in before["rows"]]
+
+
+def test_a_model_config_outside_the_spec_folder_is_refused_unread(tmp_path):
+    """A grid's config.json is a file the spec names, so it sits in the spec's folder like a
+    trace: an absolute path, a folder that links out, or a config.json inside that links out is
+    one error naming sweep.grid.model, and the secret it would have read is never quoted."""
+    secret = tmp_path.parent / f"{tmp_path.name}-secret"
+    secret.mkdir()
+    (secret / "config.json").write_text('{"torch_dtype": "TOKEN=abc123"}')
+    (tmp_path / "evil").symlink_to(secret)
+    (tmp_path / "inside").mkdir()
+    (tmp_path / "inside" / "config.json").symlink_to(secret / "config.json")
+    for model, says in (
+        (str(secret / "config.json"), "must be a path inside the spec's folder"),
+        ("../" + secret.name, "must be a path inside the spec's folder"),
+        ("evil", "leads out of the spec's folder"),
+        ("inside", "leads out of the spec's folder"),
+        ("inside/config.json", "leads out of the spec's folder"),
+    ):
+        with pytest.raises(UserError) as err:
+            run(section(**{"grid.model": ["llama-3-8b", model]}), tmp_path, workers=1)
+        assert err.value.field == "sweep.grid.model" and says in err.value.message, model
+        assert "abc123" not in err.value.line()
 
 
 def test_ray_tasks_give_the_same_table_in_the_same_order(tmp_path):

@@ -475,11 +475,16 @@ def load_model(name_or_path: str) -> ModelArch:
     )
 
 
+def in_catalog(name: str) -> bool:
+    """Whether ``name`` is a catalog model (any case), not a path to a config.json."""
+    return str(name).strip().lower() in _model_entries()
+
+
 def model_file(name_or_path: str) -> Path | None:
     """The config.json a model that is not in the catalog is read from (a file, or a folder's
     config.json); None for a catalog name or a path that does not exist."""
     key = str(name_or_path).strip()
-    if key.lower() in _model_entries():
+    if in_catalog(key):
         return None
     path = Path(key).expanduser()
     if path.is_dir():

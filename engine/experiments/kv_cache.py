@@ -250,7 +250,7 @@ def plan_of(
 
 def run_view(view: KvView, contexts: list[int], location: SpecLocation, field: str) -> dict[str, Any]:
     if view.model.config is not None:  # a config.json the spec names: in the spec's folder
-        location.file(view.model.config, f"{field}.model")
+        location.config(view.model.config, f"{field}.model")
     with blame(location, f"{field}.model"):
         model = model_of(view.model, location.spec_dir)
     with blame(location, f"{field}.gpu"):

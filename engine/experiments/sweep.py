@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from engine import remembered
-from engine.catalog import load_gpu, load_model
+from engine.catalog import in_catalog, load_gpu, load_model
 from engine.sections import Inputs, SectionExample, SpecLocation, blame, register_section
 from engine.sweep import adapter, analysis, execute
 from engine.sweep.grid import LATENCY_METRICS, MAX_POINTS, Count, Grid, count_points, parse_step_time
@@ -83,10 +83,12 @@ ROWS_IN_RESULTS = 2000
 
 
 def _files_inside(section: SweepSection, ctx: SpecLocation) -> None:
-    """The files a sweep names beside its spec (its trace, its step-time files) are in the
-    spec's folder, as every file a spec names is (SpecLocation.file). A grid's model config
-    path is read from where the command runs, as on the command line."""
+    """The files a sweep names beside its spec (its trace, its step-time files, a model's
+    config.json) are in the spec's folder, as every file a spec names is (SpecLocation.file)."""
     ctx.trace(section.workload, "sweep.workload.trace")
+    for name in section.grid.model:
+        if not in_catalog(name):
+            ctx.config(name, "sweep.grid.model")
     for text in section.grid.step_time:
         kind, rest = parse_step_time(text)
         if kind in ("measured", "calibrated"):
@@ -150,7 +152,7 @@ def summarise(
         "meeting": meeting,
         "targets": targets,
         "grid": section.grid.model_dump(),
-        "names": _display_names(section),
+        "names": _display_names(section, Path(the_plan.options["base_dir"])),
         "pareto_latency": section.pareto_latency,
         "workload": load_summary,
         "prices": used,
@@ -164,11 +166,11 @@ def summarise(
     }
 
 
-def _display_names(section: SweepSection) -> dict[str, str]:
+def _display_names(section: SweepSection, base_dir: Path) -> dict[str, str]:
     """Catalog name → the name people use ('llama-3-8b' → 'Llama-3-8B'), for posts and charts."""
     names = {g: load_gpu(g).display_name for g in section.grid.gpu}
     for m in section.grid.model:
-        names[m] = load_model(m).display_name or m
+        names[m] = load_model(adapter.model_source(m, base_dir)).display_name or m
     return names
 
 

@@ -48,6 +48,7 @@ from engine import workload as wl
 from engine.batching.calibrated import CalibratedStepTime, calibrate_from_catalog
 from engine.batching.loaders import load_measured_step_time, num_blocks_from_catalog
 from engine.batching.replicas import MAX_REPLICAS, ROUTERS, simulate_replicas
+from engine.catalog import in_catalog
 from engine.errors import UserError
 from engine.limits import MAX_TRACE_BYTES, sha256_limited
 from engine.sweep.grid import Point, parse_step_time
@@ -130,7 +131,7 @@ def evaluate(point: Point, workload_doc: dict[str, Any], options: dict[str, Any]
     try:
         step_time = _step_time(point, options)
         blocks = _num_blocks(
-            point.model,
+            model_source(point.model, options["base_dir"]),
             _model_hash(point, options),
             point.gpu,
             options["block_size"],
@@ -213,13 +214,20 @@ def _step_time(point: Point, options: dict[str, Any]) -> Any:
     kind, rest = parse_step_time(point.step_time)
     if kind == "unit":
         return batching.UnitStepTime(float(rest) if rest else 0.02)
-    model = _model_hash(point, options)
+    model, model_hash = model_source(point.model, options["base_dir"]), _model_hash(point, options)
     if kind == "roofline":
-        return _roofline(point.model, model, point.gpu, point.kv_dtype, point.tp)
+        return _roofline(model, model_hash, point.gpu, point.kv_dtype, point.tp)
     path, sha256 = str(Path(options["base_dir"]) / rest), options["files"][point.step_time]
     if kind == "calibrated":
-        return calibrated_step_time(path, sha256, point.model, model, point.gpu, point.kv_dtype, point.tp)
+        return calibrated_step_time(path, sha256, model, model_hash, point.gpu, point.kv_dtype, point.tp)
     return measured_step_time(path, sha256)
+
+
+def model_source(name: str, base_dir: str | Path) -> str:
+    """What the catalog reads a grid's model from: a catalog name as it is, a config.json path
+    (or its folder) from the spec's folder, where the spec's check found it (SpecLocation.config),
+    never from where the command runs."""
+    return name if in_catalog(name) else str(Path(base_dir) / name)
 
 
 def _model_hash(point: Point, options: dict[str, Any]) -> str | None:

@@ -68,7 +68,7 @@ def plan(section: Sweep, base_dir: Path) -> Plan:
         adapter.check_supported(point)
     for field, names, load in (
         ("grid.gpu", section.grid.gpu, load_gpu),
-        ("grid.model", section.grid.model, load_model),
+        ("grid.model", section.grid.model, lambda name: load_model(adapter.model_source(name, base_dir))),
     ):
         for name in names:
             try:
@@ -82,7 +82,7 @@ def plan(section: Sweep, base_dir: Path) -> Plan:
         "gpu_memory_utilization": section.gpu_memory_utilization,
         "base_dir": str(base_dir),
         "files": files,  # step-time file → its content's hash
-        "models": _model_files(section.grid.model),  # a config.json model → its content's hash
+        "models": _model_files(section.grid.model, base_dir),  # a config.json model → its content's hash
     }
     context: dict[str, Any] = {
         "simulator": adapter.SIMULATOR,
@@ -96,12 +96,12 @@ def plan(section: Sweep, base_dir: Path) -> Plan:
     return Plan(points, keys, adapter.workload_doc(section.workload, base_dir), options)
 
 
-def _model_files(models: Iterable[str]) -> dict[str, str]:
+def _model_files(models: Iterable[str], base_dir: Path) -> dict[str, str]:
     """Each model given as a config.json path, by its content's hash: an edited config must not
     reuse the points of the old one (a catalog model is the engine's own data, in its code)."""
     out = {}
     for name in models:
-        path = model_file(name)
+        path = model_file(adapter.model_source(name, base_dir))
         if path is not None:
             out[name] = sha256_limited(path, MAX_CONFIG_BYTES, "config.json", field="grid.model")
     return out
