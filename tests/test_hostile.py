@@ -1245,6 +1245,17 @@ def test_a_file_the_spec_names_outside_its_folder_is_refused_unread(tmp_path, ed
     assert not (tmp_path / "out" / "day37").exists()
 
 
+def test_a_trace_that_is_a_pipe_or_a_folder_is_named_as_such_unread(tmp_path):
+    """A trace in the spec's folder that is not a regular file (a named pipe would block a
+    reader for ever) is refused before it is opened, with what it is, not "no such file"."""
+    path = spec_with(tmp_path, lambda d: d["batching"].update(workload={"trace": "w.csv"}))
+    os.mkfifo(path.parent / "w.csv")
+    code, _, err = run_cli("build", str(path), "--out", str(tmp_path / "out"))
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"{path}: batching.workload.trace: ")
+    assert "is not a regular file" in line and not (tmp_path / "out" / "day37").exists()
+
+
 def test_a_non_finite_result_is_one_line_naming_its_section():
     """The net under every range check: an infinity or a NaN anywhere in a section's result
     stops the build with one line naming the section and where, not a traceback from the JSON

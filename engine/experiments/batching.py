@@ -229,7 +229,9 @@ def run(section: BatchingSection, location: SpecLocation, inputs: Inputs) -> dic
     trace_file = location.trace(section.workload, "batching.workload.trace")
     if trace_file is not None and not trace_file.is_file():
         raise UserError(
-            f"no such workload file {trace_file}",
+            f"{trace_file} is not a regular file (a folder, a pipe or a device)"
+            if trace_file.exists()
+            else f"no such workload file {trace_file}",
             file=location.spec_path,
             field="batching.workload.trace",
         )
