@@ -34,6 +34,8 @@ from engine.limits import (
     read_text_limited,
 )
 from engine.outdir import atomic
+from engine.platforms import registry as platforms
+from engine.render import slides
 from engine.scaffold import detect, drafts
 from engine.spec import spec_of
 
@@ -165,7 +167,13 @@ def plan_from_lab(
     return Plan(planned, f"make lab-{folder}   (runs the lab once; then: make {folder})")
 
 
-TEMPLATES = ("linkedin.md.j2", "x-thread.md.j2", "carousel/slides.md.j2")  # a day's, as written
+# A day's templates as written: the LinkedIn post, the X thread (the thread the other thread
+# platforms re-flow) and the carousel's words, each named where its draft or slides are defined.
+TEMPLATES = (
+    f"{platforms.get('linkedin').draft}.j2",
+    f"{platforms.get('x').draft}.j2",
+    slides.TEMPLATE,
+)
 
 
 def _templates(
