@@ -79,7 +79,9 @@ def test_a_labkit_lab_becomes_a_day_with_no_edit(project, capsys):
         assert row["strategy"] in alt and row["p50"]["text"] in alt and row["p99"]["text"] in alt
     assert "Measured on" in alt
     thread = (folder / "x-thread.md").read_text()
-    assert thread.startswith("1/") and "![the lab's output](terminal.png)" in thread
+    # it fits in one post, so it is that post: no '---', no "1/1" label
+    assert thread.startswith("Day 12 of 60 days") and "\n---\n" not in thread
+    assert "![the lab's output](terminal.png)" in thread
 
 
 def test_a_lab_that_only_prints_becomes_a_day_with_no_edit(project, capsys):

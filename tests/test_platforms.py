@@ -293,6 +293,21 @@ def test_empty_posts_and_threads():
     assert ("length", "the post is empty") in [(v.rule, v.detail) for v in violations]
 
 
+def test_a_post_of_images_alone_is_a_post_on_every_thread_platform():
+    """X, Bluesky, Mastodon and Threads take a post with media and no text, so a one-post
+    thread of a chart alone (which carries no '1/1' label) passes; a post of nothing does not."""
+    from engine.platforms.bluesky import check_bluesky_thread
+    from engine.platforms.mastodon import check_mastodon_thread
+    from engine.platforms.threads import check_threads_thread
+
+    for check in (check_x_thread, check_bluesky_thread, check_mastodon_thread, check_threads_thread):
+        counts, violations = check(["![the chart](chart.png)"])
+        assert violations == [], check.__name__
+        assert counts[0][0] == Count("length", 0, counts[0][0].limit, True), check.__name__
+        _, violations = check(["1/2 a", ""])
+        assert (2, "the post is empty") in [(v.post, v.detail) for v in violations], check.__name__
+
+
 # --- LinkedIn ------------------------------------------------------------------------------------
 
 

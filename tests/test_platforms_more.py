@@ -407,7 +407,7 @@ def test_a_template_of_its_own_wins_and_a_day_that_lists_nothing_gets_nothing_ne
     root = templates_for(tmp_path)
     (root / "day09" / "bluesky.md.j2").write_text("Only for Bluesky: {{ title }}\n")
     drafts = pipeline.render_drafts(results_for(["linkedin", "x", "bluesky"]), root)
-    assert drafts["bluesky.md"] == "1/1 Only for Bluesky: Batches\n"
+    assert drafts["bluesky.md"] == "Only for Bluesky: Batches\n"  # one post: no "1/1"
     assert "mastodon.md" not in drafts
     (root / "day09" / "bluesky.md.j2").unlink()
     assert set(pipeline.render_drafts(results_for(None), root)) == {"linkedin.md", "x-thread.md"}
@@ -420,7 +420,7 @@ def test_a_reflowed_draft_that_breaks_its_rules_stops_the_build(tmp_path):
     link = "github.com/" + "a" * 300
     root = templates_for(tmp_path, thread=f"Code: {link}\n")
     drafts = pipeline.render_drafts(results_for(["linkedin", "x", "bluesky"]), root)
-    assert drafts["x-thread.md"] == f"1/1 Code: {link}\n"
+    assert drafts["x-thread.md"] == f"Code: {link}\n"
     assert drafts["bluesky.md"] == f"1/2 Code:\n---\n2/2 {link}\n"
     with pytest.raises(pipeline.ChecksFailed) as failed:
         pipeline.check_drafts(drafts, [])

@@ -42,9 +42,12 @@ def test_whole_paragraphs_are_packed_greedily():
 
 
 def test_a_thread_that_fits_is_one_post_to_the_exact_limit():
-    text = "one two\n\nthree"  # 14 characters, 18 with "1/1 "
-    assert reflow(text, by_len(18)) == ["one two\n\nthree"]
-    assert reflow(text, by_len(17)) == ["one two", "three"]
+    text = "one two\n\nthree"  # 14 characters: a post alone carries no label
+    assert reflow(text, by_len(14)) == ["one two\n\nthree"]
+    # one short of it: two posts, "1/2 one two" (11) and "2/2 three" (9)
+    assert reflow(text, by_len(13)) == ["one two", "three"]
+    assert reflow(text, by_len(11)) == ["one two", "three"]
+    assert reflow(text, by_len(10)) == ["one", "two", "three"]  # "1/3 one", "2/3 two", "3/3 three"
 
 
 def test_a_segment_that_fits_is_kept_byte_for_byte():
@@ -151,7 +154,7 @@ def test_numbering_with_limits_prefixes_the_reflowed_posts():
         == "1/3 one two\n\nthree\n---\n2/3 four five six\n---\n3/3 seven\n"
     )
     # Without limits, posts are only what '---' makes, as before.
-    assert posts.number_thread(text) == "1/1 one two\n\nthree\n\nfour five six\n\nseven\n"
+    assert posts.number_thread(text) == "one two\n\nthree\n\nfour five six\n\nseven\n"  # one post
 
 
 def test_x_counts_by_weight_not_characters():
@@ -210,8 +213,8 @@ def _assert_fits_x(text: str) -> None:
     _, violations = check_x_thread(split_thread(numbered))
     assert violations == []
     assert _words(numbered) == [
-        w for k in range(1, total + 1) for w in [f"{k}/{total}"] + _words(result[k - 1])
-    ]
+        w for k in range(1, total + 1) for w in [f"{k}/{total}"][: total - 1] + _words(result[k - 1])
+    ]  # each post behind its 'k/n', a post alone behind nothing
 
 
 @settings(max_examples=examples(10, 400), deadline=None)

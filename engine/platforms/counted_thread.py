@@ -45,7 +45,13 @@ def check_counted_thread(
         length = rules.length(text)
         images = images_in(post)
         extra = rules.extra(text) if rules.extra is not None else []
-        post_counts = [Count("length", length, rules.limit, 0 < length <= rules.limit and not extra)]
+        # A post of images alone is a post (the platforms take media without text); one of
+        # nothing at all is not.
+        post_counts = [
+            Count(
+                "length", length, rules.limit, bool(length or images) and length <= rules.limit and not extra
+            )
+        ]
         if images:
             post_counts.append(Count("images", images, rules.images, images <= rules.images))
         counts.append(post_counts)
@@ -53,7 +59,7 @@ def check_counted_thread(
         def fail(rule: str, detail: str, post: int = k) -> None:
             violations.append(Violation(draft, post, rule, detail))
 
-        if length == 0:
+        if length == 0 and not images:
             fail("length", "the post is empty")
         elif length > rules.limit:
             fail(

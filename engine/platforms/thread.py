@@ -76,8 +76,9 @@ def missing_attachments(
 
 
 def label(k: int, total: int) -> str:
-    """What the build puts in front of post k of ``total``: 'k/n ', the marker numbering reads."""
-    return f"{k}/{total} "
+    """What the build puts in front of post k of ``total``: 'k/n ', the marker numbering reads;
+    nothing in front of a post alone, which is a post, not a thread ("1/1" reads as a slip)."""
+    return f"{k}/{total} " if total > 1 else ""
 
 
 def numbering(post: str) -> tuple[int, int] | None:

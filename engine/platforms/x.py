@@ -142,7 +142,13 @@ def check_x_thread(
         bad_chars = invalid_characters(text)
         images = (images_per_post or {}).get(k, images_in(post))
         post_counts = [
-            Count("length", length, MAX_WEIGHTED_LENGTH, 0 < length <= MAX_WEIGHTED_LENGTH and not bad_chars)
+            # a post of images alone is a post (X takes media without text); one of nothing is not
+            Count(
+                "length",
+                length,
+                MAX_WEIGHTED_LENGTH,
+                bool(length or images) and length <= MAX_WEIGHTED_LENGTH and not bad_chars,
+            )
         ]
         if images or images_per_post is not None:
             post_counts.append(Count("images", images, MAX_IMAGES_PER_POST, images <= MAX_IMAGES_PER_POST))
@@ -151,7 +157,7 @@ def check_x_thread(
         def fail(rule: str, detail: str, post: int = k) -> None:
             violations.append(Violation(draft, post, rule, detail))
 
-        if length == 0:
+        if length == 0 and not images:
             fail("length", "the post is empty")
         elif length > MAX_WEIGHTED_LENGTH:
             fail(

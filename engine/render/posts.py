@@ -294,7 +294,8 @@ def environment(templates_root: Path) -> jinja2.Environment:
 
 
 def number_thread(text: str, limits: PostLimits | None = None) -> str:
-    """Prefix each post of a thread with 'k/n'; posts are separated by a line '---'.
+    """Prefix each post of a thread with 'k/n' (a thread of one post is left as it is); posts
+    are separated by a line '---'.
 
     Numbering is done here, after rendering, so that adding or removing a post in a template
     can never leave a thread numbered wrongly. Posts are split by the same rule the platform
