@@ -125,6 +125,40 @@ def test_a_lab_that_only_prints_becomes_a_day_with_no_edit(project, capsys):
     assert page["body"] == "At depth 9: btree 14 µs, lsm 24 µs."
 
 
+PRINTS_A_TABLE = """\
+print("Membership test: dict vs list")
+print()
+print(f"{'size':>10}  {'dict_ns':>10}  {'list_us':>10}")
+print("-" * 34)
+for n, dict_ns, list_us in [(100, 40.4, 0.43), (1000, 39.4, 3.51), (10000, 51.9, 46.59)]:
+    print(f"{n:>10}  {dict_ns:>10.1f}  {list_us:>10.2f}")
+"""
+RECORDS_A_TABLE = """\
+from labkit import table
+table("lookups", {"size": "count", "dict": "ns"}, [[100, 40.4], [1000, 39.4], [10000, 51.9]])
+"""
+
+
+@pytest.mark.parametrize("script", [PRINTS_A_TABLE, RECORDS_A_TABLE], ids=["printed", "labkit"])
+def test_a_lab_of_one_table_and_no_figure_becomes_a_day_with_no_edit(project, tmp_path, capsys, script):
+    """A table is a lab's numbers too: the day measures, builds and passes every check, its post
+    quotes the rows, and it lists no table of figures it does not have."""
+    lab = tmp_path / "table-lab" / "lab.py"
+    lab.parent.mkdir()
+    lab.write_text(script)
+    folder = scaffold_and_build(project, 14, lab, capsys)
+    assert check_day_dir(folder).ok
+    results = recorded(folder)
+    assert results["lab"]["figures"] == {} and len(results["lab"]["tables"]) == 1
+    (table,) = results["lab"]["tables"].values()
+    assert [row[0] for row in table["rows"]] == [100, 1000, 10000]
+    assert "figures_table" not in [c["name"] for c in results["charts"]]
+    post = (folder / "linkedin.md").read_text()
+    assert "1,000 · 39 ns" in post and "10,000 · 52 ns" in post  # the rows, as posts write them
+    thread = (folder / "x-thread.md").read_text()
+    assert "Measured on" in thread and not any(line.endswith(":") for line in thread.splitlines())
+
+
 def test_new_never_overwrites_and_writes_nothing_when_refused(project, capsys):
     days, templates = project / "days", project / "templates"
     (templates / "day12").mkdir()

@@ -127,7 +127,7 @@ class LabMeasurement(Strict):
     command: str
     lab: LabFiles
     wall_seconds: float = Field(ge=0)
-    figures: Annotated[dict[str, Figure], Field(min_length=1)]
+    figures: dict[str, Figure]
     order: list[str] = []  # the figures in the order the lab reported them
     given: dict[str, Given] = {}
     tables: dict[str, Table] = {}
@@ -135,6 +135,12 @@ class LabMeasurement(Strict):
     transcript: Transcript
 
     _date = field_validator("date")(validation.recorded_date)
+
+    @model_validator(mode="after")
+    def _holds_numbers(self) -> LabMeasurement:
+        if not self.figures and not self.tables:  # a table alone is a lab's numbers too
+            raise ValueError("no figures and no table: a lab measurement holds the lab's numbers")
+        return self
 
 
 def validate(doc: object, *, file: str | Path) -> dict:

@@ -124,7 +124,8 @@ def spec_data(
     tables = [t for t in found.tables if t.pattern]
     if tables:
         lab["tables"] = {t.name: {"columns": dict(t.columns), "from_output": t.pattern} for t in tables}
-    charts: list[Any] = ["terminal", "figures_table", *declared_charts(found)]
+    listed = ["figures_table"] if found.figures or found.given else []  # a table alone has none
+    charts: list[Any] = ["terminal", *listed, *declared_charts(found)]
     spec: dict[str, Any] = {
         "day": day,
         "series": series,
@@ -235,10 +236,10 @@ def x_thread(found: Found, charts: list[str]) -> str:
         "",
         "![the lab's output](terminal.png)",
         "{% endif %}",
-        "",
-        "Measured on {{ lab.machine.name }}:",
     ]
-    for line in _figure_lines(found):
+    lines = _figure_lines(found)
+    out += ["", "Measured on {{ lab.machine.name }}" + (":" if lines else ".")]
+    for line in lines:
         out += ["", line]
     for name in charts:
         if name == "terminal":

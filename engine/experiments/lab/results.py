@@ -207,6 +207,9 @@ def headline(lab: dict[str, Any]) -> list[str]:
     # '; ' between figures: a label may hold a comma ("Disk, 4 KiB random read").
     shown = "; ".join(
         f"{lab['figures'][name]['label']}: {lab['figures'][name]['text']}" for name in lab["table"]
+    ) or "; ".join(  # a lab of tables alone: each table by its rows
+        f"{name} ({len(t['rows']):,} row{'' if len(t['rows']) == 1 else 's'})"
+        for name, t in lab["tables"].items()
     )
     lines = [f"lab ({lab['source']}, {lab['when']}, {lab['file']}): {shown}"]
     if lab["stale"]:
