@@ -9,10 +9,11 @@ The rules, as people write numbers:
 - Rounding starts from the number's shortest decimal spelling (the one a results file shows) and
   goes half away from zero: 2.675 to two places is 2.68, as a person would round it, not the 2.67
   its nearest binary value would give. Zero is never signed ("-0.0" is "0.0").
-- A measurement gets two or three significant figures (``number``): one decimal below 10 (1.2),
-  a whole number with thousands separators from 10 (92, 1,234). Where the decimal goes is decided
-  on the rounded value, so 9.96 prints as 10, never "10.0". A value that one decimal would show
-  as 0 keeps two significant figures (0.0012), so a figure that is not zero never reads as one.
+- A measurement gets two or three significant figures (``number``): two below 1 (0.084, 0.45,
+  0.0012, so a figure that is not zero never reads as one and 84 ns in µs is not "0.1"), one
+  decimal below 10 (1.2), a whole number with thousands separators from 10 (92, 1,234). Where the
+  decimal goes is decided on the rounded value, so 9.96 prints as 10, never "10.0".
+- A percentage short of 100 never reads as 100: 99.95% idle keeps the decimals that say so.
 - A count is an integer (``count``): 4 people, not "4.0". A count that is not whole (an average of
   counts) is a measurement and keeps its decimal below 10. The units that count things: ``count``,
   ``x`` (how many of one fit in another), ``ops/s`` and a size in plain bytes (``B``).
@@ -70,10 +71,22 @@ def _measured(d: Decimal) -> Decimal:
 def _number(d: Decimal) -> str:
     if d.is_zero():
         return "0"
+    if abs(d) < 1:  # one decimal would be one significant figure (84 ns as "0.1 µs"): keep two
+        digits = 1 - d.adjusted()
+        two = _round(d, digits)
+        if abs(two) < 1:
+            return _spell(two, digits).rstrip("0")
     shown = _measured(d)
-    if shown.is_zero():  # 0.0012 s is not nothing: two significant figures, no trailing zero
-        return _spell(d, 1 - d.adjusted()).rstrip("0")
     return _spell(shown, 0 if abs(shown) >= 10 else 1)
+
+
+def _short_of_all(percent: Decimal, digits: int) -> int:
+    """The decimals a percentage below 100 needs to read below 100: 99.95% idle is not 100%
+    idle, nor 99.996% "100.0%" (``digits`` where rounding to them does not reach 100)."""
+    if 0 < percent < 100:
+        while _round(percent, digits) >= 100:
+            digits += 1
+    return digits
 
 
 def _whole(d: Decimal) -> bool:
@@ -134,8 +147,9 @@ def setting(value: float) -> str:
 
 
 def pct(fraction: float, digits: int = 1) -> str:
-    """0.1432 → '14.3%'."""
-    return _spell(_exact(fraction).scaleb(2), digits) + "%"
+    """0.1432 → '14.3%'; 0.99996 → '99.996%', never '100.0%' for less than all."""
+    percent = _exact(fraction).scaleb(2)
+    return _spell(percent, _short_of_all(percent, digits)) + "%"
 
 
 def multiple(ratio: float, digits: int = 1) -> str:
@@ -171,7 +185,7 @@ _LADDERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("rate", "decimal"): ("B/s", "kB/s", "MB/s", "GB/s", "TB/s"),
 }
 # How each unit is written after its number; every other unit is a space and its name.
-_WRITTEN = {"us": " µs", "x": "x", "%": "%", "count": "", "ops/s": "/s"}
+_WRITTEN = {"us": " µs", "x": "x", "%": "%", "count": ""}
 _COUNTS = ("count", "ratio", "count_rate")  # dimensions whose whole values are integers
 
 
@@ -185,6 +199,8 @@ def _in(d: Decimal, from_unit: str, to_unit: str) -> Decimal:
 def _value_text(d: Decimal, unit_name: str) -> str:
     """``d`` (in ``unit_name``) with the dimension's rule and the unit written after it."""
     counted = units.unit(unit_name).dimension in _COUNTS or unit_name == "B"
+    if unit_name == "%" and _short_of_all(d, 0) > 0:  # 99.95% measured, not "100%"
+        return _spell(d, _short_of_all(d, 0)) + "%"
     return (_count(d) if counted else _number(d)) + _WRITTEN.get(unit_name, " " + unit_name)
 
 

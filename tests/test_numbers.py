@@ -57,14 +57,17 @@ def test_a_count_prints_as_an_integer(value: float, expected: str) -> None:
         (fig(2.5, "count"), "2.5"),
         (fig(2.0, "x"), "2x"),  # a whole ratio is a count of one in the other
         (fig(3.44, "x"), "3.4x"),
-        (fig(0.9715, "x"), "1.0x"),
+        (fig(0.9715, "x"), "0.97x"),  # below 1: two significant figures
         (fig(110.0, "x"), "110x"),
-        (fig(5.0, "ops/s"), "5/s"),
-        (fig(1234.5, "ops/s"), "1,235/s"),
+        (fig(5.0, "ops/s"), "5 ops/s"),  # its unit, not a bare "/s"
+        (fig(1234.5, "ops/s"), "1,235 ops/s"),
         (fig(4, "B"), "4 B"),  # bytes in B are counted
         (fig(4.5, "B"), "4.5 B"),
         (fig(5, "%"), "5.0%"),  # a percentage is a measurement, not a count
         (fig(14.3, "%"), "14%"),
+        (fig(99.95, "%"), "99.95%"),  # short of all never reads as 100%
+        (fig(99.4, "%"), "99%"),
+        (fig(100.0, "%"), "100%"),
     ],
 )
 def test_figures_of_counting_units_are_integers_when_whole(figure: dict, expected: str) -> None:
@@ -199,7 +202,12 @@ def test_template_filters_write_counts_and_units(tmp_path: Path) -> None:
         (0.04, "0.04"),  # one decimal would say 0: two significant figures
         (-0.0012166, "-0.0012"),
         (0.00996, "0.01"),
-        (0.05, "0.1"),
+        (0.05, "0.05"),  # below 1, one decimal would be one significant figure
+        (0.084, "0.084"),
+        (0.45, "0.45"),
+        (-0.45, "-0.45"),
+        (0.996, "1.0"),  # two figures round it to 1.0: from 1, one decimal
+        (0.0996, "0.1"),  # 0.10, its trailing zero dropped
         (1234.5, "1,235"),
         (-1234.5, "-1,235"),
         (92.347, "92"),
@@ -217,6 +225,8 @@ def test_fixed_digit_filters_round_half_up_from_the_written_number() -> None:
     assert numbers.fixed(-0.04) == "0.0"
     assert numbers.pct(0.145, 0) == "15%"  # 0.145 × 100 in floats is 14.499999999999998
     assert numbers.pct(13280 / (16 * 5797)) == "14.3%"
+    assert numbers.pct(0.99996) == "99.996%" and numbers.pct(0.9996, 0) == "99.96%"  # not "100%"
+    assert numbers.pct(1.0) == "100.0%" and numbers.pct(0.5, 0) == "50%"
     assert numbers.multiple(5797 / 1148) == "5.0x"
     assert numbers.multiple(5797 / 1148, 2) == "5.05x"
     assert numbers.thousands(2.25) == "2.3" and numbers.thousands(2048.0) == "2,048"

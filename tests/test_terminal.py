@@ -348,12 +348,12 @@ def test_alt_text_names_the_shown_figures_in_whole_sentences() -> None:
         "RAM, random read: 238 ns.",
         "Disk, 1 MiB sequential read: 1.2 ms.",
         "RAM reads in a round trip: 77x.",
-        "Random over sequential: 1.0x.",
+        "Random over sequential: 0.97x.",  # below 1, two significant figures
     ]
-    assert alt == " ".join(sentences)  # 178 characters: all fit under 250
+    assert alt == " ".join(sentences)  # 179 characters: all fit under 250
     assert "\x1b" not in alt and "[1m" not in alt
     # Under a tighter limit, whole sentences from the start, as many as fit; never half of one.
-    for limit in (len(intro), 120, 150, 177):
+    for limit in (len(intro), 120, 150, 178):
         cut = alt_text(lab, rows_of(lab), limit=limit)
         kept = max(k for k in range(1, len(sentences) + 1) if len(" ".join(sentences[:k])) <= limit)
         assert cut == " ".join(sentences[:kept]) and cut.endswith(".")
