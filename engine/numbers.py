@@ -209,6 +209,13 @@ def _shown(d: Decimal) -> Decimal:
     return abs(_measured(d))
 
 
+def scales(unit_name: str) -> bool:
+    """Whether a value in this unit is written in its dimension's best unit (ns → µs → ms,
+    B → KiB → MiB), so that its text names a unit of its own."""
+    found = units.unit(unit_name)
+    return (found.dimension, found.system) in _LADDERS
+
+
 def value_text(value: float, unit_name: str, as_unit: str | None = None) -> str:
     """``value`` in ``unit_name`` as a post writes it: in ``as_unit`` if given (the same
     dimension), else in its system's best unit, the first with fewer than 1,000 of them:

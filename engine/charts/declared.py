@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Field, Tag
@@ -290,9 +291,8 @@ def draw_bar(
     positions = list(range(len(values)))
     ax.bar(positions, values, color=COLOURS[0], width=0.62)
     ax.set_xticks(positions, labels, fontsize=FONT["small"])
-    ax.set_ylabel(f"value{axis_unit(unit)}".strip())
     ax.set_ylim(0, max(max(values), 0) * 1.18 or 1)
-    _plain_ticks(ax.yaxis)
+    ax.set_ylabel(f"value{_value_ticks(ax.yaxis, unit)}".strip())
     texts = [value_text(v, unit) for v in values]
     for x, v, text in zip(positions, values, texts):
         ax.annotate(
@@ -306,6 +306,7 @@ def draw_bar(
         )
     source = _footer([f["source"] for f in figures])
     style.source_note(fig, source)
+    _keep_inside(fig, ax)
     parts = [f"{label}: {text}." for label, text in zip(labels, texts)]
     return fig, _alt("Bar", settings.title, parts, list(zip(labels, parts)), source)
 
@@ -352,15 +353,15 @@ def draw_grouped_bar(
                 fontsize=FONT["small"],
             )
     ax.set_xticks(groups, [_x_text(x, x_unit) for x in xs], fontsize=FONT["small"])
-    ax.set_xlabel(settings.x + ("" if x_unit == "text" else axis_unit(x_unit)))
-    ax.set_ylabel(f"value{axis_unit(unit)}".strip() if len(ys) > 1 else settings.y[0] + axis_unit(unit))
+    ax.set_xlabel(settings.x + _point_unit(x_unit))
     top = max(max(v) for v in ys.values())
     ax.set_ylim(0, top * 1.15 if top > 0 else 1)
-    _plain_ticks(ax.yaxis)
+    ax.set_ylabel(_value_label(settings, ys, _value_ticks(ax.yaxis, unit)))
     if len(ys) > 1:
         ax.legend(frameon=False, fontsize=FONT["small"], loc="upper left", ncols=min(len(ys), 3))
     source = _footer([table["source"]])
     style.source_note(fig, source)
+    _keep_inside(fig, ax)
     parts = [
         f"{_x_text(x, x_unit)}: " + ", ".join(f"{c} {value_text(ys[c][i], unit)}" for c in ys) + "."
         for i, x in enumerate(xs)
@@ -406,19 +407,19 @@ def draw_line(
         # few points, far enough apart: a tick at each, labelled as the posts print it
         ax.set_xticks(xs, [value_text(x, x_unit) for x in xs])
         ax.minorticks_off()
+        ax.set_xlabel(settings.x + _point_unit(x_unit))
     else:
-        _plain_ticks(ax.xaxis)
+        ax.set_xlabel(settings.x + _value_ticks(ax.xaxis, x_unit))
     if settings.log_y:
         ax.set_yscale("log")
     else:
         ax.set_ylim(bottom=0)
-    _plain_ticks(ax.yaxis)
-    ax.set_xlabel(settings.x + axis_unit(x_unit))
-    ax.set_ylabel(f"value{axis_unit(unit)}".strip() if len(ys) > 1 else settings.y[0] + axis_unit(unit))
+    ax.set_ylabel(_value_label(settings, ys, _value_ticks(ax.yaxis, unit)))
     if len(ys) > 1:
         ax.legend(frameon=False, fontsize=FONT["small"], loc="best")
     source = _footer([table["source"]])
     style.source_note(fig, source)
+    _keep_inside(fig, ax)
     parts = [
         f"{c}: "
         + ", ".join(f"{value_text(v, unit)} at {settings.x} {_x_text(x, x_unit)}" for x, v in zip(xs, vals))
@@ -448,6 +449,51 @@ def _plain_ticks(axis: Any) -> None:
     from matplotlib.ticker import FuncFormatter
 
     axis.set_major_formatter(FuncFormatter(lambda value, _pos: numbers.precise(value)))
+
+
+def _value_ticks(axis: Any, unit: str) -> str:
+    """Label the axis's own ticks and return what its title adds for the unit. A unit that
+    scales gives each tick its own, as the posts write values (100 ns, 10 µs, 1.5 ms): short
+    labels where one unit would need 1,000,000 ns, and nothing to add. Any other unit's ticks
+    are plain numbers (200,000; 0.25) and the title names it: ' (%)', or nothing for a count."""
+    if not numbers.scales(unit):
+        _plain_ticks(axis)
+        return axis_unit(unit)
+    from matplotlib.ticker import FuncFormatter
+
+    def tick(value: float, _pos: Any) -> str:
+        # a tick stands at a round value, not a measurement: 1 ms, not "1.0 ms"
+        return re.sub(r"^(-?\d+)\.0\b", r"\1", value_text(value, unit)) if value else "0"
+
+    axis.set_major_formatter(FuncFormatter(tick))
+    return ""
+
+
+def _point_unit(unit: str) -> str:
+    """What an axis title adds for a unit when each point's tick is written as the posts write
+    it (value_text): nothing for a unit that scales, whose ticks say it, else its name."""
+    return "" if unit == "text" or numbers.scales(unit) else axis_unit(unit)
+
+
+def _value_label(settings: TableChart, ys: dict[str, list[float]], unit_title: str) -> str:
+    """The value axis's title: the one series' name, or 'value' beside a legend of several."""
+    return (f"value{unit_title}" if len(ys) > 1 else settings.y[0] + unit_title).strip()
+
+
+def _keep_inside(fig: Figure, ax: Any) -> None:
+    """Narrow the plot until its tick labels and axis titles sit inside the picture's margins:
+    the value axis's widest label (1,000,000) must not be cut at the left edge, nor the last
+    point's label at the right."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg (style.new_figure)
+    box, picture = ax.get_tightbbox(renderer), fig.bbox.width
+    left = max(0.0, MARGIN * picture - box.x0) / picture
+    right = max(0.0, box.x1 - (1 - MARGIN) * picture) / picture
+    if left or right:
+        x0, y0, width, height = ax.get_position().bounds
+        ax.set_position((x0 + left, y0, width - left - right, height))
+
+
+MARGIN = 0.012  # of the picture's width, as its heading and source line keep
 
 
 _DRAW = {"bar": draw_bar, "grouped_bar": draw_grouped_bar, "line": draw_line}
