@@ -56,6 +56,43 @@ def test_figures_the_drafts_quote_come_first():
     assert not changes._quotes("2,016 and 16.5 and x16", "16")
 
 
+def test_a_lab_figure_is_named_by_its_label_and_shown_with_its_unit():
+    """A lab's figure is one value with a unit: its change reads "RAM, random read 238 ns →
+    250 ns", not "figures ram random value 237.6 → 250"; a table cell the same, named by its
+    table and row. How the lab ran (its running time, its output's length) and the machine's
+    size are not figures: a rerun that moved only them changed none."""
+
+    def lab(ram_ns: float, cell_ms: float, wall: float, memory: int) -> dict:
+        return {
+            "lab": {
+                "wall_seconds": wall,
+                "transcript": {"lines": int(wall * 10)},
+                "machine": {"cores": 2, "memory_bytes": memory},
+                "figures": {
+                    "ram_random": {"value": ram_ns, "unit": "ns", "label": "RAM, random read"},
+                    "scratch": {"value": 128.0, "unit": "MiB"},
+                },
+                "tables": {
+                    "t": {
+                        "records": [
+                            {
+                                "size": {"value": 100, "unit": "count"},
+                                "time": {"value": cell_ms, "unit": "ms"},
+                            }
+                        ]
+                    }
+                },
+            }
+        }
+
+    assert changes.compare_figures(lab(237.6, 1.5, 0.4, 2**34), lab(237.6, 1.5, 9.1, 2**34 + 4096)) == []
+    changed = changes.compare_figures(lab(237.6, 1.5, 0.4, 2**34), lab(250.0, 0.25, 0.5, 2**34))
+    assert [(c["name"], c["old"], c["new"]) for c in changed] == [
+        ("RAM, random read", "238 ns", "250 ns"),
+        ("t time #1", "1.5 ms", "250 µs"),
+    ]
+
+
 def test_summary_line():
     figures = changes.compare_figures(OLD, new_results())
     line = changes.summary({"previous": True, "figures": figures})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,22 +29,44 @@ RESULTS = "results.json"
 # Not figures: the spec echoed back, character counts of the drafts, image and page sizes
 # (charts, the carousel's pages), identity.
 IGNORED = frozenset({"inputs", "checks", "charts", "carousel", "day", "series", "hashtags", "links_back"})
+# Not figures either: how the lab ran (its running time, its output's length) and the machine it
+# ran on (which the drafts' "Measured on" line names, and their word diff shows).
+PROVENANCE = frozenset(
+    {("lab", "wall_seconds"), ("lab", "transcript"), ("lab", "terminal"), ("lab", "machine")}
+)
 # Containers that add nothing to a figure's name ("batching.policies.continuous.utilisation"
 # reads "continuous utilisation").
-SILENT = frozenset({"policies", "plan", "main", "lines", "seconds", "e2e", "expected"})
+SILENT = frozenset(
+    {"policies", "plan", "main", "lines", "seconds", "e2e", "expected", "figures", "tables", "records"}
+)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A figure that carries its unit ({value, unit}: a lab's figure, a cell of its table): one
+    leaf, compared and shown as the posts write it ('238 ns'), named by its label if it has one."""
+
+    text: str
+    label: str | None
+
+
 ROW_KEYS = ("context", "name", "policy", "label", "utilisation", "batch_size", "load")
 _TOKEN = re.compile(r"\s+|\S+")
 MAX_ROWS = 50  # a longer list is data for a chart, not a table a post quotes from
 MAX_DIFF_CHARS = 200_000  # drafts are a few kB; a word diff of a huge file would take minutes
 
 
-def flatten(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], float]:
-    """Every numeric leaf, keyed by its path; a row of a table is named by its key column."""
-    found: dict[tuple[str, ...], float] = {}
-    if isinstance(value, bool) or value is None:
+def flatten(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], float | Shown]:
+    """Every numeric leaf, keyed by its path; a row of a table is named by its key column, and a
+    figure with a unit is one leaf (Shown)."""
+    found: dict[tuple[str, ...], float | Shown] = {}
+    if isinstance(value, bool) or value is None or path[:2] in PROVENANCE:
         return found
     if isinstance(value, (int, float)):
         found[path] = value
+    elif isinstance(value, dict) and _has_unit(value):
+        label = value.get("label")
+        found[path] = Shown(numbers.figure_text(value), label if isinstance(label, str) and label else None)
     elif isinstance(value, dict):
         for key in sorted(value):
             if not path and key in IGNORED:
@@ -60,6 +83,17 @@ def flatten(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], flo
                     label = f"{row_key}={item[row_key]}"
             found.update(flatten(item, (*path, label)))
     return found
+
+
+def _has_unit(value: dict[str, Any]) -> bool:
+    number, unit = value.get("value"), value.get("unit")
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not isinstance(unit, str):
+        return False
+    try:
+        numbers.figure_text(value)
+    except (KeyError, TypeError, ValueError):  # not a unit the engine writes: its numbers, one by one
+        return False
+    return True
 
 
 def figure_name(path: tuple[str, ...]) -> str:
@@ -91,9 +125,11 @@ def _pretty_key(value: str) -> str:
         return value
 
 
-def format_value(path: tuple[str, ...], value: float | None) -> str:
+def format_value(path: tuple[str, ...], value: float | Shown | None) -> str:
     if value is None:
         return "—"
+    if isinstance(value, Shown):
+        return value.text
     key = path[-1] if path else ""
     if isinstance(value, float) and ("utilisation" in key or key.endswith(("share", "fraction"))):
         return numbers.pct(value)
@@ -114,10 +150,11 @@ def compare_figures(
         a, b = format_value(path, before.get(path)), format_value(path, after.get(path))
         if a == b:
             continue  # float noise below the shown precision is not a change
+        leaf = after.get(path, before.get(path))
         changed.append(
             {
                 "path": ".".join(path),
-                "name": figure_name(path),
+                "name": leaf.label if isinstance(leaf, Shown) and leaf.label else figure_name(path),
                 "old": a,
                 "new": b,
                 "quoted": _quotes(quoted, a),
