@@ -65,9 +65,10 @@ _UNIT_ALTERNATION = "|".join(
 )
 # A number as written: thousands separated or not, a decimal, a sign standing before it, and a
 # unit after it (a space between is optional). Not a number: digits that continue a word, a
-# decimal, a path or a hyphenated name ("Llama-2-7B"), or that run on into letters ("3rd").
+# decimal, a path or a hyphenated name ("Llama-2-7B"), that run on into letters ("3rd"), or a
+# time of day ("17:48 UTC", the hour as well as its minutes).
 _NUMBER = re.compile(
-    r"(?<![\w.,/#:])(?<!\w-)"
+    r"(?<![\w.,/#:])(?<!\w-)(?!\d{1,2}:\d\d\b)"
     r"(?P<num>[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)"
     r"(?:[ \u00a0\u202f]?(?P<unit>" + _UNIT_ALTERNATION + r")(?![\w/])|(?!\.\d)(?!\w))"
 )

@@ -133,6 +133,17 @@ def test_a_number_kept_from_the_previous_render_is_stale_with_what_the_results_s
     assert not finding.stale
 
 
+def test_a_time_of_day_is_no_figure_however_the_measurement_moved_it() -> None:
+    """'Measured … 2026-12-03 17:48 UTC': a rerun an hour later says 18:51. The hour is read as
+    neither a figure nor a stale one ("17 stale: the results now say 17" named the clock)."""
+    assert [n.text for n in audit.numbers_in("Measured 2026-12-03 17:48 UTC, at 9:05 am.")] == ["2026"]
+    assert [n.text for n in audit.numbers_in("a ratio of 17:1, 3:2")] == ["17", "3"]  # not a time
+    before = RENDER + "\nMeasured on AMD EPYC, 2026-12-03 17:48 UTC.\n"
+    fresh = RENDER + "\nMeasured on AMD EPYC, 2026-12-03 18:51 UTC.\n"
+    theirs = before.replace("One step took", "Each decode step took")
+    assert findings(theirs, fresh=fresh, previous=before) == []  # was "17 stale: … now say 18"
+
+
 def test_an_accepted_number_passes_and_is_posted_plain() -> None:
     accepted = RENDER.replace("72.3%", "{=74.1%}").replace("5,797 steps", "5,800 steps")
     [finding] = findings(accepted, fresh=RENDER)
