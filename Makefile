@@ -40,6 +40,11 @@ new-day%: $(STAMP)
 lab-day%: $(STAMP)
 	@$(PY) -m engine lab days/day$*.yaml $(ARGS)
 
+# `make check-day12`: every platform rule on out/day12's drafts as they are now, your edits
+# included (`ARGS=--strict` fails on a number typed by hand too).
+check-day%: $(STAMP)
+	@$(PY) -m engine check out/day$* $(ARGS)
+
 # `make day37`, `make day04`, …: any days/dayNN.yaml.
 day%: $(STAMP)
 	@$(PY) -m engine build days/day$*.yaml $(ARGS)
