@@ -1142,3 +1142,19 @@ def test_a_slide_preview_shrinks_the_chart_keeping_its_colours_and_areas() -> No
     thirds = carousel.shrunk(stripes, 10, 10).astype(float)
     assert thirds.shape == (10, 10, 3)
     assert abs(thirds[2:-2, 2:-2].mean() - 255 * 2 / 3) < 2
+
+
+def test_an_alt_text_that_lists_rows_says_how_many_it_left_out() -> None:
+    """Worked by hand: 'T: a 1; b 2; c 3;' is 17 characters, so at 40 every row fits. Four
+    rows of ' row k is long;' (15 each) after 'Intro text:' (11): at 70, two fit beside ' and 2
+    more in the image.' (11 + 2 × 15 + 25 = 66; three would be 81); at 40 not even one does
+    (11 + 15 + 25 = 51), and the count is said alone."""
+    from engine.charts.style import fit_alt_list
+
+    assert fit_alt_list("T:", ["a 1;", "b 2;", "c 3;"], limit=40) == "T: a 1; b 2; c 3;"
+    rows = [f"row {k} is long;" for k in range(4)]
+    assert fit_alt_list("Intro text:", rows, limit=70) == (
+        "Intro text: row 0 is long; row 1 is long; and 2 more in the image."
+    )
+    assert fit_alt_list("Intro text:", rows, limit=40) == "Intro text: 4 rows in the image."
+    assert len(fit_alt_list("Intro text:", rows * 50)) <= 250

@@ -370,6 +370,28 @@ def test_alt_text_leaves_out_figures_the_window_does_not_show() -> None:
     assert "128 MiB" not in alt and "77x" not in alt
 
 
+def test_a_table_too_long_for_the_alt_text_keeps_its_header_and_drops_its_rulers() -> None:
+    """A lab of one table and no figure is read out by its last lines; twenty rows do not fit,
+    so the header goes first, then '…' and the last rows that fit, and the ruler under the
+    header (a line of dashes says nothing) is never read out."""
+    text = (
+        "Membership test\n\n size  dict_ns\n--------------\n"
+        + "".join(f" {10**k}  {k}.5\n" for k in range(1, 21))
+        + "done\n"
+    )
+    table = {"line": " size  dict_ns", "columns": [["size", "count"], ["dict", "ns"]]}
+    lab = lab_with(text, {}, figures={}, tables={"t": table})
+    alt = alt_text(lab, rows_of(lab), limit=250)
+    intro = 'Terminal output of "python lab.py" in day02.lab, measured on Test CPU, 2 cores:'
+    rows = "; ".join(f"{10**k} {k}.5" for k in range(16, 21))  # the five that fit under 250
+    assert alt == f"{intro} size dict_ns; …; {rows}; done"
+    assert "---" not in alt and len(alt) <= 250
+    short = lab_with(
+        "size  dict_ns\n======\n10  1.5\n", {}, figures={}, tables={"t": {"line": "size  dict_ns"}}
+    )
+    assert alt_text(short, rows_of(short), limit=250) == f"{intro} size dict_ns; 10 1.5"
+
+
 def test_a_long_command_is_shortened_inside_its_quotes() -> None:
     lab = lab_with(EIGHT, {}, command="python lab.py " + "--flag " * 60, figures={})
     alt = alt_text(lab, rows_of(lab), limit=120)

@@ -147,5 +147,5 @@ def _alt(lab: dict[str, Any], names: list[str], compare: dict[str, Any], source:
         f = lab["figures"][name]
         tail = f" (published: {numbers.figure_text(compare[name])})" if name in compare else ""
         rows.append(f"{f['label']}, {numbers.figure_text(f)}{tail};")
-    text = style.fit_alt([intro, *rows])
+    text = style.fit_alt_list(intro, rows)
     return text[:-1] + "." if text.endswith(";") else text

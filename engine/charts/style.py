@@ -261,6 +261,17 @@ def fit_alt(sentences: list[str], limit: int = 250) -> str:
     return text
 
 
+def fit_alt_list(intro: str, items: list[str], limit: int = 250) -> str:
+    """The intro and as many of the items as fit, then how many were left out ("and 5 more
+    in the image."): a reader must not take the alt text for all the picture holds."""
+    for kept in range(len(items), 0, -1):
+        left = len(items) - kept
+        text = " ".join([intro, *items[:kept], *([f"and {left} more in the image."] if left else [])])
+        if len(text) <= limit:
+            return text
+    return fit_alt([intro, f"{len(items)} rows in the image."] if items else [intro], limit)
+
+
 def context_label(tokens: int) -> str:
     """2048 → '2k', 32768 → '32k', 512 → '512': the way people say context lengths."""
     return f"{tokens // 1024}k" if tokens >= 1024 and tokens % 1024 == 0 else f"{tokens:,}"

@@ -463,16 +463,31 @@ def alt_text(lab: dict[str, Any], shown: list[Row], limit: int | None = None) ->
         sentences = [f"{_label(name, fig)}: {numbers.figure_text(fig)}." for name, fig in found]
         return style.fit_alt([_intro(lab, ".", limit), *sentences], limit)
     intro = _intro(lab, ":", limit)
-    body = [" ".join(line.split()) for line in output if line.strip()]
-    picked: list[str] = []
-    for line in reversed(body):
-        candidate = " ".join([intro, *[f"{b};" for b in [line, *picked][:-1]], [line, *picked][-1]])
-        if len(candidate) > limit:
-            break
-        picked.insert(0, line)
-    if not picked:
-        return intro
-    return " ".join([intro, *[f"{b};" for b in picked[:-1]], picked[-1]])
+    body = [" ".join(line.split()) for line in output if line.strip() and not _RULER.fullmatch(line)]
+
+    def said(lines: list[str]) -> str:
+        return " ".join([intro, *[f"{b};" for b in lines[:-1]], lines[-1]])
+
+    def last_that_fit(lead: list[str], lines: list[str]) -> list[str]:
+        picked: list[str] = []
+        for line in reversed(lines):
+            if len(said([*lead, line, *picked])) > limit:
+                break
+            picked.insert(0, line)
+        return picked
+
+    picked = last_that_fit([], body)
+    # A table's rows mean nothing without its header: kept first when the rows run past it.
+    headers = {" ".join(str(t.get("line", "")).split()) for t in (lab.get("tables") or {}).values()}
+    head = next((line for line in body if line in headers), None)
+    if head is not None and picked and head not in picked:
+        rows = last_that_fit([head, "…"], body[body.index(head) + 1 :])
+        picked = [head, "…", *rows] if rows else picked
+    return said(picked) if picked else intro
+
+
+# A line that only rules the output off (----, ====, +---+---+): no words to read out.
+_RULER = re.compile(r"[\s\-=_+|:*#~.]*")
 
 
 def _intro(lab: dict[str, Any], end: str, limit: int) -> str:
