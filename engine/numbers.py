@@ -43,6 +43,12 @@ def _exact(value: Any) -> Decimal:
     """The value as a person reads it: an integer exactly, a float by its shortest spelling."""
     if isinstance(value, Integral) and not isinstance(value, bool):
         return Decimal(int(value))
+    if isinstance(value, dict) and {"value", "unit"} <= set(value):
+        shown = str(value.get("text") or f"{value['value']} {value['unit']}")[:40]
+        raise TypeError(
+            f"a figure with its unit ({shown}): print it with the figure filter (| figure), which "
+            "writes the unit; this filter takes a plain number"
+        )
     if not isinstance(value, Real):
         raise TypeError(f"cannot print {value!r}: not a number")
     number = float(value)

@@ -275,6 +275,17 @@ def test_what_is_not_a_number_is_refused() -> None:
             numbers.count(not_a_number)  # type: ignore[arg-type]
 
 
+def test_a_figure_given_to_a_plain_number_filter_is_told_to_use_figure() -> None:
+    """A lab's figure carries its unit; pct, thousands or fixed take a plain number. The error
+    says which filter prints it, quoting the figure as the posts write it (not the whole dict)."""
+    disk = {"value": 18.0, "unit": "%", "text": "18%", "label": "disk used", "about": "x" * 500}
+    for plain in (numbers.pct, numbers.thousands, numbers.fixed, numbers.number):
+        with pytest.raises(TypeError) as err:
+            plain(disk)  # type: ignore[arg-type]
+        assert str(err.value).startswith("a figure with its unit (18%): print it with the figure filter")
+        assert "about" not in str(err.value)
+
+
 def test_a_number_that_is_not_finite_is_refused() -> None:
     for bad in (float("nan"), float("inf")):
         with pytest.raises(ValueError, match="cannot print"):
