@@ -359,6 +359,34 @@ def test_a_pattern_that_backtracks_without_end_is_stopped_within_its_limit(monke
     assert time.monotonic() - start < 0.2 + 1
 
 
+def test_a_unit_in_a_printed_name_is_read_and_an_unknown_unit_is_said(project, tmp_path, capsys):
+    """'miss_pct: 5' is 5%, 'latency (ms): 12' is 12 ms, as a table's header is read; a line
+    whose word after the number is no unit the engine writes ('42 requests', '3.5 Gbit/s') is
+    left out, and `engine new` says which lines it left out rather than dropping them silently."""
+    import re
+
+    from engine.scaffold import detect
+
+    printed = "miss_pct: 5\nhits: 42 requests\nlatency (ms): 12\nrate: 3.5 Gbit/s\np50: 12 ms\n"
+    found = detect.read_output(printed)
+    assert [(f.name, f.unit) for f in found.figures] == [
+        ("miss_pct", "%"),
+        ("latency_ms", "ms"),
+        ("p50", "ms"),
+    ]
+    assert found.unknown_units == ["hits: 42 requests", "rate: 3.5 Gbit/s"]
+    latency = found.figures[1].pattern
+    assert latency is not None and re.match(latency, "latency (ms): 12").group(1) == "12"
+    lab = tmp_path / "units-lab" / "lab.py"
+    lab.parent.mkdir()
+    lab.write_text("".join(f"print({line!r})\n" for line in printed.splitlines()))
+    days, templates = project / "days", project / "templates"
+    assert main(["new", "15", "--lab", str(lab), "--days", str(days), "--templates", str(templates)]) == 0
+    said = capsys.readouterr().out
+    assert "left out (no unit the engine knows): hits: 42 requests" in said
+    assert "left out (no unit the engine knows): rate: 3.5 Gbit/s" in said
+
+
 def test_printed_labels_that_share_a_name_each_become_a_figure():
     """Fourteen labels that differ only in their last word are cut to one 40-character name:
     each still becomes a figure, under a name of its own, read off its own line only."""

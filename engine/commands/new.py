@@ -55,5 +55,7 @@ def run(args: argparse.Namespace) -> int:
     made = scaffold.write(plan)
     for path in made:
         print(f"  wrote {path}")
+    for note in plan.notes:
+        print(note)
     print(f"next: {plan.next_step}")
     return 0

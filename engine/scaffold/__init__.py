@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ class Plan:
 
     files: dict[Path, bytes]
     next_step: str
+    notes: list[str] = field(default_factory=list)  # what the person should know of the scaffold
 
 
 def _folder(day: int) -> str:
@@ -164,7 +165,8 @@ def plan_from_lab(
     planned[lab_dir / "labkit.py"] = (KIT_DIR / "labkit.py").read_bytes()  # the engine's own file
     planned[days / f"{folder}.yaml"] = drafts.spec_yaml(spec, lab_dir.name, printed=not kit).encode()
     planned.update(_templates(templates / folder, found, chart_names, spec))
-    return Plan(planned, f"make lab-{folder}   (runs the lab once; then: make {folder})")
+    left_out = [f"left out (no unit the engine knows): {line}" for line in found.unknown_units]
+    return Plan(planned, f"make lab-{folder}   (runs the lab once; then: make {folder})", left_out)
 
 
 # A day's templates as written: the LinkedIn post, the X thread (the thread the other thread

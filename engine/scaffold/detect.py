@@ -52,6 +52,8 @@ class Found:
     given: list[FoundFigure] = field(default_factory=list)
     tables: list[FoundTable] = field(default_factory=list)
     title: str | None = None
+    # printed 'name: number word' lines whose word is no unit the engine writes: left out, and said
+    unknown_units: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -200,8 +202,13 @@ def read_output(transcript: str) -> Found:
             continue
         raw_unit = match.group("unit")
         unit = _unit_of(raw_unit)
-        if raw_unit and unit is None:
-            continue  # a word after the number: not a measurement the engine can type
+        if raw_unit and unit is None:  # a word after the number: not a unit the engine can type
+            if len(found.unknown_units) < MAX_FOUND:
+                found.unknown_units.append(line.strip()[:80])
+            continue
+        if unit is None:  # the unit in the name: 'miss_pct: 5', 'latency (ms): 12'
+            named = _UNIT_IN_HEADER.match(match.group("label").strip())
+            unit = _unit_of(named.group("unit")) if named and named.group("unit") else None
         number = match.group("number")
         if unit is None and not re.fullmatch(r"[-+]?[\d,]+", number):
             continue  # a fraction with no unit: a ratio? a share? not guessed
