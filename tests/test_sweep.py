@@ -428,6 +428,26 @@ def test_ray_address_without_ray_is_a_clear_error(tmp_path, monkeypatch):
         run(section(ray={"address": "auto"}), tmp_path)
 
 
+def test_a_build_runs_a_sweep_on_this_machine_whatever_ray_address_its_spec_names(tmp_path, monkeypatch):
+    """A day someone else wrote may name a Ray address (a host of theirs, or 'local', which
+    starts an instance and writes a token under the home folder): a build never goes there; it
+    runs every point on this machine's cores, as without the key. `engine sweep` follows it."""
+    from engine.sections import Inputs
+    from engine.sweep import execute
+
+    def no_ray(*args, **kwargs):
+        raise AssertionError("a build reached for Ray")
+
+    monkeypatch.setattr(execute, "_run_ray", no_ray)
+    monkeypatch.setattr(experiment.POINTS, "store", lambda: ResultStore(None, valid=adapter.is_metrics))
+    where = SpecLocation(spec_path=tmp_path / "spec.yaml")
+    for address in ("local", "127.0.0.1:6380", "ray://somewhere:10001"):
+        built = experiment._run_for_build(section(ray={"address": address}), where, Inputs())
+        assert to_csv(built["rows"]) == to_csv(run(section(), tmp_path, workers=1)["rows"])
+    with pytest.raises(AssertionError, match="reached for Ray"):
+        run(section(ray={"address": "local"}), tmp_path)
+
+
 # ---- pricing and ranking ----------------------------------------------------------------------
 
 

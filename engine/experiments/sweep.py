@@ -103,13 +103,17 @@ def run(
     store: ResultStore | None = None,
     workers: int | None = None,
     ray_address: str | None = None,
+    spec_ray: bool = True,
     progress: bool = False,
     full: bool = False,
 ) -> dict[str, Any]:
+    """The sweep's table. Its points run as Ray tasks at ``ray_address``, else (with
+    ``spec_ray``) at the spec's own ``ray.address``, else on this machine's cores."""
     _files_inside(section, ctx)
     with blame(ctx, "sweep"):
         the_plan = execute.plan(section, ctx.spec_dir)
-    address = ray_address if ray_address is not None else (section.ray.address if section.ray else None)
+    spec_address = section.ray.address if section.ray and spec_ray else None
+    address = ray_address if ray_address is not None else spec_address
     if store is None:
         store = ResultStore(store_path, valid=adapter.is_metrics)
     with blame(ctx, "sweep"):
@@ -195,9 +199,12 @@ def headline(sweep: dict[str, Any]) -> str:
 
 
 def _run_for_build(section: SweepSection, location: SpecLocation, inputs: Inputs) -> dict[str, Any]:
-    """A day's build: every core; the points computed are remembered in the engine's cache, not
-    in a results file of the person's (a build is a pure function of the spec)."""
-    return run(section, location, store=POINTS.store())
+    """A day's build: every core of this machine, never the spec's Ray address (building a day
+    someone else wrote must not start a Ray instance or connect to a host it names: that is
+    `engine sweep`'s, a command the person runs on purpose); the points computed are remembered
+    in the engine's cache, not in a results file of the person's (a build is a pure function of
+    the spec)."""
+    return run(section, location, store=POINTS.store(), spec_ray=False)
 
 
 register_section(
