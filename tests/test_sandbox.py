@@ -165,6 +165,32 @@ def test_a_template_cannot_run_for_ever(tmp_path, body, words):
 @pytest.mark.parametrize(
     "body",
     [
+        "{% set L = [['a'] * big] * big %}{{ L }}",  # n² items printed: the repr alone was 28 GB
+        "{% set L = [['a'] * big] * big %}{% if L | map('max') | list | length %}x{% endif %}",  # n² in C
+        "{% set L = [rows] * big %}{{ L | length }}",
+        "{% set L = [['a'] * big] + [['a'] * big] * big %}{{ L | length }}",
+        "{{ ([['a'] * big] * big) ~ '' }}",
+    ],
+    ids=["printed", "filtered-in-c", "rows-repeated", "concatenated", "joined"],
+)
+def test_a_value_repeated_by_reference_is_weighed_whole(tmp_path, body):
+    """`[x] * n` makes n references to x, few objects; printing it, or a filter running in C
+    over it (where no step is counted), meets n × the size of x. Weighed so, it is refused
+    when it is made, in one line and at once, and no error quotes it whole."""
+    big = 3_000
+    line = refused(tmp_path, body, {**CONTEXT, "big": big})
+    assert "over the limit of" in line and len(line) < 300
+
+
+def test_a_huge_value_printed_is_quoted_in_a_few_items(tmp_path):
+    """A value printed without a filter is named in the error: a few of its items, not all."""
+    line = refused(tmp_path, "{{ rows }}")
+    assert "printed without a filter" in line and "[0, 1, 2, 3, 4, 5, ...]" in line and "99" not in line
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
         # Self-doubling macro: its text is 2^100 characters at the bottom.
         "{% macro d(s, xs) %}{% if xs %}{{ d(s ~ s, xs[1:]) }}{% else %}{{ s }}{% endif %}{% endmacro %}"
         "{{ d(title, rows) }}",

@@ -28,7 +28,7 @@ from engine.numbers import bytesize, duration, fixed, gib, ms, multiple, pct, ra
 from engine.platforms.reflow import reflow
 from engine.platforms.thread import label, split_thread
 from engine.render import template_cache
-from engine.render.render_env import RenderCapExceeded, Sandbox
+from engine.render.render_env import RenderCapExceeded, Sandbox, quoted
 
 if TYPE_CHECKING:
     from engine.platforms.reflow import PostLimits
@@ -351,7 +351,7 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
     except RenderCapExceeded as exc:
         raise UserError(str(exc), file=f"templates/{template}", field=_template_line(exc, template)) from None
     except UnformattedNumber as exc:
-        shown = repr(exc.args[0])
+        shown = quoted(exc.args[0])
         shown = shown if len(shown) <= 60 else shown[:60] + "…"
         raise UserError(
             f"{shown} printed without a filter: format it with {', '.join(sorted(FILTERS))}",

@@ -23,6 +23,7 @@ dicts) narrowed further here:
 
 from __future__ import annotations
 
+import reprlib
 import time
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -99,6 +100,34 @@ _METHODS: dict[type, frozenset[str]] = {
 
 # The environment's own hooks, called from the code _Budgeted writes into each template.
 _HOOKS = frozenset({"_iterate", "_join", "_charge"})
+
+
+def weight(value: Any, limit: int) -> int:
+    """How much a value a template made holds: its characters and items, counted as printing or
+    iterating it meets them, so a list repeated by reference counts each time ([["a"] * n] * n
+    is n² however few objects it is). Counting stops once past ``limit``."""
+    total, stack = 0, [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, (list, tuple, Mapping)):
+            total += len(item)
+            if total <= limit:  # a long one is over on its length, before its items are looked at
+                stack.extend(item.items() if isinstance(item, Mapping) else item)
+        else:
+            total += 1
+    return total
+
+
+_QUOTED = reprlib.Repr()  # a few items of a value and 60 characters of its text, however big
+_QUOTED.maxlevel, _QUOTED.maxlist, _QUOTED.maxtuple, _QUOTED.maxdict = 3, 6, 6, 4
+_QUOTED.maxstring = _QUOTED.maxother = _QUOTED.maxlong = 60
+
+
+def quoted(value: Any) -> str:
+    """A value as an error quotes it: bounded (its whole repr could run to gigabytes)."""
+    return _QUOTED.repr(value)
 
 
 class RenderCapExceeded(Exception):
@@ -283,13 +312,15 @@ class Sandbox(ImmutableSandboxedEnvironment):
         elif (
             operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple))
         ):
-            self.budget.fits(len(left) + len(right))
+            cap = self.budget.max_chars
+            self.budget.fits(weight(left, cap) + weight(right, cap))
         return super().call_binop(context, operator, left, right)
 
     def _check_product(self, left: Any, right: Any) -> None:
         for seq, times in ((left, right), (right, left)):
             if isinstance(seq, (str, list, tuple)) and isinstance(times, int):
-                self.budget.fits(len(seq) * max(times, 0))
+                times = max(times, 0)
+                self.budget.fits(weight(seq, self.budget.max_chars // max(times, 1)) * times)
                 return
         if isinstance(left, int) and isinstance(right, int):
             if left.bit_length() + right.bit_length() > MAX_TEMPLATE_INT_BITS:
@@ -306,7 +337,7 @@ class Sandbox(ImmutableSandboxedEnvironment):
     def _join(self, context: jinja2.runtime.Context, *pieces: Any) -> str:
         for piece in pieces:
             if not isinstance(piece, (str, jinja2.Undefined)):
-                shown = repr(piece)
+                shown = quoted(piece)
                 raise SecurityError(
                     f"'~' joins text, not {shown[:60]}{'…' if len(shown) > 60 else ''}: "
                     "format a number with a filter first"
@@ -326,6 +357,7 @@ class Sandbox(ImmutableSandboxedEnvironment):
         if isinstance(value, str):
             self.budget.text(len(value))
         elif not isinstance(value, jinja2.Undefined):  # an undefined value fails when printed
+            self.budget.fits(weight(value, self.budget.max_chars))  # before its text is made
             self.budget.text(len(str(value)))
         return value
 
