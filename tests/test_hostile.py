@@ -1245,6 +1245,37 @@ def test_a_file_the_spec_names_outside_its_folder_is_refused_unread(tmp_path, ed
     assert not (tmp_path / "out" / "day37").exists()
 
 
+def test_a_measurement_that_links_out_of_the_spec_folder_is_refused_unread(tmp_path):
+    """A day's measurement is a file of its spec's folder: a measurement file, or the whole
+    dayNN.measured folder, that links elsewhere is one line naming it, for a build and for the
+    lab that would write there, and the text it leads to is never read onto a post."""
+    secret = tmp_path / "elsewhere"
+    secret.mkdir()
+    doc = json.loads((DAYS / "day37.measured" / "nvidia-h200.json").read_text())
+    doc["device"]["name"] = "OUTSIDE SECRET GPU"
+    (secret / "nvidia-h200.json").write_text(json.dumps(doc))
+    path = spec_with(tmp_path, lambda d: None)
+    measured = path.parent / "day37.measured"
+    measured.mkdir()
+    (measured / "nvidia-h200.json").symlink_to(secret / "nvidia-h200.json")
+
+    def refused() -> None:
+        code, out, err = run_cli("build", str(path), "--out", str(tmp_path / "out"))
+        line = one_line(err)
+        assert code == 2 and "leads out of the spec's folder" in line and str(measured) in line
+        assert "SECRET" not in out + err and not (tmp_path / "out" / "day37").exists()
+
+    refused()  # the file linked
+    shutil.rmtree(measured)
+    measured.symlink_to(secret)
+    refused()  # the whole folder
+    day01 = spec_with(tmp_path, lambda d: None, name="day01")
+    (day01.parent / "day01.measured").symlink_to(secret)
+    code, _, err = run_cli("lab", str(day01), "--quiet")
+    assert code == 2 and "leads out of the spec's folder" in one_line(err)
+    assert sorted(p.name for p in secret.iterdir()) == ["nvidia-h200.json"]  # nothing written there
+
+
 def test_a_trace_that_is_a_pipe_or_a_folder_is_named_as_such_unread(tmp_path):
     """A trace in the spec's folder that is not a regular file (a named pipe would block a
     reader for ever) is refused before it is opened, with what it is, not "no such file"."""
