@@ -605,7 +605,7 @@ def folder_findings(folder: Path, drafts: dict[str, str] | None = None) -> list[
         text = (drafts or {}).get(name)
         if text is None and (folder / name).is_file():
             try:
-                text = read_text_limited(folder / name, MAX_DRAFT_BYTES, "draft")
+                text = read_text_limited(folder / name, MAX_DRAFT_BYTES, "draft", follow_symlinks=False)
             except UserError:
                 text = None  # the platform check names it
         if text is None:
@@ -616,7 +616,11 @@ def folder_findings(folder: Path, drafts: dict[str, str] | None = None) -> list[
             continue
         if traced is None:
             try:
-                traced = _index_of(read_text_limited(folder / "results.json", MAX_RESULTS_BYTES, "results"))
+                traced = _index_of(
+                    read_text_limited(
+                        folder / "results.json", MAX_RESULTS_BYTES, "results", follow_symlinks=False
+                    )
+                )
             except (OSError, UserError):
                 return []
             if traced is None:

@@ -132,7 +132,9 @@ def read_bytes_limited(
             chunks.append(chunk)
             total += len(chunk)
         if total > limit:  # it grew while being read, or stat could not tell its size
-            raise UserError(f"over the limit of {size_text(limit)} for a {what} file", file=path, field=field)
+            raise UserError(
+                f"over the limit of {size_text(limit)} for {_a(what)} file", file=path, field=field
+            )
         return b"".join(chunks)
     except OSError as err:
         raise UserError(f"cannot read: {err.strerror or err}", file=path, field=field) from None
@@ -150,22 +152,22 @@ def _open_regular(path: Path, limit: int, what: str, *, field: str | None, follo
     except FileNotFoundError:
         raise UserError(f"no such {what} file", file=path, field=field) from None
     except IsADirectoryError:
-        raise UserError(f"is a folder, not a {what} file", file=path, field=field) from None
+        raise UserError(f"is a folder, not {_a(what)} file", file=path, field=field) from None
     except OSError as err:
         if err.errno == errno.ELOOP and not follow_symlinks:
-            raise UserError(f"is a symbolic link, not a {what} file", file=path, field=field) from None
+            raise UserError(f"is a symbolic link, not {_a(what)} file", file=path, field=field) from None
         if err.errno == errno.ENXIO:  # a FIFO or socket with nobody on the other end
             raise UserError(
-                f"not a regular file: a {what} file must be a plain file", file=path, field=field
+                f"not a regular file: {_a(what)} file must be a plain file", file=path, field=field
             ) from None
         raise UserError(f"cannot read: {err.strerror or err}", file=path, field=field) from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise UserError(f"is a folder, not a {what} file", file=path, field=field)
+            raise UserError(f"is a folder, not {_a(what)} file", file=path, field=field)
         if not stat.S_ISREG(info.st_mode):
             raise UserError(
-                f"not a regular file (a device, pipe or socket): a {what} file must be a plain file",
+                f"not a regular file (a device, pipe or socket): {_a(what)} file must be a plain file",
                 file=path,
                 field=field,
             )
@@ -175,6 +177,12 @@ def _open_regular(path: Path, limit: int, what: str, *, field: str | None, follo
         os.close(fd)
         raise
     return fd
+
+
+def present(path: Path) -> bool:
+    """Whether anything stands at ``path``, a link that leads nowhere included: what a reader
+    must refuse by name (read_bytes_limited without following links), not pass over."""
+    return path.exists() or path.is_symlink()
 
 
 def read_text_limited(
@@ -198,6 +206,11 @@ def decode_utf8(data: bytes, path: str | Path, *, field: str | None = None) -> s
         ) from None
 
 
+def _a(what: str) -> str:
+    """'a results', 'an alt text': the article a message puts before a kind of file."""
+    return f"{'an' if what[:1].lower() in 'aeiou' else 'a'} {what}"
+
+
 def size_text(n: float) -> str:
     """1048576 → '1 MiB': limits read as people write them."""
     for unit, size in (("GiB", 1024 * MIB), ("MiB", MIB), ("KiB", KIB)):
@@ -208,7 +221,7 @@ def size_text(n: float) -> str:
 
 
 def _too_big(size: int, limit: int, what: str) -> str:
-    return f"{size:,} bytes, over the limit of {size_text(limit)} for a {what} file"
+    return f"{size:,} bytes, over the limit of {size_text(limit)} for {_a(what)} file"
 
 
 def open_limited(
@@ -248,7 +261,7 @@ def iter_bytes_limited(
             if total > limit:
                 break
             yield data
-        raise UserError(f"over the limit of {size_text(limit)} for a {what} file", file=path, field=field)
+        raise UserError(f"over the limit of {size_text(limit)} for {_a(what)} file", file=path, field=field)
     except OSError as err:
         raise UserError(f"cannot read: {err.strerror or err}", file=path, field=field) from None
     finally:
@@ -327,9 +340,12 @@ def load_json(data: str | bytes, path: str | Path, what: str, *, field: str | No
     return value
 
 
-def read_json_limited(path: str | Path, limit: int, what: str, *, field: str | None = None) -> Any:
+def read_json_limited(
+    path: str | Path, limit: int, what: str, *, field: str | None = None, follow_symlinks: bool = True
+) -> Any:
     """The JSON value in a regular file of at most ``limit`` bytes (``load_json``'s limits)."""
-    return load_json(read_bytes_limited(path, limit, what, field=field), path, what, field=field)
+    data = read_bytes_limited(path, limit, what, field=field, follow_symlinks=follow_symlinks)
+    return load_json(data, path, what, field=field)
 
 
 def read_json_object(path: str | Path, limit: int, what: str) -> dict[str, Any] | None:

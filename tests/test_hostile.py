@@ -1276,6 +1276,40 @@ def test_a_measurement_that_links_out_of_the_spec_folder_is_refused_unread(tmp_p
     assert sorted(p.name for p in secret.iterdir()) == ["nvidia-h200.json"]  # nothing written there
 
 
+def test_review_and_check_refuse_a_draft_that_is_a_link_or_a_pipe_unread(built_out, tmp_path):
+    """out/ is the engine's: a draft, an alt text or results.json replaced by a link (to
+    /etc/passwd, a file of the person's) or a pipe is one line naming it from `review` and
+    `check`, and what it leads to never lands on the review page."""
+    from helpers import copy_built
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0 TOKEN=abc123\n")
+    for name in ("linkedin.md", "slot_timeline.alt.txt", "results.json", "x-thread.md"):
+        # check reads the drafts and alt texts; it traces numbers to results.json only if it reads
+        commands = [["review", "--out", "OUT"]] + ([] if name == "results.json" else [["check", "DAY"]])
+        out = copy_built(built_out, tmp_path / f"out-{name}")
+        draft = out / "day37" / name
+        draft.unlink()
+        if name == "x-thread.md":
+            os.mkfifo(draft)
+        else:
+            draft.symlink_to(secret)
+        for command in commands:
+            code, stdout, err = run_cli(
+                *[{"OUT": str(out), "DAY": str(out / "day37")}.get(a, a) for a in command]
+            )
+            line = one_line(err)
+            assert code == 2 and line.startswith(f"{draft}: ") and "abc123" not in stdout + line, (
+                name,
+                command,
+            )
+            assert "link" in line or "regular file" in line, line
+        assert "abc123" not in (out / "day37" / "index.html").read_text()
+        if name == "results.json":  # check passes on the drafts, and reads nothing through the link
+            code, stdout, _ = run_cli("check", str(out / "day37"))
+            assert code == 0 and "abc123" not in stdout
+
+
 def test_a_trace_that_is_a_pipe_or_a_folder_is_named_as_such_unread(tmp_path):
     """A trace in the spec's folder that is not a regular file (a named pipe would block a
     reader for ever) is refused before it is opened, with what it is, not "no such file"."""

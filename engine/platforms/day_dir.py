@@ -25,7 +25,7 @@ from pathlib import Path
 
 from engine import audit
 from engine.errors import UserError
-from engine.limits import MAX_DRAFT_BYTES, read_text_limited
+from engine.limits import MAX_DRAFT_BYTES, present, read_text_limited
 from engine.platforms import media
 from engine.platforms.alt_text import alt_text_count, check_alt_text
 from engine.platforms.posting import in_folder
@@ -51,7 +51,7 @@ class Report:
 
 
 def _read(path: Path) -> str:
-    return read_text_limited(path, MAX_DRAFT_BYTES, "draft")
+    return read_text_limited(path, MAX_DRAFT_BYTES, "draft", follow_symlinks=False)
 
 
 def alt_text_platforms(name: str, among: list[Platform] | None = None) -> tuple[str, ...]:
@@ -71,7 +71,7 @@ def check_day_dir(path: Path) -> Report:
     violations: list[Violation] = []
 
     posted = in_folder(path)  # the required platforms, and each optional one with its draft
-    drafts = {p.draft: _read(path / p.draft) for p in posted if (path / p.draft).is_file()}
+    drafts = {p.draft: _read(path / p.draft) for p in posted if present(path / p.draft)}
     for platform in posted:
         if platform.draft not in drafts:
             if platform.required:

@@ -28,6 +28,7 @@ from engine.limits import (
     MAX_DRAFT_BYTES,
     MAX_PAGE_RENDER_CHARS,
     MAX_RESULTS_BYTES,
+    present,
     read_json_limited,
     read_text_limited,
 )
@@ -63,9 +64,9 @@ __all__ = [
 def drafts_of(day_dir: Path) -> dict[str, str]:
     """Every registered platform's draft found in day_dir, by file name."""
     return {
-        p.draft: read_text_limited(day_dir / p.draft, MAX_DRAFT_BYTES, "draft")
+        p.draft: read_text_limited(day_dir / p.draft, MAX_DRAFT_BYTES, "draft", follow_symlinks=False)
         for p in platforms()
-        if (day_dir / p.draft).is_file()
+        if present(day_dir / p.draft)
     }
 
 
@@ -98,7 +99,7 @@ def write_day_page(day_dir: Path, *, root: Path | None = None) -> Path:
     root = day_dir.parent if root is None else root
     atomic.check_target(path, what="review page", root=root)  # a link on the way: refused unread
     try:
-        results = read_json_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results")
+        results = read_json_limited(day_dir / RESULTS, MAX_RESULTS_BYTES, "results", follow_symlinks=False)
     except UserError as err:
         raise UserError(
             f"not readable JSON ({err.message}); rebuild the day to replace it",
@@ -467,9 +468,9 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
 def _alt_text(path: Path, otherwise: str) -> str:
     """A chart's alt text as the folder has it (the person may have edited it), read as a draft
     is; ``otherwise`` where there is no such file."""
-    if not (path.exists() or path.is_symlink()):
+    if not present(path):
         return otherwise
-    text = read_text_limited(path, MAX_DRAFT_BYTES, "alt text")
+    text = read_text_limited(path, MAX_DRAFT_BYTES, "alt text", follow_symlinks=False)
     return text.replace("\r\n", "\n").replace("\r", "\n").strip()  # line ends as text mode reads them
 
 
