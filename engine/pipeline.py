@@ -10,9 +10,11 @@ input, a post over the limit) leaves out/ exactly as it was, and outdir keeps ha
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -217,16 +219,13 @@ def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path
     try:
         for name, text in drafts.items():
             atomic.write_text(staging.path / name, text, what="draft", root=out_root, durable=False)
-        try:
+        with _of_the_spec(spec_path):  # a chart the results cannot draw: the spec asked for it
             results["charts"] = draw_charts(spec, results, staging.path, {name for name, _ in left_out})
-        except UserError as err:  # a chart the results cannot draw: the spec asked for it
-            if err.file:
-                raise
-            raise UserError(err.message, file=spec_path, field=err.field) from None
         if spec.carousel is not None:
-            results["carousel"] = formats.draw_carousel(
-                spec, results, staging.path, templates_root, {name for name, _ in left_out}
-            )
+            with _of_the_spec(spec_path):  # the spec's own words (its title) a page cannot draw
+                results["carousel"] = formats.draw_carousel(
+                    spec, results, staging.path, templates_root, {name for name, _ in left_out}
+                )
         results["checks"] = check_drafts(drafts, results["charts"])
         results["checks"]["media"] = formats.check_media(staging.path, results)
         write_json(staging.path / "results.json", results, root=out_root)
@@ -264,6 +263,17 @@ def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path
         + audit.listed(audit.folder_findings(target)),
         commit=committed,
     )
+
+
+@contextlib.contextmanager
+def _of_the_spec(spec_path: Path) -> Iterator[None]:
+    """A UserError that names no file is about what the spec asked for: it names the spec."""
+    try:
+        yield
+    except UserError as err:
+        if err.file:
+            raise
+        raise UserError(err.message, file=spec_path, field=err.field) from None
 
 
 def _renders_seen(target: Path) -> tuple[dict[str, str], dict[str, Any]]:

@@ -72,6 +72,12 @@ def one_line_flag(value: str, flag: str) -> str:
     return value
 
 
+def not_one_line(text: str) -> str | None:
+    """What in ``text`` a one-line text may not hold (a control character, a line break, a
+    direction override), named; None when it holds none."""
+    return None if re.fullmatch(_ONE_LINE, text) is not None else _control(text)
+
+
 def _control(text: str) -> str:
     """The first character a one-line text may not hold, named."""
     found = next((c for c in text if re.fullmatch(_ONE_LINE, c) is None), "\n")

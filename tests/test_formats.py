@@ -314,6 +314,58 @@ def test_slide_template_sections_must_match_the_slides(tmp_path: Path, context: 
     assert [t.headline for t in texts][0] == context["title"] + "."
 
 
+@pytest.mark.parametrize(
+    ("words", "held"),
+    [
+        ("One queue\u202e, many servers.", "U+202E"),  # a direction override
+        ("One queue \x1b[Km servers.", "U+001B"),  # a terminal escape
+        ("Ring the bell \x07.", "U+0007"),
+    ],
+)
+def test_a_slide_holding_a_control_character_is_one_line(tmp_path: Path, context: dict, words, held) -> None:
+    """A slide's words are plain text, as a post's labels are: a control character or a
+    direction override is refused, naming the section and the character."""
+    spec = load_spec(DAYS / "day37.yaml")
+    source = (TEMPLATES / "day37" / "carousel" / "slides.md.j2").read_text()
+    root = _templates(tmp_path, source.replace("## closing\n", f"## closing\n{words}\n"))
+    with pytest.raises(UserError) as err:
+        slides.render_text(spec.carousel, context, root, "day37")
+    assert err.value.file == "templates/day37/carousel/slides.md.j2"
+    assert "section 'closing' holds a control character" in err.value.message and held in err.value.message
+
+
+def test_slide_words_the_font_cannot_draw_are_one_line_before_any_page(tmp_path: Path) -> None:
+    """An emoji or a CJK character has no glyph in the slides' font: it would print as an
+    empty box, with a warning of matplotlib's per glyph on the terminal. The build says which
+    characters in which section, in one line, and draws nothing."""
+    source = (TEMPLATES / "day37" / "carousel" / "slides.md.j2").read_text()
+    root = _templates(tmp_path, source.replace("## closing\n", "## closing\nShip it \U0001f680 今日.\n"))
+    out = tmp_path / "out"
+    with pytest.raises(UserError) as err, drawcache.fresh():
+        build(DAYS / "day37.yaml", out, templates_root=root)
+    line = err.value.line()
+    assert line.startswith("templates/day37/carousel/slides.md.j2: section 'closing' holds ")
+    assert "U+1F680" in line and "U+4ECA" in line and "empty box" in line
+    assert not (out / "day37").exists()
+
+
+def test_a_word_wider_than_a_slide_is_cut_to_fit_it() -> None:
+    """A 300-character link on a slide: no line is wider than the room (it ran off the page);
+    the cut pieces, put back together, are the word."""
+    from engine.charts import carousel
+
+    word = "github.com/" + "a" * 289
+    with _slide_page() as fig:
+        lines = carousel.wrap(fig, f"See {word} now", 34, "normal", 600)
+        assert lines[0] == "See" and lines[-1].endswith("now") and len(lines) > 3
+        assert "".join(lines).replace(" ", "") == f"See{word}now"  # cut, never lost
+        renderer = fig.canvas.get_renderer()
+        probe = fig.text(0, 0, "", fontsize=34)
+        for line in lines:
+            probe.set_text(line)
+            assert probe.get_window_extent(renderer).width * 72 / fig.dpi <= 600, line
+
+
 # ---- the platform rules on files ---------------------------------------------------------------
 
 
@@ -414,11 +466,27 @@ def test_frames_are_thinned_until_the_gif_fits_the_margin(
 
 
 def _wrap_measuring_every_line(fig, text: str, size: float, weight: str, room: float) -> list[str]:
-    """The naive reference: every candidate line measured whole, the first too wide breaks."""
+    """The naive reference: every candidate line measured whole, the first too wide breaks; a
+    word too wide for a line of its own is cut, character by character, where the next would
+    no longer fit (one character at least)."""
     renderer = fig.canvas.get_renderer()
     probe = fig.text(0, 0, "", fontsize=size, fontweight=weight)
-    lines, current = [], ""
+
+    def too_wide(line: str) -> bool:
+        probe.set_text(line)
+        return probe.get_window_extent(renderer).width * 72 / fig.dpi > room
+
+    words = []
     for word in text.split():
+        while too_wide(word) and len(word) > 1:
+            end = 1
+            while end < len(word) and not too_wide(word[: end + 1]):
+                end += 1
+            words.append(word[:end])
+            word = word[end:]
+        words.append(word)
+    lines, current = [], ""
+    for word in words:
         candidate = f"{current} {word}".strip()
         probe.set_text(candidate)
         if current and probe.get_window_extent(renderer).width * 72 / fig.dpi > room:

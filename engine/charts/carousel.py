@@ -107,6 +107,33 @@ def _meta(results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class Undrawable(ValueError):
+    """A slide's words hold characters the slides' font has no glyph for: they would print as
+    empty boxes (and matplotlib warns of each on the terminal)."""
+
+    def __init__(self, section: str, characters: str) -> None:
+        super().__init__(section, characters)
+        self.section, self.characters = section, characters
+
+
+def _check_glyphs(slides: list[tuple[Slide, SlideText]], results: dict[str, Any]) -> None:
+    """Undrawable for the first slide (or the day's title, on the cover) with a character
+    neither weight of the slides' font draws."""
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+
+    drawn: set[int] = set()
+    for weight in ("normal", "bold"):
+        font = findfont(FontProperties(family=RC["font.family"], weight=weight), fallback_to_default=False)
+        drawn |= set(get_font(font).get_charmap())
+    said = [("title", str(results.get("title", "")))] + [
+        (slide.section, text.headline + text.body) for slide, text in slides
+    ]
+    for where, words in said:
+        missing = sorted({c for c in words if ord(c) not in drawn and not c.isspace()})
+        if missing:
+            raise Undrawable(where, "".join(missing[:5]))
+
+
 def _draw(
     slides: list[tuple[Slide, SlideText]],
     results: dict[str, Any],
@@ -119,6 +146,7 @@ def _draw(
     import matplotlib
     from matplotlib.backends.backend_pdf import PdfPages
 
+    _check_glyphs(slides, results)
     total = len(slides)
     document = io.BytesIO()  # written into place whole, through the one writer, once it is closed
     with (
@@ -464,8 +492,25 @@ def wrap(fig: Figure, text: str, size: float, weight: str, room: float) -> list[
         probe.set_text(line)
         return float(probe.get_window_extent(renderer).width) * scale
 
-    words = text.split()
-    widths = {word: width(word) for word in set(words)}
+    widths = {word: width(word) for word in set(text.split())}
+
+    def pieces(word: str) -> list[str]:
+        """A word wider than a line (a long link) cut where it must be, each piece the longest
+        that fits: it would otherwise run off the page."""
+        if widths[word] <= room:
+            return [word]
+        cut, rest = [], word
+        while rest:
+            fits, over = 1, len(rest)
+            while fits < over:  # the longest head of rest that fits, one character at least
+                middle = (fits + over + 1) // 2
+                fits, over = (middle, over) if width(rest[:middle]) <= room else (fits, middle - 1)
+            cut.append(rest[:fits])
+            rest = rest[fits:]
+        return cut
+
+    words = [piece for word in text.split() for piece in pieces(word)]
+    widths.update((word, width(word)) for word in set(words) - set(widths))
     space = width("x x") - 2 * width("x")
     lines: list[str] = []
     current, estimate = "", 0.0

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.charts import carousel, drawcache
+from engine.errors import UserError
 from engine.limits import sha256_limited
 from engine.platforms import media, rules
 from engine.platforms.rules import ChecksFailed
@@ -42,7 +43,19 @@ def draw_carousel(
     if not kept:
         return None
     deck = spec.carousel.model_copy(update={"slides": [slide for slide, _ in kept]})
-    return carousel.build(deck, [text for _, text in kept], results, folder)
+    try:
+        return carousel.build(deck, [text for _, text in kept], results, folder)
+    except carousel.Undrawable as err:
+        shown = ", ".join(f"{c} (U+{ord(c):04X})" for c in err.characters)
+        where = "the title" if err.section == "title" else f"section '{err.section}'"
+        raise UserError(
+            f"{where} holds {shown}, which the slides' font ({carousel.RC['font.family']}) has no "
+            "glyph for: it would print as an empty box",
+            file=None
+            if err.section == "title"
+            else f"templates/{slides.template_name(day_folder_name(spec.day))}",
+            field="title" if err.section == "title" else None,  # the spec's (the build names it)
+        ) from None
 
 
 def check_media(folder: Path, results: dict[str, Any]) -> dict[str, Any]:

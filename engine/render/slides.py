@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validat
 from engine.charts import registry
 from engine.errors import UserError
 from engine.render import posts
+from engine.validation import not_one_line
 
 # Our own limits, well inside LinkedIn's (300 pages, see engine.platforms.media): a carousel is
 # swiped on a phone, and a slide holds what a person reads in a few seconds.
@@ -167,4 +168,8 @@ def _slide_text(lines: list[str], section: str, shown: str) -> SlideText:
         )
     if len(body) > MAX_BODY:
         raise UserError(f"section '{section}': text is {len(body)} characters, over {MAX_BODY}", file=shown)
+    for words in (headline, body):  # a terminal escape, a bell or a direction override is no word
+        held = not_one_line(words)
+        if held is not None:
+            raise UserError(f"section '{section}' holds {held}: a slide's words are plain text", file=shown)
     return SlideText(headline, body)
