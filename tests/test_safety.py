@@ -295,6 +295,41 @@ figure("size", 4096, "B")
 """
 
 
+DOUBLE_FORK = """\
+import os, time
+from labkit import figure
+if os.fork() == 0:  # the middle process: a session of its own, a grandchild, then gone at once
+    os.setsid()
+    if os.fork() == 0:
+        os.execve("/bin/sleep", ["sleep", "61"], {})  # an empty environment: no marker
+    os._exit(0)
+time.sleep(0.05)  # shorter than the runner's sampling: the grandchild is never seen by its chain
+figure("wait", 1.5, "us")
+figure("size", 4096, "B")
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_double_forked_child_with_no_marker_is_still_killed_and_reported(tmp_path: Path) -> None:
+    """The escape no mark of the lab's own survives: a double fork whose middle process exits
+    at once (the grandchild is orphaned before any sample sees its parent chain), a session of
+    its own and an empty environment. Orphaned, it comes to the runner (the child subreaper),
+    not to init: found, killed and named, and the runner is no subreaper after the run."""
+    from engine.lab import processes
+
+    spec = lab_day(tmp_path, DOUBLE_FORK)
+    before = {p.pid for p in processes.table().values() if p.name == "sleep"}
+    doc, _, status = measure_quietly(spec)
+    left = [p for p in processes.table().values() if p.name == "sleep" and p.pid not in before]
+    assert left == [], "the double-forked sleep outlived the run"
+    assert "stopped 1 process(es) the lab left running outside its session: pid " in status
+    assert "(sleep)" in status and doc["figures"]["wait"]["value"] == pytest.approx(1500)
+    import ctypes
+
+    flag = ctypes.c_int(-1)  # PR_GET_CHILD_SUBREAPER (37): this process is no subreaper after the run
+    assert ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value == 0
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 @pytest.mark.parametrize(
     ("env", "hold"),
@@ -406,8 +441,12 @@ def test_a_figures_file_swapped_for_a_fifo_or_device_link_is_refused_in_bounded_
         "Path('../day02.yaml').touch()",  # the spec's mtime moves
         "Path('../notes.txt').unlink()",  # a file beside the spec goes
         "Path('../stray.txt').write_text('x')",  # a file appears in days/
+        # edited in place to the same size, its modification time then set back: the change
+        # time, which no program can set, still moves
+        "import os; n = Path('../notes.txt'); s = n.stat(); n.write_bytes(n.read_bytes().upper()); "
+        "os.utime(n, ns=(s.st_atime_ns, s.st_mtime_ns))",
     ],
-    ids=["touch", "delete", "add"],
+    ids=["touch", "delete", "add", "edit-hidden"],
 )
 def test_a_lab_that_changes_days_fails_loudly_and_keeps_the_old_measurement(
     tmp_path: Path, harm: str

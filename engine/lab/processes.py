@@ -8,7 +8,11 @@ re-parented to init and nothing ties it to the run any more. Two marks still do:
 - the environment the runner gave the lab carries a per-run marker variable, inherited by every
   descendant that did not scrub its environment (``/proc/<pid>/environ``);
 - while the lab runs, the runner samples the process table and remembers every descendant it
-  sees by parent chain (pid and start time, so a reused pid is never mistaken for it).
+  sees by parent chain (pid and start time, so a reused pid is never mistaken for it);
+- and the one no descendant can shed: while the lab runs, the runner is the child subreaper
+  (Linux's ``PR_SET_CHILD_SUBREAPER``), so a descendant orphaned between two samples (a double
+  fork whose middle process exits at once, then ``setsid`` and an empty environment) is
+  re-parented to the runner instead of init, and found as a child the runner did not start.
 
 Linux only (``/proc``); elsewhere only the group is stopped. Nothing here kills a process that
 carries no mark of the run.
@@ -95,13 +99,44 @@ def _has_marker(pid: int, marker: bytes) -> bool:
     return marker in environ.split(b"\0")
 
 
-class Watch:
-    """One run's marks: the group it started, its marker, the descendants seen while it ran."""
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 
-    def __init__(self, group: int, token: str):
-        self.group = group
+
+def _subreaper(on: bool) -> bool:
+    """Make this process the child subreaper (or stop it being one); False where the system has
+    no such thing (not Linux), and the other marks are all there is."""
+    try:
+        import ctypes
+
+        return int(ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> set[tuple[int, int]]:
+    me = os.getpid()
+    return {(p.pid, p.start) for p in table().values() if p.ppid == me}
+
+
+class Watch:
+    """One run's marks: the group it started, its marker, the descendants seen while it ran, and
+    the orphans re-parented to this process while it is the subreaper (created before the lab
+    starts; ``stop_escaped`` ends it)."""
+
+    def __init__(self, token: str):
+        self.group = 0  # the lab's process group: its first process's pid (started)
         self.marker = f"{MARKER_ENV}={token}".encode()
         self.seen: set[tuple[int, int]] = set()
+        self.own_children = _children()  # this process's children before the lab: never the lab's
+        self.reaping = _subreaper(True)
+
+    def started(self, group: int) -> None:
+        self.group = group
+
+    def end(self) -> None:
+        """No longer the subreaper (the lab that needed it is stopped, or never started)."""
+        if self.reaping:
+            self.reaping = not _subreaper(False)
 
     def sample(self) -> None:
         """Remember the lab's descendants now (cheap enough to do a few times a second)."""
@@ -117,6 +152,7 @@ class Watch:
                 p.pgid == self.group
                 or p.sid == self.group
                 or (p.pid, p.start) in self.seen
+                or (self.reaping and p.ppid == me and (p.pid, p.start) not in self.own_children)
                 or _has_marker(p.pid, self.marker)
             )
         ]
@@ -149,7 +185,19 @@ class Watch:
                 stopped.setdefault((p.pid, p.start), p.describe())
             time.sleep(0.02)
         still = {(p.pid, p.start) for p in left}
+        if self.reaping:  # the orphans it was given, dead now: gone from the table once reaped
+            _reap({pid for pid, start in stopped if (pid, start) not in self.own_children} - {self.group})
+            self.end()
         return sorted(d for k, d in stopped.items() if k not in still), sorted(p.describe() for p in left)
+
+
+def _reap(pids: set[int]) -> None:
+    """Collect the exit of each of this process's children among ``pids`` (others are not ours)."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
 
 
 def _kill(p: Proc) -> None:

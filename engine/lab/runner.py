@@ -92,16 +92,21 @@ def run_lab(
         start = time.monotonic()
         # The engine's own file in its own temporary folder, written by the lab and capped as it is.
         with open(Path(tmp) / "transcript.txt", "w+b") as log:
-            proc = subprocess.Popen(
-                command,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            watch = processes.Watch(proc.pid, token)
+            watch = processes.Watch(token)  # before the lab starts: an orphan of it comes here
+            try:
+                proc = subprocess.Popen(
+                    command,
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            except BaseException:
+                watch.end()
+                raise
+            watch.started(proc.pid)
             transcript = _Transcript(log)
             try:
                 timed_out = _pump(proc, watch, start, timeout_s, transcript, echo, status)

@@ -7,7 +7,9 @@ much), would change what the next build posts; so its run fails loudly and its m
 not kept. Sizes, modification times and kinds are compared, not bytes: a touch counts, and a
 tree of thousands of files is listed in milliseconds. ``__pycache__`` is skipped (Python writes
 bytecode there when the lab imports labkit), and so is the lab's own folder (its files are
-hashed by labfiles).
+hashed by labfiles). The change time is compared too: a program can set a file's modification
+time back (os.utime) after editing it in place, but not its change time, which every write and
+every utime moves.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ MAX_ENTRIES = 200_000  # more than any days/, templates/ and engine/ together
 MAX_NAMED = 5  # changes one error names
 _SKIP = {"__pycache__"}
 
-Entry = tuple[str, int, int] | tuple[str, str] | tuple[str]
+Entry = tuple[str, int, int, int] | tuple[str, str] | tuple[str]
 
 
 def watched(spec_dir: Path) -> list[Path]:
@@ -35,8 +37,8 @@ def watched(spec_dir: Path) -> list[Path]:
 
 def snapshot(roots: Iterable[Path], skip: Iterable[Path] = ()) -> dict[str, Entry]:
     """Every entry below ``roots`` (not following links), but ``skip`` and ``__pycache__``: a
-    file as (size, mtime), a link as its target, a folder by its presence (its own mtime moves
-    when Python writes bytecode in it)."""
+    file as (size, mtime, ctime), a link as its target, a folder by its presence (its own mtime
+    moves when Python writes bytecode in it)."""
     skipped = {os.path.realpath(p) for p in skip}
     found: dict[str, Entry] = {}
     for root in roots:
@@ -55,7 +57,7 @@ def snapshot(roots: Iterable[Path], skip: Iterable[Path] = ()) -> dict[str, Entr
                 elif stat.S_ISDIR(info.st_mode):
                     found[path] = ("dir",)
                 else:
-                    found[path] = ("file", info.st_size, info.st_mtime_ns)
+                    found[path] = ("file", info.st_size, info.st_mtime_ns, info.st_ctime_ns)
                 if len(found) > MAX_ENTRIES:
                     raise UserError(
                         f"holds over {MAX_ENTRIES:,} files; too many to watch while a lab runs", file=root
