@@ -61,8 +61,9 @@ SCHEMA = 1
 
 
 class _Strict(Strict):
-    # allow_inf_nan=False: a measured figure is finite, or it is not a measurement.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # allow_inf_nan=False: a measured figure is finite, or it is not a measurement. strict: a
+    # count is a number, not true, and a rate is not the text "1676" (nothing a bench writes).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
 
 
 # Caps far above any device (engine/limits.py keeps the limits of inputs; these are the

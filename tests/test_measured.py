@@ -75,6 +75,9 @@ def test_a_file_for_another_day_is_refused(tmp_path):
         (lambda d: d.update(date="yesterday"), "date"),
         (lambda d: d.update(schema=2), "schema"),
         (lambda d: d.update(surprise=1), "surprise"),
+        # a bench writes numbers: true is not a count of 1, nor the text "5.05" a multiple
+        (lambda d: d["batching"].update(requests=True), "batching.requests"),
+        (lambda d: d["batching"].update(multiple="5.05"), "batching.multiple"),
     ],
 )
 def test_an_invalid_file_names_the_field(tmp_path, breakage, field):
