@@ -126,6 +126,16 @@ def test_malformed_trace_names_file_row_and_column(tmp_path, text, row, column, 
     assert "\n" not in err.line()
 
 
+def test_a_row_with_a_cell_no_column_names_is_refused(tmp_path):
+    """'7,9' under a one-column header: the 9 is no column's (a shifted row, a value lost); both
+    readers refuse it, naming the row, where the fast one had skipped it."""
+    for text, row in (("output_tokens\n5\n7,9\n", 3), ("output_tokens,prompt_tokens\n5,1\n6,2,3\n", 3)):
+        with pytest.raises(UserError) as caught:
+            load_trace(write(tmp_path, text))
+        assert caught.value.field == f"row {row}" and "a cell no column names" in caught.value.message
+    assert load_trace(write(tmp_path, "output_tokens\n5\n\n6\n")).output_tokens.tolist() == [5, 6]
+
+
 def test_empty_and_missing_files(tmp_path):
     with pytest.raises(UserError, match="empty file") as caught:
         load_trace(write(tmp_path, ""))

@@ -102,6 +102,8 @@ def _fast_trace(data: bytes, path: Path) -> Workload | None:
         )
     if not len(table):
         return None
+    if data.count(b",", end) != len(table) * (len(names) - 1):
+        return None  # a row of more cells than the header names (usecols skips them): named there
     arrays: list[np.ndarray | None] = []
     for name, least in ((REQUIRED_COLUMN, 1), ("prompt_tokens", 0)):
         column = np.ascontiguousarray(table[name]) if name in wanted else None
@@ -168,6 +170,12 @@ def _parse_trace(reader: Any, path: Path) -> Workload:
         if rows > MAX_REQUESTS:
             raise UserError(
                 f"more than {MAX_REQUESTS:,} requests: the limit of one trace", file=path, field=f"row {line}"
+            )
+        if len(row) > len(names):  # a cell no column names: a shifted row, or a value lost
+            raise UserError(
+                f"{len(row)} cells, but the header names {len(names)} column(s): a cell no column names",
+                file=path,
+                field=f"row {line}",
             )
         for name, col in index.items():
             where = f"row {line}, column {name}"
