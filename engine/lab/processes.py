@@ -20,6 +20,7 @@ carries no mark of the run.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import time
@@ -106,8 +107,6 @@ def _subreaper(on: bool) -> bool:
     """Make this process the child subreaper (or stop it being one); False where the system has
     no such thing (not Linux), and the other marks are all there is."""
     try:
-        import ctypes
-
         return int(ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
