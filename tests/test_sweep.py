@@ -441,9 +441,10 @@ def test_a_build_runs_a_sweep_on_this_machine_whatever_ray_address_its_spec_name
     monkeypatch.setattr(execute, "_run_ray", no_ray)
     monkeypatch.setattr(experiment.POINTS, "store", lambda: ResultStore(None, valid=adapter.is_metrics))
     where = SpecLocation(spec_path=tmp_path / "spec.yaml")
-    for address in ("local", "127.0.0.1:6380", "ray://somewhere:10001"):
+    alone = to_csv(run(section(), tmp_path, workers=1)["rows"])
+    for address in ("local", "ray://somewhere:10001"):
         built = experiment._run_for_build(section(ray={"address": address}), where, Inputs())
-        assert to_csv(built["rows"]) == to_csv(run(section(), tmp_path, workers=1)["rows"])
+        assert to_csv(built["rows"]) == alone
     with pytest.raises(AssertionError, match="reached for Ray"):
         run(section(ray={"address": "local"}), tmp_path)
 
