@@ -401,6 +401,17 @@ def test_a_model_config_outside_the_spec_folder_is_refused_unread(tmp_path):
         assert "abc123" not in err.value.line()
 
 
+def test_a_mistyped_catalog_model_is_told_the_nearest_names(tmp_path):
+    """'llama-3-8' is neither a catalog model nor a path: it is a catalog name mistyped, told
+    the nearest ones, never looked for as a file (here or where the command runs)."""
+    with pytest.raises(UserError) as err:
+        run(section(**{"grid.model": ["llama-3-8"]}), tmp_path, workers=1)
+    assert (
+        err.value.field == "sweep.grid.model"
+        and "unknown model 'llama-3-8'; nearest: llama-3-8b" in err.value.message
+    )
+
+
 def test_ray_tasks_give_the_same_table_in_the_same_order(tmp_path):
     ray = pytest.importorskip(
         "ray", reason="the optional 'ray' extra is not installed: pip install 'ray==2.60.0'"

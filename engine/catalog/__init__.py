@@ -480,12 +480,23 @@ def in_catalog(name: str) -> bool:
     return str(name).strip().lower() in _model_entries()
 
 
+def is_model_path(name: str, folder: Path) -> bool:
+    """Whether a spec's model ``name`` is a config.json (or its folder) relative to ``folder``
+    rather than a catalog name: it reads as a path (a '/', a '.json'), or names something there.
+    A mistyped catalog name ('llama-3-8') is neither, and is told the nearest catalog names."""
+    key = str(name).strip()
+    if in_catalog(key):
+        return False
+    there = Path(folder) / key
+    return "/" in key or key.endswith(".json") or there.exists() or there.is_symlink()
+
+
 def model_file(name_or_path: str) -> Path | None:
     """The config.json a model that is not in the catalog is read from (a file, or a folder's
     config.json); None for a catalog name or a path that does not exist."""
     key = str(name_or_path).strip()
-    if in_catalog(key):
-        return None
+    if in_catalog(key) or ("/" not in key and not key.endswith(".json")):
+        return None  # a bare word is a catalog name, mistyped or not: never a file here
     path = Path(key).expanduser()
     if path.is_dir():
         path = path / "config.json"

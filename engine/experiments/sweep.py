@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from engine import remembered
-from engine.catalog import in_catalog, load_gpu, load_model
+from engine.catalog import is_model_path, load_gpu, load_model
 from engine.sections import Inputs, SectionExample, SpecLocation, blame, register_section
 from engine.sweep import adapter, analysis, execute
 from engine.sweep.grid import LATENCY_METRICS, MAX_POINTS, Count, Grid, count_points, parse_step_time
@@ -87,7 +87,7 @@ def _files_inside(section: SweepSection, ctx: SpecLocation) -> None:
     config.json) are in the spec's folder, as every file a spec names is (SpecLocation.file)."""
     ctx.trace(section.workload, "sweep.workload.trace")
     for name in section.grid.model:
-        if not in_catalog(name):
+        if is_model_path(name, ctx.spec_dir):
             ctx.config(name, "sweep.grid.model")
     for text in section.grid.step_time:
         kind, rest = parse_step_time(text)

@@ -48,7 +48,7 @@ from engine import workload as wl
 from engine.batching.calibrated import CalibratedStepTime, calibrate_from_catalog
 from engine.batching.loaders import load_measured_step_time, num_blocks_from_catalog
 from engine.batching.replicas import MAX_REPLICAS, ROUTERS, simulate_replicas
-from engine.catalog import in_catalog
+from engine.catalog import is_model_path
 from engine.errors import UserError
 from engine.limits import MAX_TRACE_BYTES, sha256_limited
 from engine.sweep.grid import Point, parse_step_time
@@ -224,10 +224,11 @@ def _step_time(point: Point, options: dict[str, Any]) -> Any:
 
 
 def model_source(name: str, base_dir: str | Path) -> str:
-    """What the catalog reads a grid's model from: a catalog name as it is, a config.json path
-    (or its folder) from the spec's folder, where the spec's check found it (SpecLocation.config),
-    never from where the command runs."""
-    return name if in_catalog(name) else str(Path(base_dir) / name)
+    """What the catalog reads a grid's model from: a catalog name (or a mistyped one, for the
+    catalog to name the nearest) as it is, a config.json path (or its folder) from the spec's
+    folder, where the spec's check found it (SpecLocation.config), never from where the
+    command runs."""
+    return str(Path(base_dir) / name) if is_model_path(name, Path(base_dir)) else name
 
 
 def _model_hash(point: Point, options: dict[str, Any]) -> str | None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import engine
 from engine.batching.calibrated import points_from_file
-from engine.catalog import load_gpu, load_model, model_file
+from engine.catalog import is_model_path, load_gpu, load_model, model_file
 from engine.errors import UserError
 from engine.limits import MAX_CONFIG_BYTES, MAX_MEASUREMENT_BYTES, sha256_limited
 from engine.sweep import adapter
@@ -101,6 +101,8 @@ def _model_files(models: Iterable[str], base_dir: Path) -> dict[str, str]:
     reuse the points of the old one (a catalog model is the engine's own data, in its code)."""
     out = {}
     for name in models:
+        if not is_model_path(name, base_dir):
+            continue
         path = model_file(adapter.model_source(name, base_dir))
         if path is not None:
             out[name] = sha256_limited(path, MAX_CONFIG_BYTES, "config.json", field="grid.model")
