@@ -240,6 +240,18 @@ def value_text(value: float, unit_name: str, as_unit: str | None = None) -> str:
     raise AssertionError("unreachable: the last step always prints")
 
 
+def tick_text(value: float, unit_name: str) -> str:
+    """An axis tick at ``value`` (in ``unit_name``): in the unit value_text would choose, with
+    the tick's own digits (precise), not a measurement's rounding: a tick stands at 1,250 ns
+    exactly, and reads 1.25 µs, never "1.3 µs"; a round one reads 1 ms, not "1.0 ms"."""
+    found = units.unit(unit_name)
+    d = _exact(value)
+    ladder = _LADDERS.get((found.dimension, found.system), (unit_name,))
+    step = next((u for u in ladder if _shown(_in(d, unit_name, u)) < 1000), ladder[-1])
+    shown = _in(d, unit_name, step)
+    return precise(float(shown)) + _WRITTEN.get(step, " " + step)
+
+
 def figure_text(fig: dict[str, Any], as_unit: str | None = None) -> str:
     """A lab figure ({value, unit}) as a post writes it: '92 ns', '8.2 MB', '3.4x', '4' (a count)."""
     return value_text(fig["value"], fig["unit"], as_unit)

@@ -407,8 +407,7 @@ def test_a_mistyped_catalog_model_is_told_the_nearest_names(tmp_path):
     with pytest.raises(UserError) as err:
         run(section(**{"grid.model": ["llama-3-8"]}), tmp_path, workers=1)
     assert (
-        err.value.field == "sweep"
-        and "unknown model 'llama-3-8'; nearest: llama-3-8b" in err.value.message
+        err.value.field == "sweep" and "unknown model 'llama-3-8'; nearest: llama-3-8b" in err.value.message
     )
 
 

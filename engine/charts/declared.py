@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Field, Tag
@@ -461,11 +460,9 @@ def _value_ticks(axis: Any, unit: str) -> str:
         return axis_unit(unit)
     from matplotlib.ticker import FuncFormatter
 
-    def tick(value: float, _pos: Any) -> str:
-        # a tick stands at a round value, not a measurement: 1 ms, not "1.0 ms"
-        return re.sub(r"^(-?\d+)\.0\b", r"\1", value_text(value, unit)) if value else "0"
-
-    axis.set_major_formatter(FuncFormatter(tick))
+    axis.set_major_formatter(
+        FuncFormatter(lambda value, _pos: numbers.tick_text(value, unit) if value else "0")
+    )
     return ""
 
 
