@@ -349,6 +349,21 @@ def test_slide_words_the_font_cannot_draw_are_one_line_before_any_page(tmp_path:
     assert not (out / "day37").exists()
 
 
+def test_a_series_name_the_slides_font_cannot_draw_names_the_spec_field(tmp_path: Path) -> None:
+    """Every page's frame draws the series name: one the font cannot draw (CJK) is one line
+    naming the spec and its field, not the slides' template."""
+    days = tmp_path / "days"
+    shutil.copytree(DAYS, days)
+    spec = days / "day37.yaml"
+    spec.write_text(
+        spec.read_text().replace("name: 60 days of system design", "name: 六十日 of system design")
+    )
+    with pytest.raises(UserError) as err:
+        build(spec, tmp_path / "out")
+    assert err.value.line().startswith(f"{spec}: series.name: it holds ")
+    assert "U+516D" in err.value.line() and not (tmp_path / "out" / "day37").exists()
+
+
 def test_a_word_wider_than_a_slide_is_cut_to_fit_it() -> None:
     """A 300-character link on a slide: no line is wider than the room (it ran off the page);
     the cut pieces, put back together, are the word."""

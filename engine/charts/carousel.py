@@ -107,6 +107,10 @@ def _meta(results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# The spec's fields every page's frame draws (besides the slides' own words).
+FRAME_FIELDS = ("series.name", "repository")
+
+
 class Undrawable(ValueError):
     """A slide's words hold characters the slides' font has no glyph for: they would print as
     empty boxes (and matplotlib warns of each on the terminal)."""
@@ -117,16 +121,19 @@ class Undrawable(ValueError):
 
 
 def _check_glyphs(slides: list[tuple[Slide, SlideText]], results: dict[str, Any]) -> None:
-    """Undrawable for the first slide (or the day's title, on the cover) with a character
-    neither weight of the slides' font draws."""
+    """Undrawable for the first text a page draws with a character neither weight of the
+    slides' font has: the spec's series name and repository (every page's frame), then each
+    slide's words (named by section)."""
     from matplotlib.font_manager import FontProperties, findfont, get_font
 
     drawn: set[int] = set()
     for weight in ("normal", "bold"):
         font = findfont(FontProperties(family=RC["font.family"], weight=weight), fallback_to_default=False)
         drawn |= set(get_font(font).get_charmap())
-    said = [("title", str(results.get("title", "")))] + [
-        (slide.section, text.headline + text.body) for slide, text in slides
+    said = [
+        (FRAME_FIELDS[0], str(results["series"]["name"]).upper()),  # drawn upper-case
+        (FRAME_FIELDS[1], str(results["repository"])),
+        *((slide.section, text.headline + text.body) for slide, text in slides),
     ]
     for where, words in said:
         missing = sorted({c for c in words if ord(c) not in drawn and not c.isspace()})

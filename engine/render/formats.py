@@ -47,14 +47,12 @@ def draw_carousel(
         return carousel.build(deck, [text for _, text in kept], results, folder)
     except carousel.Undrawable as err:
         shown = ", ".join(f"{c} (U+{ord(c):04X})" for c in err.characters)
-        where = "the title" if err.section == "title" else f"section '{err.section}'"
+        in_spec = err.section in carousel.FRAME_FIELDS  # the spec's own words (the build names it)
         raise UserError(
-            f"{where} holds {shown}, which the slides' font ({carousel.RC['font.family']}) has no "
-            "glyph for: it would print as an empty box",
-            file=None
-            if err.section == "title"
-            else f"templates/{slides.template_name(day_folder_name(spec.day))}",
-            field="title" if err.section == "title" else None,  # the spec's (the build names it)
+            f"{'it' if in_spec else f'section {err.section!r}'} holds {shown}, which the slides' "
+            f"font ({carousel.RC['font.family']}) has no glyph for: it would print as an empty box",
+            file=None if in_spec else f"templates/{slides.template_name(day_folder_name(spec.day))}",
+            field=err.section if in_spec else None,
         ) from None
 
 
