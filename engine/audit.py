@@ -56,7 +56,7 @@ ACCEPTED = re.compile(r"\{=([^{}\n]*)\}")
 # The units a formatting filter writes after a number, longest first so "GiB/s" wins over "GiB";
 # "×", "μs" and "us" are how a person may type "x" and "µs". k, K and M are abbreviations no
 # filter writes: a number with one is typed by hand unless the template printed it there.
-_FORMATTED_UNITS = ("%", "x", "×", "ns", "µs", "μs", "us", "ms", "s", "ops/s", "/s") + tuple(
+_FORMATTED_UNITS = ("%", "x", "×", "ns", "µs", "μs", "us", "ms", "s", "ops/s") + tuple(
     u.name for u in units.UNITS.values() if u.dimension in ("bytes", "rate")
 )
 _ABBREVIATIONS = ("k", "K", "M")

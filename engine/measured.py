@@ -105,7 +105,7 @@ class ModelShapeSettings(_Strict):
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(extra="allow")  # a newer bench may record more settings
+    model_config = ConfigDict(extra="allow", strict=True)  # a newer bench may record more settings
     model: ModelShapeSettings
     dtype: OneLine
     slots: int = Field(gt=0)

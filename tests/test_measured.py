@@ -78,6 +78,8 @@ def test_a_file_for_another_day_is_refused(tmp_path):
         # a bench writes numbers: true is not a count of 1, nor the text "5.05" a multiple
         (lambda d: d["batching"].update(requests=True), "batching.requests"),
         (lambda d: d["batching"].update(multiple="5.05"), "batching.multiple"),
+        (lambda d: d["settings"].update(slots=True), "settings.slots"),
+        (lambda d: d["settings"].update(quick="yes"), "settings.quick"),
     ],
 )
 def test_an_invalid_file_names_the_field(tmp_path, breakage, field):

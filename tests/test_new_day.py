@@ -375,6 +375,9 @@ def test_a_unit_in_a_printed_name_is_read_and_an_unknown_unit_is_said(project, t
         ("p50", "ms"),
     ]
     assert found.unknown_units == ["hits: 42 requests", "rate: 3.5 Gbit/s"]
+    # a word of the name is no unit: 'variant B' is no size in bytes, 'worker(s)' no seconds
+    words = detect.read_output("variant B: 7\nworker(s): 4\n")
+    assert [(f.name, f.unit) for f in words.figures] == [("variant_b", "count"), ("worker_s", "count")]
     latency = found.figures[1].pattern
     assert latency is not None and re.match(latency, "latency (ms): 12").group(1) == "12"
     lab = tmp_path / "units-lab" / "lab.py"

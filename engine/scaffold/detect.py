@@ -150,6 +150,9 @@ _FIGURE_LINE = re.compile(
     r"(?P<number>[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(?P<unit>[^\s\d][^\s]*)?\s*$"
 )
 _UNIT_IN_HEADER = re.compile(r"^(?P<base>.+?)(?:[_ (\[](?P<unit>[A-Za-zµ/%]+)[)\]]?)$")
+# A printed figure's name says its unit only as a suffix ('miss_pct') or in brackets after a
+# space ('latency (ms)'): a word of the name is no unit ('variant B', 'worker(s)').
+_UNIT_IN_NAME = re.compile(r"_([A-Za-zµ/%]+)$|\s[(\[]([A-Za-zµ/%]+)[)\]]$")
 
 
 # How labs spell units the engine writes otherwise: a Greek mu, and a share as a suffix
@@ -207,8 +210,8 @@ def read_output(transcript: str) -> Found:
                 found.unknown_units.append(line.strip()[:80])
             continue
         if unit is None:  # the unit in the name: 'miss_pct: 5', 'latency (ms): 12'
-            named = _UNIT_IN_HEADER.match(match.group("label").strip())
-            unit = _unit_of(named.group("unit")) if named and named.group("unit") else None
+            named = _UNIT_IN_NAME.search(match.group("label").strip())
+            unit = _unit_of(named.group(1) or named.group(2)) if named else None
         number = match.group("number")
         if unit is None and not re.fullmatch(r"[-+]?[\d,]+", number):
             continue  # a fraction with no unit: a ratio? a share? not guessed
