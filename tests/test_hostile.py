@@ -1310,6 +1310,21 @@ def test_review_and_check_refuse_a_draft_that_is_a_link_or_a_pipe_unread(built_o
             assert code == 0 and "abc123" not in stdout
 
 
+def test_the_index_reads_no_results_through_a_link(built_out, tmp_path):
+    """Every build rewrites out/index.html from each day's results.json: one that links to a
+    JSON file elsewhere is shown as unreadable, its title never copied onto the index."""
+    from helpers import copy_built
+
+    out = copy_built(built_out, tmp_path / "out")
+    secret = tmp_path / "elsewhere.json"
+    secret.write_text(json.dumps({"title": "TOKEN=abc123", "charts": [], "checks": {}}))
+    (out / "day37" / "results.json").unlink()
+    (out / "day37" / "results.json").symlink_to(secret)
+    code, _, err = run_cli("build", str(DAYS / "day04.yaml"), "--out", str(out))
+    index = (out / "index.html").read_text()
+    assert code == 0 and "abc123" not in index and "(results.json unreadable)" in index, err
+
+
 def test_a_trace_that_is_a_pipe_or_a_folder_is_named_as_such_unread(tmp_path):
     """A trace in the spec's folder that is not a regular file (a named pipe would block a
     reader for ever) is refused before it is opened, with what it is, not "no such file"."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine.limits import present
 from engine.platforms.registry import PLATFORMS, Platform, platforms
 
 
@@ -47,7 +48,7 @@ def posted(names: Sequence[str] | None) -> list[Platform]:
 def in_folder(folder: Path) -> list[Platform]:
     """The platforms a built day's folder posts to: the required ones, and each optional one
     whose draft is in it."""
-    return [p for p in platforms() if p.required or (Path(folder) / p.draft).is_file()]
+    return [p for p in platforms() if p.required or present(Path(folder) / p.draft)]
 
 
 def in_drafts(drafts: Sequence[str]) -> list[Platform]:

@@ -218,7 +218,7 @@ def index_context(out_root: Path) -> dict[str, Any]:
     days = []
     for day, folder in built_days(out_root):
         try:  # another day's file: a corrupt or hand-edited one must not break this build
-            results = read_json_limited(folder / RESULTS, MAX_RESULTS_BYTES, "results")
+            results = read_json_limited(folder / RESULTS, MAX_RESULTS_BYTES, "results", follow_symlinks=False)
         except UserError:
             results = {}
         if not isinstance(results, dict):
@@ -228,7 +228,7 @@ def index_context(out_root: Path) -> dict[str, Any]:
         checks: dict[str, Any] = found if isinstance(found, dict) else {}
         title = results.get("title")
         charts, violations = results.get("charts"), checks.get("violations")
-        drafts = [p.draft for p in platforms() if (folder / p.draft).is_file()]
+        drafts = [p.draft for p in platforms() if present(folder / p.draft)]  # a link too: not ready
         broken = len(violations) if isinstance(violations, list) else 0
         edited = _edited(folder, drafts)
         if edited:  # the build checked its own render; the person's text is checked as it is now
