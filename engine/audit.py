@@ -66,9 +66,11 @@ _UNIT_ALTERNATION = "|".join(
 # A number as written: thousands separated or not, a decimal, a sign standing before it, and a
 # unit after it (a space between is optional). Not a number: digits that continue a word, a
 # decimal, a path or a hyphenated name ("Llama-2-7B"), that run on into letters ("3rd"), or a
-# time of day ("17:48 UTC", the hour as well as its minutes).
+# time of day, the hour as well as its minutes: one a clock word follows ("17:48 UTC", "9:05
+# am") or a date comes before ("2026-12-03 17:48"); a bare "1:30" may be a duration, and is read.
 _NUMBER = re.compile(
-    r"(?<![\w.,/#:])(?<!\w-)(?!\d{1,2}:\d\d\b)"
+    r"(?<![\w.,/#:])(?<!\w-)(?<!\d{4}-\d\d-\d\d[ T])"
+    r"(?!\d{1,2}:\d\d(?::\d\d)?\s?(?:UTC|GMT|[AaPp]\.?[Mm]\.?)(?!\w))"
     r"(?P<num>[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)"
     r"(?:[ \u00a0\u202f]?(?P<unit>" + _UNIT_ALTERNATION + r")(?![\w/])|(?!\.\d)(?!\w))"
 )

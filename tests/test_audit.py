@@ -138,6 +138,8 @@ def test_a_time_of_day_is_no_figure_however_the_measurement_moved_it() -> None:
     neither a figure nor a stale one ("17 stale: the results now say 17" named the clock)."""
     assert [n.text for n in audit.numbers_in("Measured 2026-12-03 17:48 UTC, at 9:05 am.")] == ["2026"]
     assert [n.text for n in audit.numbers_in("a ratio of 17:1, 3:2")] == ["17", "3"]  # not a time
+    # nothing says a bare 1:30 is a clock (it may be a duration): it is read
+    assert [n.text for n in audit.numbers_in("the first 1:30 of the talk, 2026-01-05 9:30")] == ["1", "2026"]
     before = RENDER + "\nMeasured on AMD EPYC, 2026-12-03 17:48 UTC.\n"
     fresh = RENDER + "\nMeasured on AMD EPYC, 2026-12-03 18:51 UTC.\n"
     theirs = before.replace("One step took", "Each decode step took")
