@@ -9,6 +9,7 @@ Every case is bounded in time: none waits for a blocked read or a lab's full sle
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -328,6 +329,44 @@ def test_a_double_forked_child_with_no_marker_is_still_killed_and_reported(tmp_p
 
     flag = ctypes.c_int(-1)  # PR_GET_CHILD_SUBREAPER (37): this process is no subreaper after the run
     assert ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value == 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_an_orphan_of_the_engines_own_earlier_child_is_left_alone(tmp_path: Path) -> None:
+    """This process started a child before the lab, and that child's own child (begun before the
+    lab too) is orphaned while the lab runs: handed to this process, the subreaper, it carries no
+    mark of the run (it began before the lab did), and is left running."""
+    import subprocess
+    import sys
+
+
+    earlier = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, time; p = subprocess.Popen(['sleep', '62']); "
+            "print(p.pid, flush=True); time.sleep(0.4)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert earlier.stdout is not None
+    grandchild = int(earlier.stdout.readline())
+    try:
+        spec = lab_day(
+            tmp_path,
+            GOOD.replace(
+                "from labkit import figure", "import time\nfrom labkit import figure\ntime.sleep(0.8)"
+            ),
+        )
+        doc, _, status = measure_quietly(spec)
+        earlier.wait()
+        assert alive(grandchild) and "stopped" not in status
+        assert doc["figures"]
+    finally:
+        os.kill(grandchild, 9)
+        with contextlib.suppress(ChildProcessError):  # handed to this process: collected here
+            os.waitpid(grandchild, 0)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")

@@ -24,6 +24,7 @@ import ctypes
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,10 +128,13 @@ class Watch:
         self.marker = f"{MARKER_ENV}={token}".encode()
         self.seen: set[tuple[int, int]] = set()
         self.own_children = _children()  # this process's children before the lab: never the lab's
+        self.since = 0
         self.reaping = _subreaper(True)
 
     def started(self, group: int) -> None:
         self.group = group
+        lab = _stat(group)
+        self.since = lab.start if lab is not None else 0  # what the lab started began after it
 
     def end(self) -> None:
         """No longer the subreaper (the lab that needed it is stopped, or never started)."""
@@ -151,10 +155,22 @@ class Watch:
                 p.pgid == self.group
                 or p.sid == self.group
                 or (p.pid, p.start) in self.seen
-                or (self.reaping and p.ppid == me and (p.pid, p.start) not in self.own_children)
+                or self._handed_over(p, me)
                 or _has_marker(p.pid, self.marker)
             )
         ]
+
+    def _handed_over(self, p: Proc, me: int) -> bool:
+        """An orphan the kernel gave this process while it was the subreaper, and that began
+        after the lab did (an orphan of one of this process's own earlier children began before,
+        and carries no mark of the run)."""
+        return (
+            self.reaping
+            and p.ppid == me
+            and p.pid != self.group
+            and p.start >= self.since
+            and (p.pid, p.start) not in self.own_children
+        )
 
     def stop_group(self) -> None:
         """SIGTERM to the lab's process group, SIGKILL after a grace if any of it is left."""
@@ -184,19 +200,23 @@ class Watch:
                 stopped.setdefault((p.pid, p.start), p.describe())
             time.sleep(0.02)
         still = {(p.pid, p.start) for p in left}
-        if self.reaping:  # the orphans it was given, dead now: gone from the table once reaped
-            _reap({pid for pid, start in stopped if (pid, start) not in self.own_children} - {self.group})
+        if self.reaping:  # the orphans it was given, killed or gone on their own: collected
+            _reap(self._handed_over)
             self.end()
         return sorted(d for k, d in stopped.items() if k not in still), sorted(p.describe() for p in left)
 
 
-def _reap(pids: set[int]) -> None:
-    """Collect the exit of each of this process's children among ``pids`` (others are not ours)."""
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
+def _reap(handed_over: Callable[[Proc, int], bool]) -> None:
+    """Collect the exit of each orphan handed to this process that has ended (a zombie until
+    its parent, now this process, waits for it)."""
+    me = os.getpid()
+    for entry in os.listdir(PROC) if PROC.is_dir() else []:
+        p = _stat(int(entry)) if entry.isdigit() else None
+        if p is not None and p.state == "Z" and handed_over(p, me):
+            try:
+                os.waitpid(p.pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def _kill(p: Proc) -> None:
