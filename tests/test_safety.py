@@ -339,13 +339,13 @@ def test_an_orphan_of_the_engines_own_earlier_child_is_left_alone(tmp_path: Path
     import subprocess
     import sys
 
-
+    go = tmp_path / "go"  # the lab makes it; the earlier child then exits, while the lab runs
     earlier = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            "import subprocess, time; p = subprocess.Popen(['sleep', '62']); "
-            "print(p.pid, flush=True); time.sleep(0.4)",
+            "import os, subprocess, time; p = subprocess.Popen(['sleep', '62']); print(p.pid, flush=True)\n"
+            f"while not os.path.exists({str(go)!r}): time.sleep(0.01)",
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -353,12 +353,8 @@ def test_an_orphan_of_the_engines_own_earlier_child_is_left_alone(tmp_path: Path
     assert earlier.stdout is not None
     grandchild = int(earlier.stdout.readline())
     try:
-        spec = lab_day(
-            tmp_path,
-            GOOD.replace(
-                "from labkit import figure", "import time\nfrom labkit import figure\ntime.sleep(0.8)"
-            ),
-        )
+        lab = f"import pathlib, time\npathlib.Path({str(go)!r}).touch()\ntime.sleep(0.3)\n" + GOOD
+        spec = lab_day(tmp_path, lab)
         doc, _, status = measure_quietly(spec)
         earlier.wait()
         assert alive(grandchild) and "stopped" not in status
