@@ -181,6 +181,30 @@ def test_a_value_repeated_by_reference_is_weighed_whole(tmp_path, body):
     assert "over the limit of" in line and len(line) < 300
 
 
+def _nested_literals(levels: int) -> str:
+    """Ten references to ten references to … 'ab', in list literals, twice over (each level
+    one `set`), then compared: 10^levels pairs of strings for C to compare, no step counted."""
+    body = "{% set a0 = title ~ 'b' %}{% set b0 = title ~ 'b' %}"
+    for k in range(1, levels + 1):
+        body += f"{{% set a{k} = [{', '.join([f'a{k - 1}'] * 10)}] %}}{{% set b{k} = [{', '.join([f'b{k - 1}'] * 10)}] %}}"
+    return body + f"{{% if a{levels} == b{levels} %}}same{{% endif %}}"
+
+
+def test_a_list_a_template_writes_is_weighed_as_it_is_made(tmp_path):
+    """A list literal of references, or a filter's result, holds all it refers to: ten levels
+    of ten were 10^10 comparisons in C (a minute and more, no step counted); weighed when each
+    is made, the level past the size cap is refused at once. A few levels render as before."""
+    line = refused(tmp_path, _nested_literals(10))
+    assert "over the limit of" in line
+    assert render_case(tmp_path, _nested_literals(2)) == "same\n"
+    many = (
+        "{% set a = title * big %}{% set L = ["
+        + ", ".join(["a"] * 1200)
+        + "] %}{{ L | map('list') | list | length }}"
+    )
+    assert "over the limit of" in refused(tmp_path, many, {**CONTEXT, "big": 200})
+
+
 def test_joining_lists_counts_their_lengths_as_before(tmp_path):
     """'+' repeats nothing its operands did not hold (each was weighed when it was made): a
     sweep's 600 rows joined to another list render, as they did."""

@@ -99,7 +99,7 @@ _METHODS: dict[type, frozenset[str]] = {
 }
 
 # The environment's own hooks, called from the code _Budgeted writes into each template.
-_HOOKS = frozenset({"_iterate", "_join", "_charge"})
+_HOOKS = frozenset({"_iterate", "_join", "_charge", "_made"})
 
 
 def weight(value: Any, limit: int) -> int:
@@ -205,6 +205,22 @@ class _Budgeted(NodeTransformer):
         self.generic_visit(node)
         node.iter = self._hook("_iterate", [cast(nodes.Expr, node.iter)], node.lineno)
         return node
+
+    def visit_List(self, node: nodes.List) -> nodes.Node:
+        self.generic_visit(node)
+        return self._hook("_made", [node], node.lineno)
+
+    def visit_Dict(self, node: nodes.Dict) -> nodes.Node:
+        self.generic_visit(node)
+        return self._hook("_made", [node], node.lineno)
+
+    def visit_Tuple(self, node: nodes.Tuple) -> nodes.Node:
+        self.generic_visit(node)
+        return node if node.ctx != "load" else self._hook("_made", [node], node.lineno)
+
+    def visit_Filter(self, node: nodes.Filter) -> nodes.Node:
+        self.generic_visit(node)
+        return self._hook("_made", [node], node.lineno)
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
         self.generic_visit(node)
@@ -344,6 +360,15 @@ class Sandbox(ImmutableSandboxedEnvironment):
         texts = [str(piece) for piece in pieces]  # an undefined piece fails here, with its name
         self.budget.fits(sum(map(len, texts)))
         return markup_join(pieces) if context.eval_ctx.autoescape else "".join(texts)
+
+    def _made(self, value: Any) -> Any:
+        """A list, mapping or tuple a template writes, or a filter's result, weighed whole as it
+        is made (weight): ten references to a list of ten references to … is 10^k items to
+        compare or print, and nothing a step counts once it is handed to C."""
+        self.budget.step()
+        if isinstance(value, (list, tuple, Mapping)):
+            self.budget.fits(weight(value, self.budget.max_chars))
+        return value
 
     def _charge(self, chars: int) -> str:
         self.budget.text(chars)
