@@ -1310,6 +1310,21 @@ def test_review_and_check_refuse_a_draft_that_is_a_link_or_a_pipe_unread(built_o
             assert code == 0 and "abc123" not in stdout
 
 
+def test_a_lab_folder_that_links_out_of_the_spec_folder_is_refused(tmp_path):
+    """A day's lab is a folder beside its spec: days/day01.lab linked elsewhere is one line
+    naming lab.script, for the build (which hashes the lab's files) and for engine lab."""
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(DAYS / "day01.lab", elsewhere)
+    path = spec_with(tmp_path, lambda d: None, name="day01")
+    shutil.copytree(DAYS / "day01.measured", path.parent / "day01.measured")
+    shutil.rmtree(path.parent / "day01.lab")
+    (path.parent / "day01.lab").symlink_to(elsewhere)
+    for command in (["build", str(path), "--out", str(tmp_path / "out")], ["lab", str(path), "--quiet"]):
+        code, _, err = run_cli(*command)
+        line = one_line(err)
+        assert code == 2 and line.startswith(f"{path}: lab.script: ") and "leads out" in line, command
+
+
 def test_the_index_reads_no_results_through_a_link(built_out, tmp_path):
     """Every build rewrites out/index.html from each day's results.json: one that links to a
     JSON file elsewhere is shown as unreadable, its title never copied onto the index."""

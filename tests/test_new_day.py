@@ -159,6 +159,28 @@ def test_a_lab_of_one_table_and_no_figure_becomes_a_day_with_no_edit(project, tm
     assert "Measured on" in thread and not any(line.endswith(":") for line in thread.splitlines())
 
 
+def test_new_copies_no_file_through_a_link(project, tmp_path, capsys):
+    """`engine new` copies a lab's files, or an earlier day's templates and lab: one that is a
+    link (to a private note, a secret) is refused by name, and nothing is written, so its
+    target's text can never reach the new day's posts."""
+    secret = tmp_path / "private.txt"
+    secret.write_text("my private note: hunter two\n")
+    days, templates = project / "days", project / "templates"
+    lab = tmp_path / "linked-lab"
+    lab.mkdir()
+    (lab / "lab.py").write_text('print("p50 lookup: 1,234 ns")\n')
+    (lab / "notes.txt").symlink_to(secret)
+    code = main(["new", "12", "--lab", str(lab), "--days", str(days), "--templates", str(templates)])
+    err = capsys.readouterr().err
+    assert code == 2 and "is a symbolic link" in err and "hunter" not in err
+    assert not (days / "day12.yaml").exists() and not (templates / "day12").exists()
+    (templates / "day37" / "notes.j2").symlink_to(secret)
+    code = main(["new", "58", "--from", "37", "--days", str(days), "--templates", str(templates)])
+    err = capsys.readouterr().err
+    assert code == 2 and "notes.j2" in err and "is a symbolic link" in err and "hunter" not in err
+    assert not (days / "day58.yaml").exists() and not (templates / "day58").exists()
+
+
 def test_new_never_overwrites_and_writes_nothing_when_refused(project, capsys):
     days, templates = project / "days", project / "templates"
     (templates / "day12").mkdir()

@@ -339,6 +339,8 @@ def test_an_orphan_of_the_engines_own_earlier_child_is_left_alone(tmp_path: Path
     import subprocess
     import sys
 
+    from engine.lab import processes
+
     go = tmp_path / "go"  # the lab makes it; the earlier child then exits, while the lab runs
     earlier = subprocess.Popen(
         [
@@ -357,7 +359,7 @@ def test_an_orphan_of_the_engines_own_earlier_child_is_left_alone(tmp_path: Path
         spec = lab_day(tmp_path, lab)
         doc, _, status = measure_quietly(spec)
         earlier.wait()
-        assert alive(grandchild) and "stopped" not in status
+        assert alive(grandchild) and "stopped" not in status, (processes._stat(grandchild), status)
         assert doc["figures"]
     finally:
         os.kill(grandchild, 9)

@@ -108,8 +108,9 @@ def _lab_files(source: Path) -> tuple[dict[str, bytes], str]:
 
 
 def _read(path: Path) -> bytes:
-    """One of the lab's files, through the one bounded reader: a regular file within the limit."""
-    return read_bytes_limited(path, MAX_LAB_BYTES, "lab", field="--lab")
+    """One of the lab's files, through the one bounded reader: a regular file within the limit,
+    never a link (copied, its target's text would land in the new day)."""
+    return read_bytes_limited(path, MAX_LAB_BYTES, "lab", field="--lab", follow_symlinks=False)
 
 
 def _scan_output(files: dict[str, bytes], script: str, status: Any) -> str:
@@ -212,9 +213,9 @@ def plan_from_day(day: int, source_day: int, *, days: Path, templates: Path, tit
     _validate(yamlfile.parse(text, spec_path), days / f"{dst}.yaml")
     planned: dict[Path, bytes] = {days / f"{dst}.yaml": text.encode()}
     for path in sorted((templates / src).rglob("*")):
-        if path.is_file():
+        if path.is_file() or path.is_symlink():  # a link is refused by name, not copied through
             planned[templates / dst / path.relative_to(templates / src)] = read_bytes_limited(
-                path, MAX_TEMPLATE_BYTES, "template", field="--from"
+                path, MAX_TEMPLATE_BYTES, "template", field="--from", follow_symlinks=False
             )
     lab = days / f"{src}.lab"
     if lab.is_dir():
@@ -223,7 +224,7 @@ def plan_from_day(day: int, source_day: int, *, days: Path, templates: Path, tit
     workload = days / f"{src}.workload.csv"
     if workload.is_file():
         planned[days / f"{dst}.workload.csv"] = read_bytes_limited(
-            workload, MAX_TRACE_BYTES, "workload", field="--from"
+            workload, MAX_TRACE_BYTES, "workload", field="--from", follow_symlinks=False
         )
     has_lab = (days / f"{src}.lab").is_dir()
     step = f"make lab-{dst}   (then: make {dst})" if has_lab else f"make {dst}"

@@ -22,6 +22,7 @@ from engine.experiments.lab import results as lab_results
 from engine.experiments.lab.spec import LabSection
 from engine.lab import labfiles, machine, runner, store, watch
 from engine.measured import measured_dir
+from engine.sections import SpecLocation
 from engine.spec import load_spec
 
 
@@ -39,7 +40,7 @@ def measure(
     section = spec.section("lab")
     if not isinstance(section, LabSection):
         raise UserError("this day has no lab section to run", file=spec_path, field="lab")
-    script = spec_path.parent / section.script
+    script = SpecLocation(spec_path=spec_path).file(section.script, "lab.script")  # beside its spec
     if not script.is_file():
         raise UserError(f"no such file {script}", file=spec_path, field="lab.script")
     if machine_name is not None:

@@ -156,6 +156,7 @@ def _when(iso: str) -> str:
 def _changed(section: LabSection, spec_path: Path, doc: dict[str, Any]) -> str | None:
     """Why the stored numbers may no longer be the lab's, or None: its files, its script or its
     arguments differ from what was run."""
+    SpecLocation(spec_path=spec_path).file(section.script, "lab.script")  # not read through a link out
     folder = labfiles.lab_dir(spec_path.parent, section.script)
     if not folder.is_dir():
         return f"the lab folder {folder.name}/ is gone"
