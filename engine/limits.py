@@ -350,10 +350,11 @@ def read_json_limited(
 
 def read_json_object(path: str | Path, limit: int, what: str) -> dict[str, Any] | None:
     """The JSON object in a file the engine wrote for itself and can do without (a record of the
-    last build, its results), or None when the file is missing, unreadable, past a limit or not
-    an object: a hand-mangled file costs only what it held, never the build."""
+    last build, its results), or None when the file is missing, unreadable, a link (the engine
+    writes none), past a limit or not an object: a hand-mangled file costs only what it held,
+    never the build."""
     try:
-        data = read_json_limited(path, limit, what)
+        data = read_json_limited(path, limit, what, follow_symlinks=False)
     except UserError:
         return None
     return data if isinstance(data, dict) else None

@@ -1335,9 +1335,14 @@ def test_the_index_reads_no_results_through_a_link(built_out, tmp_path):
     secret.write_text(json.dumps({"title": "TOKEN=abc123", "charts": [], "checks": {}}))
     (out / "day37" / "results.json").unlink()
     (out / "day37" / "results.json").symlink_to(secret)
+    elsewhere = tmp_path / "elsewhere"  # a whole day folder linked in
+    elsewhere.mkdir()
+    (elsewhere / "results.json").write_text(json.dumps({"title": "TOKEN=def456", "charts": [], "checks": {}}))
+    (out / "day98").symlink_to(elsewhere)
     code, _, err = run_cli("build", str(DAYS / "day04.yaml"), "--out", str(out))
     index = (out / "index.html").read_text()
     assert code == 0 and "abc123" not in index and "(results.json unreadable)" in index, err
+    assert "def456" not in index and "day98" not in index
 
 
 def test_a_trace_that_is_a_pipe_or_a_folder_is_named_as_such_unread(tmp_path):

@@ -43,14 +43,14 @@ def sha256(path: Path) -> str:
 def read_manifest(folder: Path) -> dict[str, str]:
     """The engine's files and their hashes; an unreadable manifest stops the build (one line)."""
     path = folder / MANIFEST
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         return {}
     advice = (
         "so the build cannot tell your edits from its own files; restore it, or delete it to "
         "have every file there kept as yours"
     )
     try:
-        data = read_json_limited(path, MAX_RECORD_BYTES, "manifest")
+        data = read_json_limited(path, MAX_RECORD_BYTES, "manifest", follow_symlinks=False)
     except UserError as err:
         raise UserError(f"unreadable ({err.message}), {advice}", file=path, field=err.field) from None
     files = data.get("files") if isinstance(data, dict) else None

@@ -145,7 +145,8 @@ def built_days(out_root: Path) -> list[tuple[int, Path]]:
     found = []
     for child in out_root.iterdir():
         match = _DAY_DIR.match(child.name)
-        if match and child.is_dir() and (child / RESULTS).is_file():
+        # a day folder linked in from elsewhere is not one this folder built: left out unread
+        if match and not child.is_symlink() and child.is_dir() and (child / RESULTS).is_file():
             found.append((int(match.group(1)), child))
     return sorted(found, reverse=True)
 
