@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import re
+import shutil
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -50,6 +51,20 @@ def root() -> Path:
 
 
 ENGINE = Path(engine.__file__).resolve().parent
+
+
+def empty() -> Path | None:
+    """Remove the engine's whole cache folder (every cache in it makes again what it needs, to
+    the same bytes), never through a link; the folder, or None where there is none."""
+    try:
+        folder = root()
+    except NoCacheFolder:
+        return None
+    if folder.is_symlink():
+        folder.unlink()
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
+    return folder
 
 
 def forget_old(keep: Path, ours: re.Pattern[str], versions: int = KEEP_VERSIONS) -> None:

@@ -502,6 +502,32 @@ def test_a_lab_that_changes_days_fails_loudly_and_keeps_the_old_measurement(
     assert sorted(p.name for p in earlier.parent.iterdir()) == [earlier.name]
 
 
+def test_a_lab_that_plants_a_file_in_the_engines_cache_fails_and_the_cache_is_emptied(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The engine's cache holds compiled templates, code a later build runs: a lab that writes
+    there fails like one that edits a spec, and what it left is not kept (the cache is emptied:
+    every cache in it makes again what it needs)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    kept = tmp_path / "cache" / "sixty-days-engine" / "drawings" / "an-earlier-drawing"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"png")
+    planted = "sixty-days-engine/templates/drafts-0/planted"
+    harm = (
+        "import os; from pathlib import Path\n"
+        f"p = Path(os.environ['XDG_CACHE_HOME']) / {planted!r}\n"
+        "p.parent.mkdir(parents=True, exist_ok=True); p.write_bytes(b'marshalled code')\n"
+    )
+    spec = lab_day(tmp_path, harm + GOOD)
+    with pytest.raises(UserError) as caught:
+        measure_quietly(spec)
+    assert (
+        "changed files outside its own folder" in caught.value.message and "planted" in caught.value.message
+    )
+    assert "the engine's cache, which it changed, was emptied" in caught.value.message
+    assert not (tmp_path / "cache" / planted).exists() and not kept.exists()
+
+
 def test_a_measurement_the_build_would_refuse_is_not_written(tmp_path: Path, monkeypatch) -> None:
     """The check before writing is the build's own (section.from_document on the text read
     back): when it refuses, the old measurement stays."""

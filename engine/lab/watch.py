@@ -19,20 +19,31 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from engine import cachedir
 from engine.errors import UserError
 
 ENGINE_DIR = Path(__file__).resolve().parents[1]
-TEMPLATES_DIR = ENGINE_DIR.parent / "templates"
-MAX_ENTRIES = 200_000  # more than any days/, templates/ and engine/ together
+PROJECT_DIR = ENGINE_DIR.parent
+MAX_ENTRIES = 200_000  # more than any project's files (its virtual environment left out)
 MAX_NAMED = 5  # changes one error names
-_SKIP = {"__pycache__"}
+# Never the lab's to change, and too big or too busy to list: the virtual environment, git's
+# own folder, and the tools' caches; and bytecode, which Python writes when the lab imports.
+_SKIP = {"__pycache__", ".venv", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis"}
 
 Entry = tuple[str, int, int, int] | tuple[str, str] | tuple[str]
 
 
 def watched(spec_dir: Path) -> list[Path]:
-    """The trees a lab must leave as they were: the spec's days/ folder, templates/, engine/."""
-    return [p for p in (Path(spec_dir), TEMPLATES_DIR, ENGINE_DIR) if p.is_dir()]
+    """The trees a lab must leave as they were: the project (days/, templates/, engine/, out/,
+    tests/ and the files beside them), the spec's folder where it is elsewhere, and the engine's
+    cache folder (compiled templates there are code a later build runs)."""
+    roots = [PROJECT_DIR, Path(spec_dir)]
+    try:
+        roots.append(cachedir.root())
+    except cachedir.NoCacheFolder:
+        pass
+    inside = [r for r in roots if r.is_dir()]
+    return [r for r in inside if not any(r != o and r.resolve().is_relative_to(o.resolve()) for o in inside)]
 
 
 def snapshot(roots: Iterable[Path], skip: Iterable[Path] = ()) -> dict[str, Entry]:
@@ -81,9 +92,20 @@ def check(before: dict[str, Entry], after: dict[str, Entry], *, file: Path, fiel
     named = "; ".join(found[:MAX_NAMED]) + (
         f"; and {len(found) - MAX_NAMED} more" if len(found) > MAX_NAMED else ""
     )
+    # What it left in the engine's cache (a compiled template is code a build runs) is not kept.
+    emptied = _touched_cache(found) and cachedir.empty() is not None
     raise UserError(
         f"the lab changed files outside its own folder while it ran ({named}); a lab writes only "
-        "in its folder (hidden names) or the system's temporary folder; no file written",
+        "in its folder (hidden names) or the system's temporary folder; no file written"
+        + ("; the engine's cache, which it changed, was emptied" if emptied else ""),
         file=file,
         field=field,
     )
+
+
+def _touched_cache(found: list[str]) -> bool:
+    try:
+        cache = str(cachedir.root())
+    except cachedir.NoCacheFolder:
+        return False
+    return any(phrase.split(" ", 1)[1].startswith(cache) for phrase in found)

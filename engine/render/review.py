@@ -145,8 +145,7 @@ def built_days(out_root: Path) -> list[tuple[int, Path]]:
     found = []
     for child in out_root.iterdir():
         match = _DAY_DIR.match(child.name)
-        # a day folder linked in from elsewhere is not one this folder built: left out unread
-        if match and not child.is_symlink() and child.is_dir() and (child / RESULTS).is_file():
+        if match and child.is_dir() and (child / RESULTS).is_file():
             found.append((int(match.group(1)), child))
     return sorted(found, reverse=True)
 
@@ -218,6 +217,8 @@ def day_context(
 def index_context(out_root: Path) -> dict[str, Any]:
     days = []
     for day, folder in built_days(out_root):
+        if folder.is_symlink():  # a day folder linked in from elsewhere: no build's, left off unread
+            continue
         try:  # another day's file: a corrupt or hand-edited one must not break this build
             results = read_json_limited(folder / RESULTS, MAX_RESULTS_BYTES, "results", follow_symlinks=False)
         except UserError:
