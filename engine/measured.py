@@ -255,14 +255,13 @@ def load_measurement(path: Path | str, *, day: int) -> dict:
 def measured_dir(spec_path: Path | str, day: int) -> Path:
     """Where a day's measurements live: beside its spec, ``days/dayNN.measured/``, in its folder
     with links followed (so a lab's run is never written elsewhere through a link either)."""
-    return _inside(Path(spec_path).parent / f"day{day:02d}.measured")
+    return _inside(Path(spec_path).parent / f"day{day:02d}.measured", Path(spec_path).parent)
 
 
-def _inside(path: Path) -> Path:
-    """``path``, once known to be in its spec's folder with links followed: a measurement of a
-    day someone else wrote that links out (to a file of the person's, to /proc/self/environ)
-    would have its text read, and posted as the measuring machine's name."""
-    spec_dir = path.parent.parent if path.suffix == ".json" else path.parent
+def _inside(path: Path, spec_dir: Path) -> Path:
+    """``path``, once known to be in ``spec_dir`` (its spec's folder) with links followed: a
+    measurement of a day someone else wrote that links out (to a file of the person's, to
+    /proc/self/environ) would have its text read, and posted as the measuring machine's name."""
     try:
         inside = (
             not path.exists() and not path.is_symlink() or path.resolve().is_relative_to(spec_dir.resolve())
@@ -313,7 +312,9 @@ def resolve_measurement(day_dir: Path | str, choice: str) -> Path | None:
     if choice == "none":
         return None
     if choice == "latest":
-        files = [_inside(p) for p in sorted(day_dir.glob("*.json"))] if day_dir.is_dir() else []
+        files = (
+            [_inside(p, day_dir.parent) for p in sorted(day_dir.glob("*.json"))] if day_dir.is_dir() else []
+        )
         if not files:
             return None
         # A GPU measurement outranks any CPU one, however recent: a CPU trial run of the bench
@@ -323,7 +324,7 @@ def resolve_measurement(day_dir: Path | str, choice: str) -> Path | None:
         raise UserError(
             f"{choice!r} is not a file name: use latest, none, or a file in {day_dir}", field="measured"
         )
-    path = _inside(day_dir / (choice if choice.endswith(".json") else f"{choice}.json"))
+    path = _inside(day_dir / (choice if choice.endswith(".json") else f"{choice}.json"), day_dir.parent)
     if not path.is_file():
         have = ", ".join(p.name for p in sorted(day_dir.glob("*.json"))) or "none"
         raise UserError(f"no measurement file {path.name} in {day_dir} (have: {have})", field="measured")

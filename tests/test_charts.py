@@ -1157,4 +1157,8 @@ def test_an_alt_text_that_lists_rows_says_how_many_it_left_out() -> None:
         "Intro text: row 0 is long; row 1 is long; and 2 more in the image."
     )
     assert fit_alt_list("Intro text:", rows, limit=40) == "Intro text: 4 rows in the image."
+    assert (
+        fit_alt_list("Intro text:", ["row zero is a long one;"], limit=31)
+        == "Intro text: 1 row in the image."
+    )
     assert len(fit_alt_list("Intro text:", rows * 50)) <= 250

@@ -269,7 +269,8 @@ def fit_alt_list(intro: str, items: list[str], limit: int = 250) -> str:
         text = " ".join([intro, *items[:kept], *([f"and {left} more in the image."] if left else [])])
         if len(text) <= limit:
             return text
-    return fit_alt([intro, f"{len(items)} rows in the image."] if items else [intro], limit)
+    rows = f"{len(items)} row{'' if len(items) == 1 else 's'}"
+    return fit_alt([intro, f"{rows} in the image."] if items else [intro], limit)
 
 
 def context_label(tokens: int) -> str:

@@ -138,9 +138,18 @@ class LabMeasurement(Strict):
 
     @model_validator(mode="after")
     def _holds_numbers(self) -> LabMeasurement:
-        if not self.figures and not self.tables:  # a table alone is a lab's numbers too
-            raise ValueError("no figures and no table: a lab measurement holds the lab's numbers")
+        if not holds_numbers(self.figures, self.tables):
+            raise ValueError(NO_NUMBERS)
         return self
+
+
+NO_NUMBERS = "no figures and no table: a lab's measurement holds its numbers"
+
+
+def holds_numbers(figures: dict, tables: dict) -> bool:
+    """A measurement's one rule of content: some figure, or a table (a table alone is a lab's
+    numbers too)."""
+    return bool(figures or tables)
 
 
 def validate(doc: object, *, file: str | Path) -> dict:

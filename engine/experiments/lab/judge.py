@@ -15,7 +15,7 @@ from engine import ansi, units
 from engine.errors import UserError
 from engine.experiments.lab.spec import LabFigure, LabSection
 from engine.given import MAX_GIVEN
-from engine.lab import output
+from engine.lab import output, store
 from engine.lab.runner import LabRun
 from engine.validation import MAX_LABEL_CHARS, MAX_ONE_LINE_CHARS, MAX_SENTENCE_CHARS
 
@@ -129,8 +129,8 @@ def judge(run: LabRun, section: LabSection, spec_path: Path) -> Judged:
             figures[name]["line"] = got["line"]
     given = _given(recorded.get("given"), fail)
     tables = _tables(recorded.get("tables"), section, run.text, fail)
-    if not figures and not tables:  # a table alone is a lab's numbers too
-        raise fail("the lab recorded no figures and no table")
+    if not store.holds_numbers(figures, tables):
+        raise fail(f"the lab recorded {store.NO_NUMBERS}")
     for name in [*section.compare, *section.table]:
         if name not in figures:
             raise fail(
