@@ -24,6 +24,13 @@ _BREAKS_THE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 MAX_MESSAGE_CHARS = 600
 
 
+def one_line(text: str) -> str:
+    """``text`` as one line of the terminal, each character that would break it or act as a
+    command (a line feed, an escape sequence setting the window's title) shown as its escape:
+    for a file name a lab folder holds, printed as it is copied, as for an error."""
+    return _BREAKS_THE_LINE.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 class UserError(Exception):
     """A mistake in the user's input: a spec, a workload file, a flag, a measurement file."""
 
@@ -45,7 +52,7 @@ class UserError(Exception):
         """The single line the user sees, whatever the input it quotes held."""
         parts = [p for p in (self.file, self.field) if p]
         parts.append(self.message)
-        line = _BREAKS_THE_LINE.sub(lambda m: repr(m.group())[1:-1], ": ".join(parts))
+        line = one_line(": ".join(parts))
         if len(line) <= MAX_MESSAGE_CHARS:
             return line
         keep = MAX_MESSAGE_CHARS - 1

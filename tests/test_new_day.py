@@ -181,6 +181,20 @@ def test_new_copies_no_file_through_a_link(project, tmp_path, capsys):
     assert not (days / "day58.yaml").exists() and not (templates / "day58").exists()
 
 
+def test_new_prints_a_lab_files_name_as_one_line_of_text(project, tmp_path, capsys):
+    """A lab folder's file named with a line feed and a terminal escape (one that sets the
+    window's title) is copied, and its name printed as one line, each as its escape."""
+    lab = tmp_path / "odd-lab"
+    lab.mkdir()
+    (lab / "lab.py").write_text('print("p50 lookup: 1,234 ns")\n')
+    (lab / "evil\nline\x1b]0;TITLE\x07.txt").write_text("data\n")
+    days, templates = project / "days", project / "templates"
+    assert main(["new", "12", "--lab", str(lab), "--days", str(days), "--templates", str(templates)]) == 0
+    out = capsys.readouterr().out
+    assert "evil\\nline\\x1b]0;TITLE\\x07.txt" in out and "\x1b" not in out and "\x07" not in out
+    assert all(line.startswith(("  wrote ", "next: ", "left out ")) for line in out.splitlines())
+
+
 def test_new_never_overwrites_and_writes_nothing_when_refused(project, capsys):
     days, templates = project / "days", project / "templates"
     (templates / "day12").mkdir()

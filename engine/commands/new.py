@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from engine import scaffold, validation
+from engine.errors import one_line
 from engine.limits import MAX_SERIES_DAYS
 from engine.validation import whole_flag
 
@@ -53,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
             args.day, args.from_day, days=args.days, templates=args.templates, title=args.title
         )
     made = scaffold.write(plan)
-    for path in made:
-        print(f"  wrote {path}")
+    for path in made:  # a lab's file names are the lab's: escaped like any quoted input
+        print(one_line(f"  wrote {path}"))
     for note in plan.notes:
-        print(note)
+        print(one_line(note))
     print(f"next: {plan.next_step}")
     return 0
