@@ -66,11 +66,23 @@ UNITS: dict[str, Unit] = {u.name: u for u in _UNITS}
 NON_NEGATIVE = frozenset({"time", "bytes", "rate", "count_rate"})
 
 
+# What a lab's figure or a set value can be, in any unit here: a femtosecond to an exabyte. Past
+# them a value is a corrupt or hand-edited file (1e300 ns, 5e-324 ms), and would print as a
+# number hundreds of digits long, or divide into one.
+MIN_MAGNITUDE, MAX_MAGNITUDE = 1e-15, 1e18
+
+
 def check_plausible(value: float, unit_name: str) -> None:
-    """A ValueError for a value its unit makes impossible: a negative duration, size or rate."""
+    """A ValueError for a value its unit makes impossible (a negative duration, size or rate),
+    or no measurement or setting holds (a magnitude past MIN_MAGNITUDE to MAX_MAGNITUDE)."""
     found = UNITS.get(unit_name)
     if found is not None and found.dimension in NON_NEGATIVE and value < 0:
         raise ValueError(f"a {found.dimension} cannot be negative, got {value:g} {unit_name}")
+    if value and not MIN_MAGNITUDE <= abs(value) <= MAX_MAGNITUDE:
+        raise ValueError(
+            f"{value:g} {unit_name} is past what a measurement or a setting holds "
+            f"(a magnitude from {MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g}, or 0)"
+        )
 
 
 def _known(name: str) -> str:

@@ -1096,6 +1096,27 @@ def test_a_negative_duration_size_or_rate_is_refused_but_a_negative_change_is_no
         validate(store.Table, table, file="lab.json")
 
 
+@pytest.mark.parametrize("value", [5e-324, 1e-300, -1e-20, 1e300, 1.7976931348623157e308, -1e19])
+def test_a_figure_past_any_measurement_is_refused_by_its_field(tmp_path, value):
+    """A subnormal or a 1e300 in a lab's figure, a table's cell or a set value is a corrupt or
+    hand-edited file: one line naming the field (it printed as a 300-digit number, or reached a
+    template as a division by nothing and was blamed on the template); 0 stays a figure."""
+    from engine.lab import store
+    from engine.validation import validate
+
+    with pytest.raises(UserError) as caught:
+        validate(store.Figure, {"value": value, "unit": "%", "about": "x"}, file="lab.json")
+    assert "is past what a measurement or a setting holds" in caught.value.line()
+    table = {"columns": [["depth", "count"], ["p50", "%"]], "rows": [[1, 4.5], [2, value]]}
+    with pytest.raises(UserError, match="row 2, column p50: .* is past what"):
+        validate(store.Table, table, file="lab.json")
+    set_value = spec_error(
+        spec_with(tmp_path, lambda d: d.setdefault("given", {}).update(share={"value": value, "unit": "%"}))
+    )
+    assert set_value.field in ("given.share", "given.share.value")  # by its range, or its magnitude
+    assert validate(store.Figure, {"value": 0.0, "unit": "ns", "about": "x"}, file="lab.json").value == 0
+
+
 def test_a_gpu_of_one_byte_is_not_a_card(tmp_path, monkeypatch):
     from engine import catalog
 
