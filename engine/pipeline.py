@@ -214,9 +214,9 @@ def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path
     drafts = render_drafts(results, templates_root)
 
     left_out = unavailable_charts(spec, results)
-    seen, earlier = _renders_seen(target)
     staging = outdir.Staging.create(target)
     try:
+        seen, earlier = _renders_seen(target)  # under the day's lock: the renders now in place
         for name, text in drafts.items():
             atomic.write_text(staging.path / name, text, what="draft", root=out_root, durable=False)
         with _of_the_spec(spec_path):  # a chart the results cannot draw: the spec asked for it
@@ -238,7 +238,7 @@ def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path
                 for p in staging.path.glob(f"*{audit.ALT_SUFFIX}")
             },
         }
-        committed = outdir.commit(staging, force=force)
+        committed = outdir.commit(staging, force=force, keep_lock=True)
     except OSError as exc:
         staging.discard()
         raise outdir.write_failed(exc, target) from exc
@@ -252,6 +252,8 @@ def _build(spec_path: Path, out_root: Path, *, force: bool, templates_root: Path
         review.write_index(out_root)
     except OSError as exc:
         raise outdir.write_failed(exc, target, after="the day is built, its review page is not") from exc
+    finally:
+        staging.release()  # held through the writes into the day's folder after the swap
     return BuildReport(
         day=spec.day,
         folder=target,

@@ -178,3 +178,39 @@ def test_two_builds_of_one_day_take_turns(tmp_path):
     assert (target / "linkedin.md").read_text() == POST.format(u="75.0%").replace("Hook.", "My hook.")
     assert "linkedin.md" in out1 and "linkedin.md" in out2  # both merged the edit
     assert sorted(p.name for p in target.parent.iterdir()) == ["day37"]
+
+
+def test_a_build_holds_the_days_lock_until_its_review_page_is_written(tmp_path, monkeypatch, built_out):
+    """The build writes into the day's folder after its swap (its audit record, its review page):
+    the day's lock is still held then, so a second build of the day (a terminal and `serve`)
+    cannot swap the folder away under those writes (it did: "cannot write the review page: No
+    such file or directory", and kept copies left in out/). Seen from inside the write: another
+    descriptor cannot take the lock."""
+    import fcntl
+
+    from engine import pipeline
+    from engine.outdir import lock as day_lock
+    from engine.render import review
+
+    from helpers import DAYS, copy_built
+
+    out = copy_built(built_out, tmp_path / "out")
+    seen: list[bool] = []
+    write_day_page = review.write_day_page
+
+    def watching(target, **kwargs):
+        path = day_lock.for_folder(target).path
+        fd = os.open(path, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            seen.append(False)  # free: a second build could have swapped the folder now
+        except BlockingIOError:
+            seen.append(True)
+        finally:
+            os.close(fd)
+        return write_day_page(target, **kwargs)
+
+    monkeypatch.setattr(review, "write_day_page", watching)
+    pipeline.build(DAYS / "day04.yaml", out)
+    assert seen == [True]
+    assert sorted(p.name for p in out.iterdir()) == ["day04", "day37", "index.html"]  # and let go

@@ -170,8 +170,19 @@ class Staging:
         return cls(target=target, path=tmp, lock=held, recovered=recovered)
 
     def discard(self) -> None:
+        """The staging folder gone and the day's lock let go: the build is over, done or not."""
+        self.clear()
+        self.release()
+
+    def clear(self) -> None:
+        """The staging folder gone (never the previous folder a swap left there); the lock kept."""
         if not self.swapped:
             shutil.rmtree(self.path, ignore_errors=True)
+
+    def release(self) -> None:
+        """The day's lock let go: held by a committed build until what it writes into the day's
+        folder after the swap (its audit record, its review page) is written, so a second build
+        of the day cannot swap the folder out from under those writes."""
         if self.lock is not None:
             self.lock.release()
 
@@ -330,14 +341,22 @@ def _same_json(a: Path, b: str) -> bool:
         return False
 
 
-def commit(staging: Staging, *, force: bool = False) -> CommitReport:
-    """Move a finished staging folder into place (see the module docstring); releases the lock."""
+def commit(staging: Staging, *, force: bool = False, keep_lock: bool = False) -> CommitReport:
+    """Move a finished staging folder into place (see the module docstring); releases the lock,
+    or with ``keep_lock`` leaves it to the caller (Staging.release), who writes into the folder
+    yet; on a failure it is released either way."""
     try:
-        return _commit(staging, force=force)
+        report = _commit(staging, force=force)
     except OSError as exc:
-        raise write_failed(exc, staging.target) from exc
-    finally:
         staging.discard()
+        raise write_failed(exc, staging.target) from exc
+    except BaseException:
+        staging.discard()
+        raise
+    staging.clear()
+    if not keep_lock:
+        staging.release()
+    return report
 
 
 def _commit(staging: Staging, *, force: bool) -> CommitReport:
