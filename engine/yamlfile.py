@@ -158,6 +158,8 @@ def check_expanded(
     sizes: dict[int, int] = {}
     levels: dict[int, int] = {}
     open_: set[int] = set()  # nodes whose children are being counted: the walk's path
+    seen_under: set[int] = set()  # every node met as a child: one met twice is aliased
+    aliased = False
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -172,6 +174,9 @@ def check_expanded(
                     field=_where(node.start_mark),
                 )
             open_.add(id(node))
+            for child in children:
+                aliased = aliased or id(child) in seen_under
+                seen_under.add(id(child))
             stack.append((node, True))
             stack.extend((child, False) for child in children if id(child) not in sizes)
             continue
@@ -183,7 +188,9 @@ def check_expanded(
         if size > values:
             raise UserError(
                 f"its aliases stand for more than {values:,} values, the stated limit (an alias of "
-                "aliases repeated); write the values out or use fewer aliases",
+                "aliases repeated); write the values out or use fewer aliases"
+                if aliased
+                else f"it holds more than {values:,} values, the stated limit of one spec",
                 file=path,
                 field=_where(node.start_mark),
             )

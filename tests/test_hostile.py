@@ -960,6 +960,21 @@ def test_yaml_merge_keys_work_and_own_keys_stay_unique():
         yamlfile.parse("base: &b {x: 1}\nother:\n  <<: *b\n  y: 3\n  y: 4\n", "m.yaml")
 
 
+def test_a_spec_past_the_value_limit_is_told_whether_aliases_made_it_so():
+    """A document of more values than the limit is refused either way; the message blames the
+    aliases only where there are aliases (20,000 set values, written out, are no alias bomb)."""
+    import yaml
+
+    from engine import yamlfile
+
+    written = yaml.compose("\n".join(f"k{i}: {i}" for i in range(40)))
+    with pytest.raises(UserError, match="it holds more than 50 values, the stated limit of one spec"):
+        yamlfile.check_expanded(written, "s.yaml", values=50)
+    aliased = yaml.compose("a: &a [1, 2, 3, 4, 5]\nb: [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]")
+    with pytest.raises(UserError, match="its aliases stand for more than 50 values"):
+        yamlfile.check_expanded(aliased, "s.yaml", values=50)
+
+
 def test_json_limits_name_the_field():
     cases = {
         '{"a": [1, ' + "9" * 100 + "]}": "f.json: a.1: a 100-digit integer, over the limit of 64 digits",
