@@ -70,6 +70,17 @@ class UniqueKeyLoader(Loader):  # type: ignore[valid-type,misc]
 UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", UniqueKeyLoader.construct_yaml_int)
 
 
+def _no_binary(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """A spec is text a person reads: a base64 value (`!!binary aGVsbG8=`) would be taken for
+    the words it hides, a title or a label no one reading the spec saw."""
+    raise yaml.constructor.ConstructorError(
+        None, None, "a !!binary value is not text a spec holds", node.start_mark
+    )
+
+
+UniqueKeyLoader.add_constructor("tag:yaml.org,2002:binary", _no_binary)
+
+
 LIBYAML_CEILING = "exceeded maximum nesting depth"  # libyaml's problem at its 1,000 levels
 
 

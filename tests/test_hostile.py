@@ -960,6 +960,16 @@ def test_yaml_merge_keys_work_and_own_keys_stay_unique():
         yamlfile.parse("base: &b {x: 1}\nother:\n  <<: *b\n  y: 3\n  y: 4\n", "m.yaml")
 
 
+def test_a_binary_value_in_a_spec_is_refused_not_decoded():
+    """`title: !!binary aGVsbG8=` was taken as the title "hello": words no one reading the spec
+    saw. A spec holds text: one line naming the place."""
+    from engine import yamlfile
+
+    with pytest.raises(UserError, match="a !!binary value is not text a spec holds") as err:
+        yamlfile.parse("day: 5\ntitle: !!binary aGVsbG8=\n", "s.yaml")
+    assert err.value.line().startswith("s.yaml: ")
+
+
 def test_a_spec_past_the_value_limit_is_told_whether_aliases_made_it_so():
     """A document of more values than the limit is refused either way; the message blames the
     aliases only where there are aliases (20,000 set values, written out, are no alias bomb)."""
