@@ -225,11 +225,13 @@ def _refuse_typed_numbers(source: str, name: str) -> None:
     if found:
         number, text = min(found)
         quoted = text.strip()
+        # the number itself first, then the line it stands in, to find it by
+        token = next((word for word in IDIOMS.sub("", quoted).split() if has_number(word)), quoted)
         if len(quoted) > 60:  # the line is quoted to find it, not to print a file's contents
             quoted = quoted[:57] + "…"
+        shown = quoted if token == text.strip() else f'{token[:20]}, in "{quoted}"'
         raise UserError(
-            f"a number typed into a template ({quoted}): every figure must come "
-            "from results through a filter",
+            f"a number typed into a template ({shown}): every figure must come from results through a filter",
             file=f"templates/{name}",
             field=f"line {number}",
         )
