@@ -205,8 +205,9 @@ def _in(d: Decimal, from_unit: str, to_unit: str) -> Decimal:
 def _value_text(d: Decimal, unit_name: str) -> str:
     """``d`` (in ``unit_name``) with the dimension's rule and the unit written after it."""
     counted = units.unit(unit_name).dimension in _COUNTS or unit_name == "B"
-    if unit_name == "%" and _short_of_all(d, 0) > 0:  # 99.95% measured, not "100%"
-        return _spell(d, _short_of_all(d, 0)) + "%"
+    decimals = _short_of_all(d, 0) if unit_name == "%" else 0
+    if decimals:  # 99.95% measured, not "100%"
+        return _spell(d, decimals) + "%"
     return (_count(d) if counted else _number(d)) + _WRITTEN.get(unit_name, " " + unit_name)
 
 
@@ -226,29 +227,31 @@ def value_text(value: float, unit_name: str, as_unit: str | None = None) -> str:
     """``value`` in ``unit_name`` as a post writes it: in ``as_unit`` if given (the same
     dimension), else in its system's best unit, the first with fewer than 1,000 of them:
     999.7 ns prints as 1.0 µs, never "1,000 ns"."""
-    found = units.unit(unit_name)
     d = _exact(value)
     if as_unit is not None:
         return _value_text(_in(d, unit_name, as_unit), as_unit)
+    return _value_text(*_best_unit(d, unit_name))
+
+
+def _best_unit(d: Decimal, unit_name: str) -> tuple[Decimal, str]:
+    """``d`` (in ``unit_name``) in its system's best unit, the first with fewer than 1,000 of
+    them (as the value prints, _shown), and that unit; a unit with no ladder stays as it is."""
+    found = units.unit(unit_name)
     ladder = _LADDERS.get((found.dimension, found.system))
     if ladder is None:
-        return _value_text(d, unit_name)
-    for step in ladder:
+        return d, unit_name
+    for step in ladder[:-1]:
         scaled = _in(d, unit_name, step)
-        if _shown(scaled) < 1000 or step == ladder[-1]:
-            return _value_text(scaled, step)
-    raise AssertionError("unreachable: the last step always prints")
+        if _shown(scaled) < 1000:
+            return scaled, step
+    return _in(d, unit_name, ladder[-1]), ladder[-1]
 
 
 def tick_text(value: float, unit_name: str) -> str:
     """An axis tick at ``value`` (in ``unit_name``): in the unit value_text would choose, with
     the tick's own digits (precise), not a measurement's rounding: a tick stands at 1,250 ns
     exactly, and reads 1.25 µs, never "1.3 µs"; a round one reads 1 ms, not "1.0 ms"."""
-    found = units.unit(unit_name)
-    d = _exact(value)
-    ladder = _LADDERS.get((found.dimension, found.system), (unit_name,))
-    step = next((u for u in ladder if _shown(_in(d, unit_name, u)) < 1000), ladder[-1])
-    shown = _in(d, unit_name, step)
+    shown, step = _best_unit(_exact(value), unit_name)
     return precise(float(shown)) + _WRITTEN.get(step, " " + step)
 
 
