@@ -185,6 +185,16 @@ def present(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
 
+def resolves_inside(path: Path, folder: Path) -> bool:
+    """Whether ``path``, every link on the way followed, is still ``folder`` or below it: a file
+    a spec names must not lead to /proc/self/environ or a file of the person's elsewhere. A loop
+    of links leads nowhere: not inside."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
 def read_text_limited(
     path: str | Path, limit: int, what: str, *, field: str | None = None, follow_symlinks: bool = True
 ) -> str:

@@ -52,7 +52,9 @@ from engine.limits import (
     MAX_MEASUREMENT_BYTES,
     MAX_REQUESTS,
     MAX_SLOTS,
+    present,
     read_json_limited,
+    resolves_inside,
 )
 from engine.outdir.atomic import write_json
 from engine.validation import OneLine, Sentence, Strict, recorded_date, validate
@@ -262,13 +264,7 @@ def _inside(path: Path, spec_dir: Path) -> Path:
     """``path``, once known to be in ``spec_dir`` (its spec's folder) with links followed: a
     measurement of a day someone else wrote that links out (to a file of the person's, to
     /proc/self/environ) would have its text read, and posted as the measuring machine's name."""
-    try:
-        inside = (
-            not path.exists() and not path.is_symlink() or path.resolve().is_relative_to(spec_dir.resolve())
-        )
-    except (OSError, RuntimeError):  # a loop of links: nothing to read either way
-        inside = False
-    if not inside:
+    if present(path) and not resolves_inside(path, spec_dir):
         raise UserError(
             "leads out of the spec's folder through a symbolic link; a measurement is a file in it",
             file=path,

@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from engine.errors import UserError
+from engine.limits import resolves_inside
 from engine.registry import Registry
 
 
@@ -61,11 +62,7 @@ class SpecLocation:
                 file=self.spec_path,
                 field=where,
             )
-        try:  # no link on the way leads out of it: resolved, it is still below the folder
-            inside = self.resolve(relative).is_relative_to(self.spec_dir.resolve())
-        except (OSError, RuntimeError):  # a loop of links: no file to read either way
-            inside = False
-        if not inside:
+        if not resolves_inside(self.spec_dir / relative, self.spec_dir):  # no link on the way leads out
             raise UserError(
                 f"{relative!r} leads out of the spec's folder ({self.spec_dir}) through a symbolic "
                 "link; a file a spec names must be in its folder",

@@ -24,7 +24,7 @@ from engine import yamlfile
 from engine.catalog.params import count_params, moe_layout, ties_embeddings
 from engine.catalog.shapes import check_shapes
 from engine.errors import UserError
-from engine.limits import MAX_CONFIG_BYTES, read_json_limited
+from engine.limits import MAX_CONFIG_BYTES, present, read_json_limited
 
 CATALOG_DIR = Path(__file__).parent
 MODEL_DTYPES = ("bfloat16", "float16", "float32")
@@ -487,8 +487,7 @@ def is_model_path(name: str, folder: Path) -> bool:
     key = str(name).strip()
     if in_catalog(key):
         return False
-    there = Path(folder) / key
-    return "/" in key or key.endswith(".json") or there.exists() or there.is_symlink()
+    return "/" in key or key.endswith(".json") or present(Path(folder) / key)
 
 
 def model_file(name_or_path: str) -> Path | None:

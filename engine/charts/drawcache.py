@@ -39,7 +39,7 @@ from typing import Any
 
 from engine import cachedir
 from engine.errors import UserError
-from engine.limits import load_json, read_bytes_limited
+from engine.limits import load_json, present, read_bytes_limited
 from engine.outdir import atomic
 
 # The libraries whose output is the drawings' bytes, by distribution name (their versions are
@@ -112,7 +112,7 @@ def load(digest: str) -> Entry | None:
         path = _path(digest)
     except cachedir.NoCacheFolder:
         return None
-    if not (path.exists() or path.is_symlink()):
+    if not present(path):
         return None
     try:
         data = read_bytes_limited(path, MAX_BYTES, "drawing cache", follow_symlinks=False)

@@ -35,6 +35,7 @@ from engine.limits import (
     MAX_TRANSCRIPT_BYTES,
     TRANSCRIPT_TAIL_BYTES,
     load_json,
+    present,
     read_bytes_limited,
 )
 
@@ -261,7 +262,7 @@ class _Ticker:
 def _read_figures(path: Path) -> Any:
     """The figures file the lab wrote: a regular file, not through a link, within its cap; a
     FIFO or a device in its place is an error the judge reports, read without blocking."""
-    if not path.exists() and not path.is_symlink():
+    if not present(path):
         return None
     try:
         data = read_bytes_limited(path, MAX_FIGURES_BYTES, "figures", follow_symlinks=False)

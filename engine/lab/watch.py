@@ -21,6 +21,7 @@ from pathlib import Path
 
 from engine import cachedir
 from engine.errors import UserError
+from engine.limits import resolves_inside
 
 ENGINE_DIR = Path(__file__).resolve().parents[1]
 PROJECT_DIR = ENGINE_DIR.parent
@@ -43,7 +44,7 @@ def watched(spec_dir: Path) -> list[Path]:
     except cachedir.NoCacheFolder:
         pass
     inside = [r for r in roots if r.is_dir()]
-    return [r for r in inside if not any(r != o and r.resolve().is_relative_to(o.resolve()) for o in inside)]
+    return [r for r in inside if not any(r != o and resolves_inside(r, o) for o in inside)]
 
 
 def snapshot(roots: Iterable[Path], skip: Iterable[Path] = ()) -> dict[str, Entry]:

@@ -34,6 +34,7 @@ from engine.limits import (
     MAX_DRAFT_BYTES,
     MAX_RESULTS_BYTES,
     load_json,
+    present,
     read_bytes_limited,
     read_json_limited,
     read_text_limited,
@@ -244,7 +245,7 @@ def new_name(name: str, tag: str = "new") -> str:
 def _free_name(folder: Path, name: str, tag: str) -> str:
     """new_name, or new-2, new-3 … when a person's file already holds that name."""
     candidate, n = new_name(name, tag), 1
-    while (folder / candidate).exists() or (folder / candidate).is_symlink():
+    while present(folder / candidate):
         n += 1
         candidate = new_name(name, f"{tag}-{n}")
     return candidate

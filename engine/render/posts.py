@@ -23,7 +23,7 @@ from jinja2.loaders import split_template_path
 
 from engine import numbers
 from engine.errors import UserError
-from engine.limits import MAX_DRAFT_RENDER_CHARS, MAX_TEMPLATE_BYTES, read_text_limited
+from engine.limits import MAX_DRAFT_RENDER_CHARS, MAX_TEMPLATE_BYTES, present, read_text_limited
 from engine.numbers import bytesize, duration, fixed, gib, ms, multiple, pct, ratio, thousands
 from engine.platforms.reflow import reflow
 from engine.platforms.thread import label, split_thread
@@ -270,7 +270,7 @@ class _LimitedLoader(jinja2.BaseLoader):
         path = self.root.joinpath(*pieces)
         if path.is_dir() and not path.is_symlink():
             raise UserError("is a folder, not a template file", file=f"templates/{name}")
-        if not path.exists() and not path.is_symlink():
+        if not present(path):
             raise jinja2.TemplateNotFound(template)
         source = read_template(self.root, name)
         _refuse_typed_numbers(source, name)  # an imported or included file too

@@ -30,6 +30,7 @@ from engine.limits import (
     MAX_SPEC_BYTES,
     MAX_TEMPLATE_BYTES,
     MAX_TRACE_BYTES,
+    present,
     read_bytes_limited,
     read_text_limited,
 )
@@ -58,7 +59,7 @@ def _folder(day: int) -> str:
 
 
 def _check_free(paths: list[Path]) -> None:
-    taken = [p for p in paths if p.exists() or p.is_symlink()]
+    taken = [p for p in paths if present(p)]
     if taken:
         raise UserError(
             "already exists; a new day never overwrites a file (pick another day number)", file=taken[0]

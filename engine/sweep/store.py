@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine.errors import UserError
-from engine.limits import load_json, open_limited
+from engine.limits import load_json, open_limited, present
 from engine.outdir import atomic
 
 MAX_STORE_BYTES = 2 * 2**30  # a results file past 2 GiB is not one this sweep wrote
@@ -33,7 +33,7 @@ class ResultStore:
         self.valid = valid
         self.results: dict[str, dict[str, Any]] = {}
         self._file: TextIO | None = None
-        if self.path is not None and (self.path.exists() or self.path.is_symlink()):
+        if self.path is not None and present(self.path):
             atomic.check_target(self.path, what="sweep results")  # a FIFO would block the read
             self._load(self.path)
 
