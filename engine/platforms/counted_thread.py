@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.platforms.rules import Count, Violation
-from engine.platforms.thread import images_in, numbering_problem, post_text
+from engine.platforms.thread import images_in, is_empty, numbering_problem, post_text
 
 # (a post's text, images stripped) -> (rule, detail) for each extra rule it breaks
 ExtraRule = Callable[[str], "list[tuple[str, str]]"]
@@ -45,13 +45,8 @@ def check_counted_thread(
         length = rules.length(text)
         images = images_in(post)
         extra = rules.extra(text) if rules.extra is not None else []
-        # A post of images alone is a post (the platforms take media without text); one of
-        # nothing at all is not.
-        post_counts = [
-            Count(
-                "length", length, rules.limit, bool(length or images) and length <= rules.limit and not extra
-            )
-        ]
+        fits = not is_empty(length, images) and length <= rules.limit and not extra
+        post_counts = [Count("length", length, rules.limit, fits)]
         if images:
             post_counts.append(Count("images", images, rules.images, images <= rules.images))
         counts.append(post_counts)
@@ -59,7 +54,7 @@ def check_counted_thread(
         def fail(rule: str, detail: str, post: int = k) -> None:
             violations.append(Violation(draft, post, rule, detail))
 
-        if length == 0 and not images:
+        if is_empty(length, images):
             fail("length", "the post is empty")
         elif length > rules.limit:
             fail(

@@ -81,6 +81,12 @@ def label(k: int, total: int) -> str:
     return f"{k}/{total} " if total > 1 else ""
 
 
+def is_empty(length: int, images: int) -> bool:
+    """A post of nothing: no text and no image. A post of images alone is a post (X, Bluesky,
+    Mastodon and Threads take media without text)."""
+    return length == 0 and not images
+
+
 def numbering(post: str) -> tuple[int, int] | None:
     """The post's 'k/n' marker, looked for at its start, then at its end; None if it has none."""
     match = _MARKER_AT_START.search(post) or _MARKER_AT_END.search(post)

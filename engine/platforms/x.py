@@ -24,7 +24,7 @@ from engine.platforms.emoji import newer_pattern, twemoji, utf16_units
 from engine.platforms.reflow import PostLimits
 from engine.platforms.registry import Example, Platform, register_platform
 from engine.platforms.rules import Count, Violation
-from engine.platforms.thread import images_in, numbering_problem, post_text
+from engine.platforms.thread import images_in, is_empty, numbering_problem, post_text
 from engine.platforms.urls import extract_urls
 
 MAX_WEIGHTED_LENGTH: int = V3["max_weighted_tweet_length"]  # 280
@@ -141,15 +141,8 @@ def check_x_thread(
         length = x_weighted_length(text)
         bad_chars = invalid_characters(text)
         images = (images_per_post or {}).get(k, images_in(post))
-        post_counts = [
-            # a post of images alone is a post (X takes media without text); one of nothing is not
-            Count(
-                "length",
-                length,
-                MAX_WEIGHTED_LENGTH,
-                bool(length or images) and length <= MAX_WEIGHTED_LENGTH and not bad_chars,
-            )
-        ]
+        fits = not is_empty(length, images) and length <= MAX_WEIGHTED_LENGTH and not bad_chars
+        post_counts = [Count("length", length, MAX_WEIGHTED_LENGTH, fits)]
         if images or images_per_post is not None:
             post_counts.append(Count("images", images, MAX_IMAGES_PER_POST, images <= MAX_IMAGES_PER_POST))
         counts.append(post_counts)
@@ -157,7 +150,7 @@ def check_x_thread(
         def fail(rule: str, detail: str, post: int = k) -> None:
             violations.append(Violation(draft, post, rule, detail))
 
-        if length == 0 and not images:
+        if is_empty(length, images):
             fail("length", "the post is empty")
         elif length > MAX_WEIGHTED_LENGTH:
             fail(
