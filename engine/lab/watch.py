@@ -94,7 +94,8 @@ def check(before: dict[str, Entry], after: dict[str, Entry], *, file: Path, fiel
         f"; and {len(found) - MAX_NAMED} more" if len(found) > MAX_NAMED else ""
     )
     # What it left in the engine's cache (a compiled template is code a build runs) is not kept.
-    emptied = _touched_cache(found) and cachedir.empty() is not None
+    touched = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    emptied = _touched_cache(touched) and cachedir.empty() is not None
     raise UserError(
         f"the lab changed files outside its own folder while it ran ({named}); a lab writes only "
         "in its folder (hidden names) or the system's temporary folder; no file written"
@@ -104,9 +105,10 @@ def check(before: dict[str, Entry], after: dict[str, Entry], *, file: Path, fiel
     )
 
 
-def _touched_cache(found: list[str]) -> bool:
+def _touched_cache(paths: set[str]) -> bool:
+    """Whether any of ``paths`` is in the engine's cache folder."""
     try:
-        cache = str(cachedir.root())
+        cache = cachedir.root()
     except cachedir.NoCacheFolder:
         return False
-    return any(phrase.split(" ", 1)[1].startswith(cache) for phrase in found)
+    return any(Path(p).is_relative_to(cache) for p in paths)
