@@ -224,12 +224,11 @@ def _refuse_typed_numbers(source: str, name: str) -> None:
         raise _syntax_error(exc, name) from None
     if found:
         number, text = min(found)
-        quoted = text.strip()
+        line = text.strip()
         # the number itself first, then the line it stands in, to find it by
-        token = next((word for word in IDIOMS.sub("", quoted).split() if has_number(word)), quoted)
-        if len(quoted) > 60:  # the line is quoted to find it, not to print a file's contents
-            quoted = quoted[:57] + "…"
-        shown = quoted if token == text.strip() else f'{token[:20]}, in "{quoted}"'
+        token = next((word for word in IDIOMS.sub("", line).split() if has_number(word)), line)
+        quoted = line if len(line) <= 60 else line[:57] + "…"  # to find it, not to print a file
+        shown = quoted if token == line else f'{token[:20]}, in "{quoted}"'
         raise UserError(
             f"a number typed into a template ({shown}): every figure must come from results through a filter",
             file=f"templates/{name}",
