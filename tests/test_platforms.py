@@ -294,18 +294,19 @@ def test_empty_posts_and_threads():
 
 
 def test_a_post_of_images_alone_is_a_post_on_every_thread_platform():
-    """X, Bluesky, Mastodon and Threads take a post with media and no text, so a one-post
-    thread of a chart alone (which carries no '1/1' label) passes; a post of nothing does not."""
-    from engine.platforms.bluesky import check_bluesky_thread
-    from engine.platforms.mastodon import check_mastodon_thread
-    from engine.platforms.threads import check_threads_thread
+    """Every registered thread platform (X, Bluesky, Mastodon, Threads) takes a post with media
+    and no text, so a one-post thread of a chart alone (which carries no '1/1' label) passes; a
+    post of nothing does not."""
+    from engine.platforms.registry import platforms
 
-    for check in (check_x_thread, check_bluesky_thread, check_mastodon_thread, check_threads_thread):
-        counts, violations = check(["![the chart](chart.png)"])
-        assert violations == [], check.__name__
-        assert counts[0][0] == Count("length", 0, counts[0][0].limit, True), check.__name__
-        _, violations = check(["1/2 a", ""])
-        assert (2, "the post is empty") in [(v.post, v.detail) for v in violations], check.__name__
+    threads = [p for p in platforms() if p.thread]
+    assert {p.name for p in threads} >= {"x", "bluesky", "mastodon", "threads"}
+    for platform in threads:
+        counts, violations = platform.check_draft("![the chart](chart.png)\n")
+        assert violations == [], platform.name
+        assert counts[0][0] == Count("length", 0, counts[0][0].limit, True), platform.name
+        _, violations = platform.check_draft("1/2 a\n---\n\n")
+        assert (2, "the post is empty") in [(v.post, v.detail) for v in violations], platform.name
 
 
 # --- LinkedIn ------------------------------------------------------------------------------------
