@@ -453,6 +453,45 @@ def test_a_table_whose_long_column_names_repeat_is_read_and_ends():
     assert len(table.columns) == 2 and all(len(c) <= 40 for c in table.columns)
 
 
+@pytest.mark.parametrize(
+    ("printed", "columns", "rows"),
+    [
+        (  # columns between bars, as many labs print a comparison
+            "cache_size | lru_hit_pct | lru_mean_ms\n"
+            "-----------+-------------+------------\n"
+            "       100 |        18.1 |        8.23\n"
+            "     1,000 |        39.1 |        6.17\n",
+            {"cache_size": "count", "lru_hit": "%", "lru_mean": "ms"},
+            [[100.0, 18.1, 8.23], [1000.0, 39.1, 6.17]],
+        ),
+        (  # a label of two words, the columns two spaces apart or more
+            "limiter          accepted  p99_ms\n"
+            "token bucket          310     4.2\n"
+            "sliding window        300     7.9\n",
+            {"limiter": "text", "accepted": "count", "p99": "ms"},
+            [["token bucket", 310.0, 4.2], ["sliding window", 300.0, 7.9]],
+        ),
+        (  # a column named in two words
+            "depth  p99 latency (ms)\n1  2.5\n2  3.5\n",
+            {"depth": "count", "p99_latency": "ms"},
+            [[1.0, 2.5], [2.0, 3.5]],
+        ),
+    ],
+)
+def test_a_table_split_on_bars_or_wide_spaces_is_found_as_the_build_reads_it(printed, columns, rows):
+    """The scaffolder finds a table the way the build's reader splits its rows (on '|', on runs
+    of two spaces, or on spaces, as the README says): its pattern, read back by the build, gives
+    the rows as printed."""
+    from engine.lab import output
+    from engine.scaffold import detect
+
+    (table,) = detect.read_output(printed).tables
+    assert table.columns == columns
+    assert table.pattern is not None
+    read, _ = output.table_from_output(printed, table.pattern, list(table.columns.values()))
+    assert read == rows
+
+
 def test_a_share_printed_as_pct_or_percent_is_a_percentage():
     from engine.scaffold import detect
 

@@ -226,33 +226,49 @@ def read_output(transcript: str) -> Found:
     return found
 
 
+_HEADER_CELL = re.compile(r"[A-Za-z][\w()\[\]/%µ. -]*")  # a column's name: words, a unit in brackets
+
+
+def _header_cells(header: str, first_row: str) -> list[str] | None:
+    """The column names of a printed header, split the way its first row splits under the
+    build's reader (output.split_row: on '|', on runs of two or more spaces, or on spaces), so a
+    column named in two words ('p99 latency') and a row labelled in two ('token bucket') are
+    each one cell; None for a line that is no header of that row."""
+    text = header.strip()
+    ways = [text.strip("|").split("|")] if "|" in text else []
+    ways += [re.split(r"\s{2,}", text), text.split()]
+    for way in ways:
+        names = [cell.strip() for cell in way]
+        if len(names) >= 2 and all(_HEADER_CELL.fullmatch(n) for n in names):
+            if len(output.split_row(first_row, len(names))) == len(names):
+                return names
+    return None
+
+
 def _tables(lines: list[str], counts: dict[str, int], taken: set[str]) -> list[FoundTable]:
     tables = []
     i = 0
     while i < len(lines) - 2:
-        tokens = lines[i].split()
-        if (
-            len(tokens) < 2
-            or counts[lines[i]] > 1
-            or not all(re.fullmatch(r"[A-Za-z][\w()\[\]/%µ.-]*", t) for t in tokens)
-        ):
+        j = i + 1
+        while j < len(lines) and re.fullmatch(r"[\s\-=+|:_]+", lines[j] or "x"):
+            j += 1  # a ruler under the header
+        names = _header_cells(lines[i], lines[j]) if counts[lines[i]] == 1 and j < len(lines) else None
+        if names is None:
             i += 1
             continue
-        rows, j = [], i + 1
-        while j < len(lines) and re.fullmatch(r"[\s\-=+|:_]+", lines[j] or "x"):
-            j += 1
+        rows = []
         while j < len(lines) and lines[j].strip():
-            cells = lines[j].split()
-            if len(cells) != len(tokens):
+            cells = output.split_row(lines[j], len(names))
+            if len(cells) != len(names):
                 break
             rows.append(cells)
             j += 1
         numeric = rows and all(_all_numbers(r[1:]) for r in rows)
         if len(rows) >= 2 and numeric:
-            columns = _header_columns(tokens, rows[0])
+            columns = _header_columns(names, rows[0])
             name = _unique(_slug("_".join(list(columns)[:2]) + "_table"), taken)
             taken.add(name)
-            pattern = r"^\s*" + r"\s+".join(re.escape(t) for t in tokens) + r"\s*$"
+            pattern = r"^\s*" + r"\s+".join(re.escape(word) for word in lines[i].split()) + r"\s*$"
             spans = {
                 column: (min(values), max(values))
                 for k, (column, kind) in enumerate(columns.items())
