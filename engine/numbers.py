@@ -255,6 +255,13 @@ def tick_text(value: float, unit_name: str) -> str:
     return precise(float(shown)) + _WRITTEN.get(step, " " + step)
 
 
+def printed_text(digits: str, unit_name: str) -> str:
+    """A number as a lab printed it ('15.6', '1,216.6'), digits kept, with ``unit_name`` written
+    after it as a post writes that unit: what a screenshot of the lab's output shows, said in
+    its alt text ('15.6x', '237.6 ns') where a post rounds (16x, 238 ns)."""
+    return digits + _WRITTEN.get(unit_name, " " + unit_name)
+
+
 def figure_text(fig: dict[str, Any], as_unit: str | None = None) -> str:
     """A lab figure ({value, unit}) as a post writes it: '92 ns', '8.2 MB', '3.4x', '4' (a count)."""
     return value_text(fig["value"], fig["unit"], as_unit)

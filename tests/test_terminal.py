@@ -311,10 +311,10 @@ FIGURES = {
 
 def test_a_figure_is_found_where_its_value_is_printed() -> None:
     lines = [ansi.line_text(line) for line in render(DAY1_LIKE)]
-    names = [name for name, _ in shown_figures(FIGURES, lines)]
+    names = [shown.name for shown in shown_figures(FIGURES, lines)]
     # 128 MiB on line 1; '6.18.44' is a version, not 6.18; the rest in the order printed.
     assert names == ["ram_array", "ram_random", "disk_1mib", "in_ram_reads", "ratio"]
-    assert [n for n, _ in shown_figures(FIGURES, lines[3:])] == names[1:]
+    assert [shown.name for shown in shown_figures(FIGURES, lines[3:])] == names[1:]
 
 
 @pytest.mark.parametrize(
@@ -345,12 +345,12 @@ def test_alt_text_names_the_shown_figures_in_whole_sentences() -> None:
     sentences = [
         intro,
         "RAM array: 128 MiB.",
-        "RAM, random read: 238 ns.",
-        "Disk, 1 MiB sequential read: 1.2 ms.",
-        "RAM reads in a round trip: 77x.",
-        "Random over sequential: 0.97x.",  # below 1, two significant figures
+        "RAM, random read: 237.6 ns.",  # as the window prints it (a post says 238 ns)
+        "Disk, 1 MiB sequential read: 1,216.6 µs.",
+        "RAM reads in a round trip: 77x.",  # '77 RAM reads': the figure's own unit
+        "Random over sequential: 0.97x.",
     ]
-    assert alt == " ".join(sentences)  # 179 characters: all fit under 250
+    assert alt == " ".join(sentences)  # 231 characters: all fit under 250
     assert "\x1b" not in alt and "[1m" not in alt
     # Under a tighter limit, whole sentences from the start, as many as fit; never half of one.
     for limit in (len(intro), 120, 150, 178):
@@ -366,7 +366,7 @@ def rows_of(lab: dict) -> list[Row]:
 def test_alt_text_leaves_out_figures_the_window_does_not_show() -> None:
     lab = lab_with(DAY1_LIKE, {"first_line": 4, "last_line": 5}, figures=FIGURES)
     _, alt = draw(lab)
-    assert "RAM, random read: 238 ns." in alt and "Disk, 1 MiB sequential read: 1.2 ms." in alt
+    assert "RAM, random read: 237.6 ns." in alt and "Disk, 1 MiB sequential read: 1,216.6 µs." in alt
     assert "128 MiB" not in alt and "77x" not in alt
 
 

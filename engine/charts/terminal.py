@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine import ansi, numbers, units
 from engine.ansi import Run
@@ -452,15 +452,16 @@ def _window(
 
 def alt_text(lab: dict[str, Any], shown: list[Row], limit: int | None = None) -> str:
     """'Terminal output of "python lab.py" in day01.lab, measured on ….' then, one sentence
-    each, the lab's figures whose printed values are on the shown rows, with their labels, in
-    the posts' own spelling (units.figure_text), as many whole sentences as fit. A window with
+    each, the lab's figures whose printed values are on the shown rows, with their labels, as
+    the window prints them (a post may round 15.6x to 16x; a screen reader says what the picture
+    shows), as many whole sentences as fit. A window with
     no figure on it is described by its last output lines instead: a lab's summary is at its end.
     """
     limit = registry.strictest_alt_limit() if limit is None else limit
     output = [row.text for row in shown if row.kind == "output"]
     found = shown_figures(dict(lab.get("figures") or {}), output)
     if found:
-        sentences = [f"{_label(name, fig)}: {numbers.figure_text(fig)}." for name, fig in found]
+        sentences = [f"{_label(s.name, s.figure)}: {s.printed}." for s in found]
         return style.fit_alt([_intro(lab, ".", limit), *sentences], limit)
     intro = _intro(lab, ":", limit)
     body = [" ".join(line.split()) for line in output if line.strip() and not _RULER.fullmatch(line)]
@@ -514,7 +515,16 @@ _NUMBER = re.compile(
 )
 
 
-def shown_figures(figures: dict[str, Any], lines: list[str]) -> list[tuple[str, dict[str, Any]]]:
+class Shown(NamedTuple):
+    """A lab figure the window prints: its name, the figure, and the number as printed, in the
+    unit printed after it (or the figure's own), written as a post writes that unit."""
+
+    name: str
+    figure: dict[str, Any]
+    printed: str
+
+
+def shown_figures(figures: dict[str, Any], lines: list[str]) -> list[Shown]:
     """The figures whose values the lines print, in the order they first appear.
 
     A lab prints its own figures its own way ('237.6 ns' for a 237.618 ns figure, '109.3 µs' for
@@ -523,7 +533,7 @@ def shown_figures(figures: dict[str, Any], lines: list[str]) -> list[tuple[str, 
     after it, if that is a unit of the figure's dimension, else in the figure's own unit. A
     number with one significant digit ('1 loopback round trip', '4 KiB') says too little to be
     told from a coincidence and is never taken."""
-    found: dict[str, tuple[int, int]] = {}
+    found: dict[str, tuple[int, int, str]] = {}
     for row, line in enumerate(lines):
         for match in _NUMBER.finditer(line):
             digits, word = match.group(1).replace(",", ""), match.group(2)
@@ -532,8 +542,10 @@ def shown_figures(figures: dict[str, Any], lines: list[str]) -> list[tuple[str, 
             decimals = len(digits.partition(".")[2])
             for name, fig in figures.items():
                 if name not in found and _prints(fig, float(digits), decimals, word):
-                    found[name] = (row, match.start())
-    return [(name, figures[name]) for name in sorted(found, key=lambda n: found[n])]
+                    unit = word if word is not None and word in units.UNITS else str(fig["unit"])
+                    found[name] = (row, match.start(), numbers.printed_text(match.group(1), unit))
+    ordered = sorted(found, key=lambda n: found[n][:2])
+    return [Shown(name, figures[name], found[name][2]) for name in ordered]
 
 
 def _prints(fig: dict[str, Any], printed: float, decimals: int, word: str | None) -> bool:
