@@ -10,7 +10,9 @@ after the results moved would go out looking as real as the rest, so every build
 - results.json: the number is what one of its values prints as through engine.numbers, the one
   formatting module, in any of the ways the template filters can write it; or a name the results
   hold that has digits in it ("Llama-2-7B on an H100 80GB");
-- the spec's metadata: the day and the series ("Day 37 of 60 days …").
+- the spec's metadata: the day and the series ("Day 37 of 60 days …"); and an earlier day of
+  the series named as one ("as on Day 15"): a reference back, as a template may write it, not a
+  figure (a later day, not written yet, is read: "Day 38" in Day 37's post is a slip).
 
 Not numbers at all, and not read: digits inside a URL, a hashtag, a Markdown link's target, a
 thread's "k/n" labels, and the template's idioms (engine.render.posts.IDIOMS: "p99", "H200",
@@ -82,6 +84,7 @@ _HASHTAG = re.compile(r"(?<![\w&])#\w+")
 _LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
 _WORD = re.compile(r"\S+")
 _DAY = re.compile(r"[Dd]ay \d+")
+_DAY_BEFORE = re.compile(r"\b[Dd]ay $")  # searched up to a number's start: the word just before it
 # How a person may write what a filter writes: a space before the unit, × for x, μ for µ, us.
 _SPELLINGS = str.maketrans({"×": "x", "μ": "µ", "−": "-", "\u00a0": " ", "\u202f": " "})
 
@@ -280,6 +283,7 @@ class Index:
 
     texts: frozenset[str]
     names: tuple[str, ...]
+    day: int = 0  # the day's number: "Day 15" in a later day's post names a day before it
 
     def traces(self, number: Number) -> bool:
         """Whether the number is one the results print. A time or a size may have its unit
@@ -288,6 +292,12 @@ class Index:
         if number.key in self.texts:
             return True
         return number.unit not in ("", "%", "x", "×", *_ABBREVIATIONS) and number.bare in self.texts
+
+    def names_a_day(self, number: Number, text: str) -> bool:
+        """Whether the number is an earlier day of the series written as one ("Day 15" in
+        ``text``)."""
+        day = _DAY_BEFORE.search(text, 0, number.start) if number.unit == "" else None
+        return day is not None and number.bare.isdigit() and 1 <= int(number.bare) < self.day
 
 
 def index(results: dict[str, Any]) -> Index:
@@ -310,7 +320,9 @@ def index(results: dict[str, Any]) -> Index:
             done.add(seen)
             texts.update(_spellings(value, repr(value), unit))
     texts.update(_ratio_texts([leaf for leaf in _leaves(results) if isinstance(leaf, dict)]))
-    return Index(frozenset(texts), tuple(sorted(names, key=lambda n: (-len(n), n))))
+    day = results.get("day")
+    day = day if isinstance(day, int) and not isinstance(day, bool) else 0
+    return Index(frozenset(texts), tuple(sorted(names, key=lambda n: (-len(n), n))), day)
 
 
 def _ratio_texts(figures: list[dict[str, Any]]) -> Iterator[str]:
@@ -471,7 +483,7 @@ def audit_draft(
         if renders.printed(number):
             continue
         stale, now = renders.stale(number)
-        if not stale and results.traces(number):
+        if not stale and (results.traces(number) or results.names_a_day(number, clean)):
             continue
         line = bisect.bisect_right(line_starts, number.start)
         line_start = line_starts[line - 1]

@@ -80,6 +80,17 @@ def test_the_day_and_the_series_trace_to_the_spec_and_a_wrong_one_does_not() -> 
     assert [f.text for f in findings(RENDER.replace("Day 37 of 60", "Day 38 of 61"))] == ["38", "61"]
 
 
+def test_an_earlier_day_named_as_one_is_a_reference_and_a_later_one_is_read() -> None:
+    """ "as on Day 15" in Day 37's post points back to a day of the series, as a template may
+    write it; "Day 38" has not been written yet, and "Day 15.5" or "15 days" name no day."""
+    said = RENDER + "The same queue as on Day 15, and day 1 before it.\n"
+    assert findings(said) == []
+    assert [f.text for f in findings(RENDER + "More on Day 38.\n")] == ["38"]
+    assert [f.text for f in findings(RENDER + "As in Day 15.5, for 15 days.\n")] == ["15.5", "15"]
+    # in Day 15's own post, "Day 37" is a day not written yet
+    assert [f.text for f in findings(said, {**RESULTS, "day": 15})] == ["37"]
+
+
 def test_a_number_the_results_keep_as_text_traces_as_written() -> None:
     assert findings(RENDER.replace("One step took", "On CUDA 13.0 one step took")) == []
     assert [f.text for f in findings(RENDER.replace("One step took", "On CUDA 12.4 one step took"))] == [
