@@ -16,6 +16,7 @@ import os
 import platform
 import re
 import shutil
+import stat
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -36,6 +37,35 @@ class NoCacheFolder(OSError):
 
 
 def root() -> Path:
+    """The engine's cache folder, where it is the person's own (``ours``); NoCacheFolder where it
+    is not."""
+    folder = location()
+    ours(folder)
+    return folder
+
+
+def ours(folder: Path) -> None:
+    """Refuse (NoCacheFolder) a cache folder that is a link, or that someone else owns or may
+    write in: what a cache holds is trusted (compiled templates are code a build runs, kept
+    drawings are copied into out/ as they are), so a cache under a shared XDG_CACHE_HOME (/tmp)
+    that another user made, or opened to every user, is no cache, as ssh refuses a key file others
+    can write. A folder not made yet is made by the build, as the person's, with their umask."""
+    try:
+        seen = folder.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise NoCacheFolder(f"the engine's cache folder {folder} cannot be read ({err.strerror})") from None
+    if stat.S_ISLNK(seen.st_mode) or not stat.S_ISDIR(seen.st_mode):
+        raise NoCacheFolder(f"the engine's cache folder {folder} is a link or not a folder: not used")
+    if hasattr(os, "getuid") and seen.st_uid != os.getuid():
+        raise NoCacheFolder(f"the engine's cache folder {folder} belongs to another user: not used")
+    if seen.st_mode & stat.S_IWOTH:  # by any user (a group's write is the umask 002 of many systems)
+        raise NoCacheFolder(f"the engine's cache folder {folder} may be written by anyone: not used")
+
+
+def location() -> Path:
+    """Where the engine's cache folder is (see the module's docstring), whoever's it is."""
     base = os.environ.get("XDG_CACHE_HOME", "")
     if base and Path(base).is_absolute():
         return Path(base) / NAME
@@ -57,13 +87,17 @@ def empty() -> Path | None:
     """Remove the engine's whole cache folder (every cache in it makes again what it needs, to
     the same bytes), never through a link; the folder, or None where there is none."""
     try:
-        folder = root()
+        folder = location()
     except NoCacheFolder:
         return None
     if folder.is_symlink():
         folder.unlink()
-    else:
-        shutil.rmtree(folder, ignore_errors=True)
+        return folder
+    try:
+        ours(folder)
+    except NoCacheFolder:
+        return None  # someone else's: not the engine's to empty
+    shutil.rmtree(folder, ignore_errors=True)
     return folder
 
 

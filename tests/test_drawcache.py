@@ -149,7 +149,55 @@ def test_a_damaged_entry_is_drawn_again_never_copied(tmp_path: Path, monkeypatch
             path = cache / f"k{drawcache.SUFFIX}"
             path.write_bytes(damage(path.read_bytes()))
             assert drawcache.load("k") is None and not path.exists()
-            assert drawcache.recall("k", tmp_path / "out") is None and not (tmp_path / "out").exists()
+            assert drawcache.recall("k", tmp_path / "out", ["a.bin", "b.bin"]) is None
+            assert not (tmp_path / "out").exists()
+
+
+def test_an_entry_writes_only_the_files_asked_for_inside_the_folder(tmp_path: Path) -> None:
+    """An entry whose header names other files (a forged one whose checksum holds: it needs no
+    secret) writes nothing: not a path that climbs out of the folder, nor one from the root;
+    an entry copied under another key fails its checksum; a note of a shape the reader cannot
+    read is dropped, as a damaged entry is."""
+    out = tmp_path / "out"
+    with drawcache.fresh() as cache:
+        climbing = drawcache.Entry({"page.png": b"ok", "../../escaped.sh": b"x", "/tmp/abs.sh": b"y"})
+        drawcache.save("forged", climbing)
+        assert drawcache.load("forged") == climbing  # its checksum holds
+        assert drawcache.recall("forged", out, ["page.png"]) is None
+        assert not out.exists() and not (tmp_path / "escaped.sh").exists()
+        drawcache.save("k", drawcache.Entry({"page.png": b"day 4"}))
+        assert drawcache.recall("k", out, ["page.png"]) == {} and (out / "page.png").read_bytes() == b"day 4"
+        (cache / f"k{drawcache.SUFFIX}").replace(cache / f"other{drawcache.SUFFIX}")
+        assert drawcache.load("other") is None  # kept under "k": another key's drawing
+        drawcache.save("note", drawcache.Entry({}, ["x", ["not a key"]]))
+        assert drawcache.load_as("note", lambda e: [k.upper() for k in e.note]) is None
+        assert not (cache / f"note{drawcache.SUFFIX}").exists()
+
+
+def test_a_cache_folder_that_is_a_link_or_open_to_anyone_is_not_used(tmp_path: Path, monkeypatch) -> None:
+    """What a cache holds is trusted (compiled templates are code): a cache folder another user
+    could have made or may write in, or that links elsewhere, is no cache; a build still builds."""
+    from engine import cachedir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    folder = tmp_path / "xdg" / cachedir.NAME
+    folder.mkdir(parents=True)
+    assert cachedir.root() == folder
+    folder.chmod(0o777)
+    with pytest.raises(cachedir.NoCacheFolder, match="may be written by anyone"):
+        cachedir.root()
+    folder.chmod(0o700)
+    (folder / "drawings").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(cachedir.NoCacheFolder, match="is a link"):
+        drawcache.folder()
+    drawcache.save("k", drawcache.Entry({"a": b"1"}))  # not through the link
+    assert not (tmp_path / f"k{drawcache.SUFFIX}").exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder.rename(tmp_path / "moved")
+    folder.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(cachedir.NoCacheFolder, match="is a link"):
+        cachedir.root()
 
 
 def test_a_damaged_chart_is_drawn_again_to_the_same_bytes(cold_and_warm, tmp_path: Path) -> None:
@@ -287,7 +335,7 @@ def test_with_no_folder_for_a_cache_a_build_keeps_nothing_and_writes_only_its_ou
     template_cache.DRAFTS.clear()  # what this process compiled: read from the (absent) folder again
     template_cache.REVIEW.clear()
     drawcache.keep("k", tmp_path / "with-cache" / "day04", ["results.json"])
-    assert drawcache.recall("k", here) is None and drawcache.clear() is None
+    assert drawcache.recall("k", here, ["results.json"]) is None and drawcache.clear() is None
     assert template_cache.clear() is None and remembered.clear() is None
     pipeline.build(spec, here / "out")
     assert [p.name for p in here.iterdir()] == ["out"]

@@ -90,11 +90,10 @@ def still(name: str, size: str, results: dict[str, Any]) -> Still:
     file = f"{name}.png" if size == resolve(name, results).size else f"{name}-{size}.png"
     function = drawing_id(name, size, results)
     key = chart_key("chart", function, results)
-    entry = drawcache.load(key) if key is not None else None
-    if entry is not None and file in entry.parts:
-        note = entry.note
-        _check_alt(name, note["alt"])  # as a drawn one is: a kept alt text is held to the same rule
-        return Still(file, entry.parts[file], note["alt"], style.SIZES[note["size"]])
+    kept = drawcache.load_as(key, lambda entry: _kept_still(entry, file))
+    if kept is not None:
+        _check_alt(name, kept.alt)  # as a drawn one is: a kept alt text is held to the same rule
+        return kept
     with style.theme():
         fig, alt = figure(name, size, results)
         drawn = style.size_of(fig)
@@ -104,6 +103,14 @@ def still(name: str, size: str, results: dict[str, Any]) -> Still:
     if key is not None:
         drawcache.save(key, drawcache.Entry({file: data}, {"alt": alt, "size": drawn.key}))
     return Still(file, data, alt, drawn)
+
+
+def _kept_still(entry: drawcache.Entry, file: str) -> Still:
+    """The still a drawing-cache entry holds (KeyError, TypeError: not one this code stored)."""
+    alt = entry.note["alt"]
+    if not isinstance(alt, str):
+        raise TypeError("alt")
+    return Still(file, entry.parts[file], alt, style.SIZES[entry.note["size"]])
 
 
 def figure(name: str, size: str, results: dict[str, Any]) -> tuple[Any, str]:

@@ -188,7 +188,7 @@ def slot_timeline_animation(results: dict[str, Any], out_dir: Path) -> tuple[Pat
         [policy_colour(name) for name, _ in shown],  # the registry's, not part of results
         [SIZE.width, SIZE.height, FRAMES, FPS, HOLD_MS, budget],
     )
-    if drawcache.recall(digest, out_dir) is None:
+    if drawcache.recall(digest, out_dir, [path.name]) is None:
         frames = FRAMES
         with style.theme():
             _draw(batching, shown, path, frames)

@@ -79,10 +79,11 @@ def build(
     previews = [f"{PREVIEWS}/page-{number:02d}.png" for number in range(1, total + 1)]
     slides = list(zip(carousel.slides, texts))
     kept = [
-        drawcache.recall(page_key(slide, text, results, number, total), folder) is not None
+        drawcache.recall(page_key(slide, text, results, number, total), folder, [previews[number - 1]])
+        is not None
         for number, (slide, text) in enumerate(slides, start=1)
     ]
-    if not all(kept) or drawcache.recall(deck_key(carousel, texts, results), folder) is None:
+    if not all(kept) or drawcache.recall(deck_key(carousel, texts, results), folder, [FILE]) is None:
         _draw(slides, results, folder, meta, previews, kept)
         drawcache.keep(deck_key(carousel, texts, results), folder, [FILE])  # what the charts read
     pages = [

@@ -15,8 +15,11 @@ loses nothing but time. ``FOLDER`` overrides it (the tests point it at a tempora
 
 Plain files, not a database library: an entry is one file (a JSON header line naming its parts,
 then their bytes), written to a temporary name and renamed into place, so a reader sees a whole
-entry or none. The header holds a SHA-256 of the parts: an entry cut short or altered on disk
-fails it and is dropped and drawn again, never copied out. Reading one costs an open and a read,
+entry or none. The header holds a SHA-256 of the key and the parts: an entry cut short, altered,
+or copied under another key fails it and is dropped and drawn again, never copied out; one whose
+note a caller cannot read (``load_as``) is dropped too, and ``recall`` writes only the files its
+caller names, inside the caller's folder. The folder is the person's own (engine.cachedir.ours)
+and never a link. Reading one costs an open and a read,
 with nothing imported but the standard library, and no lock: two builds storing the same key
 store the same bytes.
 
@@ -32,10 +35,10 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from engine import cachedir
 from engine.errors import UserError
@@ -64,7 +67,10 @@ def folder() -> Path:
     """Where the entries are: FOLDER, else the XDG cache folder's ``sixty-days-engine/drawings``."""
     if FOLDER is not None:
         return Path(FOLDER)
-    return cachedir.root() / "drawings"
+    where = cachedir.root() / "drawings"
+    if where.is_symlink():  # entries written, and trimmed, through a link: not the engine's folder
+        raise cachedir.NoCacheFolder(f"{where} is a link: not used")
+    return where
 
 
 @functools.cache
@@ -97,8 +103,8 @@ class Entry:
     note: Any = None
 
 
-def _digest(names: list[list[Any]], note: Any, payload: bytes) -> str:
-    head = json.dumps([names, note], sort_keys=True, ensure_ascii=False).encode("utf-8")
+def _digest(key: str, names: list[list[Any]], note: Any, payload: bytes) -> str:
+    head = json.dumps([key, names, note], sort_keys=True, ensure_ascii=False).encode("utf-8")
     return hashlib.sha256(head + b"\0" + payload).hexdigest()
 
 
@@ -120,11 +126,10 @@ def load(digest: str) -> Entry | None:
         header = load_json(line, path, "drawing cache")
         names, note, sha = header["parts"], header["note"], header["sha256"]
         sizes = [int(size) for _, size in names]
-        if sum(sizes) != len(payload) or _digest(names, note, payload) != sha:
+        if sum(sizes) != len(payload) or _digest(digest, names, note, payload) != sha:
             raise ValueError("damaged")
     except (UserError, ValueError, KeyError, TypeError):
-        with contextlib.suppress(OSError):
-            path.unlink()
+        _drop(path)
         return None
     with contextlib.suppress(OSError):
         os.utime(path)  # used now: the last to be evicted
@@ -140,7 +145,7 @@ def save(digest: str, entry: Entry) -> None:
     then trim the folder to MAX_BYTES. A cache that cannot be written is only a slower build."""
     names = [[name, len(data)] for name, data in entry.parts.items()]
     payload = b"".join(entry.parts.values())
-    header = {"parts": names, "note": entry.note, "sha256": _digest(names, entry.note, payload)}
+    header = {"parts": names, "note": entry.note, "sha256": _digest(digest, names, entry.note, payload)}
     line = json.dumps(header, sort_keys=True, ensure_ascii=False).encode("utf-8")
     try:
         where = folder()
@@ -159,10 +164,35 @@ def save(digest: str, entry: Entry) -> None:
     trim(MAX_BYTES)
 
 
+T = TypeVar("T")
+
+
+def load_as(digest: str | None, read: Callable[[Entry], T]) -> T | None:
+    """What ``read`` makes of the entry under ``digest``, or None: no entry, or one ``read``
+    cannot read (a lookup, type or value error: a note or part of a shape this code never
+    stored, though its checksum holds), which is dropped like a damaged one."""
+    entry = load(digest) if digest is not None else None
+    if entry is None or digest is None:
+        return None
+    try:
+        return read(entry)
+    except (LookupError, TypeError, ValueError, AttributeError):
+        with contextlib.suppress(OSError):
+            _drop(_path(digest))
+        return None
+
+
+def _drop(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
 def trim(limit: int) -> None:
     """Delete the least recently used entries until the folder holds at most ``limit`` bytes."""
     try:
-        found = [e for e in os.scandir(folder()) if e.name.endswith(SUFFIX) and e.is_file()]
+        found = [
+            e for e in os.scandir(folder()) if e.name.endswith(SUFFIX) and e.is_file(follow_symlinks=False)
+        ]
     except OSError:
         return
     stats = []
@@ -179,17 +209,22 @@ def trim(limit: int) -> None:
         total -= size
 
 
-def recall(digest: str | None, out_dir: Path) -> Any:
-    """Write the files kept under ``digest`` into out_dir and return the entry's note (``{}``
-    when it has none); None when there is no such entry (or no key)."""
-    entry = load(digest) if digest is not None else None
+def recall(digest: str | None, out_dir: Path, names: list[str]) -> Any:
+    """Write the files kept under ``digest`` into out_dir, those ``names`` (relative paths, as
+    ``keep`` stored them) and no other, and return the entry's note (``{}`` when it has none);
+    None when there is no such entry (or no key), or it holds other files."""
+    entry = load_as(digest, lambda e: e if sorted(e.parts) == sorted(names) else _refuse())
     if entry is None:
         return None
-    for name, data in entry.parts.items():
+    for name in names:
         path = Path(out_dir) / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_bytes(path, data, what="drawing", durable=False)
+        atomic.write_bytes(path, entry.parts[name], what="drawing", root=Path(out_dir), durable=False)
     return {} if entry.note is None else entry.note
+
+
+def _refuse() -> Any:
+    raise ValueError("not the files asked for")
 
 
 def keep(digest: str | None, out_dir: Path, names: list[str], note: Any = None) -> None:

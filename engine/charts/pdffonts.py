@@ -67,16 +67,15 @@ def without_layout_tables() -> Iterator[None]:
         key = drawcache.key(
             "font-subset", _file_digest(str(fontfile)), int(getattr(fontfile, "face_index", 0)), wanted
         )
-        entry = drawcache.load(key) if key is not None else None
-        if entry is None:
+        kept = drawcache.load_as(key, lambda e: (e.parts["font"], {int(k): int(v) for k, v in e.note}))
+        if kept is None:
             with subset_of(fontfile, glyphs) as made:
                 data = as_file(made.font).getvalue()
                 index_map = {int(k): int(v) for k, v in made.glyph_index_map.items()}
             if key is not None:
                 drawcache.save(key, drawcache.Entry({"font": data}, sorted(index_map.items())))
         else:
-            data = entry.parts["font"]
-            index_map = {int(k): int(v) for k, v in entry.note}
+            data, index_map = kept
         return contextlib.nullcontext(pdf_ps.SubsetResults(KeptFont(data), index_map))
 
     def kept_as_file(font: Any) -> io.BytesIO:

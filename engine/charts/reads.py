@@ -64,13 +64,18 @@ def part(function: str, results: Mapping[str, Any]) -> Any:
     ``Reads``: given the same values under the keys it read last time, it looks up the same keys
     in the same order, sees the same values, and draws the same bytes. The keys themselves are in
     the part, so bytes kept under one set of keys never answer a lookup made with another."""
-    record = _record(function)
-    entry = drawcache.load(record) if record is not None else None
-    read = entry.note if entry is not None else None
-    if not isinstance(read, list):
+    read = drawcache.load_as(_record(function), _keys)
+    if read is None:
         return ["all", dict(results)]
     present = {k: results[k] for k in read if k in results}
     return ["read", present, [k for k in read if k not in results]]
+
+
+def _keys(entry: drawcache.Entry) -> list[str]:
+    """The keys a drawing read, as ``noted`` kept them (TypeError: a note of another shape)."""
+    if not isinstance(entry.note, list) or not all(isinstance(k, str) for k in entry.note):
+        raise TypeError("not a list of keys")
+    return entry.note
 
 
 def noted(function: str, reads: Reads) -> None:

@@ -40,7 +40,7 @@ def watched(spec_dir: Path) -> list[Path]:
     cache folder (compiled templates there are code a later build runs)."""
     roots = [PROJECT_DIR, Path(spec_dir)]
     try:
-        roots.append(cachedir.root())
+        roots.append(cachedir.location())
     except cachedir.NoCacheFolder:
         pass
     inside = [r for r in roots if r.is_dir()]
@@ -108,7 +108,7 @@ def check(before: dict[str, Entry], after: dict[str, Entry], *, file: Path, fiel
 def _touched_cache(paths: set[str]) -> bool:
     """Whether any of ``paths`` is in the engine's cache folder."""
     try:
-        cache = cachedir.root()
+        cache = cachedir.location()
     except cachedir.NoCacheFolder:
         return False
     return any(Path(p).is_relative_to(cache) for p in paths)

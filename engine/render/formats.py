@@ -75,6 +75,13 @@ def check_media(folder: Path, results: dict[str, Any]) -> dict[str, Any]:
     return checks
 
 
+def _kept_counts(entry: drawcache.Entry) -> tuple[list[Any], list[Any]]:
+    """The counts and violations a drawing-cache entry holds (TypeError, ValueError: a note of
+    another shape)."""
+    counts, violations = entry.note
+    return [rules.Count(**c) for c in counts], [rules.Violation(**v) for v in violations]
+
+
 def gif_counts(path: Path) -> tuple[list[Any], list[Any]]:
     """media.gif_counts, read once per GIF: Pillow's reading of the same bytes is the same, so it
     is kept in the drawing cache under the file's digest and the code that reads it, and a build
@@ -84,10 +91,9 @@ def gif_counts(path: Path) -> tuple[list[Any], list[Any]]:
     limits = dataclasses.asdict(media.X_GIF)  # the limits in force, which a caller may change
     digest = sha256_limited(path, media.MAX_MEDIA_BYTES, "image")
     key = drawcache.key("gif-counts", digest, code, limits)
-    entry = drawcache.load(key) if key is not None else None
-    if entry is not None:
-        counts, violations = entry.note
-        return [rules.Count(**c) for c in counts], [rules.Violation(**v) for v in violations]
+    kept = drawcache.load_as(key, _kept_counts)
+    if kept is not None:
+        return kept
     found = media.gif_counts(path, media.X_GIF)
     if key is not None:
         drawcache.save(key, drawcache.Entry({}, [[vars(c) for c in found[0]], [vars(v) for v in found[1]]]))
