@@ -556,6 +556,14 @@ def test_the_drafts_step_writes_nothing_and_leaves_an_edited_draft_as_the_person
     assert b"My own thread, Day 37." in again["day37/index.html"]
     assert b"The scores." in again["day37/index.html"]  # the last build's image, as it recorded it
     assert {p: p.read_bytes() for p in (out / "day37").iterdir() if p.is_file()} == before
+    # A draft that is a link out of out/ is refused in one line, as the build refuses it, and
+    # what it points at is never put on the page.
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-KEY\n")
+    edited.unlink()
+    edited.symlink_to(secret)
+    with pytest.raises(UserError, match="x-thread.md.*link"):
+        render_drafts(spec, out)
 
 
 def test_the_front_page_before_any_build_links_the_days_with_fresh_drafts(tmp_path: Path) -> None:

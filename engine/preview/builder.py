@@ -27,6 +27,7 @@ from engine.errors import UserError
 from engine.limits import (
     MAX_DRAFT_BYTES,
     MAX_RESULTS_BYTES,
+    present,
     read_json_object,
     read_text_limited,
 )
@@ -58,8 +59,14 @@ def render_drafts(spec_path: Path, out: Path) -> dict[str, bytes]:
     shown = dict(drafts)
     for name, text in drafts.items():
         kept = day_dir / name
-        if kept.is_file() and recorded.get(name) != sha256(kept):
-            shown[name] = read_text_limited(kept, MAX_DRAFT_BYTES, "draft")  # as the build reads it
+        # read as the build reads it, never through a link (one is refused, in one line)
+        edited = (
+            read_text_limited(kept, MAX_DRAFT_BYTES, "draft", follow_symlinks=False)
+            if present(kept)
+            else None
+        )
+        if edited is not None and recorded.get(name) != sha256(kept):
+            shown[name] = edited
         else:
             files[f"{folder}/{name}"] = text.encode("utf-8")
     results.update(_last_images(day_dir))
