@@ -212,6 +212,35 @@ def test_text_is_escaped_not_executed(out: Path) -> None:
     assert "queueing trick &amp; not" in page
 
 
+def test_a_file_name_that_is_no_file_of_the_folder_is_never_linked_or_shown(out: Path) -> None:
+    """results.json names the day's images; a name that is a URL ('javascript:…', '//host/…',
+    '../') is neither linked nor loaded, even where a file of that name sits in the folder."""
+    folder = out / "day37"
+    results = json.loads((folder / "results.json").read_text())
+    hostile = ["javascript:alert(document.domain)", "//example.com/x.png", "../day04/scoreboard.png"]
+    (folder / "javascript:alert(document.domain)").write_bytes(b"%PDF-")
+    results["carousel"] = {
+        "file": hostile[0],
+        "title": "t",
+        "pages": [
+            {"number": 1, "kind": "cover", "chart": None, "headline": "h", "body": "b", "preview": p}
+            for p in hostile
+        ],
+    }
+    results["charts"] = [{**results["charts"][0], "file": name} for name in hostile]
+    (folder / "results.json").write_text(json.dumps(results))
+    tags = Elements(day_page(out)).tags
+    targets = [a.get("href", "") for t, a in tags if t == "a"] + [
+        a.get("src", "") for t, a in tags if t == "img"
+    ]
+    assert not [t for t in targets if t.startswith(("javascript:", "//", "../day04"))], targets
+    # the plain name of a file that is there is still shown
+    results["carousel"]["file"] = "carousel.pdf"
+    (folder / "carousel.pdf").write_bytes(b"%PDF-")
+    (folder / "results.json").write_text(json.dumps(results))
+    assert ("a", {"href": "carousel.pdf"}) in Elements(day_page(out)).tags
+
+
 # ---- the X thread as cards with counts --------------------------------------------------------
 
 

@@ -375,10 +375,22 @@ def _attachments(markdown: str, day_dir: Path, charts: list[dict[str, Any]]) -> 
                 "alt_length": len(chart.get("alt_text") or alt),
                 "width": chart.get("width"),
                 "height": chart.get("height"),
-                "exists": (day_dir / src).is_file(),
+                "exists": on_page(day_dir, src),
             }
         )
     return found
+
+
+# A file of the day's folder as results.json and the drafts name one: a relative path of plain
+# names ('scoreboard.png', 'carousel/page-01.png'). Nothing else is put in a link or an image's
+# source: 'javascript:…', '//host/x.png' or '../' would take the page elsewhere.
+_LOCAL_FILE = re.compile(r"[\w][\w.\- ]*(?:/[\w][\w.\- ]*)*")
+
+
+def on_page(day_dir: Path, name: Any) -> bool:
+    """Whether ``name`` is a file of the day's folder that the page may show or link (see
+    _LOCAL_FILE), and is there."""
+    return isinstance(name, str) and bool(_LOCAL_FILE.fullmatch(name)) and (day_dir / name).is_file()
 
 
 def _without_markers(markdown: str) -> str:
@@ -462,7 +474,7 @@ def _charts(results: dict[str, Any], day_dir: Path) -> list[dict[str, Any]]:
             _alt_text(alt_path, chart.get("alt_text", ""))
         )
         charts.append(
-            {**chart, "alt_text": alt, "alt_length": len(alt), "exists": (day_dir / chart["file"]).is_file()}
+            {**chart, "alt_text": alt, "alt_length": len(alt), "exists": on_page(day_dir, chart["file"])}
         )
     return charts
 
@@ -482,11 +494,11 @@ def carousel(results: dict[str, Any], day_dir: Path) -> dict[str, Any] | None:
     if not record:
         return None
     media = ((results.get("checks") or {}).get("media") or {}).get(record["file"], [])
-    pages = [{**page, "exists": (day_dir / page["preview"]).is_file()} for page in record.get("pages", [])]
+    pages = [{**page, "exists": on_page(day_dir, page["preview"])} for page in record.get("pages", [])]
     return {
         "file": record["file"],
         "title": record.get("title", ""),
-        "exists": (day_dir / record["file"]).is_file(),
+        "exists": on_page(day_dir, record["file"]),
         "width": record.get("width_pt"),
         "height": record.get("height_pt"),
         "pages": pages,
