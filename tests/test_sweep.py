@@ -585,6 +585,33 @@ def test_a_target_nobody_meets_is_a_statement_on_the_page_and_the_charts(tmp_pat
     assert "None meets the latency targets" in (tmp_path / "o" / "pareto.alt.txt").read_text()
 
 
+def test_the_results_file_is_only_ever_one_a_sweep_wrote(tmp_path, capsys):
+    """--results naming the person's notes, or a folder, is one line and leaves them as they
+    were; --fresh sets the last results aside without replacing the ones set aside before."""
+    path = tmp_path / "s.yaml"
+    path.write_text(dump_yaml({"sweep": SMALL}))
+    out = tmp_path / "o"
+    run = ["sweep", str(path), "--out", str(out), "--workers", "1", "--no-progress", "--no-charts"]
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    assert cli.main([*run, "--results", str(notes)]) == 2
+    assert "notes.txt: holds no sweep results" in capsys.readouterr().err
+    assert notes.read_text() == "my notes\n"
+    folder = tmp_path / "mydays"
+    (folder / "keep.md").parent.mkdir()
+    (folder / "keep.md").write_text("x")
+    assert cli.main([*run, "--results", str(folder), "--fresh"]) == 2
+    assert (folder / "keep.md").read_text() == "x" and not (tmp_path / "mydays.old").exists()
+    assert cli.main(run) == 0
+    points = out / "points.jsonl"
+    first = points.read_bytes()
+    assert cli.main([*run, "--fresh"]) == 0
+    assert (out / "points.jsonl.old").read_bytes() == first
+    assert cli.main([*run, "--fresh"]) == 0
+    assert (out / "points.jsonl.old").read_bytes() == first  # kept; the next one beside it
+    assert (out / "points.jsonl.old-2").exists()
+
+
 def test_the_command_prints_the_cheapest_and_writes_the_table(tmp_path, capsys):
     path = tmp_path / "s.yaml"
     path.write_text(dump_yaml({"sweep": SMALL}))

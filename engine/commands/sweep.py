@@ -21,10 +21,11 @@ from engine.charts import draw as draw_chart
 from engine.errors import UserError
 from engine.experiments import sweep as experiment
 from engine.experiments.sweep import SweepSection
-from engine.limits import MAX_SPEC_BYTES
+from engine.limits import MAX_SPEC_BYTES, present
 from engine.outdir import atomic
 from engine.sections import SpecLocation
 from engine.spec import spec_of
+from engine.sweep import store
 from engine.sweep.table import to_csv
 from engine.validation import Strict, validate
 
@@ -59,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"must be between 1 and 4096, got {args.workers}", field="--workers")
     out_dir = Path(args.out) if args.out else Path("out") / f"sweep-{spec_path.stem}"
     results_path = Path(args.results) if args.results else out_dir / "points.jsonl"
-    if args.fresh and results_path.exists():
-        results_path.rename(results_path.with_suffix(results_path.suffix + ".old"))
+    if args.fresh and present(results_path):
+        store.set_aside(results_path)
     try:
         summary = experiment.run(
             section,
