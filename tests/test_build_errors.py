@@ -47,15 +47,20 @@ def break_thread(templates: Path, old: str, new: str) -> None:
             "templates/day37/x-thread.md.j2: line ",
         ),
         ("| multiple }}", "| multipel }}", "No filter named 'multipel'"),
-        (
+        (  # the name it has: a misspelling, not a section left out
             "{{ batching.multiple | multiple }}",
             "{{ batching.multipel | multiple }}",
-            "has no attribute 'multipel'",
+            "has no attribute 'multipel' (it has 'multiple')",
         ),
         (
             "{{ batching.multiple | multiple }}",
             "{{ batching.multipel | fixed }}",
-            "has no attribute 'multipel'",
+            "has no attribute 'multipel' (it has 'multiple')",
+        ),
+        (  # a section the spec leaves out (results hold None for it)
+            "{{ batching.multiple | multiple }}",
+            "{{ sweep.multiple | multiple }}",
+            "'None' has no attribute 'multiple': does the spec have the section this template needs?",
         ),
         ("Second fact:", "Second fact, on 8 slots:", "a number typed into a template"),
         ("{{ batching.multiple | multiple }}", "{{ batching.multiple }}", "printed without a filter"),
@@ -65,6 +70,7 @@ def break_thread(templates: Path, old: str, new: str) -> None:
         "unknown-filter",
         "misspelt-variable",
         "misspelt-into-format",
+        "section-left-out",
         "typed-number",
         "unformatted-number",
     ],

@@ -9,11 +9,12 @@ The environment is engine.render.render_env's sandbox: a draft someone else wrot
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -277,6 +278,26 @@ class _LimitedLoader(jinja2.BaseLoader):
         return source, str(path), lambda: path.is_file() and path.stat().st_mtime == mtime
 
 
+class _Undefined(jinja2.StrictUndefined):
+    """StrictUndefined whose message names the nearest keys the mapping has: a misspelt figure
+    ('best_lfu_gan') is told from a section the spec left out."""
+
+    __slots__ = ()
+
+    @property
+    def _undefined_message(self) -> str:
+        message: str = super()._undefined_message
+        obj, name = self._undefined_obj, self._undefined_name
+        if isinstance(obj, Mapping) and isinstance(name, str) and len(obj) <= MAX_SUGGESTED_FROM:
+            near = difflib.get_close_matches(name, [k for k in obj if isinstance(k, str)], n=3)
+            if near:
+                message += f" (it has {', '.join(repr(k) for k in near)})"
+        return message
+
+
+MAX_SUGGESTED_FROM = 1000  # keys a misspelt name is matched against; a bigger mapping is not searched
+
+
 def environment(templates_root: Path) -> jinja2.Environment:
     """One environment for every day: day folders plus shared macros at the root, sandboxed
     (engine.render.render_env) with this module's filters and its rule for printed values."""
@@ -285,7 +306,7 @@ def environment(templates_root: Path) -> jinja2.Environment:
         filters=FILTERS,
         printed=_finalize,
         loader=_LimitedLoader(templates_root),
-        undefined=jinja2.StrictUndefined,
+        undefined=_Undefined,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -363,11 +384,10 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
         # A template asking for a figure the spec did not compute (a section or policy left
         # out) is a user-level mismatch, not a crash: name the template and the missing name.
         line = _template_line(exc, template)
-        raise UserError(
-            f"{exc.message}: does the spec have the section this template needs?",
-            file=f"templates/{template}",
-            field=line,
-        ) from None
+        missing = str(exc.message)
+        if missing.endswith("is undefined") or missing.startswith("'None' has no"):  # a section left out?
+            missing += ": does the spec have the section this template needs?"
+        raise UserError(missing, file=f"templates/{template}", field=line) from None
     except (TypeError, ValueError, ArithmeticError, AttributeError, jinja2.TemplateError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(
