@@ -298,6 +298,8 @@ def test_a_review_page_over_its_cap_is_one_line_naming_it(tmp_path, monkeypatch)
         ('{{ "Ⅻ" }}', "'Ⅻ'"),  # a letter number inside Jinja
         # the number named, then the line it stands in (names like sha1 and idioms left out)
         ("sha1 was 2x faster than md5 here.", '2x, in "sha1 was 2x faster than md5 here."'),
+        ("one over N + 1. At scale", '1, in "one over N + 1. At scale"'),  # not the full stop
+        ("(72.3%), then", '72.3%, in "(72.3%), then"'),
         ("about ½ of them", '½, in "about ½ of them"'),  # vulgar fractions
         ("⅔ faster", '⅔, in "⅔ faster"'),
         ("the ② queue", '②, in "the ② queue"'),  # circled digits

@@ -218,6 +218,9 @@ def read_template(root: Path, name: str) -> str:
         raise UserError(err.message, file=shown) from None
 
 
+_AROUND = "\"'()[]{}.,;:!?…"  # what stands around a number in a sentence, not part of it
+
+
 def _refuse_typed_numbers(source: str, name: str) -> None:
     try:
         found = _typed_numbers(source)
@@ -228,6 +231,8 @@ def _refuse_typed_numbers(source: str, name: str) -> None:
         line = text.strip()
         # the number itself first, then the line it stands in, to find it by
         token = next((word for word in IDIOMS.sub("", line).split() if has_number(word)), line)
+        if token != line and has_number(token.strip(_AROUND)):
+            token = token.strip(_AROUND)  # 'N + 1.' names 1, not '1.'
         quoted = line if len(line) <= 60 else line[:57] + "…"  # to find it, not to print a file
         shown = quoted if token == line else f'{token[:20]}, in "{quoted}"'
         raise UserError(
