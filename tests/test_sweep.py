@@ -585,18 +585,13 @@ def test_a_target_nobody_meets_is_a_statement_on_the_page_and_the_charts(tmp_pat
     assert "None meets the latency targets" in (tmp_path / "o" / "pareto.alt.txt").read_text()
 
 
-def test_the_results_file_is_only_ever_one_a_sweep_wrote(tmp_path, capsys):
-    """--results naming the person's notes, or a folder, is one line and leaves them as they
-    were; --fresh sets the last results aside without replacing the ones set aside before."""
+def test_fresh_sets_results_aside_and_never_a_folder_or_earlier_ones(tmp_path):
+    """--fresh with --results naming a folder is one line and leaves it as it was; --fresh sets
+    the last results aside without replacing the ones set aside before."""
     path = tmp_path / "s.yaml"
     path.write_text(dump_yaml({"sweep": SMALL}))
     out = tmp_path / "o"
     run = ["sweep", str(path), "--out", str(out), "--workers", "1", "--no-progress", "--no-charts"]
-    notes = tmp_path / "notes.txt"
-    notes.write_text("my notes\n")
-    assert cli.main([*run, "--results", str(notes)]) == 2
-    assert "notes.txt: holds no sweep results" in capsys.readouterr().err
-    assert notes.read_text() == "my notes\n"
     folder = tmp_path / "mydays"
     (folder / "keep.md").parent.mkdir()
     (folder / "keep.md").write_text("x")

@@ -21,9 +21,6 @@ from engine.outdir import atomic
 
 MAX_STORE_BYTES = 2 * 2**30  # a results file past 2 GiB is not one this sweep wrote
 MAX_LINE_BYTES = 1 * 2**20  # one point's line: its key, its point and its metrics, a few hundred bytes
-# How every line add() writes begins (its keys sorted): a file whose first line does not is no
-# results file of a sweep's (a person's notes named by mistake), and is neither read nor added to.
-ROW_START = b'{"key": '
 
 
 class ResultStore:
@@ -42,14 +39,6 @@ class ResultStore:
 
     def _load(self, path: Path) -> None:
         with open_limited(path, MAX_STORE_BYTES, "sweep results") as f:
-            first = f.readline(MAX_LINE_BYTES + 1)
-            if first and not first.startswith(ROW_START):
-                raise UserError(
-                    "holds no sweep results (the sweep appends only to a file it wrote); "
-                    "name a new file with --results",
-                    file=path,
-                )
-            f.seek(0)
             while line := f.readline(MAX_LINE_BYTES + 1):
                 if len(line) > MAX_LINE_BYTES:  # no point's line is this long: skip to the next
                     while line and not line.endswith(b"\n"):
@@ -85,7 +74,7 @@ class ResultStore:
             if cut_short:
                 self._file.write("\n")  # after a line cut short, start on a fresh one
         row = {"key": key, "point": point, "metrics": metrics}
-        self._file.write(json.dumps(row, sort_keys=True) + "\n")  # begins with ROW_START
+        self._file.write(json.dumps(row, sort_keys=True) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
 
@@ -122,8 +111,8 @@ def _ends_mid_line(f: TextIO) -> bool:
 
 def set_aside(path: Path) -> Path:
     """Move a results file out of the way for a fresh sweep, to ``<name>.old`` or, where that is
-    taken, ``<name>.old-2``, ``-3``…: an earlier one set aside is never replaced. Only a file a
-    sweep wrote (ResultStore refuses anything else, a folder or a person's notes, in one line)."""
+    taken, ``<name>.old-2``, ``-3``…: an earlier one set aside is never replaced. Only a plain
+    file (ResultStore refuses a folder, a link, a device or a FIFO in one line)."""
     ResultStore(path)
     for n in range(1, 1000):
         aside = path.with_name(path.name + (".old" if n == 1 else f".old-{n}"))
