@@ -84,7 +84,7 @@ _HASHTAG = re.compile(r"(?<![\w&])#\w+")
 _LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
 _WORD = re.compile(r"\S+")
 _DAY = re.compile(r"[Dd]ay \d+")
-_DAY_BEFORE = re.compile(r"\b[Dd]ay $")  # searched up to a number's start: the word just before it
+_DAY_BEFORE = re.compile(r"(?<!\w)[Dd]ay ")  # matched in the four characters before a number
 # How a person may write what a filter writes: a space before the unit, × for x, μ for µ, us.
 _SPELLINGS = str.maketrans({"×": "x", "μ": "µ", "−": "-", "\u00a0": " ", "\u202f": " "})
 
@@ -296,8 +296,8 @@ class Index:
     def names_a_day(self, number: Number, text: str) -> bool:
         """Whether the number is an earlier day of the series written as one ("Day 15" in
         ``text``)."""
-        day = _DAY_BEFORE.search(text, 0, number.start) if number.unit == "" else None
-        return day is not None and number.bare.isdigit() and 1 <= int(number.bare) < self.day
+        named = number.unit == "" and bool(_DAY_BEFORE.match(text, number.start - 4, number.start))
+        return named and number.bare.isdigit() and 1 <= int(number.bare) < self.day
 
 
 def index(results: dict[str, Any]) -> Index:
