@@ -284,8 +284,9 @@ class _LimitedLoader(jinja2.BaseLoader):
 
 
 class _Undefined(jinja2.StrictUndefined):
-    """StrictUndefined whose message names the nearest keys the mapping has: a misspelt figure
-    ('best_lfu_gan') is told from a section the spec left out."""
+    """StrictUndefined whose message tells a misspelt name ('best_lfu_gan': it names the nearest
+    keys the mapping has) from a section the spec left out (a name not there at all, or one
+    asked of the None results hold for a section)."""
 
     __slots__ = ()
 
@@ -293,6 +294,8 @@ class _Undefined(jinja2.StrictUndefined):
     def _undefined_message(self) -> str:
         message: str = super()._undefined_message
         obj, name = self._undefined_obj, self._undefined_name
+        if obj is jinja2.utils.missing or obj is None:
+            return message + ": does the spec have the section this template needs?"
         if isinstance(obj, Mapping) and isinstance(name, str) and len(obj) <= MAX_SUGGESTED_FROM:
             near = difflib.get_close_matches(name, [k for k in obj if isinstance(k, str)], n=3)
             if near:
@@ -388,11 +391,9 @@ def render(env: jinja2.Environment, template: str, context: dict[str, Any]) -> s
     except jinja2.UndefinedError as exc:
         # A template asking for a figure the spec did not compute (a section or policy left
         # out) is a user-level mismatch, not a crash: name the template and the missing name.
-        line = _template_line(exc, template)
-        missing = str(exc.message)
-        if missing.endswith("is undefined") or missing.startswith("'None' has no"):  # a section left out?
-            missing += ": does the spec have the section this template needs?"
-        raise UserError(missing, file=f"templates/{template}", field=line) from None
+        raise UserError(
+            str(exc.message), file=f"templates/{template}", field=_template_line(exc, template)
+        ) from None
     except (TypeError, ValueError, ArithmeticError, AttributeError, jinja2.TemplateError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(
