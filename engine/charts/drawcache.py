@@ -172,12 +172,12 @@ def load_as(digest: str | None, read: Callable[[Entry], T]) -> T | None:
     cannot read (a lookup, type or value error: a note or part of a shape this code never
     stored, though its checksum holds), which is dropped like a damaged one."""
     entry = load(digest) if digest is not None else None
-    if entry is None or digest is None:
+    if digest is None or entry is None:
         return None
     try:
         return read(entry)
     except (LookupError, TypeError, ValueError, AttributeError):
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(cachedir.NoCacheFolder):
             _drop(_path(digest))
         return None
 
@@ -213,7 +213,13 @@ def recall(digest: str | None, out_dir: Path, names: list[str]) -> Any:
     """Write the files kept under ``digest`` into out_dir, those ``names`` (relative paths, as
     ``keep`` stored them) and no other, and return the entry's note (``{}`` when it has none);
     None when there is no such entry (or no key), or it holds other files."""
-    entry = load_as(digest, lambda e: e if sorted(e.parts) == sorted(names) else _refuse())
+
+    def asked_for(entry: Entry) -> Entry:
+        if sorted(entry.parts) != sorted(names):
+            raise ValueError("not the files asked for")
+        return entry
+
+    entry = load_as(digest, asked_for)
     if entry is None:
         return None
     for name in names:
@@ -221,10 +227,6 @@ def recall(digest: str | None, out_dir: Path, names: list[str]) -> Any:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic.write_bytes(path, entry.parts[name], what="drawing", root=Path(out_dir), durable=False)
     return {} if entry.note is None else entry.note
-
-
-def _refuse() -> Any:
-    raise ValueError("not the files asked for")
 
 
 def keep(digest: str | None, out_dir: Path, names: list[str], note: Any = None) -> None:

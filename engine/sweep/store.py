@@ -112,8 +112,8 @@ def _ends_mid_line(f: TextIO) -> bool:
 def set_aside(path: Path) -> Path:
     """Move a results file out of the way for a fresh sweep, to ``<name>.old`` or, where that is
     taken, ``<name>.old-2``, ``-3``…: an earlier one set aside is never replaced. Only a plain
-    file (ResultStore refuses a folder, a link, a device or a FIFO in one line)."""
-    ResultStore(path)
+    file: a folder, a link, a device or a FIFO is one line, as ResultStore refuses them."""
+    atomic.check_target(path, what="sweep results")
     for n in range(1, 1000):
         aside = path.with_name(path.name + (".old" if n == 1 else f".old-{n}"))
         if not present(aside):
