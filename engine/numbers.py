@@ -192,6 +192,13 @@ _LADDERS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 # How each unit is written after its number; every other unit is a space and its name.
 _WRITTEN = {"us": " µs", "x": "x", "%": "%", "count": ""}
+
+
+def _after(unit_name: str) -> str:
+    """What follows a number in ``unit_name``: '%', 'x', ' µs', ' ms', nothing for a count."""
+    return _WRITTEN.get(unit_name, " " + unit_name)
+
+
 _COUNTS = ("count", "ratio", "count_rate")  # dimensions whose whole values are integers
 
 
@@ -208,7 +215,7 @@ def _value_text(d: Decimal, unit_name: str) -> str:
     decimals = _short_of_all(d, 0) if unit_name == "%" else 0
     if decimals:  # 99.95% measured, not "100%"
         return _spell(d, decimals) + "%"
-    return (_count(d) if counted else _number(d)) + _WRITTEN.get(unit_name, " " + unit_name)
+    return (_count(d) if counted else _number(d)) + _after(unit_name)
 
 
 def _shown(d: Decimal) -> Decimal:
@@ -252,14 +259,14 @@ def tick_text(value: float, unit_name: str) -> str:
     the tick's own digits (precise), not a measurement's rounding: a tick stands at 1,250 ns
     exactly, and reads 1.25 µs, never "1.3 µs"; a round one reads 1 ms, not "1.0 ms"."""
     shown, step = _best_unit(_exact(value), unit_name)
-    return precise(float(shown)) + _WRITTEN.get(step, " " + step)
+    return precise(float(shown)) + _after(step)
 
 
 def printed_text(digits: str, unit_name: str) -> str:
     """A number as a lab printed it ('15.6', '1,216.6'), digits kept, with ``unit_name`` written
     after it as a post writes that unit: what a screenshot of the lab's output shows, said in
     its alt text ('15.6x', '237.6 ns') where a post rounds (16x, 238 ns)."""
-    return digits + _WRITTEN.get(unit_name, " " + unit_name)
+    return digits + _after(unit_name)
 
 
 def figure_text(fig: dict[str, Any], as_unit: str | None = None) -> str:
